@@ -14,6 +14,13 @@ Equations implemented (numbers from the paper, section 3):
   eq. 9  a_ij = W^o [a^1_ij; ...; a^H_ij]              (multi-head: each head
          uses d x d/H blocks of W^q, W^k, V^1, V^2; heads are concatenated
          before W^o).
+Causal masking (the ET encoder-decoder's decoder, sec. 3 "an encoder-decoder
+version ... we adapt the Transformer decoder's causal masking approach to our
+triangular attention"): with node times t (`node_time_BxL`; source tokens 0,
+the target token at decoder position s at time s + 1), edge (i, j) belongs to
+time max(t_i, t_j) and may use pivot l only if t_l <= max(t_i, t_j). Its
+inputs (i, l) and (l, j) then belong to times <= max(t_i, t_j) as well, so by
+induction every edge state depends only on tokens of its time or earlier.
 Ablations (paper section 4.5):
   'value'      eq. 8 becomes v_ilj = V^1 x_il.
   'attention'  eq. 5 uses the key k_ij = W^k x_ij instead of k_lj, i.e.
@@ -68,11 +75,15 @@ _NEG = -1e30
 # ----------------------------------------------------------------------------
 
 
-def _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij):
+def _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij,
+                  time_BxC=None, edge_time_BxNxN=None):
   """fp32 scores s[b, i, c, j, h] = q_ic . k_cj / sqrt(K) (eq. 5), masked.
 
   `k_chunk` is k_BxCxNxHxK (keys k_lj of this chunk's pivots, eq. 7) or, for
   the attention ablation (`key_ij`), the whole k_BxNxNxHxK (keys k_ij).
+  With node times, pivot c is also masked for edge (i, j) unless
+  t_c <= edge_time[i, j] = max(t_i, t_j) (causal masking).
+  Returns the scores and the (broadcastable) pivot mask.
   """
   if key_ij:
     s_BxNxCxNxH = jnp.einsum("bichk,bijhk->bicjh", q_BxNxCxHxK, k_chunk,
@@ -81,8 +92,12 @@ def _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij):
     s_BxNxCxNxH = jnp.einsum("bichk,bcjhk->bicjh", q_BxNxCxHxK, k_chunk,
                              preferred_element_type=jnp.float32)
   s_BxNxCxNxH = s_BxNxCxNxH * scale
-  pivot_Bx1xCx1x1 = mask_BxC[:, None, :, None, None]
-  return jnp.where(pivot_Bx1xCx1x1, s_BxNxCxNxH, _NEG), pivot_Bx1xCx1x1
+  pivot = mask_BxC[:, None, :, None, None]                      # Bx1xCx1x1
+  if time_BxC is not None:
+    causal_BxNxCxN = (time_BxC[:, None, :, None]
+                      <= edge_time_BxNxN[:, :, None, :])
+    pivot = pivot & causal_BxNxCxN[..., None]                   # BxNxCxNx1
+  return jnp.where(pivot, s_BxNxCxNxH, _NEG), pivot
 
 
 def _aggregate_values(p_BxNxCxNxH, v1_BxNxCxHxK, v2_BxCxNxHxK):
@@ -145,7 +160,14 @@ def _chunking(n, chunk_size):
   return chunk, -(-n // chunk)
 
 
-def _chunk_slices(index, q, k, v1, v2, mask, chunk, n, key_ij):
+def _edge_time(time_BxN):
+  """max(t_i, t_j) for every edge (i, j), or None without node times."""
+  if time_BxN is None:
+    return None
+  return jnp.maximum(time_BxN[:, :, None], time_BxN[:, None, :])
+
+
+def _chunk_slices(index, q, k, v1, v2, mask, time, chunk, n, key_ij):
   """Pivots [start, start + C) of chunk `index`, sliced in place.
 
   No chunked copies of q, k, v1, v2 are made: each step reads its pivots with
@@ -153,14 +175,15 @@ def _chunk_slices(index, q, k, v1, v2, mask, chunk, n, key_ij):
   (clamped) and the pivots it shares with the previous chunk are masked out,
   so every pivot is counted exactly once. Returns (start, q_BxNxCxHxK,
   k chunk (k_BxCxNxHxK, or the whole k for key_ij), v1_BxNxCxHxK,
-  v2_BxCxNxHxK or None, mask_BxC).
+  v2_BxCxNxHxK or None, mask_BxC, time_BxC or None).
   """
   start = jnp.minimum(index * chunk, n - chunk)
   take = lambda x, axis: jax.lax.dynamic_slice_in_dim(x, start, chunk, axis)
   pivot_C = start + jnp.arange(chunk)
   mask_BxC = take(mask, 1) & (pivot_C >= index * chunk)[None]
   return (start, take(q, 2), k if key_ij else take(k, 1), take(v1, 2),
-          None if v2 is None else take(v2, 1), mask_BxC)
+          None if v2 is None else take(v2, 1), mask_BxC,
+          None if time is None else take(time, 1))
 
 
 def _pad_axis(x, axis, padded):
@@ -177,20 +200,22 @@ def _add_slice(buffer, update, start, axis):
                                              axis)
 
 
-def _forward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL,
+def _forward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL, time_BxL,
              chunk_size, key_ij):
   """Online-softmax forward. Returns (o_BxNxNxHxK, lse_BxNxNxH fp32)."""
   b, n, _, h, kk = q_BxNxLxHxK.shape
   scale = 1.0 / math.sqrt(kk)
   chunk, num_chunks = _chunking(n, chunk_size)
+  edge_time_BxNxN = _edge_time(time_BxL)
 
   def step(carry, index):
     m_BxNxNxH, l_BxNxNxH, acc_BxNxNxHxK = carry
-    _, q_BxNxCxHxK, k_chunk, v1_BxNxCxHxK, v2_BxCxNxHxK, mask_BxC = (
-        _chunk_slices(index, q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK,
-                      mask_BxL, chunk, n, key_ij))
+    (_, q_BxNxCxHxK, k_chunk, v1_BxNxCxHxK, v2_BxCxNxHxK, mask_BxC,
+     time_BxC) = _chunk_slices(index, q_BxNxLxHxK, k, v1_BxNxLxHxK,
+                               v2_BxLxNxHxK, mask_BxL, time_BxL, chunk, n,
+                               key_ij)
     s_BxNxCxNxH, pivot = _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale,
-                                       key_ij)
+                                       key_ij, time_BxC, edge_time_BxNxN)
     m_new_BxNxNxH = jnp.maximum(m_BxNxNxH, s_BxNxCxNxH.max(axis=2))
     correction_BxNxNxH = jnp.exp(m_BxNxNxH - m_new_BxNxNxH)
     p_BxNxCxNxH = jnp.where(
@@ -216,7 +241,7 @@ def _forward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL,
   return o_BxNxNxHxK.astype(out_dtype), lse_BxNxNxH
 
 
-def _backward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL,
+def _backward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL, time_BxL,
               o_BxNxNxHxK, lse_BxNxNxH, do_BxNxNxHxK, chunk_size, key_ij):
   """Flash-style backward: recomputes p per chunk from the saved logsumexp.
 
@@ -225,6 +250,7 @@ def _backward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL,
   b, n, _, h, kk = q_BxNxLxHxK.shape
   scale = 1.0 / math.sqrt(kk)
   chunk, num_chunks = _chunking(n, chunk_size)
+  edge_time_BxNxN = _edge_time(time_BxL)
   do_BxNxNxHxK = do_BxNxNxHxK.astype(jnp.float32)
   # delta_ij = sum_k do_ij o_ij = sum_l p_ilj dp_ilj (softmax backward).
   delta_BxNxNxH = jnp.einsum("bijhk,bijhk->bijh", do_BxNxNxHxK,
@@ -233,11 +259,12 @@ def _backward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL,
 
   def step(grads, index):
     dq, dk, dv1, dv2 = grads
-    start, q_BxNxCxHxK, k_chunk, v1_BxNxCxHxK, v2_BxCxNxHxK, mask_BxC = (
-        _chunk_slices(index, q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK,
-                      mask_BxL, chunk, n, key_ij))
+    (start, q_BxNxCxHxK, k_chunk, v1_BxNxCxHxK, v2_BxCxNxHxK, mask_BxC,
+     time_BxC) = _chunk_slices(index, q_BxNxLxHxK, k, v1_BxNxLxHxK,
+                               v2_BxLxNxHxK, mask_BxL, time_BxL, chunk, n,
+                               key_ij)
     s_BxNxCxNxH, pivot = _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale,
-                                       key_ij)
+                                       key_ij, time_BxC, edge_time_BxNxN)
     p_BxNxCxNxH = jnp.where(
         pivot, jnp.exp(s_BxNxCxNxH - lse_BxNxNxH[:, :, None]), 0.0)
     dp_BxNxCxNxH, dv1_BxNxCxHxK, dv2_BxCxNxHxK = _value_grads(
@@ -272,27 +299,27 @@ def _backward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL,
   return dq, dk, dv1, dv2
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6))
-def _triangle_core(q, k, v1, v2, mask, chunk_size, key_ij):
-  return _forward(q, k, v1, v2, mask, chunk_size, key_ij)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7))
+def _triangle_core(q, k, v1, v2, mask, time, chunk_size, key_ij):
+  return _forward(q, k, v1, v2, mask, time, chunk_size, key_ij)[0]
 
 
-def _triangle_core_fwd(q, k, v1, v2, mask, chunk_size, key_ij):
-  o, lse = _forward(q, k, v1, v2, mask, chunk_size, key_ij)
-  return o, (q, k, v1, v2, mask, o, lse)
+def _triangle_core_fwd(q, k, v1, v2, mask, time, chunk_size, key_ij):
+  o, lse = _forward(q, k, v1, v2, mask, time, chunk_size, key_ij)
+  return o, (q, k, v1, v2, mask, time, o, lse)
 
 
 def _triangle_core_bwd(chunk_size, key_ij, residuals, do):
-  q, k, v1, v2, mask, o, lse = residuals
-  dq, dk, dv1, dv2 = _backward(q, k, v1, v2, mask, o, lse, do, chunk_size,
-                               key_ij)
-  return dq, dk, dv1, dv2, None
+  q, k, v1, v2, mask, time, o, lse = residuals
+  dq, dk, dv1, dv2 = _backward(q, k, v1, v2, mask, time, o, lse, do,
+                               chunk_size, key_ij)
+  return dq, dk, dv1, dv2, None, None
 
 
 _triangle_core.defvjp(_triangle_core_fwd, _triangle_core_bwd)
 
 
-def _check_core_inputs(q, k, v1, v2, mask, chunk_size):
+def _check_core_inputs(q, k, v1, v2, mask, chunk_size, time=None):
   shapes.check_shape(q, ("B", "N", "L", "H", "K"), "q_BxNxLxHxK")
   b, n, l, h, kk = q.shape
   shapes.check_equal(n, l, "q_BxNxLxHxK node axes N and L")
@@ -301,6 +328,10 @@ def _check_core_inputs(q, k, v1, v2, mask, chunk_size):
     if arr is not None:
       shapes.check_shape(arr, (b, n, n, h, kk), name)
   shapes.check_shape(mask, (b, n), "node_mask_BxN")
+  if time is not None:
+    shapes.check_shape(time, (b, n), "node_time_BxL")
+    if not jnp.issubdtype(time.dtype, jnp.integer):
+      raise ValueError(f"node_time_BxL must be integer, got dtype {time.dtype}.")
   if chunk_size is not None and (not isinstance(chunk_size, int)
                                  or chunk_size <= 0):
     raise ValueError(
@@ -314,6 +345,7 @@ def triangular_attention_core(q_BxNxLxHxK: Array,
                               v2_BxLxNxHxK: Optional[Array],
                               node_mask_BxL: Optional[Array] = None,
                               *,
+                              node_time_BxL: Optional[Array] = None,
                               chunk_size: Optional[int] = 8,
                               key_ij: bool = False) -> Array:
   """Per-head triangular attention before W^o (eq. 4-8), memory-lean.
@@ -330,6 +362,8 @@ def triangular_attention_core(q_BxNxLxHxK: Array,
     v2_BxLxNxHxK: right values V^2 x_lj, or None for the value ablation
       (v_ilj = V^1 x_il).
     node_mask_BxL: True for real nodes; padded nodes are never pivots.
+    node_time_BxL: optional integer node times for causal masking: edge
+      (i, j) uses pivot l only if t_l <= max(t_i, t_j) (module docstring).
     chunk_size: pivots per chunk (None: all at once). Need not divide N.
     key_ij: attention ablation (key k_ij instead of k_lj in eq. 5).
 
@@ -339,10 +373,13 @@ def triangular_attention_core(q_BxNxLxHxK: Array,
   if node_mask_BxL is None:
     node_mask_BxL = jnp.ones(q_BxNxLxHxK.shape[:2], bool)
   node_mask_BxL = jnp.asarray(node_mask_BxL).astype(bool)
+  if node_time_BxL is not None:
+    node_time_BxL = jnp.asarray(node_time_BxL)
   _check_core_inputs(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxL,
-                     chunk_size)
+                     chunk_size, node_time_BxL)
   return _triangle_core(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK,
-                        node_mask_BxL, chunk_size, bool(key_ij))
+                        node_mask_BxL, node_time_BxL, chunk_size,
+                        bool(key_ij))
 
 
 def triangular_attention_reference(q_BxNxLxHxK: Array,
@@ -351,6 +388,7 @@ def triangular_attention_reference(q_BxNxLxHxK: Array,
                                    v2_BxLxNxHxK: Optional[Array],
                                    node_mask_BxL: Optional[Array] = None,
                                    *,
+                                   node_time_BxL: Optional[Array] = None,
                                    key_ij: bool = False) -> Array:
   """Materialising reference of eq. 4-8 (as in the authors' einsum code).
 
@@ -368,10 +406,15 @@ def triangular_attention_reference(q_BxNxLxHxK: Array,
     s_BxNxLxNxH = jnp.einsum("bilhk,bljhk->biljh", q_BxNxLxHxK, k,
                              preferred_element_type=jnp.float32)
   s_BxNxLxNxH = s_BxNxLxNxH / math.sqrt(kk)
-  pivot_Bx1xLx1x1 = node_mask_BxL.astype(bool)[:, None, :, None, None]
-  s_BxNxLxNxH = jnp.where(pivot_Bx1xLx1x1, s_BxNxLxNxH, _NEG)
+  pivot = node_mask_BxL.astype(bool)[:, None, :, None, None]   # Bx1xLx1x1
+  if node_time_BxL is not None:  # Pivot l of edge (i, j): t_l <= max(t_i, t_j).
+    t_BxN = jnp.asarray(node_time_BxL)
+    edge_time_BxNxN = jnp.maximum(t_BxN[:, :, None], t_BxN[:, None, :])
+    pivot = pivot & (t_BxN[:, None, :, None]
+                     <= edge_time_BxNxN[:, :, None, :])[..., None]
+  s_BxNxLxNxH = jnp.where(pivot, s_BxNxLxNxH, _NEG)
   alpha_BxNxLxNxH = jax.nn.softmax(s_BxNxLxNxH, axis=2)
-  alpha_BxNxLxNxH = jnp.where(pivot_Bx1xLx1x1, alpha_BxNxLxNxH, 0.0)
+  alpha_BxNxLxNxH = jnp.where(pivot, alpha_BxNxLxNxH, 0.0)
   if v2_BxLxNxHxK is None:
     o = jnp.einsum("biljh,bilhk->bijhk", alpha_BxNxLxNxH,
                    v1_BxNxLxHxK.astype(jnp.float32))
@@ -501,8 +544,8 @@ def _triangle_pallas_bwd(key_ij, block_size, interpret, chunk_size,
                          residuals, do):
   del block_size, interpret
   q, k, v1, v2, mask, o, lse = residuals
-  dq, dk, dv1, dv2 = _backward(q, k, v1, v2, mask, o, lse, do, chunk_size,
-                               key_ij)
+  dq, dk, dv1, dv2 = _backward(q, k, v1, v2, mask, None, o, lse, do,
+                               chunk_size, key_ij)
   return dq, dk, dv1, dv2, None
 
 
@@ -584,7 +627,8 @@ class TriangularAttention(nn.Module):
 
   @nn.compact
   def __call__(self, x_BxNxNxD: Array,
-               node_mask_BxN: Optional[Array] = None) -> Array:
+               node_mask_BxN: Optional[Array] = None,
+               node_time_BxN: Optional[Array] = None) -> Array:
     """Returns a_BxNxNxD (eq. 9).
 
     Args:
@@ -592,6 +636,9 @@ class TriangularAttention(nn.Module):
       node_mask_BxN: optional, True for real nodes. Padded nodes are excluded
         as pivots l; the rows/columns of padded nodes are computed but
         meaningless.
+      node_time_BxN: optional integer node times: causal masking, edge (i, j)
+        attends over pivots l with t_l <= max(t_i, t_j) (module docstring).
+        impl='pallas' does not support it.
     """
     shapes.check_choice(self.ablation, ABLATIONS, "ablation")
     shapes.check_choice(self.impl, IMPLS, "impl")
@@ -609,6 +656,15 @@ class TriangularAttention(nn.Module):
       raise ValueError(
           f"chunk_size must be a positive int or None, got "
           f"{self.chunk_size!r}.")
+
+    if node_time_BxN is not None:
+      shapes.check_shape(node_time_BxN, (b, n), "node_time_BxN")
+      if not jnp.issubdtype(jnp.asarray(node_time_BxN).dtype, jnp.integer):
+        raise ValueError(f"node_time_BxN must be integer, got dtype "
+                         f"{jnp.asarray(node_time_BxN).dtype}.")
+    if node_time_BxN is not None and self.impl == "pallas":
+      raise ValueError("node_time_BxN (causal masking) is not supported by "
+                       "impl='pallas'; use impl='chunked' or 'reference'.")
 
     dtype = self.dtype or x_BxNxNxD.dtype
     x_BxNxNxD = x_BxNxNxD.astype(dtype)
@@ -628,7 +684,8 @@ class TriangularAttention(nn.Module):
     if self.impl == "chunked":
       o_BxNxNxHxK = triangular_attention_core(
           q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
-          chunk_size=self.chunk_size, key_ij=key_ij)
+          node_time_BxL=node_time_BxN, chunk_size=self.chunk_size,
+          key_ij=key_ij)
     elif self.impl == "pallas":
       o_BxNxNxHxK = triangular_attention_pallas(
           q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
@@ -637,7 +694,7 @@ class TriangularAttention(nn.Module):
     else:
       o_BxNxNxHxK = triangular_attention_reference(
           q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
-          key_ij=key_ij)
+          node_time_BxL=node_time_BxN, key_ij=key_ij)
     return nn.DenseGeneral(                                       # eq. 9
         features=d, axis=(-2, -1), use_bias=self.use_bias, dtype=dtype,
         param_dtype=self.param_dtype, kernel_init=self.kernel_init,

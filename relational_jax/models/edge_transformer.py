@@ -88,7 +88,9 @@ class EdgeTransformerLayer(nn.Module):
 
   @nn.compact
   def __call__(self, x_BxNxNxD: Array, node_mask_BxN: Optional[Array] = None,
-               *, deterministic: bool = True) -> Array:
+               *, node_time_BxN: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
+    """node_time_BxN: optional causal node times (see `TriangularAttention`)."""
     shapes.check_choice(self.layout, LAYOUTS, "layout")
     _check_square(x_BxNxNxD, "x_BxNxNxD")
     if self.ffn_chunk_size is not None and (
@@ -107,7 +109,7 @@ class EdgeTransformerLayer(nn.Module):
         num_heads=self.num_heads, ablation=self.ablation,
         chunk_size=self.chunk_size, impl=self.impl, dtype=dtype,
         param_dtype=self.param_dtype, name="attention")(
-            y_BxNxNxD, node_mask_BxN)
+            y_BxNxNxD, node_mask_BxN, node_time_BxN)
     residual_BxNxNxD = x_BxNxNxD if self.layout == "paper" else y_BxNxNxD
     u_BxNxNxD = residual_BxNxNxD + drop(a_BxNxNxD)
 
@@ -226,7 +228,10 @@ class EdgeTransformer(nn.Module):
 
   @nn.compact
   def __call__(self, x_BxNxNxD: Array, node_mask_BxN: Optional[Array] = None,
-               *, deterministic: bool = True) -> Array:
+               *, node_time_BxN: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
+    """node_time_BxN: optional causal node times (see `TriangularAttention`);
+    the FFN is per edge, so the whole stack is causal."""
     if not isinstance(self.num_layers, int) or self.num_layers < 1:
       raise ValueError(f"num_layers must be a positive int, got "
                        f"{self.num_layers!r}.")
@@ -234,11 +239,14 @@ class EdgeTransformer(nn.Module):
     if self.tied:
       layer = self._layer("layer")
       for _ in range(self.num_layers):
-        x_BxNxNxD = layer(x_BxNxNxD, node_mask_BxN, deterministic=deterministic)
+        x_BxNxNxD = layer(x_BxNxNxD, node_mask_BxN,
+                          node_time_BxN=node_time_BxN,
+                          deterministic=deterministic)
     else:
       for i in range(self.num_layers):
         x_BxNxNxD = self._layer(f"layer_{i}")(
-            x_BxNxNxD, node_mask_BxN, deterministic=deterministic)
+            x_BxNxNxD, node_mask_BxN, node_time_BxN=node_time_BxN,
+            deterministic=deterministic)
     return x_BxNxNxD
 
 

@@ -23,8 +23,11 @@ def _init(module, x, mask=None):
 
 
 def naive_triangular_attention(params, x_BxNxNxD, mask_BxN, num_heads,
-                               ablation):
-  """eq. 4-9 with explicit Python loops over the edge (i, j) and the pivot l."""
+                               ablation, time_BxN=None):
+  """eq. 4-9 with explicit Python loops over the edge (i, j) and the pivot l.
+
+  With node times, pivot l of edge (i, j) is used only if
+  t_l <= max(t_i, t_j) (causal masking)."""
   p = params["params"]
   b, n, _, d = x_BxNxNxD.shape
   k_size = d // num_heads
@@ -43,7 +46,11 @@ def naive_triangular_attention(params, x_BxNxNxD, mask_BxN, num_heads,
       for l in range(n):
         k_vec = key[:, i, j] if ablation == "attention" else key[:, l, j]
         s_BxH = jnp.sum(q[:, i, l] * k_vec, axis=-1) / np.sqrt(k_size)  # eq. 5
-        scores.append(jnp.where(mask_BxN[:, l, None], s_BxH, -1e30))
+        allowed_B = mask_BxN[:, l]
+        if time_BxN is not None:
+          allowed_B = allowed_B & (time_BxN[:, l] <= jnp.maximum(
+              time_BxN[:, i], time_BxN[:, j]))
+        scores.append(jnp.where(allowed_B[:, None], s_BxH, -1e30))
         if ablation == "value":
           values.append(v1[:, i, l])                                      # 4.5
         else:
@@ -91,6 +98,53 @@ def test_matches_naive_loops_values_and_grads(ablation):
   out_naive, grads_naive = out_and_grads(naive)
   np.testing.assert_allclose(out_ours, out_naive, rtol=1e-5, atol=1e-5)
   _assert_trees_close(grads_ours, grads_naive, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("impl, chunk_size", [("chunked", 2),
+                                              ("chunked", None),
+                                              ("reference", None)])
+def test_causal_matches_naive_loops_values_and_grads(impl, chunk_size):
+  n = 5
+  x = _x(13, n=n)
+  mask = jnp.array([[True, False, True, True, True], [True] * n])
+  # Two "source" nodes at time 0, then one node per time step; the second
+  # row's times are not sorted by index.
+  time = jnp.array([[0, 0, 1, 2, 3], [2, 0, 0, 3, 1]], jnp.int32)
+  module = TriangularAttention(num_heads=H, chunk_size=chunk_size, impl=impl)
+  params = _init(module, x, mask)
+  cotangent = _x(14, n=n)
+  ours = lambda prm, x: module.apply(prm, x, mask, time)
+  naive = lambda prm, x: naive_triangular_attention(prm, x, mask, H, "none",
+                                                    time)
+
+  def out_and_grads(f):
+    out, vjp = jax.vjp(f, params, x)
+    return out, vjp(cotangent)
+
+  out_ours, grads_ours = jax.jit(out_and_grads, static_argnums=0)(ours)
+  out_naive, grads_naive = out_and_grads(naive)
+  np.testing.assert_allclose(out_ours, out_naive, rtol=1e-5, atol=1e-5)
+  _assert_trees_close(grads_ours, grads_naive, rtol=1e-4, atol=1e-5)
+
+
+def test_causal_edges_ignore_later_nodes():
+  """An edge of time tau is unchanged when edges of later times change."""
+  n = 5
+  time = jnp.array([[0, 0, 1, 2, 3]] * B, jnp.int32)
+  x = _x(15, n=n)
+  edge_time = np.maximum(np.asarray(time)[0][:, None],
+                         np.asarray(time)[0][None, :])
+  late = jnp.asarray(edge_time >= 2)[None, :, :, None]
+  x_changed = jnp.where(late, 10.0 * _x(16, n=n), x)
+  module = TriangularAttention(num_heads=H, chunk_size=2)
+  params = _init(module, x)
+  apply = jax.jit(module.apply)
+  out, out_changed = apply(params, x, None, time), apply(params, x_changed,
+                                                         None, time)
+  early = edge_time < 2
+  np.testing.assert_allclose(out[:, early], out_changed[:, early], rtol=1e-5,
+                             atol=1e-5)
+  assert not np.allclose(out[:, ~early], out_changed[:, ~early])
 
 
 def test_chunked_equals_unchunked():
@@ -224,6 +278,15 @@ def test_pallas_interpret_matches_chunked(ablation):
     (lambda: TriangularAttention(num_heads=H, impl="pallas",
                                  pallas_block_size=6),
      (jnp.ones((B, N, N, D)),), "block_size must be a positive power of two"),
+    (lambda: TriangularAttention(num_heads=H, impl="pallas", interpret=True),
+     (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N), jnp.int32)),
+     r"not supported by impl='pallas'; use impl='chunked' or 'reference'"),
+    (lambda: TriangularAttention(num_heads=H),
+     (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N))),
+     "node_time_BxN must be integer, got dtype float32"),
+    (lambda: TriangularAttention(num_heads=H),
+     (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N + 1), jnp.int32)),
+     "node_time_BxN axis 1 must have size 4"),
 ])
 def test_bad_inputs_raise(make, args, match):
   with pytest.raises(ValueError, match=match):
