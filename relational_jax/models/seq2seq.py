@@ -26,8 +26,10 @@ Layers are post-LN (Vaswani et al. 2017, as in Csordas et al. 2021) unless
 `pre_norm`. Greedy decoding uses explicit self-attention caches
 (`positions.init_cache`), one per decoder-layer application.
 
-Extension point for other encoders (e.g. an Edge-Transformer encoder):
-`register_encoder(name, factory)`. `factory(config)` must return a linen
+The Edge Transformer encoder-decoder (ET encoder, ET decoder over the joint
+source+target graph) is `relational_jax.models.et_seq2seq`; it has the same
+calling convention. Extension point for other encoders feeding this
+Transformer decoder: `register_encoder(name, factory)`. `factory(config)` must return a linen
 Module called as
     encoder(src_BxS, src_mask_BxS, src_relations_BxSxS, deterministic)
       -> (memory_BxMxD, memory_mask_BxM)

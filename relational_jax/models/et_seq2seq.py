@@ -1,0 +1,448 @@
+"""Edge Transformer encoder-decoder (Bergen et al. 2021, sec. 3, last paragraph).
+
+Axis letters: B batch, S source tokens, T target tokens (decoder inputs),
+N = S + T joint nodes, A decoder-layer applications, D width, H heads,
+K head width, V target vocabulary.
+
+The paper: "an encoder Edge Transformer processes the question and produces a
+3D tensor state x_enc. Next, the decoder Edge Transformer generates output
+tokens one by one, left-to-right. To produce the output distribution for the
+token we feed the state of the loop edge (i, i) through a linear layer. To
+connect the decoder to the encoder we insert x_enc into the decoder's initial
+state. [...] we adapt the Transformer decoder's causal masking approach to our
+triangular attention mechanism." Concretely, here:
+
+  encoder   x_enc = ET_enc(SequenceEdgeEmbedding_src(src))           BxSxSxD
+            (eq. 10 input, eq. 3 layers; padded source nodes are masked).
+  decoder   nodes = S source tokens followed by the T decoder inputs
+            (BOS, y_0, ..., y_{T-2}); the initial joint state X^0 (BxNxNxD)
+            has the blocks
+              source-source  x_enc,
+              target-target  eq. 10 on the decoder inputs (token on the loop
+                             edge + learned relative position a(i - j)),
+              source->target a learned vector c_st (edge (i, j), i source,
+                             j target), target->source c_ts;
+            Y = ET_dec(X^0) with causal node times (source tokens 0, decoder
+            input s at s + 1: edge (i, j) uses pivot l only if
+            t_l <= max(t_i, t_j); `layers.triangular`).
+  output    logits_s = W y_{S+s, S+s} + b, the loop edge of input s.
+
+So source edges only ever see source tokens, and the edges of decoder input s
+only source tokens and decoder inputs <= s: the teacher-forced pass is causal.
+
+Incremental greedy decoding. An edge (i, j) of the joint graph is finished
+once the later of its two nodes has arrived, and its state at every decoder
+layer never changes afterwards. The decoder state caches, per layer
+application, the projections q, k, V^1 x, V^2 x (eq. 6-8) of every finished
+edge. Emitting token s adds node p = S + s, whose new row (p, j) and column
+(i, p) (j, i <= p) are computed layer by layer from the cache: O(N^2 D + N D^2)
+per layer and step instead of the full pass's O(N^3 D + N^2 D^2). The cache
+holds 4 A B N^2 D numbers (choose the evaluation batch to fit).
+"""
+
+import dataclasses
+import functools
+import math
+from typing import Any, Dict, Optional, Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from relational_jax.layers import shapes
+from relational_jax.layers import triangular as tri_lib
+from relational_jax.models import edge_transformer as et_lib
+
+__all__ = ["ETSeq2SeqConfig", "EdgeTransformerSeq2Seq", "joint_node_times",
+           "init_decode_state", "decode_step", "greedy_decode"]
+
+Array = jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class ETSeq2SeqConfig:
+  """Hyperparameters of `EdgeTransformerSeq2Seq`; validated on construction.
+
+  tied: one layer's weights applied num_*_layers times (the paper's default,
+  sec. 3); layout, chunk_size, ffn_chunk_size: see `EdgeTransformerLayer`.
+  max_distance: relative positions beyond it share an embedding (eq. 10).
+  """
+  src_vocab_size: int
+  tgt_vocab_size: int
+  d_model: int = 64
+  num_heads: int = 4
+  ffn_factor: int = 4
+  num_encoder_layers: int = 3
+  num_decoder_layers: int = 3
+  tied: bool = True
+  dropout_rate: float = 0.0
+  max_distance: int = 16
+  max_src_len: int = 128
+  max_tgt_len: int = 128
+  layout: str = "paper"
+  chunk_size: Optional[int] = 8
+  ffn_chunk_size: Optional[int] = 4
+  pad_id: int = 0
+
+  def __post_init__(self):
+    for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads",
+                 "ffn_factor", "num_encoder_layers", "num_decoder_layers",
+                 "max_src_len", "max_tgt_len"):
+      value = getattr(self, name)
+      if not isinstance(value, (int, np.integer)) or value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    if not isinstance(self.max_distance, int) or self.max_distance < 0:
+      raise ValueError(
+          f"max_distance must be an int >= 0, got {self.max_distance!r}.")
+    if not 0.0 <= self.dropout_rate < 1.0:
+      raise ValueError(
+          f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+    shapes.check_choice(self.layout, et_lib.LAYOUTS, "layout")
+    shapes.check_divides(self.d_model, self.num_heads, "d_model")
+
+  @property
+  def head_dim(self) -> int:
+    return self.d_model // self.num_heads
+
+
+def joint_node_times(num_b: int, num_s: int, num_t: int) -> Array:
+  """BxN causal node times: 0 for the source tokens, s + 1 for input s."""
+  t_N = jnp.concatenate([jnp.zeros((num_s,), jnp.int32),
+                         jnp.arange(1, num_t + 1, dtype=jnp.int32)])
+  return jnp.broadcast_to(t_N, (num_b, num_s + num_t))
+
+
+class EdgeTransformerSeq2Seq(nn.Module):
+  """ET encoder-decoder (module docstring). Same calling convention as
+  `seq2seq.Seq2SeqTransformer`: teacher forcing via `apply`, greedy decoding
+  via `greedy_decode` on the unbound module."""
+  config: ETSeq2SeqConfig
+
+  def setup(self):
+    c = self.config
+    self.src_embed = et_lib.SequenceEdgeEmbedding(
+        c.src_vocab_size, c.d_model, c.max_distance)
+    self.tgt_embed = et_lib.SequenceEdgeEmbedding(
+        c.tgt_vocab_size, c.d_model, c.max_distance)
+    # Row 0: source->target edges (i source, j target); row 1: target->source.
+    self.cross = nn.Embed(2, c.d_model)
+    stack = functools.partial(
+        et_lib.EdgeTransformer, num_heads=c.num_heads, tied=c.tied,
+        ffn_factor=c.ffn_factor, dropout_rate=c.dropout_rate,
+        chunk_size=c.chunk_size, layout=c.layout,
+        ffn_chunk_size=c.ffn_chunk_size)
+    self.encoder = stack(num_layers=c.num_encoder_layers)
+    self.decoder = stack(num_layers=c.num_decoder_layers)
+    self.out = nn.Dense(c.tgt_vocab_size)
+
+  def _src_mask(self, src_BxS, src_mask_BxS):
+    if src_mask_BxS is None:
+      return src_BxS != self.config.pad_id
+    mask = jnp.asarray(src_mask_BxS)
+    shapes.check_shape(mask, src_BxS.shape, "src_mask")
+    return mask.astype(bool)
+
+  def encode(self, src_BxS, src_mask_BxS=None, deterministic: bool = True):
+    """-> (x_enc_BxSxSxD, src_mask_BxS)."""
+    c = self.config
+    shapes.check_shape(src_BxS, ("B", "S"), "src")
+    if src_BxS.shape[1] > c.max_src_len:
+      raise ValueError(f"source length {src_BxS.shape[1]} exceeds "
+                       f"max_src_len={c.max_src_len}.")
+    src_mask_BxS = self._src_mask(src_BxS, src_mask_BxS)
+    x_BxSxSxD = self.src_embed(src_BxS)
+    return self.encoder(x_BxSxSxD, src_mask_BxS,
+                        deterministic=deterministic), src_mask_BxS
+
+  def joint_state(self, x_enc_BxSxSxD, tgt_in_BxT):
+    """X^0, the decoder's initial BxNxNxD state (module docstring)."""
+    num_b, num_s = x_enc_BxSxSxD.shape[:2]
+    num_t = tgt_in_BxT.shape[1]
+    d = self.config.d_model
+    x_tgt_BxTxTxD = self.tgt_embed(tgt_in_BxT)
+    cross_2xD = self.cross.embedding
+    st_BxSxTxD = jnp.broadcast_to(cross_2xD[0], (num_b, num_s, num_t, d))
+    ts_BxTxSxD = jnp.broadcast_to(cross_2xD[1], (num_b, num_t, num_s, d))
+    top_BxSxNxD = jnp.concatenate([x_enc_BxSxSxD, st_BxSxTxD], axis=2)
+    bottom_BxTxNxD = jnp.concatenate([ts_BxTxSxD, x_tgt_BxTxTxD], axis=2)
+    return jnp.concatenate([top_BxSxNxD, bottom_BxTxNxD], axis=1)
+
+  def decode(self, x_enc_BxSxSxD, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT=None,
+             deterministic: bool = True):
+    """Teacher-forced decoder logits BxTxV (the causal full pass)."""
+    c = self.config
+    shapes.check_shape(tgt_in_BxT, ("B", "T"), "tgt_in")
+    num_b, num_t = tgt_in_BxT.shape
+    if num_t > c.max_tgt_len:
+      raise ValueError(f"target length {num_t} exceeds max_tgt_len="
+                       f"{c.max_tgt_len}.")
+    num_s = x_enc_BxSxSxD.shape[1]
+    if tgt_mask_BxT is None:
+      tgt_mask_BxT = jnp.ones((num_b, num_t), bool)
+    shapes.check_shape(tgt_mask_BxT, (num_b, num_t), "tgt_mask")
+    mask_BxN = jnp.concatenate(
+        [src_mask_BxS, jnp.asarray(tgt_mask_BxT).astype(bool)], axis=1)
+    y_BxNxNxD = self.decoder(
+        self.joint_state(x_enc_BxSxSxD, tgt_in_BxT), mask_BxN,
+        node_time_BxN=joint_node_times(num_b, num_s, num_t),
+        deterministic=deterministic)
+    loops_BxTxD = jnp.einsum("bttd->btd", y_BxNxNxD[:, num_s:, num_s:])
+    return self.out(loops_BxTxD)
+
+  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT=None, *,
+               src_relations_BxSxS=None, tgt_tree_pos_BxTxP=None,
+               deterministic: bool = True):
+    """Teacher forcing: logits BxTxV for the next token after each input.
+
+    src_relations_BxSxS and tgt_tree_pos_BxTxP belong to other models and
+    must be None (the Edge Transformer takes relative positions, eq. 10).
+    """
+    _reject_extras(src_relations_BxSxS, tgt_tree_pos_BxTxP)
+    x_enc_BxSxSxD, src_mask_BxS = self.encode(src_BxS, src_mask_BxS,
+                                              deterministic)
+    return self.decode(x_enc_BxSxSxD, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT,
+                       deterministic)
+
+  @nn.nowrap
+  def greedy_decode(self, params, src_BxS, max_len: int, bos: int, eos: int,
+                    *, src_mask_BxS=None, src_relations_BxSxS=None,
+                    arities: Optional[Sequence[int]] = None,
+                    pad_id: Optional[int] = None):
+    """See `greedy_decode`."""
+    if arities is not None:
+      raise ValueError("arities (tree decoding) is not supported by the Edge "
+                       "Transformer encoder-decoder; pass arities=None.")
+    _reject_extras(src_relations_BxSxS, None)
+    return greedy_decode(self, params, src_BxS, max_len, bos, eos,
+                         src_mask_BxS=src_mask_BxS, pad_id=pad_id)
+
+
+def _reject_extras(src_relations_BxSxS, tgt_tree_pos_BxTxP):
+  if src_relations_BxSxS is not None:
+    raise ValueError("src_relations_BxSxS is not supported by the Edge "
+                     "Transformer encoder-decoder (use a relation-aware "
+                     "Seq2SeqTransformer); pass None.")
+  if tgt_tree_pos_BxTxP is not None:
+    raise ValueError("tgt_tree_pos_BxTxP is not supported by the Edge "
+                     "Transformer encoder-decoder (positions='tree' needs "
+                     "Seq2SeqTransformer); pass None.")
+
+
+# ---------------------------------------------------------------------------
+# Incremental decoding: the decoder layers applied functionally to the
+# parameters of `EdgeTransformerSeq2Seq.decoder`, on new rows and columns.
+
+
+def _layer_params(params, application: int, config: ETSeq2SeqConfig):
+  decoder = params["decoder"]
+  return decoder["layer"] if config.tied else decoder[f"layer_{application}"]
+
+
+def _layer_norm(p, x):
+  return nn.LayerNorm().apply({"params": p}, x)
+
+
+def _project(p_attention, y, config):
+  """q, k, V^1 y, V^2 y (eq. 6-8) of edges y_...xD -> ...xHxK each."""
+  dense = nn.DenseGeneral(features=(config.num_heads, config.head_dim),
+                          axis=-1)
+  return tuple(dense.apply({"params": p_attention[name]}, y)
+               for name in ("query", "key", "value_left", "value_right"))
+
+
+def _attention_out(p_attention, o_xHxK, config):
+  """W^o [a^1; ...; a^H] (eq. 9)."""
+  return nn.DenseGeneral(features=config.d_model, axis=(-2, -1)).apply(
+      {"params": p_attention["out"]}, o_xHxK)
+
+
+def _finish_layer(p_layer, x, y, o_xHxK, config):
+  """Residual, LN_2, FFN (eq. 3, `EdgeTransformerLayer`) given the heads'
+  attention output o for edges with input x and y = LN_1(x)."""
+  a = _attention_out(p_layer["attention"], o_xHxK, config)
+  u = (x if config.layout == "paper" else y) + a
+  return et_lib._transition(  # pylint: disable=protected-access
+      {k: p_layer[k] for k in ("ln_ffn", "ffn_hidden", "ffn_out")}, u, None,
+      ffn_width=config.ffn_factor * config.d_model, width=config.d_model,
+      dropout_rate=0.0, layout=config.layout, dtype=u.dtype,
+      param_dtype=jnp.float32)
+
+
+def init_decode_state(model: EdgeTransformerSeq2Seq, params, src_BxS,
+                      max_len: int, src_mask_BxS=None) -> Dict[str, Any]:
+  """Encodes the source and runs the decoder layers on the source block.
+
+  Returns the decoder state for `max_len` target steps: 'index' (steps done),
+  'mask_BxN' (real nodes), 'src_len' (S), and the per-application caches
+  'q', 'k', 'v1', 'v2' (AxBxNxNxHxK, N = S + max_len) of finished edges.
+  """
+  c = model.config
+  x_enc_BxSxSxD, src_mask_BxS = model.apply(
+      {"params": params}, src_BxS, src_mask_BxS,
+      method=EdgeTransformerSeq2Seq.encode)
+  num_b, num_s = src_BxS.shape
+  n = num_s + max_len
+  cache_shape = (num_b, n, n, c.num_heads, c.head_dim)
+  caches = {name: [] for name in ("q", "k", "v1", "v2")}
+  x_BxSxSxD = x_enc_BxSxSxD
+  for application in range(c.num_decoder_layers):
+    p_layer = _layer_params(params, application, c)
+    y_BxSxSxD = _layer_norm(p_layer["ln_attention"], x_BxSxSxD)
+    projections = _project(p_layer["attention"], y_BxSxSxD, c)
+    for name, proj_BxSxSxHxK in zip(("q", "k", "v1", "v2"), projections):
+      caches[name].append(jnp.zeros(cache_shape, proj_BxSxSxHxK.dtype)
+                          .at[:, :num_s, :num_s].set(proj_BxSxSxHxK))
+    o_BxSxSxHxK = tri_lib.triangular_attention_core(
+        *projections, src_mask_BxS, chunk_size=c.chunk_size)
+    x_BxSxSxD = _finish_layer(p_layer, x_BxSxSxD, y_BxSxSxD, o_BxSxSxHxK, c)
+  mask_BxN = jnp.concatenate([src_mask_BxS, jnp.ones((num_b, max_len), bool)],
+                             axis=1)
+  state = {name: jnp.stack(arrays) for name, arrays in caches.items()}
+  state.update(index=jnp.zeros((), jnp.int32), mask_BxN=mask_BxN,
+               src_len=jnp.asarray(num_s, jnp.int32))
+  return state
+
+
+def _new_edges_input(params, tokens_B, p, num_s, n, config):
+  """Layer-0 inputs of node p's row (p, j) and column (i, p): BxNxD each."""
+  emb = params["tgt_embed"]
+  m = config.max_distance
+  rel_RxD = emb["relative_position"]["embedding"]
+  e_BxD = emb["token"]["embedding"][tokens_B]
+  cross_2xD = params["cross"]["embedding"]
+  j_N = jnp.arange(n)
+  is_src_Nx1 = (j_N < num_s)[:, None]
+  # Row (p, j): offset p - j; column (i, p): offset i - p (eq. 10).
+  row_NxD = jnp.where(is_src_Nx1, cross_2xD[1],
+                      rel_RxD[jnp.clip(p - j_N, -m, m) + m])
+  col_NxD = jnp.where(is_src_Nx1, cross_2xD[0],
+                      rel_RxD[jnp.clip(j_N - p, -m, m) + m])
+  loop_BxNx1 = (j_N == p)[None, :, None]
+  row_BxNxD = row_NxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
+  col_BxNxD = col_NxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
+  return row_BxNxD, col_BxNxD
+
+
+def _softmax_over_pivots(s, pivot_mask, axis):
+  s = jnp.where(pivot_mask, s, tri_lib._NEG)  # pylint: disable=protected-access
+  return jnp.where(pivot_mask, jax.nn.softmax(s, axis=axis), 0.0)
+
+
+def decode_step(model: EdgeTransformerSeq2Seq, params, state, tokens_B):
+  """Feeds decoder input `tokens_B` at position s = state['index'] (node
+  p = S + s); returns the logits BxV of the token after it and the new state.
+
+  For each decoder-layer application, the new row (p, j) and column (i, p)
+  are projected and written to the cache, then attend over the pivots
+  l <= p (all earlier edges are finished, so this equals the causal full
+  pass):  a_pj = sum_l softmax_l(q_pl . k_lj) V^1 x_pl * V^2 x_lj  and
+  a_ip = sum_l softmax_l(q_il . k_lp) V^1 x_il * V^2 x_lp  (eq. 4-8).
+  """
+  c = model.config
+  mask_BxN = state["mask_BxN"]
+  num_b, n = mask_BxN.shape
+  shapes.check_shape(tokens_B, (num_b,), "tokens_B")
+  num_s = state["src_len"]
+  p = num_s + state["index"]
+  scale = 1.0 / math.sqrt(c.head_dim)
+  f32 = jnp.float32
+  pivot_BxL = mask_BxN & (jnp.arange(n) <= p)[None]
+  x_row_BxNxD, x_col_BxNxD = _new_edges_input(params, tokens_B, p, num_s, n,
+                                              c)
+  names = ("q", "k", "v1", "v2")
+  new_caches = {name: [] for name in names}
+  for application in range(c.num_decoder_layers):
+    p_layer = _layer_params(params, application, c)
+    y_row_BxNxD = _layer_norm(p_layer["ln_attention"], x_row_BxNxD)
+    y_col_BxNxD = _layer_norm(p_layer["ln_attention"], x_col_BxNxD)
+    cache = {}
+    for name, row_BxNxHxK, col_BxNxHxK in zip(
+        names, _project(p_layer["attention"], y_row_BxNxD, c),
+        _project(p_layer["attention"], y_col_BxNxD, c)):
+      buf_BxNxNxHxK = jax.lax.dynamic_update_slice_in_dim(
+          state[name][application], col_BxNxHxK[:, :, None], p, axis=2)
+      buf_BxNxNxHxK = jax.lax.dynamic_update_slice_in_dim(
+          buf_BxNxNxHxK, row_BxNxHxK[:, None], p, axis=1)
+      cache[name] = buf_BxNxNxHxK
+      new_caches[name].append(buf_BxNxNxHxK)
+    take = lambda name, axis: jax.lax.dynamic_index_in_dim(
+        cache[name], p, axis=axis, keepdims=False).astype(f32)
+    q_BxLxHxK, v1_BxLxHxK = take("q", 1), take("v1", 1)      # x_pl, row p
+    k_BxLxHxK, v2_BxLxHxK = take("k", 2), take("v2", 2)      # x_lp, column p
+    # Row p: edges (p, j).
+    s_BxLxJxH = jnp.einsum("blhk,bljhk->bljh", q_BxLxHxK,
+                           cache["k"].astype(f32)) * scale
+    alpha_BxLxJxH = _softmax_over_pivots(
+        s_BxLxJxH, pivot_BxL[:, :, None, None], axis=1)
+    o_row_BxJxHxK = jnp.einsum("bljh,blhk,bljhk->bjhk", alpha_BxLxJxH,
+                               v1_BxLxHxK, cache["v2"].astype(f32))
+    # Column p: edges (i, p).
+    s_BxIxLxH = jnp.einsum("bilhk,blhk->bilh", cache["q"].astype(f32),
+                           k_BxLxHxK) * scale
+    alpha_BxIxLxH = _softmax_over_pivots(
+        s_BxIxLxH, pivot_BxL[:, None, :, None], axis=2)
+    o_col_BxIxHxK = jnp.einsum("bilh,bilhk,blhk->bihk", alpha_BxIxLxH,
+                               cache["v1"].astype(f32), v2_BxLxHxK)
+    dtype = x_row_BxNxD.dtype
+    x_row_BxNxD = _finish_layer(p_layer, x_row_BxNxD, y_row_BxNxD,
+                                o_row_BxJxHxK.astype(dtype), c)
+    x_col_BxNxD = _finish_layer(p_layer, x_col_BxNxD, y_col_BxNxD,
+                                o_col_BxIxHxK.astype(dtype), c)
+  loop_BxD = jax.lax.dynamic_index_in_dim(x_row_BxNxD, p, axis=1,
+                                          keepdims=False)
+  logits_BxV = nn.Dense(c.tgt_vocab_size).apply({"params": params["out"]},
+                                                loop_BxD)
+  new_state = dict(state)
+  new_state.update({name: jnp.stack(arrays)
+                    for name, arrays in new_caches.items()})
+  new_state["index"] = state["index"] + 1
+  return logits_BxV, new_state
+
+
+@functools.partial(jax.jit, static_argnames=("model", "max_len"))
+def _greedy_loop(model, params, src_BxS, src_mask_BxS, max_len, bos, eos, pad):
+  """Prefill, then the on-device greedy loop (stops when all rows ended)."""
+  num_b = src_BxS.shape[0]
+  state = init_decode_state(model, params, src_BxS, max_len, src_mask_BxS)
+  out_BxL = jnp.full((num_b, max_len), pad, jnp.int32)
+  last_B = jnp.full((num_b,), bos, jnp.int32)
+  finished_B = jnp.zeros((num_b,), bool)
+
+  def cond(carry):
+    t, _, _, _, finished_B = carry
+    return (t < max_len) & ~jnp.all(finished_B)
+
+  def body(carry):
+    t, state, last_B, out_BxL, finished_B = carry
+    logits_BxV, state = decode_step(model, params, state, last_B)
+    next_B = jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
+    next_B = jnp.where(finished_B, pad, next_B)
+    out_BxL = out_BxL.at[:, t].set(next_B)
+    return t + 1, state, next_B, out_BxL, finished_B | (next_B == eos)
+
+  carry = (jnp.zeros((), jnp.int32), state, last_B, out_BxL, finished_B)
+  return jax.lax.while_loop(cond, body, carry)[3]
+
+
+def greedy_decode(model: EdgeTransformerSeq2Seq, params, src_BxS,
+                  max_len: int, bos: int, eos: int, *, src_mask_BxS=None,
+                  pad_id: Optional[int] = None):
+  """Incremental greedy decoding (module docstring), jitted, on device.
+
+  Returns BxL int32 tokens (L = max_len, BOS not included); each row ends at
+  its first EOS (kept) and is padded with pad_id (default config.pad_id).
+  """
+  c = model.config
+  if not isinstance(max_len, int) or not 0 < max_len <= c.max_tgt_len:
+    raise ValueError(f"max_len must be in [1, max_tgt_len={c.max_tgt_len}], "
+                     f"got {max_len!r}.")
+  src_BxS = jnp.asarray(src_BxS)
+  shapes.check_shape(src_BxS, ("B", "S"), "src")
+  if src_mask_BxS is None:
+    src_mask_BxS = src_BxS != c.pad_id
+  src_mask_BxS = jnp.asarray(src_mask_BxS).astype(bool)
+  shapes.check_shape(src_mask_BxS, src_BxS.shape, "src_mask")
+  pad = c.pad_id if pad_id is None else pad_id
+  return _greedy_loop(model, params, src_BxS, src_mask_BxS, max_len, bos, eos,
+                      pad)
