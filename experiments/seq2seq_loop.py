@@ -59,6 +59,7 @@ from relational_jax.data import tsv as tsv_lib
 from relational_jax.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from relational_jax.layers import positions as pos_lib
 from relational_jax.layers import tree as tree_lib
+from relational_jax.models import et_seq2seq
 from relational_jax.models import seq2seq
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import mesh as mesh_lib
@@ -161,14 +162,18 @@ class Seq2SeqTrainConfig:
       raise ValueError("dataset='tsv' needs data_path, a directory with "
                        f"train.tsv and any of {sorted(TSV_FILES)[1:]}.")
     _check_choice(self.model, MODELS, "model")
-    if self.model == "edge_transformer" and (
-        "edge_transformer" not in seq2seq.ENCODERS):
-      raise ValueError(
-          "model 'edge_transformer' is not available yet: "
-          "relational_jax.models.seq2seq has no 'edge_transformer' encoder "
-          "registered (seq2seq.register_encoder); valid models now are "
-          f"{[m for m in MODELS if m == 'transformer' or m in seq2seq.ENCODERS]}.")
     _check_choice(self.positions, seq2seq.POSITIONS, "positions")
+    if self.model == "edge_transformer":
+      if self.positions != "relative":
+        raise ValueError(
+            f"model='edge_transformer' takes the Edge Transformer's relative "
+            f"positions (eq. 10): positions must be 'relative', got "
+            f"{self.positions!r}.")
+      if self.ff % self.d_model:
+        raise ValueError(
+            f"model='edge_transformer' has an FFN of width ffn_factor * "
+            f"d_model: ff ({self.ff}) must be a multiple of d_model "
+            f"({self.d_model}).")
     _check_choice(self.scaling, pos_lib.SCALINGS, "scaling")
     _check_choice(self.tree_order, tree_lib.ORDERS, "tree_order")
     _check_choice(self.schedule, SCHEDULES, "schedule")
@@ -469,6 +474,34 @@ def _compiled_init(model, optimizer_args: Tuple, mesh):
                  out_shardings=mesh_lib.replicated(mesh))
 
 
+def build_model(c: Seq2SeqTrainConfig, src_vocab_size: int,
+                tgt_vocab_size: int, max_src_len: int, max_tgt_len: int):
+  """(model config, unbound model) for `c.model`.
+
+  'transformer': `seq2seq.Seq2SeqTransformer` (positions, scaling,
+  universal as configured). 'edge_transformer': the ET encoder-decoder
+  (`et_seq2seq.EdgeTransformerSeq2Seq`); `universal` ties its layers (the
+  paper's default), `ff` = ffn_factor * d_model, relative positions (eq. 10).
+  """
+  decoder_layers = c.decoder_layers or c.layers
+  if c.model == "edge_transformer":
+    config = et_seq2seq.ETSeq2SeqConfig(
+        src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+        d_model=c.d_model, num_heads=c.heads, ffn_factor=c.ff // c.d_model,
+        num_encoder_layers=c.layers, num_decoder_layers=decoder_layers,
+        tied=c.universal, dropout_rate=c.dropout, max_src_len=max_src_len,
+        max_tgt_len=max_tgt_len, pad_id=PAD_ID)
+    return config, et_seq2seq.EdgeTransformerSeq2Seq(config)
+  config = seq2seq.Seq2SeqConfig(
+      src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+      d_model=c.d_model, num_heads=c.heads, d_ff=c.ff,
+      num_encoder_layers=c.layers, num_decoder_layers=decoder_layers,
+      dropout_rate=c.dropout, positions=c.positions, scaling=c.scaling,
+      universal=c.universal, max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+      tree_depth=c.tree_depth, tree_order=c.tree_order, pad_id=PAD_ID)
+  return config, seq2seq.Seq2SeqTransformer(config)
+
+
 def count_params(params) -> int:
   return int(sum(np.prod(np.shape(x))
                  for x in jax.tree_util.tree_leaves(params)))
@@ -527,18 +560,10 @@ class Experiment:
     self.eval_sets = {k: encode_set(p, self.src_vocab, self.tgt_vocab,
                                     eval_src_len, self.decode_len)
                       for k, p in eval_pairs.items()}
-    self.model_config = seq2seq.Seq2SeqConfig(
-        src_vocab_size=len(self.src_vocab),
-        tgt_vocab_size=len(self.tgt_vocab), d_model=c.d_model,
-        num_heads=c.heads, d_ff=c.ff, num_encoder_layers=c.layers,
-        num_decoder_layers=c.decoder_layers or c.layers,
-        dropout_rate=c.dropout, positions=c.positions, scaling=c.scaling,
-        universal=c.universal,
+    self.model_config, self.model = build_model(
+        c, len(self.src_vocab), len(self.tgt_vocab),
         max_src_len=max(self.train_set.src.shape[1], eval_src_len),
-        max_tgt_len=max(self.train_set.tgt_in.shape[1], self.decode_len),
-        tree_depth=c.tree_depth, tree_order=c.tree_order, pad_id=PAD_ID,
-        encoder=c.model)
-    self.model = seq2seq.Seq2SeqTransformer(self.model_config)
+        max_tgt_len=max(self.train_set.tgt_in.shape[1], self.decode_len))
     self.optimizer_args = (c.lr, c.schedule, c.warmup_steps, c.steps, c.clip)
     self.tx = make_optimizer(*self.optimizer_args)
     self.train_step = _compiled_train_step(self.model, self.optimizer_args,
@@ -592,8 +617,8 @@ class Experiment:
       real = len(idx)
       idx = np.concatenate([idx, np.full(self.eval_batch - real, idx[0])])
       src = mesh_lib.shard_batch(s.src[idx], self.mesh)
-      pred = seq2seq.greedy_decode(
-          self.model, params, src, self.decode_len, BOS_ID, EOS_ID,
+      pred = self.model.greedy_decode(
+          params, src, self.decode_len, BOS_ID, EOS_ID,
           src_mask_BxS=src != PAD_ID,
           arities=None if self.arities is None else self.arities.tolist())
       if jax.process_count() > 1:  # Gather the other processes' rows.

@@ -25,7 +25,7 @@ flags.DEFINE_integer("cutoff", _D.cutoff, "SCAN length_cutoff: maximal training 
 flags.DEFINE_string("data_dir", _D.data_dir, "Shared data root (SCAN tasks.txt, COGS TSVs); default ../shared/data beside the repo.")
 flags.DEFINE_string("data_path", _D.data_path, "dataset=tsv: directory with train.tsv and any of dev/test/gen/gen_dev.tsv.")
 flags.DEFINE_boolean("scan_official_order", _D.scan_official_order, "SCAN length_cutoff: draw the IID hold-out from tasks.txt's line order (as Csordas et al.).")
-flags.DEFINE_string("model", _D.model, f"Encoder: one of {list(seq2seq_loop.MODELS)} (edge_transformer once registered in models.seq2seq).")
+flags.DEFINE_string("model", _D.model, f"One of {list(seq2seq_loop.MODELS)}: Transformer encoder-decoder, or Edge Transformer encoder-decoder (positions=relative; --universal ties its layers; ff a multiple of d_model).")
 flags.DEFINE_string("positions", _D.positions, "absolute, relative or tree.")
 flags.DEFINE_string("scaling", _D.scaling, "Absolute positions: teu, ped or none (Csordas et al. 2021 sec. 3.3).")
 flags.DEFINE_boolean("universal", _D.universal, "Universal Transformer: one layer applied `layers` times.")

@@ -10,6 +10,7 @@
 #
 #   STEPS=50000 bash scripts/scan_length_cutoff.sh            # the paper's budget
 #   STEPS=300 EVAL_EVERY=100 MAX_EVAL=0 bash scripts/scan_length_cutoff.sh
+#   PARALLEL=1 STEPS=2000 bash scripts/scan_length_cutoff.sh  # both at once
 #
 # Writes $OUT/{rel_uni,abs_uni}.json (+ _accuracy.png), checkpoints under
 # $OUT/{rel_uni,abs_uni}/ (re-running resumes them), and the summary $SUMMARY
@@ -28,10 +29,22 @@ COMMON="--dataset=scan --split=length_cutoff --cutoff=26 --model=transformer --u
   --seed=$SEED --select_on=last --noprogress"
 mkdir -p "$OUT"
 start=$(date +%s)
-python3 -m experiments.seq2seq_train $COMMON --positions=relative \
-  --checkpoint_path="$OUT/rel_uni" --results_path="$OUT/rel_uni.json"
-python3 -m experiments.seq2seq_train $COMMON --positions=absolute --scaling=ped \
-  --checkpoint_path="$OUT/abs_uni" --results_path="$OUT/abs_uni.json"
+run_rel() {
+  python3 -m experiments.seq2seq_train $COMMON --positions=relative \
+    --checkpoint_path="$OUT/rel_uni" --results_path="$OUT/rel_uni.json"
+}
+run_abs() {
+  python3 -m experiments.seq2seq_train $COMMON --positions=absolute --scaling=ped \
+    --checkpoint_path="$OUT/abs_uni" --results_path="$OUT/abs_uni.json"
+}
+if [[ "${PARALLEL:-0}" == 1 ]]; then  # Two processes sharing the machine.
+  run_rel & rel=$!
+  run_abs & abs=$!
+  wait $rel; wait $abs
+else
+  run_rel
+  run_abs
+fi
 python3 - "$OUT" "$SUMMARY" "$STEPS" "$MAX_EVAL" "$(( $(date +%s) - start ))" <<'PY'
 import json, os, platform, sys
 out, summary, steps, max_eval, wall = sys.argv[1:]

@@ -88,6 +88,38 @@ def test_end_to_end_and_exact_resume(tmp_path, capsys):
     seq2seq_loop.train_and_evaluate(tiny(seed=4, steps=6), resumed_dir)
 
 
+def test_edge_transformer_end_to_end_and_exact_resume(tmp_path):
+  """The ET encoder-decoder trains, decodes greedily and resumes exactly."""
+  et = dict(model="edge_transformer", d_model=8, ff=16, universal=True)
+  fresh = seq2seq_loop.train_and_evaluate(tiny(**et), str(tmp_path / "fresh"),
+                                          log=lambda _: None)
+  assert fresh["complete"] and [h["step"] for h in fresh["history"]] == [3, 4]
+  assert set(fresh["final"]["accuracies"]) == {"iid", "gen"}
+  assert all(np.isfinite(fresh["losses"]))
+  params, _ = _params(tiny(**et), str(tmp_path / "fresh"))
+  assert set(params["decoder"]) == {"layer"}          # Tied layers.
+  resumed_dir = str(tmp_path / "resumed")
+  seq2seq_loop.train_and_evaluate(tiny(stop_at_step=2, **et), resumed_dir,
+                                  log=lambda _: None)
+  resumed = seq2seq_loop.train_and_evaluate(tiny(**et), resumed_dir,
+                                            log=lambda _: None)
+  np.testing.assert_allclose(resumed["losses"], fresh["losses"], rtol=1e-6)
+  assert resumed["history"] == fresh["history"]
+
+
+def test_cogs_trains_and_evaluates(tmp_path):
+  """COGS from ../shared/data/cogs: train, IID test and IID dev sets."""
+  result = seq2seq_loop.train_and_evaluate(
+      tiny(dataset="cogs", split="", steps=2, eval_every=2), str(tmp_path),
+      log=lambda _: None)
+  assert result["complete"] and result["steps"] == 2
+  assert result["data"]["train_size"] == 24155
+  assert result["data"]["full_eval_sizes"] == {"iid": 3000, "iid_val": 3000}
+  assert set(result["final"]["accuracies"]) == {"iid", "iid_val"}
+  assert result["model_selection"] == "last"
+  assert all(np.isfinite(result["losses"]))
+
+
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
   workdir = str(tmp_path / "nan")
   config = tiny(eval_every=2, nan_at_step=3)
@@ -168,7 +200,8 @@ def test_four_devices_match_one_device():
     (dict(cutoff=50), r"invalid SCAN length cutoff 50; valid cutoffs are 22..40"),
     (dict(dataset="cogs", split="length"), r"unknown cogs split 'length'; valid choices are \['default'\]"),
     (dict(model="lstm"), r"unknown model 'lstm'; valid choices are \['transformer', 'edge_transformer'\]"),
-    (dict(model="edge_transformer"), r"model 'edge_transformer' is not available yet"),
+    (dict(model="edge_transformer", positions="absolute"), r"model='edge_transformer' takes the Edge Transformer's relative positions \(eq. 10\): positions must be 'relative', got 'absolute'"),
+    (dict(model="edge_transformer", ff=24), r"ff \(24\) must be a multiple of d_model \(16\)"),
     (dict(positions="rotary"), r"unknown positions 'rotary'; valid choices are \['absolute', 'relative', 'tree'\]"),
     (dict(scaling="up"), r"unknown scaling 'up'"),
     (dict(schedule="linear"), r"unknown schedule 'linear'; valid choices are \['constant', 'cosine', 'noam'\]"),
@@ -180,10 +213,6 @@ def test_four_devices_match_one_device():
     (dict(positions="tree"), r"target token 'I_JUMP' is not annotated"),
 ])
 def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
-  if overrides.get("model") == "edge_transformer":
-    from relational_jax.models import seq2seq  # pylint: disable=g-import-not-at-top
-    if "edge_transformer" in seq2seq.ENCODERS:
-      pytest.skip("edge_transformer encoder is registered")
   with pytest.raises(ValueError, match=message):
     seq2seq_loop.train_and_evaluate(tiny(**overrides), str(tmp_path / "run"))
 
