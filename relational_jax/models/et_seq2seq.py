@@ -53,6 +53,7 @@ import numpy as np
 from relational_jax.layers import shapes
 from relational_jax.layers import triangular as tri_lib
 from relational_jax.models import edge_transformer as et_lib
+from relational_jax.models import seq2seq
 
 __all__ = ["ETSeq2SeqConfig", "EdgeTransformerSeq2Seq", "joint_node_times",
            "init_decode_state", "decode_step", "greedy_decode"]
@@ -351,7 +352,8 @@ def decode_step(model: EdgeTransformerSeq2Seq, params, state, tokens_B):
   x_row_BxNxD, x_col_BxNxD = _new_edges_input(params, tokens_B, p, num_s, n,
                                               c)
   names = ("q", "k", "v1", "v2")
-  new_caches = {name: [] for name in names}
+  caches = {name: state[name] for name in names}       # AxBxNxNxHxK each.
+  zero = jnp.zeros((), jnp.int32)
   for application in range(c.num_decoder_layers):
     p_layer = _layer_params(params, application, c)
     y_row_BxNxD = _layer_norm(p_layer["ln_attention"], x_row_BxNxD)
@@ -360,12 +362,16 @@ def decode_step(model: EdgeTransformerSeq2Seq, params, state, tokens_B):
     for name, row_BxNxHxK, col_BxNxHxK in zip(
         names, _project(p_layer["attention"], y_row_BxNxD, c),
         _project(p_layer["attention"], y_col_BxNxD, c)):
-      buf_BxNxNxHxK = jax.lax.dynamic_update_slice_in_dim(
-          state[name][application], col_BxNxHxK[:, :, None], p, axis=2)
-      buf_BxNxNxHxK = jax.lax.dynamic_update_slice_in_dim(
-          buf_BxNxNxHxK, row_BxNxHxK[:, None], p, axis=1)
-      cache[name] = buf_BxNxNxHxK
-      new_caches[name].append(buf_BxNxNxHxK)
+      # In-place writes of column p, then row p, of this application's cache.
+      a = jnp.asarray(application, jnp.int32)
+      buf = jax.lax.dynamic_update_slice(
+          caches[name], col_BxNxHxK[None, :, :, None].astype(
+              caches[name].dtype), (a, zero, zero, p, zero, zero))
+      buf = jax.lax.dynamic_update_slice(
+          buf, row_BxNxHxK[None, :, None].astype(buf.dtype),
+          (a, zero, p, zero, zero, zero))
+      caches[name] = buf
+      cache[name] = buf[application]
     take = lambda name, axis: jax.lax.dynamic_index_in_dim(
         cache[name], p, axis=axis, keepdims=False).astype(f32)
     q_BxLxHxK, v1_BxLxHxK = take("q", 1), take("v1", 1)      # x_pl, row p
@@ -394,8 +400,7 @@ def decode_step(model: EdgeTransformerSeq2Seq, params, state, tokens_B):
   logits_BxV = nn.Dense(c.tgt_vocab_size).apply({"params": params["out"]},
                                                 loop_BxD)
   new_state = dict(state)
-  new_state.update({name: jnp.stack(arrays)
-                    for name, arrays in new_caches.items()})
+  new_state.update(caches)
   new_state["index"] = state["index"] + 1
   return logits_BxV, new_state
 
@@ -403,26 +408,10 @@ def decode_step(model: EdgeTransformerSeq2Seq, params, state, tokens_B):
 @functools.partial(jax.jit, static_argnames=("model", "max_len"))
 def _greedy_loop(model, params, src_BxS, src_mask_BxS, max_len, bos, eos, pad):
   """Prefill, then the on-device greedy loop (stops when all rows ended)."""
-  num_b = src_BxS.shape[0]
   state = init_decode_state(model, params, src_BxS, max_len, src_mask_BxS)
-  out_BxL = jnp.full((num_b, max_len), pad, jnp.int32)
-  last_B = jnp.full((num_b,), bos, jnp.int32)
-  finished_B = jnp.zeros((num_b,), bool)
-
-  def cond(carry):
-    t, _, _, _, finished_B = carry
-    return (t < max_len) & ~jnp.all(finished_B)
-
-  def body(carry):
-    t, state, last_B, out_BxL, finished_B = carry
-    logits_BxV, state = decode_step(model, params, state, last_B)
-    next_B = jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
-    next_B = jnp.where(finished_B, pad, next_B)
-    out_BxL = out_BxL.at[:, t].set(next_B)
-    return t + 1, state, next_B, out_BxL, finished_B | (next_B == eos)
-
-  carry = (jnp.zeros((), jnp.int32), state, last_B, out_BxL, finished_B)
-  return jax.lax.while_loop(cond, body, carry)[3]
+  step = functools.partial(decode_step, model, params)
+  return seq2seq.greedy_loop(step, state, src_BxS.shape[0], max_len, bos, eos,
+                             pad)
 
 
 def greedy_decode(model: EdgeTransformerSeq2Seq, params, src_BxS,

@@ -501,34 +501,44 @@ def _decode_step_jit(model, params, memory_BxMxD, memory_mask_BxM, tokens_BxT,
                      method=Seq2SeqTransformer.decode_step)
 
 
-@functools.partial(jax.jit, static_argnames=("model", "max_len"))
-def _greedy_loop(model, params, memory_BxMxD, memory_mask_BxM, max_len, bos,
-                 eos, pad):
-  """On-device greedy loop (sequence positions), stops when all rows ended."""
-  num_b = memory_BxMxD.shape[0]
-  cache = init_decoder_cache(model.config, num_b, max_len,
-                             memory_BxMxD.dtype)
+def greedy_loop(step_fn, state, num_b: int, max_len: int, bos, eos, pad):
+  """On-device greedy loop: `step_fn(state, last_B) -> (logits_BxV, state)`
+  is fed BOS, then each argmax; returns BxL tokens, each row ending at its
+  first EOS (kept) and padded with `pad`; stops once every row has ended."""
   out_BxL = jnp.full((num_b, max_len), pad, jnp.int32)
   last_B = jnp.full((num_b,), bos, jnp.int32)
   finished_B = jnp.zeros((num_b,), bool)
 
-  def cond(state):
-    t, _, _, _, finished_B = state
+  def cond(carry):
+    t, _, _, _, finished_B = carry
     return (t < max_len) & ~jnp.all(finished_B)
 
-  def body(state):
-    t, cache, last_B, out_BxL, finished_B = state
+  def body(carry):
+    t, state, last_B, out_BxL, finished_B = carry
+    logits_BxV, state = step_fn(state, last_B)
+    next_B = jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
+    next_B = jnp.where(finished_B, pad, next_B)
+    out_BxL = out_BxL.at[:, t].set(next_B)
+    return t + 1, state, next_B, out_BxL, finished_B | (next_B == eos)
+
+  carry = (jnp.zeros((), jnp.int32), state, last_B, out_BxL, finished_B)
+  return jax.lax.while_loop(cond, body, carry)[3]
+
+
+@functools.partial(jax.jit, static_argnames=("model", "max_len"))
+def _greedy_loop(model, params, memory_BxMxD, memory_mask_BxM, max_len, bos,
+                 eos, pad):
+  """Greedy decoding over sequence positions with the decoder cache."""
+  def step(cache, last_B):
     logits_Bx1xV, cache = model.apply(
         {"params": params}, memory_BxMxD, memory_mask_BxM, last_B[:, None],
         cache, method=Seq2SeqTransformer.decode_step)
-    next_B = jnp.argmax(logits_Bx1xV[:, 0], axis=-1).astype(jnp.int32)
-    next_B = jnp.where(finished_B, pad, next_B)
-    out_BxL = out_BxL.at[:, t].set(next_B)
-    finished_B = finished_B | (next_B == eos)
-    return t + 1, cache, next_B, out_BxL, finished_B
+    return logits_Bx1xV[:, 0], cache
 
-  state = (jnp.zeros((), jnp.int32), cache, last_B, out_BxL, finished_B)
-  return jax.lax.while_loop(cond, body, state)[3]
+  num_b = memory_BxMxD.shape[0]
+  cache = init_decoder_cache(model.config, num_b, max_len,
+                             memory_BxMxD.dtype)
+  return greedy_loop(step, cache, num_b, max_len, bos, eos, pad)
 
 
 def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,

@@ -84,10 +84,14 @@ def test_matches_naive_loops_values_and_grads(ablation):
   params = _init(module, x, mask)
   if ablation == "value":
     assert "value_right" not in params["params"]
-  cotangent = _x(2, n=n)
-  ours = lambda prm, x: module.apply(prm, x, mask)
-  naive = lambda prm, x: naive_triangular_attention(prm, x, mask, H, ablation)
+  _assert_matches_naive(
+      lambda prm, x: module.apply(prm, x, mask),
+      lambda prm, x: naive_triangular_attention(prm, x, mask, H, ablation),
+      params, x, _x(2, n=n))
 
+
+def _assert_matches_naive(ours, naive, params, x, cotangent):
+  """Outputs and VJPs (params, x) of `ours` and `naive` agree."""
   def out_and_grads(f):  # Output, and the VJP of the cotangent (params, x).
     out, vjp = jax.vjp(f, params, x)
     return out, vjp(cotangent)
@@ -112,19 +116,10 @@ def test_causal_matches_naive_loops_values_and_grads(impl, chunk_size):
   time = jnp.array([[0, 0, 1, 2, 3], [2, 0, 0, 3, 1]], jnp.int32)
   module = TriangularAttention(num_heads=H, chunk_size=chunk_size, impl=impl)
   params = _init(module, x, mask)
-  cotangent = _x(14, n=n)
-  ours = lambda prm, x: module.apply(prm, x, mask, time)
-  naive = lambda prm, x: naive_triangular_attention(prm, x, mask, H, "none",
-                                                    time)
-
-  def out_and_grads(f):
-    out, vjp = jax.vjp(f, params, x)
-    return out, vjp(cotangent)
-
-  out_ours, grads_ours = jax.jit(out_and_grads, static_argnums=0)(ours)
-  out_naive, grads_naive = out_and_grads(naive)
-  np.testing.assert_allclose(out_ours, out_naive, rtol=1e-5, atol=1e-5)
-  _assert_trees_close(grads_ours, grads_naive, rtol=1e-4, atol=1e-5)
+  _assert_matches_naive(
+      lambda prm, x: module.apply(prm, x, mask, time),
+      lambda prm, x: naive_triangular_attention(prm, x, mask, H, "none", time),
+      params, x, _x(14, n=n))
 
 
 def test_causal_edges_ignore_later_nodes():
