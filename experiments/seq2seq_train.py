@@ -1,8 +1,10 @@
-r"""Train an encoder-decoder Transformer on SCAN / COGS / TSV seq2seq data.
+r"""Train an encoder-decoder (Transformer or Edge Transformer) on SCAN / COGS / TSV data.
 
   python -m experiments.seq2seq_train --dataset=scan --split=length_cutoff \
       --cutoff=26 --positions=relative --universal --steps=50000 \
       --checkpoint_path=runs/scan26_rel_uni
+  python -m experiments.seq2seq_train --dataset=cogs --model=edge_transformer \
+      --d_model=64 --heads=4 --ff=256 --layers=3 --universal --dropout=0.1
 
 Re-running with the same --checkpoint_path resumes exactly where the run
 stopped. The work is done by `experiments.seq2seq_loop.train_and_evaluate`;
