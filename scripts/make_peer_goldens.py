@@ -1,0 +1,481 @@
+"""Writes golden outputs of the RT and ET authors' own code for tests/fidelity.
+
+The fidelity test (tests/fidelity/test_peer_goldens.py) checks that our RT
+layer, stack and CLRS processor equal the RT authors' Haiku code, and that our
+ET triangular attention, layer and stacks (layout='released_code') equal the
+ET authors' PyTorch code, to 1e-5 in fp32. CI has no network, no torch and no
+reference checkouts, so this script runs the authors' functions once, at small
+sizes, on seeded random inputs and seeded random parameters, and stores the
+inputs, their parameters (flattened under their own names) and their outputs
+in small .npz files under tests/fidelity/goldens/.
+
+References (check them out anywhere, e.g. under /tmp/peers):
+  RT: github.com/CameronDiao/relational-transformer (their CLRS fork; the RT
+      processor `RT` in clrs/_src/processors.py, the layer `Basic_RT` /
+      `RTTransformerLayer` / `RTAttentionLayer` in
+      clrs/_src/base_modules/Basic_Transformer_jax.py). Runs under the main
+      python (jax + haiku).
+  ET: github.com/bergen/EdgeTransformer (PyTorch): cogs/model.py
+      (`EdgeAttention`, `EdgeTransformerLayer` with layernorm_pos='pre',
+      `EdgeTransformerEncoder`, biased projections) and clutrr/model.py
+      (`EdgeAttention` without biases, `EdgeTransformerEncoder` with label
+      embedding, padding mask and `share_layers`). Runs under a python with
+      numpy + torch only (e.g. /tmp/torchvenv/bin/python).
+
+Usage (see scripts/make_peer_goldens.sh for the whole recipe):
+  python scripts/make_peer_goldens.py --rt_reference=/tmp/peers/rt
+  /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --et_reference=/tmp/peers/et
+  python scripts/make_peer_goldens.py --record    # ours vs theirs -> README.json
+
+Compatibility shims (nothing in the reference checkouts is edited):
+  RT: importing `clrs._src.processors` from their checkout would run their
+      package's clrs/__init__.py (datasets, TensorFlow) and collide with the
+      installed dm-clrs. We register bare package objects `clrs`, `clrs._src`
+      and `clrs._src.base_modules` whose __path__ points into their checkout,
+      so only processors.py and base_modules/*.py are executed. Their code
+      otherwise runs unchanged with jax 0.10 / haiku 0.0.17.
+  ET: cogs/model.py and clutrr/model.py import `transformers` (T5 classes and
+      a LR schedule) and `pytorch_lightning` at module level for their
+      training wrappers only. We register stub modules for both (the
+      LightningModule stub is torch.nn.Module) before importing them; the
+      attention, layer and encoder classes use neither.
+"""
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import types
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+GOLDEN_DIR = REPO / "tests" / "fidelity" / "goldens"
+README_JSON = GOLDEN_DIR / "README.json"
+RT_URL = "https://github.com/CameronDiao/relational-transformer"
+ET_URL = "https://github.com/bergen/EdgeTransformer"
+MAX_BYTES = 200_000
+
+FETCH_HELP = f"""\
+Nothing to do: pass --rt_reference=DIR and/or --et_reference=DIR (or --record).
+Fetch the references first, e.g.
+  git clone {RT_URL} /tmp/peers/rt
+  git clone {ET_URL} /tmp/peers/et
+  python3 -m venv /tmp/torchvenv && /tmp/torchvenv/bin/pip install torch numpy
+then
+  python scripts/make_peer_goldens.py --rt_reference=/tmp/peers/rt
+  /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --et_reference=/tmp/peers/et
+  python scripts/make_peer_goldens.py --record
+"""
+
+
+# ----------------------------------------------------------------------------
+# Shared helpers (numpy only).
+# ----------------------------------------------------------------------------
+
+
+def _git_commit(path):
+  try:
+    return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"],
+                          check=True, capture_output=True,
+                          text=True).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return None
+
+
+def _commit_of(reference, commit_flag):
+  commit = commit_flag or _git_commit(reference)
+  if not commit:
+    raise SystemExit(
+        f"Cannot tell the commit of {reference} (not a git work tree): pass "
+        f"--commit=<40-hex hash of the checkout>.")
+  return commit
+
+
+def _random_like(rng, name, shape):
+  """Seeded random parameter values (not the authors' init: every weight,
+  bias and LayerNorm scale/offset is non-trivial, so a wrong mapping fails)."""
+  lname = name.lower()
+  # LayerNorms: haiku '.../layer_norm_2/scale|offset', torch '...norm1.weight|bias'.
+  if "layer_norm" in lname or re.search(r"(^|\.)norm\d*\.", lname):
+    if lname.endswith(("/scale", ".weight")):
+      return (1.0 + 0.2 * rng.standard_normal(shape)).astype(np.float32)
+    return (0.2 * rng.standard_normal(shape)).astype(np.float32)
+  if len(shape) == 1:  # biases
+    return (0.2 * rng.standard_normal(shape)).astype(np.float32)
+  if "embedding" in lname:
+    return rng.standard_normal(shape).astype(np.float32)
+  fan_in = shape[0] if "/" in name else shape[-1]  # haiku (in, out); torch (out, in)
+  return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+
+
+def _save(name, meta, inputs, params, outputs):
+  GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
+  arrays = {"meta": np.array(json.dumps(meta, sort_keys=True))}
+  for prefix, group in (("input", inputs), ("param", params),
+                        ("output", outputs)):
+    for key, value in group.items():
+      value = np.asarray(value)
+      if value.dtype == np.float64:
+        value = value.astype(np.float32)
+      arrays[f"{prefix}/{key}"] = value
+  path = GOLDEN_DIR / f"{name}.npz"
+  np.savez_compressed(path, **arrays)
+  size = path.stat().st_size
+  if size > MAX_BYTES:
+    raise SystemExit(f"{path} is {size} bytes (> {MAX_BYTES}); shrink the case.")
+  print(f"wrote {path.relative_to(REPO)} ({size} bytes)")
+  return path
+
+
+def _update_readme(side, url, commit, cases, shims):
+  readme = json.loads(README_JSON.read_text()) if README_JSON.exists() else {}
+  readme.setdefault("about", (
+      "Goldens of the authors' own code for tests/fidelity/test_peer_goldens.py,"
+      " written by scripts/make_peer_goldens.py. max_abs_diff: ours vs theirs,"
+      " fp32, as measured by `make_peer_goldens.py --record`."))
+  readme.setdefault("references", {})[side] = {
+      "repository": url, "commit": commit, "shims": shims,
+      "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(
+          timespec="seconds")}
+  golden = readme.setdefault("goldens", {})
+  for case, info in cases.items():
+    golden[case] = {**golden.get(case, {}), **info, "reference": side}
+  README_JSON.write_text(json.dumps(readme, indent=2, sort_keys=True) + "\n")
+
+
+# ----------------------------------------------------------------------------
+# RT: the RT authors' Haiku code (main python).
+# ----------------------------------------------------------------------------
+
+RT_SHIM = ("bare package objects clrs, clrs._src, clrs._src.base_modules with "
+           "__path__ into the checkout (their clrs/__init__.py is not run)")
+
+
+def _import_rt(reference):
+  root = pathlib.Path(reference).resolve()
+  source = root / "clrs" / "_src" / "processors.py"
+  if not source.exists():
+    raise SystemExit(f"{source} not found: is --rt_reference a checkout of {RT_URL}?")
+  if "clrs" in sys.modules:
+    raise SystemExit("the installed clrs is already imported; run this side alone.")
+  for name, path in (("clrs", root / "clrs"), ("clrs._src", root / "clrs" / "_src"),
+                     ("clrs._src.base_modules",
+                      root / "clrs" / "_src" / "base_modules")):
+    package = types.ModuleType(name)
+    package.__path__ = [str(path)]
+    sys.modules[name] = package
+  processors = importlib.import_module("clrs._src.processors")
+  layers = importlib.import_module("clrs._src.base_modules.Basic_Transformer_jax")
+  return processors, layers
+
+
+def make_rt(reference, commit):
+  os.environ.setdefault("JAX_PLATFORMS", "cpu")
+  processors, layers = _import_rt(reference)
+  import haiku as hk  # pylint: disable=g-import-not-at-top
+  import jax  # pylint: disable=g-import-not-at-top
+
+  rng = np.random.default_rng(20240601)
+  b, n, heads, d, e = 2, 5, 3, 12, 8          # D = 3 heads x 4; edge width 8
+  node_hid, edge_hid1, edge_hid2 = 7, 6, 5
+  sizes = dict(batch=b, nodes=n, heads=heads, node_width=d,
+               node_hidden=node_hid, edge_hidden1=edge_hid1,
+               edge_hidden2=edge_hid2, dropout_rate=0.0)
+
+  def randomise(params):
+    flat = {}
+    for module, group in sorted(params.items()):
+      for key, value in sorted(group.items()):
+        name = f"{module}/{key}"
+        flat[name] = _random_like(rng, name, value.shape)
+    nested = {}
+    for name, value in flat.items():
+      module, key = name.rsplit("/", 1)
+      nested.setdefault(module, {})[key] = value
+    return flat, nested
+
+  def run(fn, inputs, order):
+    transformed = hk.transform(fn)
+    args = [inputs[k] for k in order]
+    init = transformed.init(jax.random.PRNGKey(0), *args)
+    flat, nested = randomise(init)
+    # Their hk.dropout needs a key; with rate 0.0 it keeps every unit.
+    out = transformed.apply(nested, jax.random.PRNGKey(1), *args)
+    return flat, out
+
+  cases = {}
+
+  def layer_case(name, disable_edge_updates, num_layers):
+    inputs = {"nodes": rng.standard_normal((b, n, d)).astype(np.float32),
+              "edges": rng.standard_normal((b, n, n, e)).astype(np.float32)}
+
+    def fn(nodes, edges):
+      # As the loop in their RT.__call__: Basic_RT layers 'rt_layer{l}',
+      # (graph and adjacency are unused by 'cat' layers).
+      for index in range(num_layers):
+        nodes, edges = layers.Basic_RT(
+            heads, "cat", disable_edge_updates, d, node_hid, e, edge_hid1,
+            edge_hid2, 0.0, name=f"rt_layer{index}")(nodes, edges, None, None,
+                                                     None)
+      return nodes, edges
+
+    params, (nodes, edges) = run(fn, inputs, ("nodes", "edges"))
+    meta = dict(reference="rt", repository=RT_URL, commit=commit,
+                function="clrs._src.base_modules.Basic_Transformer_jax.Basic_RT"
+                " x %d (graph_vec='cat', disable_edge_updates=%s, edge width %d)"
+                % (num_layers, disable_edge_updates, e),
+                sizes={**sizes, "edge_width": e, "num_layers": num_layers,
+                       "disable_edge_updates": disable_edge_updates},
+                layer_norm_epsilon=1e-5, shim=RT_SHIM)
+    _save(name, meta, inputs, params, {"nodes": nodes, "edges": edges})
+    cases[name] = {"function": meta["function"]}
+
+  layer_case("rt_layer", False, 1)
+  layer_case("rt_layer_no_edge_update", True, 1)
+  layer_case("rt_stack", False, 2)
+
+  for graph_vec in ("cat", "core"):
+    name = f"rt_processor_{graph_vec}"
+    inputs = {
+        "node_fts": rng.standard_normal((b, n, 3)).astype(np.float32),
+        "edge_fts": rng.standard_normal((b, n, n, 2)).astype(np.float32),
+        "graph_fts": rng.standard_normal((b, 4)).astype(np.float32),
+        "adj_mat": (rng.random((b, n, n)) < 0.5).astype(np.float32),
+        "hidden": rng.standard_normal((b, n, d)).astype(np.float32),
+        "e_hidden": rng.standard_normal((b, n, n, d)).astype(np.float32),
+        "g_hidden": rng.standard_normal((b, d)).astype(np.float32),
+    }
+
+    def fn(node_fts, edge_fts, graph_fts, adj_mat, hidden, e_hidden, g_hidden,
+           graph_vec=graph_vec):
+      processor = processors.RT(
+          nb_layers=2, nb_heads=heads, vec_size=d, node_hid_size=node_hid,
+          edge_hid_size_1=edge_hid1, edge_hid_size_2=edge_hid2,
+          graph_vec=graph_vec, disable_edge_updates=False, name="rt")
+      return processor(node_fts, edge_fts, graph_fts, adj_mat, hidden,
+                       e_hidden=e_hidden, g_hidden=g_hidden)
+
+    params, (nodes, edges, graph) = run(
+        fn, inputs, ("node_fts", "edge_fts", "graph_fts", "adj_mat", "hidden",
+                     "e_hidden", "g_hidden"))
+    outputs = {"nodes": nodes, "edges": edges}
+    if graph is not None:
+      outputs["graph"] = graph
+    meta = dict(reference="rt", repository=RT_URL, commit=commit,
+                function=f"clrs._src.processors.RT(nb_layers=2, graph_vec="
+                f"'{graph_vec}', disable_edge_updates=False)",
+                sizes={**sizes, "num_layers": 2, "graph_vec": graph_vec},
+                layer_norm_epsilon=1e-5, shim=RT_SHIM)
+    _save(name, meta, inputs, params, outputs)
+    cases[name] = {"function": meta["function"]}
+  _update_readme("rt", RT_URL, commit, cases, RT_SHIM)
+
+
+# ----------------------------------------------------------------------------
+# ET: the ET authors' PyTorch code (numpy + torch only).
+# ----------------------------------------------------------------------------
+
+ET_SHIM = ("stub modules transformers and pytorch_lightning (LightningModule = "
+           "torch.nn.Module) registered before importing cogs/model.py and "
+           "clutrr/model.py; used only by their training wrappers")
+
+
+def _import_et(reference):
+  root = pathlib.Path(reference).resolve()
+  for sub in ("cogs", "clutrr"):
+    if not (root / sub / "model.py").exists():
+      raise SystemExit(f"{root / sub / 'model.py'} not found: is --et_reference "
+                       f"a checkout of {ET_URL}?")
+  import torch  # pylint: disable=g-import-not-at-top
+
+  def unavailable(*args, **kwargs):
+    raise RuntimeError("stub: transformers is not installed")
+
+  transformers = types.ModuleType("transformers")
+  transformers.T5EncoderModel = transformers.T5Config = unavailable
+  transformers.get_linear_schedule_with_warmup = unavailable
+  lightning = types.ModuleType("pytorch_lightning")
+  lightning.LightningModule = torch.nn.Module
+  sys.modules.setdefault("transformers", transformers)
+  sys.modules.setdefault("pytorch_lightning", lightning)
+
+  def load(sub):
+    spec = importlib.util.spec_from_file_location(f"et_{sub}_model",
+                                                  root / sub / "model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+  return torch, load("cogs"), load("clutrr")
+
+
+def make_et(reference, commit):
+  torch, cogs, clutrr = _import_et(reference)
+  torch.manual_seed(0)
+  torch.set_num_threads(1)
+  rng = np.random.default_rng(20240602)
+  b, n, d, heads, ff_factor = 2, 5, 8, 2, 4
+  dropout = 0.1  # eval() must switch it off
+  cases = {}
+
+  def randomise(module):
+    params = {}
+    with torch.no_grad():
+      for name, p in module.named_parameters():
+        value = _random_like(rng, name, tuple(p.shape))
+        p.copy_(torch.from_numpy(value))
+        params[name] = value
+    return params
+
+  def cogs_config(**overrides):
+    config = dict(num_heads=heads, dropout=dropout, dim=d, ff_factor=ff_factor,
+                  edge_attention_flat=False, lesion_scores=False,
+                  lesion_values=False, num_message_rounds=2,
+                  share_layers=False, input_encoding="relational")
+    config.update(overrides)
+    return config
+
+  def meta_for(function, sizes):
+    return dict(reference="et", repository=ET_URL, commit=commit,
+                function=function, sizes=sizes, eval_mode=True,
+                config_dropout=dropout, layer_norm_epsilon=1e-5, shim=ET_SHIM)
+
+  sizes = dict(batch=b, nodes=n, width=d, heads=heads, ff_factor=ff_factor)
+
+  # Triangular attention (cogs EdgeAttention: six biased d x d linears).
+  for name, overrides, ablation in (
+      ("et_attention", {}, "none"),
+      ("et_attention_value_ablation", {"lesion_values": True}, "value"),
+      ("et_attention_attention_ablation", {"lesion_scores": True},
+       "attention")):
+    module = cogs.EdgeAttention(d, heads, dropout, cogs_config(**overrides))
+    module.eval()
+    params = randomise(module)
+    x = rng.standard_normal((b, n, n, d)).astype(np.float32)
+    with torch.no_grad():
+      t = torch.from_numpy(x)
+      out = module(t, t, t, mask=None).numpy()
+    meta = meta_for(f"cogs/model.py EdgeAttention {overrides or ''}".strip(),
+                    {**sizes, "ablation": ablation})
+    _save(name, meta, {"x": x}, params, {"y": out})
+    cases[name] = {"function": meta["function"]}
+
+  # One layer (cogs EdgeTransformerLayer, layernorm_pos='pre').
+  module = cogs.EdgeTransformerLayer(cogs_config())
+  module.eval()
+  assert module.layernorm_pos == "pre"
+  params = randomise(module)
+  x = rng.standard_normal((b, n, n, d)).astype(np.float32)
+  with torch.no_grad():
+    out = module(torch.from_numpy(x), mask=None).numpy()
+  meta = meta_for("cogs/model.py EdgeTransformerLayer (layernorm_pos='pre')",
+                  sizes)
+  _save("et_layer", meta, {"x": x}, params, {"y": out})
+  cases["et_layer"] = {"function": meta["function"]}
+
+  # Untied stack on a sequence (cogs EdgeTransformerEncoder, 'relational'
+  # input: x_ii = token embedding, plus relative-position embeddings). N = 19
+  # so that offsets beyond +-16 are clipped.
+  seq_b, seq_n, vocab = 2, 19, 11
+  module = cogs.EdgeTransformerEncoder(cogs_config(), d)
+  module.eval()
+  params = randomise(module)
+  token_table = rng.standard_normal((vocab, d)).astype(np.float32)
+  tokens = rng.integers(0, vocab, (seq_b, seq_n)).astype(np.int32)
+  with torch.no_grad():
+    out = module(torch.from_numpy(token_table[tokens]), None).numpy()
+  meta = meta_for("cogs/model.py EdgeTransformerEncoder (input_encoding="
+                  "'relational', 2 untied layers)",
+                  {**sizes, "batch": seq_b, "nodes": seq_n, "vocab": vocab,
+                   "num_layers": 2, "tied": False,
+                   "max_relative_distance": module.spatial_relations_builder.max_rel_len})
+  _save("et_stack_untied_sequence", meta,
+        {"tokens": tokens, "token_table": token_table}, params, {"y": out})
+  cases["et_stack_untied_sequence"] = {"function": meta["function"]}
+
+  # Tied and untied stacks on a labelled graph with padding (clutrr
+  # EdgeTransformerEncoder: label embedding, unbiased EdgeAttention).
+  for name, share in (("et_stack_tied_graph", True),
+                      ("et_stack_untied_graph", False)):
+    config = types.SimpleNamespace(
+        num_heads=heads, dropout=dropout, dim=d, ff_factor=ff_factor,
+        flat_attention=False, lesion_scores=False, lesion_values=False,
+        edge_types=6, share_layers=share, num_message_rounds=3)
+    module = clutrr.EdgeTransformerEncoder(config)
+    module.eval()
+    params = randomise(module)
+    if share:  # only layers.0 is used; drop the unused clones
+      params = {k: v for k, v in params.items()
+                if not k.startswith("layers.") or k.startswith("layers.0.")}
+    labels = rng.integers(0, config.edge_types + 1, (b, n, n)).astype(np.int64)
+    lengths = np.array([n, n - 2])
+    pad = np.arange(n)[None, :] >= lengths[:, None]           # True = padding
+    with torch.no_grad():
+      out = module({"batched_graphs": torch.from_numpy(labels),
+                    "masks": torch.from_numpy(pad)}).numpy()
+    meta = meta_for(
+        f"clutrr/model.py EdgeTransformerEncoder (share_layers={share}, "
+        f"3 message rounds, padding mask)",
+        {**sizes, "num_layers": 3, "tied": share,
+         "num_labels": config.edge_types + 1, "lengths": lengths.tolist()})
+    _save(name, meta, {"labels": labels.astype(np.int32), "padding": pad},
+          params, {"y": out})
+    cases[name] = {"function": meta["function"]}
+  _update_readme("et", ET_URL, commit, cases, ET_SHIM)
+
+
+# ----------------------------------------------------------------------------
+# --record: ours vs theirs (main python), into README.json.
+# ----------------------------------------------------------------------------
+
+
+def record():
+  os.environ.setdefault("JAX_PLATFORMS", "cpu")
+  sys.path.insert(0, str(REPO))
+  from tests.fidelity import test_peer_goldens as fidelity  # pylint: disable=g-import-not-at-top
+  readme = json.loads(README_JSON.read_text()) if README_JSON.exists() else {}
+  goldens = readme.setdefault("goldens", {})
+  rows = []
+  for case in fidelity.available_cases():
+    diffs = fidelity.max_abs_diffs(case)
+    worst = max(diffs.values())
+    goldens.setdefault(case, {})["max_abs_diff"] = {
+        k: float(f"{v:.3g}") for k, v in diffs.items()}
+    rows.append((case, worst, diffs))
+  readme["tolerance"] = fidelity.TOLERANCE
+  README_JSON.write_text(json.dumps(readme, indent=2, sort_keys=True) + "\n")
+  print(f"\n{'golden':36s} {'max |ours - theirs|':>20s}  per output")
+  for case, worst, diffs in rows:
+    detail = ", ".join(f"{k} {v:.2e}" for k, v in diffs.items())
+    flag = "" if worst <= fidelity.TOLERANCE else "  > tolerance"
+    print(f"{case:36s} {worst:20.2e}  {detail}{flag}")
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--rt_reference", help=f"checkout of {RT_URL}")
+  parser.add_argument("--et_reference", help=f"checkout of {ET_URL}")
+  parser.add_argument("--commit", help="commit of the checkout, if not a git work tree")
+  parser.add_argument("--record", action="store_true",
+                      help="measure ours vs each golden; write README.json")
+  args = parser.parse_args()
+  if not (args.rt_reference or args.et_reference or args.record):
+    print(FETCH_HELP, file=sys.stderr)
+    return 2
+  if args.rt_reference:
+    make_rt(args.rt_reference, _commit_of(args.rt_reference, args.commit))
+  if args.et_reference:
+    make_et(args.et_reference, _commit_of(args.et_reference, args.commit))
+  if args.record:
+    record()
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

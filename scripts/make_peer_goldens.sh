@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Regenerates tests/fidelity/goldens/ from the RT and ET authors' own code and
+# records ours-vs-theirs max abs differences in tests/fidelity/goldens/README.json.
+# Needs network (or existing checkouts) and a CPU torch; CI only reads the goldens.
+#   RT_REF=/tmp/peers/rt ET_REF=/tmp/peers/et TORCH_PYTHON=/tmp/torchvenv/bin/python \
+#     bash scripts/make_peer_goldens.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PEERS=${PEERS:-/tmp/peers}
+RT_REF=${RT_REF:-$PEERS/rt}
+ET_REF=${ET_REF:-$PEERS/et}
+TORCH_PYTHON=${TORCH_PYTHON:-/tmp/torchvenv/bin/python}
+PYTHON=${PYTHON:-python3}
+
+[ -d "$RT_REF" ] || git clone https://github.com/CameronDiao/relational-transformer "$RT_REF"
+[ -d "$ET_REF" ] || git clone https://github.com/bergen/EdgeTransformer "$ET_REF"
+if [ ! -x "$TORCH_PYTHON" ]; then
+  "$PYTHON" -m venv "$(dirname "$(dirname "$TORCH_PYTHON")")"
+  "$TORCH_PYTHON" -m pip install torch numpy
+fi
+# Pass RT_COMMIT / ET_COMMIT when the checkouts are not git work trees.
+JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --rt_reference="$RT_REF" ${RT_COMMIT:+--commit=$RT_COMMIT}
+"$TORCH_PYTHON" scripts/make_peer_goldens.py --et_reference="$ET_REF" ${ET_COMMIT:+--commit=$ET_COMMIT}
+JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --record
