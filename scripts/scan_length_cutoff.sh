@@ -52,7 +52,8 @@ rows = {}
 for name in ("rel_uni", "abs_uni"):
   r = json.load(open(f"{out}/{name}.json"))
   acc = r["final"]["accuracies"]
-  rows[name] = {"positions": r["config"]["positions"], "scaling": r["config"]["scaling"],
+  model = r["config"]["transformer"]
+  rows[name] = {"positions": model["positions"], "scaling": model["scaling"],
                 "steps": r["steps"], "gen_accuracy": acc["gen"], "iid_accuracy": acc["iid"],
                 "eval_sizes": r["data"]["eval_sizes"], "num_params": r["num_params"],
                 "wall_time_s": round(r["wall_time_s"], 1),

@@ -1,0 +1,293 @@
+"""The seq2seq run configuration: one `ConfigDict`, each field written once.
+
+  config.data              what to train and evaluate on (`data.load_data`):
+                           dataset, split, cutoff, data_dir, data_path,
+                           scan_official_order, max_eval_examples
+  config.model             'transformer' | 'edge_transformer': which of the
+                           two model sections builds the model
+  config.transformer       `Seq2SeqConfig` fields, handed on unchanged
+  config.edge_transformer  `ETSeq2SeqConfig` fields, handed on unchanged (its
+                           layer hyperparameters in the nested `et`, an
+                           `edge_transformer.ETConfig`: edge width
+                           et.num_heads * et.head_dim, et.num_layers
+                           encoder layers)
+  config.train             learning_rate, schedule, warmup_steps, steps, clip,
+                           batch_size, eval_batch_size, eval_every,
+                           checkpoint_every, seed, select_on, devices,
+                           progress, stop_at_step
+  config.results_path      '' = <workdir>/results.json
+
+The model sections hold every defaulted field of the model's config
+dataclass except the data-derived ones (`DATA_DERIVED`: vocabulary sizes,
+maximal lengths, PAD id), which the loop passes to `model_config`.
+
+Defaults: the SCAN length-cutoff setting of Csordas et al. 2021 (Table 4):
+relative Universal Transformer, d=128, 8 heads, 3+3 layers, FFN 256,
+dropout 0.5, Adam lr 1e-3 constant, batch 256, clip 5, 50k steps. The Edge
+Transformer section has the same sizes (width 128 = 8 heads x 16, tied
+layers, FFN 256).
+
+`FLAG_ALIASES` maps the flat flag names of earlier versions of
+`experiments.seq2seq_train` to config paths; `apply_flag_aliases` applies
+them (and the two flags that are not plain paths).
+"""
+
+import os
+from typing import Optional
+
+from relational_jax.data import scan as scan_lib
+from relational_jax.layers.shapes import check_choice
+from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
+from relational_jax.models.seq2seq import Seq2SeqConfig
+from relational_jax.training import config as config_lib
+
+ConfigDict = config_lib.ConfigDict
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.dirname(os.path.abspath(__file__)))))
+DEFAULT_DATA_DIR = os.path.normpath(os.path.join(_REPO_ROOT, "..", "shared",
+                                                 "data"))
+
+DATASETS = ("scan", "cogs", "tsv")
+DEFAULT_SPLIT = {"scan": "length_cutoff", "cogs": "default", "tsv": "default"}
+# config.model -> the model config dataclass its section instantiates.
+MODEL_CONFIGS = {"transformer": Seq2SeqConfig,
+                 "edge_transformer": ETSeq2SeqConfig}
+MODELS = tuple(MODEL_CONFIGS)
+SCHEDULES = ("constant", "cosine", "noam")
+SELECT_ON = ("auto", "last", "iid", "iid_val", "gen_val")
+# TSV layout (COGS names): file -> evaluation-set role.
+TSV_FILES = {"train.tsv": "train", "test.tsv": "iid", "gen.tsv": "gen",
+             "dev.tsv": "iid_val", "gen_dev.tsv": "gen_val"}
+# Model-config fields that the data fixes (passed by the loop).
+DATA_DERIVED = ("src_vocab_size", "tgt_vocab_size", "max_src_len",
+                "max_tgt_len", "pad_id")
+# Config paths that may change when a run is resumed (`train.steps` may grow;
+# with schedule='cosine' that stretches the remaining decay). Every other
+# path of config.data, config.model, the selected model section and
+# config.train must stay as saved.
+RESUMABLE_CHANGES = ("data.data_dir", "data.max_eval_examples", "train.steps",
+                     "train.eval_batch_size", "train.eval_every",
+                     "train.checkpoint_every", "train.select_on",
+                     "train.devices", "train.progress", "train.stop_at_step",
+                     "results_path")
+
+
+def default_config() -> ConfigDict:
+  """The default run configuration (module docstring)."""
+  c = ConfigDict()
+  c.data = ConfigDict(dict(
+      dataset="scan",
+      split="",                     # '' = the dataset's default split.
+      cutoff=26,                    # SCAN 'length_cutoff' only (22..40).
+      data_dir=DEFAULT_DATA_DIR,    # SCAN tasks.txt, cogs/*.tsv.
+      data_path="",                 # dataset='tsv': directory of TSV files.
+      scan_official_order=True,
+      max_eval_examples=0))         # > 0: a fixed random subset per set.
+  c.model = "transformer"
+  # Csordas et al. 2021, Table 4 (SCAN).
+  t = c.transformer = config_lib.section(Seq2SeqConfig, exclude=DATA_DERIVED)
+  t.d_model, t.num_heads, t.ffn_dim = 128, 8, 256
+  t.num_encoder_layers = t.num_decoder_layers = 3
+  t.dropout_rate = 0.5
+  t.positions, t.scaling, t.tied = "relative", "ped", True
+  e = c.edge_transformer = config_lib.section(ETSeq2SeqConfig,
+                                              exclude=DATA_DERIVED)
+  e.et.num_heads, e.et.head_dim, e.et.ffn_dim = 8, 16, 256  # Width 128.
+  e.et.num_layers = e.num_decoder_layers = 3
+  e.et.dropout_rate = 0.5
+  e.et.tied = True
+  c.train = ConfigDict(dict(
+      learning_rate=1e-3,
+      schedule="constant",          # One of SCHEDULES.
+      warmup_steps=0,               # Linear warmup; noam needs > 0.
+      steps=50000,
+      clip=5.0,                     # Global-norm clipping; 0: off.
+      batch_size=256,               # Global batch (split over devices).
+      eval_batch_size=0,            # 0: = batch_size.
+      eval_every=1000,
+      checkpoint_every=0,           # 0: = eval_every.
+      seed=0,
+      select_on="auto",             # One of SELECT_ON.
+      devices=0,                    # 0: all devices (jax.devices()).
+      progress=True,
+      stop_at_step=0))              # > 0: stop (checkpointed) at this step,
+                                    # as if preempted; rerun to resume.
+  c.results_path = ""
+  return c
+
+
+def resolved_split(data_config: ConfigDict) -> str:
+  return data_config.split or DEFAULT_SPLIT.get(data_config.dataset, "")
+
+
+def model_config(config: ConfigDict, src_vocab_size: int = 1,
+                 tgt_vocab_size: int = 1, max_src_len: int = 1,
+                 max_tgt_len: int = 1, pad_id: int = 0):
+  """The model config dataclass of `config.model`, built from its section
+  with the data-derived sizes (placeholders of 1 for validation)."""
+  check_choice(config.model, MODELS, "model")
+  return config_lib.instantiate(
+      MODEL_CONFIGS[config.model], config[config.model],
+      src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+      max_src_len=max_src_len, max_tgt_len=max_tgt_len, pad_id=pad_id)
+
+
+def validate(config: ConfigDict, *, data: bool = True,
+             model: bool = True) -> None:
+  """Raises ValueError naming the bad value (and the valid choices).
+
+  `data=False` / `model=False` skip the data and model sections (when the
+  caller brings its own data or model)."""
+  d, t = config.data, config.train
+  if data:
+    check_choice(d.dataset, DATASETS, "dataset")
+    split = resolved_split(d)
+    if d.dataset == "scan":
+      check_choice(split, scan_lib.SPLITS, "SCAN split")
+      if split == "length_cutoff" and not (
+          scan_lib.CUTOFF_MIN <= d.cutoff <= scan_lib.CUTOFF_MAX):
+        raise ValueError(
+            f"invalid SCAN length cutoff {d.cutoff!r}; valid cutoffs are "
+            f"{scan_lib.CUTOFF_MIN}..{scan_lib.CUTOFF_MAX}.")
+    else:
+      check_choice(split, ("default",), f"{d.dataset} split")
+    if d.dataset == "tsv" and not d.data_path:
+      raise ValueError("dataset='tsv' needs data_path, a directory with "
+                       f"train.tsv and any of {sorted(TSV_FILES)[1:]}.")
+  if model:
+    model_config(config)  # The model config's own checks.
+  check_choice(t.schedule, SCHEDULES, "schedule")
+  check_choice(t.select_on, SELECT_ON, "select_on")
+  for name in ("batch_size", "steps", "eval_every"):
+    if t[name] < 1:
+      raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
+  for name in ("eval_batch_size", "checkpoint_every", "warmup_steps",
+               "devices", "stop_at_step"):
+    if t[name] < 0:
+      raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
+  if d.max_eval_examples < 0:
+    raise ValueError(f"data.max_eval_examples must be >= 0, got "
+                     f"{d.max_eval_examples}.")
+  if not t.learning_rate > 0:
+    raise ValueError(f"train.learning_rate must be > 0, got "
+                     f"{t.learning_rate}.")
+  if t.clip < 0:
+    raise ValueError(f"train.clip must be >= 0 (0: off), got {t.clip}.")
+  if t.schedule == "noam" and t.warmup_steps < 1:
+    raise ValueError("schedule='noam' needs warmup_steps >= 1 (e.g. 4000), "
+                     f"got {t.warmup_steps}.")
+
+
+def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
+  """{path: (saved, now)} of the fields that forbid resuming a run saved
+  with config record `saved` under `config` (see RESUMABLE_CHANGES; the
+  model section that `config.model` does not select is ignored)."""
+  unused = [m for m in MODELS if m != config.model]
+  return {path: values for path, values in
+          config_lib.diff(saved, config_lib.to_dict(config)).items()
+          if path not in RESUMABLE_CHANGES
+          and path.split(".")[0] not in unused}
+
+
+def describe_model(config: ConfigDict) -> str:
+  """'relative universal transformer', 'tied edge_transformer', ..."""
+  if config.model == "transformer":
+    t = config.transformer
+    return f"{t.positions} {'universal ' if t.tied else ''}transformer"
+  return f"{'tied ' if config.edge_transformer.et.tied else ''}edge_transformer"
+
+
+# ---------------------------------------------------------------------------
+# Flat flag names of earlier versions (experiments.seq2seq_train) -> paths.
+# Applied in this order, so `decoder_layers` overrides what `layers` set.
+
+FLAG_ALIASES = {
+    "dataset": "data.dataset",
+    "split": "data.split",
+    "cutoff": "data.cutoff",
+    "data_dir": "data.data_dir",
+    "data_path": "data.data_path",
+    "scan_official_order": "data.scan_official_order",
+    "max_eval_examples": "data.max_eval_examples",
+    "model": "model",
+    "positions": "transformer.positions",
+    "scaling": "transformer.scaling",
+    "universal": ("transformer.tied", "edge_transformer.et.tied"),
+    "layers": ("transformer.num_encoder_layers",
+               "transformer.num_decoder_layers",
+               "edge_transformer.et.num_layers",
+               "edge_transformer.num_decoder_layers"),
+    "decoder_layers": ("transformer.num_decoder_layers",
+                       "edge_transformer.num_decoder_layers"),
+    # Also the Edge Transformer's edge width: see apply_flag_aliases.
+    "d_model": "transformer.d_model",
+    "heads": ("transformer.num_heads", "edge_transformer.et.num_heads"),
+    "ff": ("transformer.ffn_dim", "edge_transformer.et.ffn_dim"),
+    "dropout": ("transformer.dropout_rate",
+                "edge_transformer.et.dropout_rate"),
+    "tree_depth": "transformer.tree_depth",
+    "tree_order": "transformer.tree_order",
+    "lr": "train.learning_rate",
+    "schedule": "train.schedule",
+    "warmup_steps": "train.warmup_steps",
+    "batch": "train.batch_size",
+    "eval_batch": "train.eval_batch_size",
+    "steps": "train.steps",
+    "eval_every": "train.eval_every",
+    "checkpoint_every": "train.checkpoint_every",
+    "clip": "train.clip",
+    "seed": "train.seed",
+    "select_on": "train.select_on",
+    "devices": "train.devices",
+    "stop_at_step": "train.stop_at_step",
+    "progress": "train.progress",
+    "results_path": "results_path",
+}
+
+
+def apply_flag_aliases(config: ConfigDict, flag_values) -> ConfigDict:
+  """`config` with the alias flags given in `flag_values` applied
+  (`training.config.apply_aliases`), plus:
+
+  * `--decoder_layers=0` means "as many as --layers" (as before);
+  * `--d_model` and `--heads` also set the Edge Transformer's edge width:
+    et.head_dim = d_model / heads (heads must divide d_model);
+  * `--positions` other than 'relative' with `--model=edge_transformer` is
+    an error (the Edge Transformer takes relative positions, eq. 10).
+
+  `--ff` is the FFN hidden width of both models (`ffn_dim`).
+  """
+  present = lambda name: flag_values[name].present
+  value = lambda name: flag_values[name].value
+  aliases = dict(FLAG_ALIASES)
+  if present("decoder_layers") and value("decoder_layers") == 0:
+    del aliases["decoder_layers"]
+  et = config.edge_transformer.et
+  width = value("d_model") if present("d_model") else (
+      et.num_heads * et.head_dim)
+  config = config_lib.apply_aliases(config, aliases, flag_values)
+  et = config.edge_transformer.et
+  if present("d_model") or present("heads"):
+    if width % et.num_heads:
+      if config.model == "edge_transformer":
+        raise ValueError(f"heads ({et.num_heads}) must divide d_model "
+                         f"({width}).")
+    else:
+      et.head_dim = width // et.num_heads
+  if (present("positions") and config.model == "edge_transformer"
+      and value("positions") != "relative"):
+    raise ValueError(
+        f"model='edge_transformer' takes the Edge Transformer's relative "
+        f"positions (eq. 10): positions must be 'relative', got "
+        f"{value('positions')!r}.")
+  return config
+
+
+def results_path(config: ConfigDict, workdir: str) -> str:
+  return config.results_path or os.path.join(workdir, "results.json")
+
+
+def get_config(overrides: Optional[dict] = None) -> ConfigDict:
+  """The default config with dotted-path `overrides` (unknown paths raise)."""
+  return config_lib.override(default_config(), overrides or {})

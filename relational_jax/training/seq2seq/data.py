@@ -1,0 +1,224 @@
+"""The seq2seq input pipeline: raw pairs, fixed-shape arrays, a resumable
+batch stream.
+
+Data (`load_data(config.data)`; no files are copied into the repository):
+  scan  generated from the grammar (`relational_jax.data.scan`); splits
+        'length_cutoff' (default, with `cutoff`, Csordas et al. 2021),
+        'simple', 'length', 'addprim_jump', 'addprim_turn_left'. With
+        `scan_official_order` the length-cutoff IID hold-out is drawn from
+        the line order of `<data_dir>/scan/tasks.txt`, as Csordas et al. did.
+  cogs  `<data_dir>/cogs/{train,dev,test,gen}.tsv` (Kim & Linzen 2020; the
+        third column, the COGS category, is read and dropped).
+  tsv   `<data_path>/{train,dev,test,gen,gen_dev}.tsv`, the COGS layout.
+
+Evaluation sets (`EVAL_SETS`; exact match of the greedy decoding):
+  'iid'      IID test set: SCAN length_cutoff 'iid', SCAN simple 'test', TSV
+             'test.tsv' (COGS 'test' is in-distribution);
+  'gen'      generalisation test set: SCAN 'test' of the other splits,
+             TSV 'gen.tsv' (the COGS gen set, 21,000 examples);
+  'iid_val'  IID validation set: TSV 'dev.tsv' (COGS 'dev' is IID);
+  'gen_val'  generalisation validation set: TSV 'gen_dev.tsv'.
+
+A `Seq2SeqData` of your own (whitespace-tokenised (source, target) string
+pairs) can replace `load_data`: pass it as `train_and_evaluate(data=...)`.
+"""
+
+import dataclasses
+import os
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from relational_jax.data import scan as scan_lib
+from relational_jax.data import tsv as tsv_lib
+from relational_jax.data.vocab import Vocab
+from relational_jax.layers import tree as tree_lib
+from relational_jax.training.seq2seq import config as config_lib
+
+EVAL_SETS = ("iid", "gen", "iid_val", "gen_val")
+EVAL_LABELS = {"iid": "IID", "gen": "generalisation", "iid_val": "IID val",
+               "gen_val": "generalisation val"}
+
+Pairs = List[Tuple[str, str]]
+
+
+@dataclasses.dataclass
+class Seq2SeqData:
+  """Raw (source, target) string pairs of a run (tokens split on spaces).
+
+  Attributes:
+    train: the training pairs.
+    evals: evaluation sets by role, a subset of EVAL_SETS (see the module
+      docstring); model selection `select_on='auto'` uses 'gen_val'.
+    description: one line naming the data (logs, results, plot title).
+    notes: remarks recorded in the results JSON.
+  """
+  train: Pairs
+  evals: Dict[str, Pairs]
+  description: str = "user data"
+  notes: List[str] = dataclasses.field(default_factory=list)
+
+  def check(self) -> None:
+    """Raises ValueError for empty sets or unknown evaluation-set names."""
+    unknown = sorted(set(self.evals) - set(EVAL_SETS))
+    if unknown:
+      raise ValueError(f"unknown evaluation set(s) {unknown}; valid names are "
+                       f"{list(EVAL_SETS)}.")
+    if not self.train:
+      raise ValueError(f"{self.description}: the training set is empty.")
+    if not any(self.evals.values()):
+      raise ValueError(f"{self.description}: no evaluation set found.")
+
+
+def load_data(data_config) -> Seq2SeqData:
+  """Training pairs and evaluation sets of `config.data` (module docstring)."""
+  c = data_config
+  split = config_lib.resolved_split(c)
+  notes = []
+  if c.dataset == "scan":
+    order = None
+    if split == "length_cutoff" and c.scan_official_order:
+      path = os.path.join(c.data_dir, "scan", "tasks.txt")
+      if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"scan_official_order=True needs the official SCAN tasks.txt at "
+            f"{path} (set data_dir, or scan_official_order=False for the "
+            f"sorted order: same sizes, different IID hold-out).")
+      order = scan_lib.read_scan_file(path)
+      notes.append("IID hold-out drawn from the tasks.txt line order.")
+    parts = scan_lib.split(split, c.cutoff, order=order)
+    if split == "length_cutoff":
+      evals = {"iid": parts["iid"], "gen": parts["test"]}
+      description = f"SCAN length_cutoff={c.cutoff}"
+    elif split == "simple":
+      evals = {"iid": parts["test"]}
+      description = "SCAN simple"
+    else:
+      evals = {"gen": parts["test"]}
+      description = f"SCAN {split}"
+    train = parts["train"]
+  else:
+    directory = (os.path.join(c.data_dir, "cogs") if c.dataset == "cogs"
+                 else c.data_path)
+    if not os.path.isfile(os.path.join(directory, "train.tsv")):
+      raise FileNotFoundError(
+          f"{c.dataset}: training file {directory}/train.tsv not found.")
+    train, evals = None, {}
+    for name, role in config_lib.TSV_FILES.items():
+      path = os.path.join(directory, name)
+      if not os.path.isfile(path):
+        continue
+      pairs = tsv_lib.load_tsv(path)
+      if role == "train":
+        train = pairs
+      elif pairs:
+        evals[role] = pairs
+    if "gen" not in evals:
+      notes.append(f"no generalisation set ({directory}/gen.tsv is absent): "
+                   "only IID accuracies are reported.")
+    description = f"{c.dataset} {directory}"
+  evals = {k: v for k, v in evals.items() if v}
+  data = Seq2SeqData(train, evals, description, notes)
+  data.check()
+  return data
+
+
+def subset(pairs: Pairs, limit: int) -> Pairs:
+  """A fixed random subset of `limit` pairs (all if limit <= 0)."""
+  if limit <= 0 or limit >= len(pairs):
+    return list(pairs)
+  idx = np.sort(np.random.default_rng(0).choice(len(pairs), limit,
+                                                replace=False))
+  return [pairs[i] for i in idx]
+
+
+def target_arities(tgt_vocab: Vocab) -> np.ndarray:
+  """Arity of every target vocabulary entry for positions='tree': tokens
+  must be annotated 'symbol/arity' (tree.annotate); specials have 0."""
+  arities = np.zeros(len(tgt_vocab), np.int32)
+  for i, token in enumerate(tgt_vocab.tokens):
+    if i < 4:  # PAD, BOS, EOS, UNK.
+      continue
+    try:
+      arities[i] = tree_lib.split_annotation(token)[1]
+    except ValueError as e:
+      raise ValueError(
+          f"positions='tree' needs targets that are trees linearised with "
+          f"annotated tokens 'symbol/arity' (tree.annotate, tree.linearize); "
+          f"target token {token!r} is not annotated. Use positions "
+          f"'absolute' or 'relative' for plain sequences.") from e
+  return arities
+
+
+@dataclasses.dataclass
+class EncodedSet:
+  """Fixed-shape arrays of one set: src NxS, tgt_in/tgt_out NxT (tgt_out
+  ends with EOS, then PAD), optional tree positions NxTxP."""
+  src: np.ndarray
+  tgt_in: np.ndarray
+  tgt_out: np.ndarray
+  tree_pos: Optional[np.ndarray] = None
+
+  def __len__(self):
+    return self.src.shape[0]
+
+
+def encode_set(pairs: Pairs, src_vocab: Vocab, tgt_vocab: Vocab, src_len: int,
+               tgt_len: int, tree_args: Optional[Dict] = None) -> EncodedSet:
+  """Encodes pairs to src (len src_len) and tgt_in/tgt_out (len tgt_len)."""
+  src, _ = src_vocab.encode_batch([s for s, _ in pairs], length=src_len)
+  full, _ = tgt_vocab.encode_batch([t for _, t in pairs], add_bos=True,
+                                   add_eos=True, length=tgt_len + 1)
+  tree_pos = None
+  if tree_args is not None:
+    arities = tree_args["arities"]
+    tree_pos = np.stack([
+        tree_lib.decoder_positions(
+            [int(arities[i]) for i in tgt_vocab.encode(t)],
+            tree_args["order"], tree_args["k"], 2, True, length=tgt_len)
+        for _, t in pairs]).astype(np.float32)
+  return EncodedSet(src, full[:, :-1], full[:, 1:], tree_pos)
+
+
+class BatchStream:
+  """Seeded, resumable stream of training indices.
+
+  Epoch e visits the examples in `default_rng((seed, e)).permutation(N)`
+  order, `batch_size` at a time; the incomplete last batch is dropped. The
+  position is (epoch, index): `get_state` / `set_state`.
+  """
+
+  def __init__(self, num_examples: int, batch_size: int, seed: int):
+    if batch_size > num_examples:
+      raise ValueError(f"batch size {batch_size} is larger than the training "
+                       f"set ({num_examples} examples).")
+    self.num_examples, self.batch_size, self.seed = (num_examples, batch_size,
+                                                     seed)
+    self.epoch, self.index = 0, 0
+    self._perm_epoch, self._perm = None, None
+
+  def _permutation(self):
+    if self._perm_epoch != self.epoch:
+      self._perm = np.random.default_rng(
+          [self.seed, self.epoch]).permutation(self.num_examples)
+      self._perm_epoch = self.epoch
+    return self._perm
+
+  def next_indices(self) -> np.ndarray:
+    if self.index + self.batch_size > self.num_examples:
+      self.epoch, self.index = self.epoch + 1, 0
+    idx = self._permutation()[self.index:self.index + self.batch_size]
+    self.index += self.batch_size
+    return idx
+
+  def get_state(self) -> Dict[str, int]:
+    return {"seed": self.seed, "epoch": self.epoch, "index": self.index,
+            "num_examples": self.num_examples,
+            "batch_size": self.batch_size}
+
+  def set_state(self, state: Dict[str, int]) -> None:
+    for key in ("seed", "num_examples", "batch_size"):
+      if state[key] != getattr(self, key):
+        raise ValueError(f"cannot resume the batch stream: saved {key}="
+                         f"{state[key]}, now {getattr(self, key)}.")
+    self.epoch, self.index = int(state["epoch"]), int(state["index"])

@@ -1,0 +1,457 @@
+"""The seq2seq experiment and its training loop: `train_and_evaluate`.
+
+Exact resume: `<workdir>/checkpoints/{latest,best}` (orbax) hold the train
+state (params, optimiser state, step, RNG key) and a JSON record with the
+batch-stream position (seed, epoch, index: every epoch is a permutation
+seeded by (seed, epoch)), the per-step losses, the evaluation history, the
+best score and the config (`to_dict`). A run stopped at step k and
+restarted on the same workdir continues the same batches and RNG stream:
+its losses and final params equal those of an uninterrupted run. A resumed
+run whose config differs in a data, model or optimiser/batch field stops
+with the differing paths (`config.resume_conflicts`, checked against
+`<workdir>/config.json` before anything is restored). Vocabularies are saved
+in `<workdir>/vocab_{src,tgt}.json`.
+"""
+
+import math
+import os
+import time
+from typing import Any, Callable, Dict, Optional, Tuple, Union
+
+import flax.linen as nn
+import jax
+import numpy as np
+import optax
+import tqdm
+
+from relational_jax.data.vocab import PAD_ID, Vocab
+from relational_jax.models import et_seq2seq
+from relational_jax.models import seq2seq as seq2seq_models
+from relational_jax.training import checkpoints as ckpt_lib
+from relational_jax.training import config as config_lib
+from relational_jax.training import mesh as mesh_lib
+from relational_jax.training import reporting
+from relational_jax.training.errors import NonFiniteLossError
+from relational_jax.training.seq2seq import config as s2s_config
+from relational_jax.training.seq2seq import data as data_lib
+from relational_jax.training.seq2seq import evaluation
+from relational_jax.training.seq2seq import step as step_lib
+
+ConfigDict = config_lib.ConfigDict
+# A Flax module, or a factory called with the data-derived sizes
+# (src_vocab_size, tgt_vocab_size, max_src_len, max_tgt_len, pad_id) as
+# keywords that returns one.
+ModelArg = Union[nn.Module, Callable[..., nn.Module]]
+# batch_hook(step, host_batch) -> host_batch: `step` is the 1-based number of
+# the step the batch trains; the batch is a dict of numpy arrays (src,
+# tgt_in, tgt_out, weights[, tgt_tree_pos]).
+BatchHook = Callable[[int, Dict[str, np.ndarray]], Dict[str, np.ndarray]]
+
+_MODEL_CLASSES = {"transformer": seq2seq_models.Seq2SeqTransformer,
+                  "edge_transformer": et_seq2seq.EdgeTransformerSeq2Seq}
+
+
+def build_model(config: ConfigDict, src_vocab_size: int, tgt_vocab_size: int,
+                max_src_len: int, max_tgt_len: int, model: ModelArg = None):
+  """(model config or None, unbound module).
+
+  Built-in (`model=None`): `config.model` selects the section
+  ('transformer': `Seq2SeqTransformer`; 'edge_transformer': the ET
+  encoder-decoder), instantiated with the data-derived sizes. A module is
+  used as given; a factory is called with the sizes as keywords."""
+  sizes = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
+               max_src_len=max_src_len, max_tgt_len=max_tgt_len,
+               pad_id=PAD_ID)
+  if model is None:
+    model_config = s2s_config.model_config(config, **sizes)
+    return model_config, _MODEL_CLASSES[config.model](model_config)
+  if not isinstance(model, nn.Module):
+    model = model(**sizes)
+    if not isinstance(model, nn.Module):
+      raise TypeError(f"the model factory returned {type(model).__name__}, "
+                      f"not a flax.linen.Module.")
+  for method in ("greedy_decode",):
+    if not callable(getattr(model, method, None)):
+      raise TypeError(f"model {type(model).__name__} has no {method}(params, "
+                      f"src_BxS, max_len, bos, eos, *, src_mask_BxS) method "
+                      f"(the evaluation's greedy decoding).")
+  return getattr(model, "config", None), model
+
+
+def _uses_tree_positions(config: ConfigDict, user_model: bool) -> bool:
+  return (not user_model and config.model == "transformer"
+          and config.transformer.positions == "tree")
+
+
+class Experiment:
+  """Data, vocabularies, model, optimiser, mesh and jitted step of a config.
+
+  Args:
+    config: the run configuration (`default_config()` layout; validated
+      here).
+    mesh: a data mesh (default: the first `config.train.devices` of
+      `jax.devices()`, 0 = all).
+    vocabs: (src, tgt) vocabularies to use instead of building them from the
+      training data (e.g. the ones saved with a run).
+    model, data, optimizer: see `train_and_evaluate`.
+  """
+
+  def __init__(self, config: ConfigDict, mesh=None,
+               vocabs: Optional[Tuple[Vocab, Vocab]] = None, *,
+               model: ModelArg = None,
+               data: Optional[data_lib.Seq2SeqData] = None,
+               optimizer: Optional[optax.GradientTransformation] = None):
+    s2s_config.validate(config, data=data is None, model=model is None)
+    self.config = c = config
+    t = c.train
+    if mesh is None:
+      devices = jax.devices()
+      if t.devices > len(devices):
+        raise ValueError(f"devices={t.devices} but only {len(devices)} "
+                         f"devices are available.")
+      mesh = mesh_lib.make_data_mesh(devices[:t.devices or len(devices)])
+    self.mesh = mesh
+    self.num_devices = mesh_lib.num_data_shards(mesh)
+    mesh_lib.check_divisible(t.batch_size, self.num_devices,
+                             "global batch size")
+    self.eval_batch = t.eval_batch_size or t.batch_size
+    mesh_lib.check_divisible(self.eval_batch, self.num_devices,
+                             "evaluation batch size")
+
+    if data is None:
+      data = data_lib.load_data(c.data)
+    else:
+      data.check()
+    self.data = data
+    if vocabs is None:
+      vocabs = (Vocab.build(s for s, _ in self.data.train),
+                Vocab.build(t for _, t in self.data.train))
+    self.src_vocab, self.tgt_vocab = vocabs
+    self.arities = (data_lib.target_arities(self.tgt_vocab)
+                    if _uses_tree_positions(c, model is not None) else None)
+    tree_args = (None if self.arities is None else
+                 {"arities": self.arities, "order": c.transformer.tree_order,
+                  "k": c.transformer.tree_depth})
+
+    eval_pairs = {k: data_lib.subset(v, c.data.max_eval_examples)
+                  for k, v in self.data.evals.items() if v}
+    src_len = lambda ps: max(len(s.split()) for s, _ in ps)
+    tgt_len = lambda ps: max(len(t.split()) for _, t in ps) + 1  # + EOS.
+    self.train_set = data_lib.encode_set(
+        self.data.train, self.src_vocab, self.tgt_vocab,
+        src_len(self.data.train), tgt_len(self.data.train), tree_args)
+    # One source length and one decoding length for every evaluation set:
+    # a single compilation of the greedy decoder.
+    eval_src_len = max(src_len(p) for p in eval_pairs.values())
+    self.decode_len = max(tgt_len(p) for p in eval_pairs.values())
+    self.eval_sets = {k: data_lib.encode_set(p, self.src_vocab,
+                                             self.tgt_vocab, eval_src_len,
+                                             self.decode_len)
+                      for k, p in eval_pairs.items()}
+    self.user_model = model is not None
+    self.model_config, self.model = build_model(
+        c, len(self.src_vocab), len(self.tgt_vocab),
+        max_src_len=max(self.train_set.src.shape[1], eval_src_len),
+        max_tgt_len=max(self.train_set.tgt_in.shape[1], self.decode_len),
+        model=model)
+    self.model_description = (type(self.model).__name__ if self.user_model
+                              else s2s_config.describe_model(c))
+    # The built-in optimiser is keyed by its arguments, so that runs in one
+    # process share the compiled step.
+    self.optimizer = (step_lib.optimizer_args(t) if optimizer is None
+                      else optimizer)
+    self.tx = step_lib.as_transformation(self.optimizer)
+    self.train_step = step_lib.compiled_train_step(self.model, self.optimizer,
+                                                   self.mesh)
+
+  # -- State. ----------------------------------------------------------------
+
+  def _example(self):
+    return self.batch(np.arange(1))
+
+  def init_state(self):
+    """A fresh train state, replicated over the mesh."""
+    init = step_lib.compiled_init(self.model, self.optimizer, self.mesh)
+    return init(jax.random.PRNGKey(self.config.train.seed), self._example())
+
+  def abstract_state(self):
+    """ShapeDtypeStructs (replicated shardings) of the train state."""
+    shapes = jax.eval_shape(step_lib.init_fn(self.model, self.tx),
+                            jax.random.PRNGKey(self.config.train.seed),
+                            self._example())
+    return ckpt_lib.abstract_like(shapes, mesh_lib.replicated(self.mesh))
+
+  def batch_stream(self) -> data_lib.BatchStream:
+    return data_lib.BatchStream(len(self.train_set),
+                                self.config.train.batch_size,
+                                self.config.train.seed)
+
+  def batch(self, indices) -> Dict[str, np.ndarray]:
+    """Host batch of training examples `indices`."""
+    s = self.train_set
+    tgt_out = s.tgt_out[indices]
+    out = {"src": s.src[indices], "tgt_in": s.tgt_in[indices],
+           "tgt_out": tgt_out,
+           "weights": (tgt_out != PAD_ID).astype(np.float32)}
+    if s.tree_pos is not None:
+      out["tgt_tree_pos"] = s.tree_pos[indices]
+    return out
+
+  def sharded_batch(self, indices):
+    return mesh_lib.shard_batch(self.batch(indices), self.mesh)
+
+  # -- Evaluation. -----------------------------------------------------------
+
+  def exact_match(self, params, name: str) -> float:
+    """Exact-match accuracy of greedy decoding on evaluation set `name`."""
+    return evaluation.exact_match(self.model, params, self.eval_sets[name],
+                                  self.decode_len, self.eval_batch, self.mesh,
+                                  self.arities)
+
+  def evaluate(self, params) -> Dict[str, float]:
+    return {name: self.exact_match(params, name) for name in self.eval_sets}
+
+  def selection_set(self) -> Optional[str]:
+    """Evaluation set used for model selection (None: the last step)."""
+    return evaluation.selection_set(self.config.train.select_on,
+                                    self.eval_sets)
+
+
+# ---------------------------------------------------------------------------
+# The training loop.
+
+
+def _save_or_check_vocabs(experiment: Experiment, workdir: str) -> None:
+  for name, vocab in (("src", experiment.src_vocab),
+                      ("tgt", experiment.tgt_vocab)):
+    path = os.path.join(workdir, f"vocab_{name}.json")
+    if os.path.exists(path):
+      if Vocab.load(path) != vocab:
+        raise ValueError(
+            f"the {name} vocabulary built from the training data differs from "
+            f"the one saved with this run ({path}): the data changed; use a "
+            f"new checkpoint_path.")
+    else:
+      vocab.save(path)
+
+
+def _check_resumable(config: ConfigDict, saved: Dict) -> None:
+  changed = s2s_config.resume_conflicts(saved, config)
+  if changed:
+    raise ValueError(
+        "cannot resume: the configuration changed ("
+        + "; ".join(f"{path}: saved {a!r}, now {b!r}"
+                    for path, (a, b) in changed.items())
+        + "). Use a new checkpoint_path.")
+
+
+def plot_accuracies(results: Dict, path: str) -> None:
+  """PNG of every evaluation set's exact-match accuracy against step."""
+  history = results["history"]
+  series = []
+  for name in data_lib.EVAL_SETS:
+    points = [(h["step"], h[name]) for h in history if name in h]
+    if points:
+      steps, accuracies = zip(*points)
+      series.append((data_lib.EVAL_LABELS[name], steps, accuracies))
+  reporting.plot_curves(
+      series, path, xlabel="training step", ylabel="exact-match accuracy",
+      title=f"{results['data']['description']}: {results['model']}")
+
+
+def train_and_evaluate(config: ConfigDict, workdir: str, *,
+                       model: ModelArg = None,
+                       data: Optional[data_lib.Seq2SeqData] = None,
+                       optimizer: Optional[optax.GradientTransformation] = None,
+                       log: Callable[[str], None] = print,
+                       batch_hook: Optional[BatchHook] = None) -> Dict:
+  """Trains (or resumes) a run in `workdir`; returns and writes the results.
+
+  Args:
+    config: a `default_config()`-shaped ConfigDict. With `data` the data
+      section is unused except `data.max_eval_examples`; with `model` the
+      model sections are unused.
+    workdir: checkpoints, vocabularies and (by default) results; rerun on
+      the same workdir to resume.
+    model: None (build `config.model` from its section), a Flax module, or
+      a factory called as `factory(src_vocab_size=, tgt_vocab_size=,
+      max_src_len=, max_tgt_len=, pad_id=)` (sizes of the vocabularies the
+      loop builds from the training pairs, PAD 0 / BOS 1 / EOS 2 / UNK 3)
+      returning a module. The loop relies on:
+        * `model.init(key, src_BxS, src_mask_BxS, tgt_in_BxT,
+          deterministic=True)` and `model.apply({'params': p}, src_BxS,
+          src_mask_BxS, tgt_in_BxT, deterministic=False,
+          rngs={'dropout': key})` -> next-token logits BxTxV (teacher
+          forcing: tgt_in is BOS y_0 .. y_{T-2}, the target y_0 .. EOS);
+        * `model.greedy_decode(params, src_BxS, max_len, bos, eos, *,
+          src_mask_BxS)` on the unbound module -> BxL int tokens (L =
+          max_len, BOS excluded) ending at the first EOS, PAD after it.
+      The module must be hashable (Flax modules with hashable fields are):
+      it keys the jit caches.
+    data: a `Seq2SeqData` (whitespace-tokenised pairs; evaluation sets named
+      as `data.EVAL_SETS`) instead of `load_data(config.data)`.
+    optimizer: an optax GradientTransformation instead of the built-in Adam
+      + schedule + clipping of `config.train`.
+    log: receives the progress lines.
+    batch_hook: testing hook, `batch_hook(step, host_batch) -> host_batch`
+      applied to every training batch before it is sharded (`step` is the
+      1-based number of the step it trains).
+
+  Writes `<workdir>/checkpoints/{latest,best}`, `<workdir>/vocab_*.json`,
+  `<workdir>/config.json` (the config, `to_dict`),
+  the results JSON (`config.results_path`, default
+  `<workdir>/results.json`, written atomically) and, beside it,
+  `<stem>_accuracy.png`.
+
+  Raises:
+    ValueError: for a bad configuration or data, or a resumed run whose
+      config changed.
+    NonFiniteLossError: if a loss or gradient norm is NaN/Inf; the last
+      good checkpoint is kept.
+  """
+  c, t = config, config.train
+  experiment = Experiment(c, model=model, data=data, optimizer=optimizer)
+  os.makedirs(workdir, exist_ok=True)
+  config_record = config_lib.to_dict(c)
+  config_path = os.path.join(workdir, "config.json")
+  ckpts = ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints"))
+  try:
+    if ckpts.latest_step() is not None and os.path.exists(config_path):
+      # Before restoring: a changed model would not fit the saved arrays.
+      _check_resumable(c, reporting.read_json(config_path))
+    _save_or_check_vocabs(experiment, workdir)
+    select = experiment.selection_set()
+    stream = experiment.batch_stream()
+    restored = ckpts.restore(experiment.abstract_state())
+  except BaseException:
+    ckpts.close()
+    raise
+  if restored is None:
+    state = experiment.init_state()
+    meta = {"step": 0, "stream": stream.get_state(), "losses": [],
+            "token_accuracies": [], "history": [], "best": None,
+            "wall_time_s": 0.0, "config": config_record}
+  else:
+    state, meta = restored
+    _check_resumable(c, meta["config"])
+    stream.set_state(meta["stream"])
+    meta["config"] = config_record
+    log(f"resumed at step {meta['step']} from {ckpts.directory}/latest")
+  reporting.write_json(config_path, config_record)
+  step = int(meta["step"])
+  if int(state["step"]) != step:
+    raise ValueError(f"checkpoint inconsistent: state step "
+                     f"{int(state['step'])} != recorded step {step}.")
+  num_params = step_lib.count_params(state["params"])
+  log(f"{experiment.data.description}: {len(experiment.train_set)} train, "
+      + ", ".join(f"{len(v)} {k}" for k, v in experiment.eval_sets.items())
+      + f"; {experiment.model_description}, {num_params} parameters; "
+      f"{experiment.num_devices} device(s); model selection on "
+      f"{select or 'the last step'}")
+
+  checkpoint_every = t.checkpoint_every or t.eval_every
+  last_saved = ckpts.latest_step()
+  t0 = time.time() - meta["wall_time_s"]
+  stop = t.stop_at_step if 0 < t.stop_at_step < t.steps else t.steps
+  bar = tqdm.tqdm(total=t.steps, initial=step, disable=not t.progress,
+                  desc=f"{c.data.dataset}/{experiment.model_description}",
+                  dynamic_ncols=True)
+  try:
+    while step < stop:
+      batch = experiment.batch(stream.next_indices())
+      if batch_hook is not None:
+        batch = batch_hook(step + 1, batch)
+      state, metrics = experiment.train_step(
+          state, mesh_lib.shard_batch(batch, experiment.mesh))
+      metrics = jax.device_get(metrics)
+      loss, grad_norm = float(metrics["loss"]), float(metrics["grad_norm"])
+      if not (math.isfinite(loss) and math.isfinite(grad_norm)):
+        kept = (f"the last good checkpoint (step {last_saved}) is kept in "
+                f"{ckpts.directory}/latest" if last_saved is not None
+                else "no checkpoint had been saved yet")
+        raise NonFiniteLossError(
+            f"non-finite loss {loss} (gradient norm {grad_norm}) at step "
+            f"{step + 1}; training stopped and nothing was saved for this "
+            f"step: {kept}.")
+      step += 1
+      meta["losses"].append(loss)
+      meta["token_accuracies"].append(float(metrics["token_accuracy"]))
+      bar.update(1)
+      is_eval = step % t.eval_every == 0 or step == t.steps
+      is_best = False
+      if is_eval:
+        accuracies = experiment.evaluate(state["params"])
+        since = meta["history"][-1]["step"] if meta["history"] else 0
+        entry = {"step": step,
+                 "loss": float(np.mean(meta["losses"][since:])),
+                 "token_accuracy": float(
+                     np.mean(meta["token_accuracies"][since:])),
+                 **accuracies}
+        meta["history"].append(entry)
+        score = accuracies[select] if select else None
+        is_best = evaluation.score_is_better(score, meta["best"])
+        if is_best:
+          meta["best"] = {"step": step, "score": score,
+                          "accuracies": accuracies}
+        bar.set_postfix(loss=f"{entry['loss']:.3f}",
+                        **{k: f"{v:.3f}" for k, v in accuracies.items()})
+      if is_eval or step % checkpoint_every == 0 or step == stop:
+        meta.update(step=step, stream=stream.get_state(),
+                    wall_time_s=time.time() - t0)
+        ckpts.save(step, state, meta, best=is_best)
+        last_saved = step
+  finally:
+    bar.close()
+    ckpts.close()
+
+  complete = step >= t.steps
+  history = meta["history"]
+  results = {
+      "config": config_record,
+      "model": experiment.model_description,
+      "data": {"description": experiment.data.description,
+               "train_size": len(experiment.train_set),
+               "eval_sizes": {k: len(v)
+                              for k, v in experiment.eval_sets.items()},
+               "full_eval_sizes": {k: len(v) for k, v in
+                                   experiment.data.evals.items() if v},
+               "notes": experiment.data.notes},
+      "model_selection": select or "last",
+      "num_params": num_params,
+      "num_devices": experiment.num_devices,
+      "complete": complete,
+      "steps": step,
+      "final": ({"step": history[-1]["step"],
+                 "accuracies": {k: history[-1][k]
+                                for k in experiment.eval_sets}}
+                if history else None),
+      "best": meta["best"],
+      "history": history,
+      "losses": meta["losses"],
+      "wall_time_s": time.time() - t0,
+  }
+  if not complete:
+    log(f"stopped at step {step} of {t.steps} (stop_at_step); rerun on "
+        f"{workdir} to resume.")
+  results_path = s2s_config.results_path(c, workdir)
+  reporting.write_json(results_path, results)
+  if history:
+    plot_accuracies(results, os.path.splitext(results_path)[0]
+                    + "_accuracy.png")
+  return results
+
+
+def restore_checkpoint(config: ConfigDict, workdir: str,
+                       which: str = "latest", *, model: ModelArg = None,
+                       data: Optional[data_lib.Seq2SeqData] = None,
+                       optimizer: Optional[optax.GradientTransformation] = None
+                       ) -> Optional[Tuple[Any, Dict]]:
+  """(state, meta) of a run's newest `which` checkpoint ('latest' or
+  'best'), restored with the run's saved vocabularies; None if none. Pass
+  the `model`, `data` and `optimizer` the run was trained with."""
+  vocabs = tuple(Vocab.load(os.path.join(workdir, f"vocab_{n}.json"))
+                 for n in ("src", "tgt"))
+  experiment = Experiment(config, vocabs=vocabs, model=model, data=data,
+                          optimizer=optimizer)
+  with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
+    return ckpts.restore(experiment.abstract_state(), which)

@@ -1,0 +1,150 @@
+"""Learning-rate schedules, the optimiser, the loss, and the jitted sharded
+train step and initialisation.
+
+Training: teacher-forced token cross-entropy averaged over the real (non-PAD)
+target tokens of the global batch; Adam + global-norm clipping + a learning
+rate schedule (optax), or any optax GradientTransformation; one jitted step
+over a data mesh (params replicated, batch split over 'data';
+`relational_jax.training.mesh`).
+
+The train state is {params, opt_state, step, rng}. The model is called as
+`model.apply({'params': p}, src_BxS, src_mask_BxS, tgt_in_BxT,
+deterministic=..., rngs={'dropout': key})` -> logits BxTxV (plus
+`tgt_tree_pos_BxTxP=` when the batch has tree positions).
+"""
+
+import functools
+from typing import Dict, Tuple, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from relational_jax.data.vocab import PAD_ID
+from relational_jax.layers.shapes import check_choice
+from relational_jax.training import mesh as mesh_lib
+from relational_jax.training.seq2seq.config import SCHEDULES
+
+# Built-in optimiser arguments (learning_rate, schedule, warmup_steps, steps,
+# clip), or an optax GradientTransformation of the caller's.
+OptimizerSpec = Union[Tuple, optax.GradientTransformation]
+
+
+def make_schedule(lr: float, schedule: str, warmup_steps: int, steps: int):
+  """Learning rate as a function of the update count (optax schedule).
+
+  constant  lr after an optional linear warmup;
+  cosine    linear warmup, then cosine decay to 0 at `steps`;
+  noam      lr * min(s / w, sqrt(w / s)), s = count + 1 (peak lr at s = w).
+  """
+  check_choice(schedule, SCHEDULES, "schedule")
+  w = warmup_steps
+  if schedule == "constant":
+    if w == 0:
+      return optax.constant_schedule(lr)
+    return lambda count: lr * jnp.minimum(1.0, (count + 1.0) / w)
+  if schedule == "cosine":
+    if w == 0:
+      return optax.cosine_decay_schedule(lr, max(steps, 1))
+    return optax.warmup_cosine_decay_schedule(0.0, lr, w, max(steps, w + 1),
+                                              0.0)
+  if w < 1:
+    raise ValueError(f"schedule='noam' needs warmup_steps >= 1, got {w}.")
+  return lambda count: lr * jnp.minimum((count + 1.0) / w,
+                                        jnp.sqrt(w / (count + 1.0)))
+
+
+def make_optimizer(lr: float, schedule: str, warmup_steps: int, steps: int,
+                   clip: float) -> optax.GradientTransformation:
+  """Global-norm clipping (if clip > 0) then Adam with the schedule."""
+  adam = optax.adam(make_schedule(lr, schedule, warmup_steps, steps))
+  if clip > 0:
+    return optax.chain(optax.clip_by_global_norm(clip), adam)
+  return adam
+
+
+def optimizer_args(train_config) -> Tuple:
+  """The built-in optimiser's arguments from `config.train`."""
+  t = train_config
+  return (t.learning_rate, t.schedule, t.warmup_steps, t.steps, t.clip)
+
+
+def as_transformation(spec: OptimizerSpec) -> optax.GradientTransformation:
+  if isinstance(spec, optax.GradientTransformation):
+    return spec
+  return make_optimizer(*spec)
+
+
+def _model_extras(batch) -> Dict:
+  """Keyword inputs only some models take (tree positions)."""
+  tree_pos = batch.get("tgt_tree_pos")
+  return {} if tree_pos is None else {"tgt_tree_pos_BxTxP": tree_pos}
+
+
+def loss_and_metrics(model, params, batch, dropout_rng, deterministic=False):
+  """Token cross-entropy averaged over the non-PAD targets of the batch
+  (`batch['weights']`), and token accuracy."""
+  logits_BxTxV = model.apply(
+      {"params": params}, batch["src"], batch["src"] != PAD_ID,
+      batch["tgt_in"], **_model_extras(batch),
+      deterministic=deterministic, rngs={"dropout": dropout_rng})
+  ce_BxT = optax.softmax_cross_entropy_with_integer_labels(
+      logits_BxTxV.astype(jnp.float32), batch["tgt_out"])
+  w_BxT = batch["weights"]
+  total = jnp.maximum(jnp.sum(w_BxT), 1.0)  # NaN weights stay NaN.
+  loss = jnp.sum(ce_BxT * w_BxT) / total
+  correct_BxT = jnp.argmax(logits_BxTxV, axis=-1) == batch["tgt_out"]
+  accuracy = jnp.sum(correct_BxT * w_BxT) / total
+  return loss, accuracy
+
+
+@functools.lru_cache(maxsize=16)
+def compiled_train_step(model, optimizer: OptimizerSpec, mesh):
+  """One jitted, sharded train step per (model, optimiser, mesh); cached so
+  that repeated runs in one process reuse the compilation.
+
+  step(state, batch) -> (state, {loss, token_accuracy, grad_norm}); the
+  input state is donated."""
+  tx = as_transformation(optimizer)
+  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
+
+  def step(state, batch):
+    rng, dropout_rng = jax.random.split(state["rng"])
+    grad_fn = jax.value_and_grad(
+        lambda p: loss_and_metrics(model, p, batch, dropout_rng), has_aux=True)
+    (loss, accuracy), grads = grad_fn(state["params"])
+    updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+    new_state = {"params": optax.apply_updates(state["params"], updates),
+                 "opt_state": opt_state, "step": state["step"] + 1,
+                 "rng": rng}
+    metrics = {"loss": loss, "token_accuracy": accuracy,
+               "grad_norm": optax.tree.norm(grads)}
+    return new_state, metrics
+
+  return jax.jit(step, in_shardings=(rep, bsh), out_shardings=(rep, rep),
+                 donate_argnums=0)
+
+
+def init_fn(model, tx: optax.GradientTransformation):
+  """init(key, example_batch) -> train state {params, opt_state, step, rng}."""
+  def init(key, example):
+    init_key, rng = jax.random.split(key)
+    params = model.init(
+        init_key, example["src"], example["src"] != PAD_ID, example["tgt_in"],
+        **_model_extras(example), deterministic=True)["params"]
+    return {"params": params, "opt_state": tx.init(params),
+            "step": jnp.zeros((), jnp.int32), "rng": rng}
+  return init
+
+
+@functools.lru_cache(maxsize=16)
+def compiled_init(model, optimizer: OptimizerSpec, mesh):
+  """jit of `init_fn`, its state replicated over the mesh; cached."""
+  return jax.jit(init_fn(model, as_transformation(optimizer)),
+                 out_shardings=mesh_lib.replicated(mesh))
+
+
+def count_params(params) -> int:
+  return int(sum(np.prod(np.shape(x))
+                 for x in jax.tree_util.tree_leaves(params)))

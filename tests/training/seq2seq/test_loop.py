@@ -1,0 +1,280 @@
+"""relational_jax.training.seq2seq.loop on tiny configs: end to end on SCAN
+length_cutoff=26, exact kill-and-resume, the ET encoder-decoder, COGS, NaN
+stop, 4 devices vs 1, and a user model on user data with a user optimiser."""
+
+import json
+import os
+import subprocess
+import sys
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from relational_jax.training import seq2seq
+from tests.training.seq2seq.common import TINY, TINY_ET, tiny
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+QUIET = dict(log=lambda _: None)
+
+
+def _params(config, workdir, which="latest", **kwargs):
+  state, meta = seq2seq.restore_checkpoint(config, workdir, which, **kwargs)
+  return jax.tree_util.tree_map(np.asarray, state["params"]), meta
+
+
+def test_end_to_end_and_exact_resume(tmp_path):
+  fresh_dir = str(tmp_path / "fresh")
+  fresh = seq2seq.train_and_evaluate(tiny(), fresh_dir, **QUIET)
+  assert fresh["complete"] and fresh["steps"] == 4
+  assert [h["step"] for h in fresh["history"]] == [3, 4]
+  assert set(fresh["final"]["accuracies"]) == {"iid", "gen"}
+  assert fresh["data"]["train_size"] == 16458
+  assert fresh["data"]["full_eval_sizes"] == {"iid": 1828, "gen": 2624}
+  assert fresh["data"]["eval_sizes"] == {"iid": 4, "gen": 4}
+  assert fresh["model_selection"] == "last" and fresh["best"]["step"] == 4
+  assert len(fresh["losses"]) == 4 and all(np.isfinite(fresh["losses"]))
+  with open(os.path.join(fresh_dir, "results.json")) as f:
+    saved = json.load(f)
+  assert saved["history"] == fresh["history"]
+  assert saved["config"] == seq2seq.config.config_lib.to_dict(tiny())
+  assert saved["config"]["transformer"]["d_model"] == 16
+  assert os.path.getsize(os.path.join(fresh_dir, "results_accuracy.png")) > 1000
+  for name in ("latest", "best"):
+    assert os.listdir(os.path.join(fresh_dir, "checkpoints", name))
+  for name in ("src", "tgt"):
+    assert os.path.exists(os.path.join(fresh_dir, f"vocab_{name}.json"))
+
+  # Killed at step k=2 (checkpointed, between evaluations) ...
+  resumed_dir = str(tmp_path / "resumed")
+  part = seq2seq.train_and_evaluate(tiny({"train.stop_at_step": 2}),
+                                    resumed_dir, **QUIET)
+  assert not part["complete"] and part["steps"] == 2 and part["history"] == []
+  np.testing.assert_allclose(part["losses"], fresh["losses"][:2], rtol=1e-6)
+
+  # ... and resumed to 2k=4 (the entry point's resume: test_seq2seq_train).
+  lines = []
+  resumed = seq2seq.train_and_evaluate(tiny(), resumed_dir, log=lines.append)
+  assert "resumed at step 2" in lines[0]
+  assert resumed["complete"] and resumed["steps"] == 4
+  np.testing.assert_allclose(resumed["losses"], fresh["losses"], rtol=1e-6)
+  assert resumed["history"] == fresh["history"]
+  fresh_params, fresh_meta = _params(tiny(), fresh_dir)
+  resumed_params, resumed_meta = _params(tiny(), resumed_dir)
+  assert fresh_meta["stream"] == resumed_meta["stream"]
+  jax.tree_util.tree_map(
+      lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7),
+      fresh_params, resumed_params)
+
+  # Resuming with a different model or data configuration is refused, and
+  # the message names the differing paths.
+  with pytest.raises(ValueError, match=r"cannot resume: the configuration changed \(train.seed: saved 3, now 4\)"):
+    seq2seq.train_and_evaluate(tiny({"train.seed": 4, "train.steps": 6}),
+                               resumed_dir)
+  with pytest.raises(ValueError, match=r"\(transformer.ffn_dim: saved 32, now 64; transformer.num_heads: saved 2, now 4\)"):
+    seq2seq.train_and_evaluate(
+        tiny({"transformer.num_heads": 4, "transformer.ffn_dim": 64}),
+        resumed_dir)
+
+
+def test_edge_transformer_end_to_end_and_exact_resume(tmp_path):
+  """The ET encoder-decoder trains, decodes greedily and resumes exactly."""
+  fresh = seq2seq.train_and_evaluate(tiny(TINY_ET), str(tmp_path / "fresh"),
+                                     **QUIET)
+  assert fresh["complete"] and [h["step"] for h in fresh["history"]] == [3, 4]
+  assert set(fresh["final"]["accuracies"]) == {"iid", "gen"}
+  assert all(np.isfinite(fresh["losses"]))
+  params, _ = _params(tiny(TINY_ET), str(tmp_path / "fresh"))
+  assert set(params["decoder"]) == {"layer"}          # Tied layers.
+  resumed_dir = str(tmp_path / "resumed")
+  seq2seq.train_and_evaluate(tiny(dict(TINY_ET, **{"train.stop_at_step": 2})),
+                             resumed_dir, **QUIET)
+  resumed = seq2seq.train_and_evaluate(tiny(TINY_ET), resumed_dir, **QUIET)
+  np.testing.assert_allclose(resumed["losses"], fresh["losses"], rtol=1e-6)
+  assert resumed["history"] == fresh["history"]
+
+
+def test_cogs_trains_and_evaluates(tmp_path):
+  """COGS from ../shared/data/cogs: train, IID test, gen and IID dev sets
+  (gen.tsv: 21,000 rows with a third column, the category)."""
+  result = seq2seq.train_and_evaluate(
+      tiny({"data.dataset": "cogs", "data.split": "", "train.steps": 2,
+            "train.eval_every": 2}), str(tmp_path), **QUIET)
+  assert result["complete"] and result["steps"] == 2
+  assert result["data"]["train_size"] == 24155
+  assert result["data"]["full_eval_sizes"] == {"iid": 3000, "gen": 21000,
+                                               "iid_val": 3000}
+  assert result["data"]["eval_sizes"] == {"iid": 4, "gen": 4, "iid_val": 4}
+  assert result["data"]["notes"] == []
+  assert set(result["final"]["accuracies"]) == {"iid", "gen", "iid_val"}
+  assert result["model_selection"] == "last"
+  assert all(np.isfinite(result["losses"]))
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
+  workdir = str(tmp_path / "nan")
+  config = tiny({"train.eval_every": 2})
+
+  def poison_step_3(step, batch):
+    if step == 3:
+      batch = dict(batch, weights=np.full_like(batch["weights"], np.nan))
+    return batch
+
+  with pytest.raises(seq2seq.NonFiniteLossError,
+                     match=r"non-finite loss nan .* at step 3; training stopped.*"
+                     r"last good checkpoint \(step 2\)"):
+    seq2seq.train_and_evaluate(config, workdir, batch_hook=poison_step_3,
+                               **QUIET)
+  params, meta = _params(config, workdir)
+  assert meta["step"] == 2 and len(meta["losses"]) == 2
+  assert all(np.all(np.isfinite(p)) for p in jax.tree_util.tree_leaves(params))
+
+
+# Three train steps on a fresh state, then IID exact match; run here (one CPU
+# device) and in a subprocess with 4 CPU devices.
+_THREE_STEPS = """
+import jax
+import numpy as np
+from relational_jax.training import config as config_lib
+
+def three_steps(s2s, config):
+  exp = s2s.Experiment(config)
+  state, stream, losses = exp.init_state(), exp.batch_stream(), []
+  for _ in range(3):
+    batch = exp.sharded_batch(stream.next_indices())
+    shards = len(batch["src"].sharding.device_set)
+    state, metrics = exp.train_step(state, batch)
+    losses.append(float(metrics["loss"]))
+  params = [np.asarray(x).tolist()
+            for x in jax.tree_util.tree_leaves(state["params"])]
+  try:
+    s2s.Experiment(config_lib.override(config, {"train.batch_size": 6}))
+    error = None
+  except ValueError as e:
+    error = str(e)
+  return {"n": exp.num_devices, "losses": losses, "params": params,
+          "shards": shards, "iid": exp.exact_match(state["params"], "iid"),
+          "error": error}
+"""
+_SUBPROCESS = """
+import json, sys
+from relational_jax.training import seq2seq
+""" + _THREE_STEPS + """
+config = seq2seq.get_config(json.loads(sys.argv[1]))
+print("RESULT " + json.dumps(three_steps(seq2seq, config)))
+"""
+exec(_THREE_STEPS)  # Defines three_steps here.
+
+
+def test_four_devices_match_one_device():
+  env = dict(os.environ)
+  env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "")
+                      + " --xla_force_host_platform_device_count=4").strip()
+  env["JAX_PLATFORMS"] = "cpu"
+  proc = subprocess.run([sys.executable, "-c", _SUBPROCESS, json.dumps(TINY)],
+                        cwd=REPO, env=env, capture_output=True, text=True,
+                        timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
+  four = json.loads(line[len("RESULT "):])
+  one = three_steps(seq2seq, tiny())  # noqa: F821  # This process: one CPU device.
+  assert (four["n"], four["shards"], one["n"], one["shards"]) == (4, 4, 1, 1)
+  np.testing.assert_allclose(four["losses"], one["losses"], rtol=1e-5)
+  # Float reduction order differs across devices; Adam's m/sqrt(v) magnifies
+  # that for near-zero gradients, so params agree to ~1e-5 absolute (lr 1e-3).
+  for a, b in zip(four["params"], one["params"]):
+    np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+  assert four["iid"] == one["iid"]
+  assert ("global batch size 6 is not divisible by the number of devices 4"
+          in four["error"])
+  assert one["error"] is None
+
+
+# ---------------------------------------------------------------------------
+# A model, data and optimiser of the caller's, through the public call.
+
+
+class PositionwiseTranslator(nn.Module):
+  """Not one of ours: output token t is read from source token t alone (an
+  embedding and an MLP, no attention), so it can learn a token-by-token
+  translation of any length; a source PAD maps to EOS."""
+  src_vocab_size: int
+  tgt_vocab_size: int
+  width: int = 32
+
+  @nn.compact
+  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, *,
+               deterministic=True):
+    num_s, num_t = src_BxS.shape[1], tgt_in_BxT.shape[1]
+    src_BxT = jnp.pad(src_BxS, ((0, 0), (0, max(0, num_t - num_s))))[:, :num_t]
+    h_BxTxF = nn.Embed(self.src_vocab_size, self.width)(src_BxT)
+    h_BxTxF = nn.Dropout(0.1, deterministic=deterministic)(
+        nn.relu(nn.Dense(self.width)(h_BxTxF)))
+    return nn.Dense(self.tgt_vocab_size)(h_BxTxF)
+
+  @nn.nowrap
+  def greedy_decode(self, params, src_BxS, max_len, bos, eos, *,
+                    src_mask_BxS=None):
+    tgt_in_BxL = jnp.full((src_BxS.shape[0], max_len), bos)
+    pred_BxL = jnp.argmax(self.apply({"params": params}, src_BxS, src_mask_BxS,
+                                     tgt_in_BxL), axis=-1)
+    is_eos = pred_BxL == eos
+    after_eos = jnp.cumsum(is_eos, axis=1) - is_eos > 0
+    return jnp.where(after_eos, 0, pred_BxL)
+
+
+def _translation_pairs(rng, num, lengths):
+  out = []
+  for _ in range(num):
+    words = rng.choice(list("abcde"), rng.integers(*lengths))
+    out.append((" ".join(words), " ".join(w.upper() + "x" for w in words)))
+  return out
+
+
+def test_user_model_data_and_optimizer(tmp_path):
+  rng = np.random.default_rng(0)
+  data = seq2seq.Seq2SeqData(
+      train=_translation_pairs(rng, 200, (1, 5)),
+      evals={"iid": _translation_pairs(rng, 40, (1, 5)),
+             "gen": _translation_pairs(rng, 40, (6, 9))},  # Longer: unseen.
+      description="a->Ax translation")
+  sizes = []
+
+  def factory(**kwargs):
+    sizes.append(kwargs)
+    return PositionwiseTranslator(kwargs["src_vocab_size"],
+                                  kwargs["tgt_vocab_size"])
+
+  config = tiny({"train.steps": 60, "train.eval_every": 30,
+                 "train.batch_size": 16, "train.eval_batch_size": 16,
+                 "data.max_eval_examples": 0})
+  run = dict(model=factory, data=data, optimizer=optax.adam(3e-2))
+  result = seq2seq.train_and_evaluate(config, str(tmp_path / "full"), **run,
+                                      **QUIET)
+  assert sizes[0] == {"src_vocab_size": 9, "tgt_vocab_size": 9,
+                      "max_src_len": 8, "max_tgt_len": 9, "pad_id": 0}
+  assert result["complete"] and result["model"] == "PositionwiseTranslator"
+  assert result["data"]["eval_sizes"] == {"iid": 40, "gen": 40}
+  assert [h["step"] for h in result["history"]] == [30, 60]
+  assert np.mean(result["losses"][-5:]) < 0.1 * result["losses"][0]
+  assert result["final"]["accuracies"] == {"iid": 1.0, "gen": 1.0}
+  assert os.listdir(tmp_path / "full" / "checkpoints" / "best")
+
+  # Stopped halfway and resumed: the same run.
+  seq2seq.train_and_evaluate(config_with_stop(config, 30),
+                             str(tmp_path / "resumed"), **run, **QUIET)
+  resumed = seq2seq.train_and_evaluate(config, str(tmp_path / "resumed"),
+                                       **run, **QUIET)
+  np.testing.assert_allclose(resumed["losses"], result["losses"], rtol=1e-6)
+  params, meta = _params(config, str(tmp_path / "resumed"), **run)
+  assert meta["step"] == 60 and set(params) == {"Embed_0", "Dense_0",
+                                                "Dense_1"}
+
+
+def config_with_stop(config, step):
+  return seq2seq.config.config_lib.override(config,
+                                            {"train.stop_at_step": step})
