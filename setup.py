@@ -19,7 +19,7 @@ setuptools.setup(
         "jax>=0.4.31",
         "flax>=0.8.5",
         "optax>=0.2.3",
-        "dm-clrs>=2.0.3",
+        "dm-clrs>=2.0.3,<2.1",  # processors.CarryNet re-implements Net._one_step_pred.
         "dm-haiku>=0.0.12",
         "chex>=0.1.86",
         "orbax-checkpoint>=0.6.0",

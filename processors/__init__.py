@@ -4,6 +4,13 @@ Register a processor in a CLRS training loop by passing
 `processors.get_processor_factory(kind, use_ln, nb_triplet_fts, nb_heads)` to
 `clrs.models.BaselineModel` (or to `processors.CarryModel` to carry edge and
 graph hiddens between algorithm steps).
+
+Modules: factory (the factory), relational_transformer and edge_transformer
+(the processors), nets / model (`CarryNet`, `CarryModel`), tf_free.
+
+Importing this package makes dm-clrs importable: where TensorFlow is
+installed nothing changes; where it is absent, `tf_free` installs import-time
+stand-ins and logs a warning once (see `processors.tf_free`).
 """
 
 from processors import tf_free
@@ -18,12 +25,12 @@ from processors.factory import all_kinds
 from processors.factory import get_processor_factory
 from processors.model import CarryModel
 from processors.nets import CarryNet
-from processors.relational import ProcessorState
-from processors.relational import RelationalTransformerProcessor
-from processors.triangular import ETConfig
-from processors.triangular import EdgeTransformerProcessor
+from processors.edge_transformer import EdgeTransformerProcessor
+from processors.relational_transformer import ProcessorState
+from processors.relational_transformer import RelationalTransformerProcessor
 
 __all__ = [
-    "CLRS_KINDS", "ET_KINDS", "RT_KINDS", "ETConfig", "EdgeTransformerProcessor", "all_kinds", "get_processor_factory",
-    "CarryModel", "CarryNet", "ProcessorState", "RelationalTransformerProcessor",
+    "CLRS_KINDS", "ET_KINDS", "RT_KINDS", "EdgeTransformerProcessor",
+    "all_kinds", "get_processor_factory", "CarryModel", "CarryNet",
+    "ProcessorState", "RelationalTransformerProcessor",
 ]

@@ -1,7 +1,9 @@
 """`get_processor_factory`: a drop-in superset of `clrs.get_processor_factory`.
 
 Every CLRS kind is delegated to CLRS unchanged; our kinds build
-`RelationalTransformerProcessor`s (and, in later modules, triangular ones).
+`RelationalTransformerProcessor`s and `EdgeTransformerProcessor`s. Their
+options are the `RTConfig` / `ETConfig` field names, passed through
+unrenamed, plus the processor options graph_vec and node_readout.
 """
 
 import dataclasses
@@ -9,11 +11,12 @@ from typing import Callable, Optional
 
 import clrs
 
-from processors.relational import GRAPH_VEC_CHOICES
-from processors.relational import RelationalTransformerProcessor
-from processors.triangular import ETConfig
-from processors.triangular import EdgeTransformerProcessor
+from processors.edge_transformer import NODE_READOUTS
+from processors.edge_transformer import EdgeTransformerProcessor
+from processors.relational_transformer import GRAPH_VEC_CHOICES
+from processors.relational_transformer import RelationalTransformerProcessor
 from relational_jax.layers import shapes
+from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.relational_transformer import RTConfig
 
 # The processor kinds of dm-clrs 2.0.3 (`clrs._src.processors.get_processor_factory`).
@@ -35,8 +38,9 @@ RT_KINDS = {
 # The Edge Transformer (Bergen et al. 2021) over the pair state.
 ET_KINDS = ("et",)
 
-# Options our kinds accept besides the RTConfig fields.
-_PROCESSOR_OPTIONS = ("graph_vec",)
+# Options our kinds accept besides the RTConfig / ETConfig fields.
+_RT_PROCESSOR_OPTIONS = ("graph_vec",)
+_ET_PROCESSOR_OPTIONS = ("graph_vec", "node_readout")
 
 
 def all_kinds():
@@ -66,12 +70,15 @@ def get_processor_factory(kind: str,
       LayerNorm (the paper's RT always does: keep True).
     nb_triplet_fts: used by CLRS triplet kinds only (part of the CLRS contract).
     nb_heads: attention heads (CLRS GAT kinds; ours default to 12).
-    **options: for our kinds, `graph_vec` ('cat' | 'core') and any
-      `RTConfig` field (num_layers, head_size, node_hidden, edge_hidden1,
-      edge_hidden2, edge_size, tied, use_adjacency, dropout_rate;
-      'rt_triangular' also triangular_heads, triangular_chunk) or, for 'et',
-      any `ETConfig` field (num_layers, head_size, tied, ablation, chunk_size,
-      ffn_factor, node_readout, dropout_rate). CLRS kinds take no options.
+    **options: for our kinds, `graph_vec` ('cat' | 'core') and, by the same
+      names, any field of the model config: for the RT kinds an `RTConfig`
+      field (num_layers, head_dim, node_ffn_dim, edge_msg_dim, edge_ffn_dim,
+      edge_dim, tied, use_adjacency, dropout_rate, ln_epsilon;
+      'rt_triangular' also triangular_heads, chunk_size), for 'et' an
+      `ETConfig` field (num_layers, head_dim, ffn_dim, tied, ablation,
+      chunk_size, impl, layout, ffn_chunk_size, dropout_rate, ln_epsilon)
+      and the processor option `node_readout` ('diagonal' | 'rowcol').
+      num_heads comes from `nb_heads`. CLRS kinds take no options.
 
   Raises:
     ValueError: unknown kind, unknown option, or an option given to a CLRS kind.
@@ -88,9 +95,9 @@ def get_processor_factory(kind: str,
   if kind in RT_KINDS:
     fixed = {"use_edges", "edge_update", "use_ln", "num_heads"}
     if kind != "rt_triangular":
-      fixed |= {"triangular_heads", "triangular_chunk"}
+      fixed |= {"triangular_heads", "chunk_size"}
     _check_options(kind, options, ({f.name for f in dataclasses.fields(RTConfig)}
-                                   - fixed) | set(_PROCESSOR_OPTIONS))
+                                   - fixed) | set(_RT_PROCESSOR_OPTIONS))
     options = dict(options)
     graph_vec = options.pop("graph_vec", "cat")
     shapes.check_choice(graph_vec, GRAPH_VEC_CHOICES, "graph_vec")
@@ -105,15 +112,17 @@ def get_processor_factory(kind: str,
     return _factory
   if kind in ET_KINDS:
     _check_options(kind, options, ({f.name for f in dataclasses.fields(ETConfig)}
-                                   - {"num_heads"}) | set(_PROCESSOR_OPTIONS))
+                                   - {"num_heads"}) | set(_ET_PROCESSOR_OPTIONS))
     options = dict(options)
     graph_vec = options.pop("graph_vec", "cat")
     shapes.check_choice(graph_vec, GRAPH_VEC_CHOICES, "graph_vec")
+    node_readout = options.pop("node_readout", "diagonal")
+    shapes.check_choice(node_readout, NODE_READOUTS, "node_readout")
     et_config = ETConfig(num_heads=num_heads, **options)
 
     def _et_factory(out_size: int):
       return EdgeTransformerProcessor(out_size, et_config, graph_vec=graph_vec,
-                                      name=kind)
+                                      node_readout=node_readout, name=kind)
     return _et_factory
   raise ValueError(
       f"Unknown processor kind {kind!r}; valid kinds are {list(all_kinds())}.")

@@ -5,15 +5,22 @@ but needs them only for its downloadable TFDS dataset (`clrs.create_dataset`,
 `CLRSDataset`) and for clrs_text generation. relational_jax samples CLRS data
 on the fly and never uses those, and GPU/TPU images often lack TensorFlow.
 
-`ensure_clrs_importable()` imports the real packages when they are installed
-(so behaviour is unchanged there) and otherwise registers small stand-ins that
-satisfy dm-clrs's import-time use; anything that would really need TensorFlow
-raises `TensorFlowMissingError` saying so.
+`ensure_clrs_importable()` (called when `processors` is imported) changes
+nothing where TensorFlow and TensorFlow Datasets are installed: dm-clrs
+imports the real packages. Only where one of them is absent (or fails to
+import) does it register small stand-ins that satisfy dm-clrs's import-time
+use, and it says so once through absl logging; anything that would really
+need TensorFlow then raises `TensorFlowMissingError` saying so.
+`tensorflow_stubbed()` tells which case applies.
 """
 
 import dataclasses
+import importlib
+import importlib.util
 import sys
 import types
+
+from absl import logging
 
 _STUBBED = []
 
@@ -91,27 +98,40 @@ def _install_stubs(missing):
     sys.modules["tensorflow_datasets.core"] = core
 
 
+def _importable(name: str) -> bool:
+  """True if `name` is installed and imports (a real, working package)."""
+  if name in sys.modules:
+    return True
+  if importlib.util.find_spec(name) is None:
+    return False
+  try:
+    importlib.import_module(name)
+  except ImportError:  # Installed but broken (or shadowed): treat as absent.
+    return False
+  return True
+
+
 def ensure_clrs_importable() -> list:
   """Returns the names stubbed (empty where TensorFlow is installed)."""
   if "clrs" in sys.modules:
     return list(_STUBBED)
-  missing = []
-  for name in ("tensorflow", "tensorflow_datasets"):
-    if name in sys.modules:
-      continue
-    try:
-      __import__(name)
-    except ImportError:
-      missing.append(name)
+  missing = [name for name in ("tensorflow", "tensorflow_datasets")
+             if not _importable(name)]
+  if not missing:
+    return []
   _install_stubs(missing)
   _STUBBED.extend(missing)
-  if missing:
-    import clrs  # pylint: disable=g-import-not-at-top,unused-import
-    # dm-clrs keeps its references; the rest of the process sees TensorFlow
-    # as absent again (e.g. `importlib.util.find_spec('tensorflow')` is None).
-    for name in list(sys.modules):
-      if name.split(".")[0] in missing:
-        del sys.modules[name]
+  logging.warning(
+      "%s not importable: installed import-time stand-ins so that dm-clrs "
+      "imports (relational_jax samples CLRS data on the fly and does not "
+      "need TensorFlow; clrs.create_dataset and other TFDS features raise "
+      "TensorFlowMissingError).", " and ".join(missing))
+  import clrs  # pylint: disable=g-import-not-at-top,unused-import
+  # dm-clrs keeps its references; the rest of the process sees TensorFlow
+  # as absent again (e.g. `importlib.util.find_spec('tensorflow')` is None).
+  for name in list(sys.modules):
+    if name.split(".")[0] in missing:
+      del sys.modules[name]
   return list(_STUBBED)
 
 

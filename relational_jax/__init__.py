@@ -7,11 +7,18 @@ Layers (Flax linen, no Haiku or CLRS imports):
     pivot-chunked online softmax with a custom VJP)
 Models:
   RelationalTransformer, RTConfig (a stack of RT layers, tied or untied)
-  EdgeTransformer, EdgeTransformerLayer and ET inputs/heads
-Seq2seq (positions, tree encodings, relation-aware attention, encoder-decoder):
-  relational_jax.layers.positions / tree / relation_aware, relational_jax.models.seq2seq
+  EdgeTransformer, ETConfig, EdgeTransformerLayer and ET inputs/heads
+Seq2seq: relational_jax.layers.positional_encoding (sinusoids, embedding
+  scaling), .attention (multi-head and relative attention with decoding
+  caches), .tree (tree positions), .relation_aware; relational_jax.models.
+  seq2seq (Transformer encoder-decoder) and .et_seq2seq (ET encoder-decoder)
 Data: relational_jax.data (SCAN generator and splits, TSV/COGS loaders, Vocab)
 Training utilities: relational_jax.training (device mesh, checkpoints)
+
+Axis letters in array names (B batch, N nodes, D width, ...): one glossary,
+in `relational_jax.layers.shapes`. LayerNorm epsilon is 1e-5 everywhere
+(`ln_epsilon`), as the authors' Haiku and PyTorch code; Flax's default is
+1e-6.
 """
 
 from relational_jax.layers.relational import EdgeUpdate
@@ -21,6 +28,7 @@ from relational_jax.layers.relational import RelationalTransformerLayer
 from relational_jax.layers.relational import attention_mask
 from relational_jax.layers.triangular import TriangularAttention
 from relational_jax.layers.triangular import triangular_attention_core
+from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeClassifier
 from relational_jax.models.edge_transformer import EdgeTransformer
 from relational_jax.models.edge_transformer import EdgeTransformerLayer

@@ -122,7 +122,7 @@ class PairwiseEdgeScorer(nn.Module):
     s_ij = W_2 ReLU(W_1 [h_i; h_j] + b_1) + b_2
   kind='biaffine' ([DM17]):
     s_ijl = h_i^T U_l h_j + w_l . [h_i; h_j] + b_l
-  Returns BxNxNxL logits for the directed pair (i, j).
+  Returns BxNxNxY logits for the directed pair (i, j).
   """
   num_labels: int
   kind: str = "mlp"
@@ -143,13 +143,13 @@ class PairwiseEdgeScorer(nn.Module):
                                 + tail_BxNxF[:, None, :, :])
       return nn.Dense(self.num_labels, name="out")(hid_BxNxNxF)
     width = h_BxNxD.shape[-1]
-    u_LxDxD = self.param("bilinear",
+    u_YxDxD = self.param("bilinear",
                          nn.initializers.lecun_normal(batch_axis=(0,)),
                          (self.num_labels, width, width))
-    bilinear_BxNxNxL = jnp.einsum("bid,lde,bje->bijl", h_BxNxD, u_LxDxD,
+    bilinear_BxNxNxY = jnp.einsum("bid,lde,bje->bijl", h_BxNxD, u_YxDxD,
                                   h_BxNxD)
-    head_BxNxL = nn.Dense(self.num_labels, name="first")(h_BxNxD)
-    tail_BxNxL = nn.Dense(self.num_labels, use_bias=False,
+    head_BxNxY = nn.Dense(self.num_labels, name="first")(h_BxNxD)
+    tail_BxNxY = nn.Dense(self.num_labels, use_bias=False,
                           name="second")(h_BxNxD)
-    return (bilinear_BxNxNxL + head_BxNxL[:, :, None, :]
-            + tail_BxNxL[:, None, :, :])
+    return (bilinear_BxNxNxY + head_BxNxY[:, :, None, :]
+            + tail_BxNxY[:, None, :, :])

@@ -1,7 +1,11 @@
 """Relational attention and edge updates (Relational Transformer, Diao & Loynd, ICLR 2023).
 
-Axis letters: B batch, N nodes (query i / key j), D node width, E edge width,
-H heads, K head width (D = H * K), F feed-forward hidden width.
+Axis letters (`relational_jax.layers.shapes`): B batch, N nodes (query i /
+key j), D node width, E edge width, H heads, K head width (D = H * K), F
+feed-forward hidden width (d_nh, d_eh2), G edge message width (d_eh1).
+
+LayerNorm epsilon: `ln_epsilon`, default 1e-5 as the authors' code (Haiku's
+LayerNorm default); Flax's default is 1e-6.
 
 Equations implemented (numbers from the paper):
   eq. 3-4   q_ij = n_i W^Q_n + e_ij W^Q_e,  k_ij = n_j W^K_n + e_ij W^K_e,
@@ -54,11 +58,11 @@ class RelationalAttention(nn.Module):
 
   Attributes:
     num_heads: H.
-    head_size: K; defaults to D // H (D must then divide by H).
+    head_dim: K; defaults to D // H (D must then divide by H).
     use_edges: condition Q, K, V on e_ij (eq. 4).
   """
   num_heads: int
-  head_size: Optional[int] = None
+  head_dim: Optional[int] = None
   use_edges: bool = True
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
@@ -78,10 +82,10 @@ class RelationalAttention(nn.Module):
     """
     shapes.check_shape(n_BxNxD, ("B", "N", "D"), "n_BxNxD")
     b, n, d = n_BxNxD.shape
-    if self.head_size is None:
+    if self.head_dim is None:
       k_size = shapes.check_divides(d, self.num_heads, "node width D")
     else:
-      k_size = self.head_size
+      k_size = self.head_dim
     h = self.num_heads
     if self.use_edges and e_BxNxNxE is not None:
       shapes.check_shape(e_BxNxNxE, (b, n, n, None), "e_BxNxNxE")
@@ -135,37 +139,46 @@ class RelationalAttention(nn.Module):
 
 class _MaybeLayerNorm(nn.Module):
   use_ln: bool = True
+  epsilon: float = 1e-5
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
   def __call__(self, x):
     if not self.use_ln:
       return x
-    return nn.LayerNorm(param_dtype=self.param_dtype)(x)
+    return nn.LayerNorm(epsilon=self.epsilon, param_dtype=self.param_dtype)(x)
 
 
 class NodeUpdate(nn.Module):
   """Transformer node update after attention, RT appendix eq. 17-18 (post-LN).
 
   u_i = LN(m_i W_1 + n_i);  n_i' = LN(ReLU(u_i W_2) W_3 + u_i), W_2: D -> d_nh.
+
+  Attributes:
+    ffn_dim: d_nh, the hidden width F of W_2.
+    ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
+      default is 1e-6).
   """
-  hidden_size: int
+  ffn_dim: int
   dropout_rate: float = 0.0
   use_ln: bool = True
+  ln_epsilon: float = 1e-5
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
-  def __call__(self, m_BxNxM: Array, n_BxNxD: Array,
+  def __call__(self, m_BxNxD: Array, n_BxNxD: Array,
                deterministic: bool = True) -> Array:
     d = n_BxNxD.shape[-1]
     dense = lambda size, name: nn.Dense(size, dtype=self.dtype,
                                         param_dtype=self.param_dtype, name=name)
     drop = nn.Dropout(self.dropout_rate)
-    u_BxNxD = _MaybeLayerNorm(self.use_ln, name="ln_1")(
-        drop(dense(d, "w1")(m_BxNxM), deterministic=deterministic) + n_BxNxD)
-    f_BxNxF = nn.relu(dense(self.hidden_size, "w2")(u_BxNxD))
-    return _MaybeLayerNorm(self.use_ln, name="ln_2")(
+    norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon,
+                                        name=name)
+    u_BxNxD = norm("ln_1")(
+        drop(dense(d, "w1")(m_BxNxD), deterministic=deterministic) + n_BxNxD)
+    f_BxNxF = nn.relu(dense(self.ffn_dim, "w2")(u_BxNxD))
+    return norm("ln_2")(
         drop(dense(d, "w3")(f_BxNxF), deterministic=deterministic) + u_BxNxD)
 
 
@@ -183,13 +196,22 @@ class EdgeUpdate(nn.Module):
   Edge Transformer's triangular attention (ET eq. 4-9) of the edge state is
   added to the residual, u_ij = LN(m_ij W_5 + TA(e)_ij + e_ij); O(N^3) time,
   O(N^2) memory (pivot-chunked).
+
+  Attributes:
+    msg_dim: d_eh1, the message width G (output of W_4).
+    ffn_dim: d_eh2, the hidden width F of W_6.
+    triangular_heads: heads of the optional triangular attention (0: none).
+    chunk_size: pivots per chunk of that triangular attention.
+    ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
+      default is 1e-6).
   """
-  hidden1: int
-  hidden2: int
+  msg_dim: int
+  ffn_dim: int
   triangular_heads: int = 0
-  triangular_chunk: int = 8
+  chunk_size: int = 8
   dropout_rate: float = 0.0
   use_ln: bool = True
+  ln_epsilon: float = 1e-5
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
@@ -207,22 +229,24 @@ class EdgeUpdate(nn.Module):
     drop = nn.Dropout(self.dropout_rate)
     e_ji_BxNxNxE = jnp.swapaxes(e_BxNxNxE, 1, 2)
     # Blocks of W_4 acting on e_ij, e_ji, n_i and n_j (eq. 6).
-    pre_BxNxNxF = (dense(self.hidden1, "w4_e_ij")(e_BxNxNxE)
-                   + dense(self.hidden1, "w4_e_ji", False)(e_ji_BxNxNxE)
-                   + dense(self.hidden1, "w4_n_i", False)(n_BxNxD)[:, :, None]
-                   + dense(self.hidden1, "w4_n_j", False)(n_BxNxD)[:, None, :])
-    m_BxNxNxF = nn.relu(pre_BxNxNxF)
-    res_BxNxNxE = drop(dense(e_size, "w5")(m_BxNxNxF), deterministic=deterministic)
+    pre_BxNxNxG = (dense(self.msg_dim, "w4_e_ij")(e_BxNxNxE)
+                   + dense(self.msg_dim, "w4_e_ji", False)(e_ji_BxNxNxE)
+                   + dense(self.msg_dim, "w4_n_i", False)(n_BxNxD)[:, :, None]
+                   + dense(self.msg_dim, "w4_n_j", False)(n_BxNxD)[:, None, :])
+    m_BxNxNxG = nn.relu(pre_BxNxNxG)
+    res_BxNxNxE = drop(dense(e_size, "w5")(m_BxNxNxG), deterministic=deterministic)
     if self.triangular_heads:
       res_BxNxNxE += drop(TriangularAttention(
-          num_heads=self.triangular_heads, chunk_size=self.triangular_chunk,
+          num_heads=self.triangular_heads, chunk_size=self.chunk_size,
           dtype=self.dtype, param_dtype=self.param_dtype,
           name="triangular")(e_BxNxNxE, node_mask_BxN),
                           deterministic=deterministic)
-    u_BxNxNxE = _MaybeLayerNorm(self.use_ln, name="ln_1")(res_BxNxNxE + e_BxNxNxE)
-    f_BxNxNxG = nn.relu(dense(self.hidden2, "w6")(u_BxNxNxE))
-    return _MaybeLayerNorm(self.use_ln, name="ln_2")(
-        drop(dense(e_size, "w7")(f_BxNxNxG), deterministic=deterministic)
+    norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon,
+                                        name=name)
+    u_BxNxNxE = norm("ln_1")(res_BxNxNxE + e_BxNxNxE)
+    f_BxNxNxF = nn.relu(dense(self.ffn_dim, "w6")(u_BxNxNxE))
+    return norm("ln_2")(
+        drop(dense(e_size, "w7")(f_BxNxNxF), deterministic=deterministic)
         + u_BxNxNxE)
 
 
@@ -233,23 +257,27 @@ class RelationalTransformerLayer(nn.Module):
   new node vectors n'.
 
   Attributes:
-    num_heads, head_size: attention heads; H * K must equal the node width D.
-    node_hidden: d_nh, hidden width of the node feed-forward (W_2).
-    edge_hidden1, edge_hidden2: d_eh1 and d_eh2 (W_4 and W_6 widths).
+    num_heads, head_dim: attention heads; H * K must equal the node width D.
+    node_ffn_dim: d_nh, hidden width of the node feed-forward (W_2).
+    edge_msg_dim, edge_ffn_dim: d_eh1 and d_eh2 (W_4 and W_6 widths).
     use_edges: False gives the standard-transformer ablation (edges ignored).
     edge_update: False gives the "no edge updates" ablation.
+    triangular_heads, chunk_size: see `EdgeUpdate`.
+    ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
+      default is 1e-6).
   """
   num_heads: int
-  head_size: Optional[int] = None
-  node_hidden: int = 32
-  edge_hidden1: int = 16
-  edge_hidden2: int = 8
+  head_dim: Optional[int] = None
+  node_ffn_dim: int = 32
+  edge_msg_dim: int = 16
+  edge_ffn_dim: int = 8
   use_edges: bool = True
   edge_update: bool = True
   triangular_heads: int = 0
-  triangular_chunk: int = 8
+  chunk_size: int = 8
   dropout_rate: float = 0.0
   use_ln: bool = True
+  ln_epsilon: float = 1e-5
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
@@ -262,23 +290,23 @@ class RelationalTransformerLayer(nn.Module):
                node_mask_BxN: Optional[Array] = None
                ) -> Tuple[Array, Optional[Array]]:
     d = n_BxNxD.shape[-1]
-    k_size = self.head_size or shapes.check_divides(d, self.num_heads,
-                                                    "node width D")
+    k_size = self.head_dim or shapes.check_divides(d, self.num_heads,
+                                                   "node width D")
     if self.num_heads * k_size != d:
       raise ValueError(
-          f"num_heads * head_size = {self.num_heads} * {k_size} must equal the "
+          f"num_heads * head_dim = {self.num_heads} * {k_size} must equal the "
           f"node width D = {d}.")
     kw = dict(dtype=self.dtype, param_dtype=self.param_dtype)
     m_BxNxD = RelationalAttention(self.num_heads, k_size, self.use_edges,
                                   name="attention", **kw)(
                                       n_BxNxD, e_BxNxNxE, mask_BxNxN)
-    n_BxNxD = NodeUpdate(self.node_hidden, self.dropout_rate, self.use_ln,
-                         name="node_update", **kw)(m_BxNxD, n_BxNxD,
-                                                    deterministic)
+    n_BxNxD = NodeUpdate(self.node_ffn_dim, self.dropout_rate, self.use_ln,
+                         self.ln_epsilon, name="node_update", **kw)(
+                             m_BxNxD, n_BxNxD, deterministic)
     if self.use_edges and self.edge_update and e_BxNxNxE is not None:
-      e_BxNxNxE = EdgeUpdate(self.edge_hidden1, self.edge_hidden2,
-                             self.triangular_heads, self.triangular_chunk,
-                             self.dropout_rate, self.use_ln,
+      e_BxNxNxE = EdgeUpdate(self.edge_msg_dim, self.edge_ffn_dim,
+                             self.triangular_heads, self.chunk_size,
+                             self.dropout_rate, self.use_ln, self.ln_epsilon,
                              name="edge_update", **kw)(e_BxNxNxE, n_BxNxD,
                                                        deterministic,
                                                        node_mask_BxN)

@@ -1,8 +1,36 @@
-"""Shape checks used on entry to every layer.
+"""Shape checks used on entry to every layer, and the axis-letter glossary.
 
-Axis letters used throughout the package (see README):
-  B batch, N nodes or tokens, M target tokens, L pivot nodes, D width,
-  E edge width, H heads, K head width (D = H * K), T algorithm steps.
+Array names end in their axes, e.g. `q_BxNxLxHxK` (nanodo style). One letter
+means one thing throughout relational_jax and processors:
+
+  B  batch
+  N  nodes or tokens of a graph / sequence (the ET encoder-decoder's joint
+     graph has N = S + T nodes)
+  I, J  node axes where the two ends of an edge (i, j) are told apart
+     (size N; e.g. one new row BxJxD and one new column BxIxD)
+  L  pivot nodes l of triangular attention (a triangle (i, l, j); L = N)
+  C  one chunk of an axis (`chunk_size` pivots, or FFN rows)
+  U  nodes of a CLRS processor including its core node (N + 1 with
+     graph_vec='core', else N)
+  S  source tokens; in attention modules, key/value positions (source,
+     cache slots)
+  T  target tokens (decoder inputs, or decoded tokens); in attention
+     modules, query positions
+  M  encoder memory entries (what a decoder cross-attends to)
+  A  decoder-layer applications (one cache each)
+  D  width: node / token / model width, or the ET pair-state width
+  E  RT edge width
+  H  heads;  K  head width (D = H * K)
+  F  feed-forward hidden width (`ffn_dim`, `node_ffn_dim`, `edge_ffn_dim`)
+  G  RT edge message width (`edge_msg_dim`, the paper's d_eh1)
+  O  a CLRS processor's output width (out_size, CLRS's hidden width)
+  Z  input feature width (concatenated inputs of a processor)
+  V  vocabulary;  Y  output classes or edge labels
+  R  relation ids or relative offsets (rows of a relation / offset table)
+  P  raw tree-position width n*k;  Q  learned tree-encoding parameters p
+
+Configs name hyperparameters `*_dim` (num_heads, head_dim, ffn_dim, ...);
+`node_width` / `edge_width` properties give resulting array widths.
 """
 
 from typing import Optional, Sequence, Union

@@ -330,14 +330,14 @@ class TreePositionalEncoding(nn.Module):
     def theta_init(_, shape):  # p spread over [0.5, 0.95], like frequencies.
       return jnp.arctanh(jnp.linspace(0.5, 0.95, shape[0]))
 
-    self.theta_M = self.param("theta", theta_init, (self.num_p,))
+    self.theta_Q = self.param("theta", theta_init, (self.num_p,))
 
   def __call__(self, x_BxNxP):
     shapes.check_shape(x_BxNxP, ("B", "N", self.n * self.k), "tree positions")
-    p_M = jnp.tanh(self.theta_M)
+    p_Q = jnp.tanh(self.theta_Q)
     depth_P = jnp.repeat(jnp.arange(self.k), self.n)  # Slot of each feature.
-    weight_MxP = p_M[:, None] ** depth_P[None, :]
-    weight_MxP = (weight_MxP * jnp.sqrt(1.0 - p_M[:, None] ** 2)
+    weight_QxP = p_Q[:, None] ** depth_P[None, :]
+    weight_QxP = (weight_QxP * jnp.sqrt(1.0 - p_Q[:, None] ** 2)
                   * math.sqrt(self.d_model / 2.0))
-    pe_BxNxMxP = x_BxNxP[:, :, None, :] * weight_MxP
-    return pe_BxNxMxP.reshape(x_BxNxP.shape[:2] + (self.d_model,))
+    pe_BxNxQxP = x_BxNxP[:, :, None, :] * weight_QxP
+    return pe_BxNxQxP.reshape(x_BxNxP.shape[:2] + (self.d_model,))

@@ -1,8 +1,9 @@
 """Triangular attention (Edge Transformer, Bergen, O'Donnell & Bahdanau, NeurIPS 2021).
 
-Axis letters: B batch, N nodes (edge (i, j) has i and j in N), L pivot nodes
-(the l of a triangle (i, l, j); L = N), C pivots in one chunk, S chunks,
-D width, H heads, K head width (D = H * K).
+Axis letters (`relational_jax.layers.shapes`): B batch, N nodes (edge (i, j)
+has i and j in N; I and J where the two ends are told apart), L pivot nodes
+(the l of a triangle (i, l, j); L = N), C pivots in one chunk, D width,
+H heads, K head width (D = H * K).
 
 Equations implemented (numbers from the paper, section 3):
   eq. 4  a_ij = W^o sum_l alpha_ilj v_ilj
@@ -155,7 +156,7 @@ def _value_grads(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK):
 
 
 def _chunking(n, chunk_size):
-  """(C, S): pivots per chunk and number of chunks for N pivots."""
+  """(pivots per chunk, number of chunks) for N pivots."""
   chunk = n if chunk_size is None else min(chunk_size, n)
   return chunk, -(-n // chunk)
 
@@ -613,6 +614,10 @@ class TriangularAttention(nn.Module):
     use_bias: biases on the five projections.
     dtype: computation dtype (None: the input's); softmax stats stay fp32.
     param_dtype: parameter dtype.
+
+  `__call__` is `output(aggregate(x))`; `aggregate` is `project` followed by
+  the pivot sum (eq. 4-8). The pieces are public for incremental decoding
+  (`relational_jax.models.et_seq2seq`).
   """
   num_heads: int
   ablation: str = "none"
@@ -626,10 +631,61 @@ class TriangularAttention(nn.Module):
   kernel_init: Any = nn.initializers.lecun_normal()
 
   @nn.compact
+  def _projections(self, width: int, dtype) -> dict:
+    """The five linear maps (eq. 6-9) for width D (created on first use).
+
+    Flax allows one compact method per module; the public `project` and
+    `output` both reach the parameters through this one, so the parameter
+    names (query, key, value_left, value_right, out) live in one place.
+    """
+    k_size = shapes.check_divides(width, self.num_heads, "width D")
+    proj = functools.partial(
+        nn.DenseGeneral, features=(self.num_heads, k_size), axis=-1,
+        use_bias=self.use_bias, dtype=dtype, param_dtype=self.param_dtype,
+        kernel_init=self.kernel_init)
+    return dict(
+        query=proj(name="query"),                                 # eq. 6
+        key=proj(name="key"),                                     # eq. 7
+        value_left=proj(name="value_left"),                       # eq. 8
+        value_right=(None if self.ablation == "value"
+                     else proj(name="value_right")),
+        out=nn.DenseGeneral(                                      # eq. 9
+            features=width, axis=(-2, -1), use_bias=self.use_bias,
+            dtype=dtype, param_dtype=self.param_dtype,
+            kernel_init=self.kernel_init, name="out"))
+
+  def project(self, x_xD: Array):
+    """(q, k, V^1 x, V^2 x) of edge states x (eq. 6-8), each `...xHxK`.
+
+    V^2 x is None for the value ablation. For a whole state x_BxNxNxD, q and
+    V^1 x are read with the pivot on axis 2 (x_il), k and V^2 x with the
+    pivot on axis 1 (x_lj); for the attention ablation k is read as k_ij.
+    """
+    shapes.check_choice(self.ablation, ABLATIONS, "ablation")
+    dtype = self.dtype or x_xD.dtype
+    x_xD = x_xD.astype(dtype)
+    maps = self._projections(x_xD.shape[-1], dtype)
+    v2 = maps["value_right"]
+    return (maps["query"](x_xD), maps["key"](x_xD), maps["value_left"](x_xD),
+            None if v2 is None else v2(x_xD))
+
+  def output(self, o_xHxK: Array) -> Array:
+    """W^o [a^1; ...; a^H] (eq. 9): heads `...xHxK` -> `...xD`."""
+    dtype = self.dtype or o_xHxK.dtype
+    width = o_xHxK.shape[-2] * o_xHxK.shape[-1]
+    return self._projections(width, dtype)["out"](o_xHxK.astype(dtype))
+
   def __call__(self, x_BxNxNxD: Array,
                node_mask_BxN: Optional[Array] = None,
                node_time_BxN: Optional[Array] = None) -> Array:
-    """Returns a_BxNxNxD (eq. 9).
+    """Returns a_BxNxNxD (eq. 9): `output(aggregate(x, ...))`."""
+    return self.output(self.aggregate(x_BxNxNxD, node_mask_BxN,
+                                      node_time_BxN))
+
+  def aggregate(self, x_BxNxNxD: Array,
+                node_mask_BxN: Optional[Array] = None,
+                node_time_BxN: Optional[Array] = None) -> Array:
+    """The heads before W^o: o_BxNxNxHxK, o^h_ij = sum_l alpha^h_ilj v^h_ilj.
 
     Args:
       x_BxNxNxD: edge states, x[b, i, j] is edge (i, j).
@@ -647,7 +703,7 @@ class TriangularAttention(nn.Module):
     shapes.check_equal(
         n, n2, f"x_BxNxNxD must have equal node axes 1 and 2 (got shape "
         f"{tuple(x_BxNxNxD.shape)})")
-    k_size = shapes.check_divides(d, self.num_heads, "width D")
+    shapes.check_divides(d, self.num_heads, "width D")
     if node_mask_BxN is None:
       node_mask_BxN = jnp.ones((b, n), bool)
     shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
@@ -666,19 +722,9 @@ class TriangularAttention(nn.Module):
       raise ValueError("node_time_BxN (causal masking) is not supported by "
                        "impl='pallas'; use impl='chunked' or 'reference'.")
 
-    dtype = self.dtype or x_BxNxNxD.dtype
-    x_BxNxNxD = x_BxNxNxD.astype(dtype)
-    proj = functools.partial(
-        nn.DenseGeneral, features=(self.num_heads, k_size), axis=-1,
-        use_bias=self.use_bias, dtype=dtype, param_dtype=self.param_dtype,
-        kernel_init=self.kernel_init)
     # One projection of every edge serves all its roles: x_il as query/left
     # value (pivot on axis 2) and x_lj as key/right value (pivot on axis 1).
-    q_BxNxLxHxK = proj(name="query")(x_BxNxNxD)                  # eq. 6
-    k = proj(name="key")(x_BxNxNxD)                              # eq. 7
-    v1_BxNxLxHxK = proj(name="value_left")(x_BxNxNxD)            # eq. 8
-    v2_BxLxNxHxK = (None if self.ablation == "value"
-                    else proj(name="value_right")(x_BxNxNxD))
+    q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK = self.project(x_BxNxNxD)
     key_ij = self.ablation == "attention"
 
     if self.impl == "chunked":
@@ -695,7 +741,4 @@ class TriangularAttention(nn.Module):
       o_BxNxNxHxK = triangular_attention_reference(
           q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
           node_time_BxL=node_time_BxN, key_ij=key_ij)
-    return nn.DenseGeneral(                                       # eq. 9
-        features=d, axis=(-2, -1), use_bias=self.use_bias, dtype=dtype,
-        param_dtype=self.param_dtype, kernel_init=self.kernel_init,
-        name="out")(o_BxNxNxHxK)
+    return o_BxNxNxHxK

@@ -1,7 +1,10 @@
-"""Edge Transformer (Bergen, O'Donnell & Bahdanau, NeurIPS 2021): layer, stack, inputs, heads.
+"""Edge Transformer (Bergen, O'Donnell & Bahdanau, NeurIPS 2021).
 
-Axis letters: B batch, N nodes or tokens, D width, H heads, C classes,
-F feed-forward hidden width (F = ffn_factor * D, 4D in the paper).
+Config (`ETConfig`), layer, stack, inputs and heads.
+
+Axis letters (`relational_jax.layers.shapes`): B batch, N nodes or tokens,
+D width (the edge state width), H heads, K head width, F feed-forward hidden
+width (`ffn_dim`, 4D in the paper), C rows in one chunk, Y output classes.
 
 Paper section 3:
   eq. 3   X' = FFN(LN(X + TriangularAttention(LN(X))))
@@ -18,9 +21,15 @@ computes instead
   Y = LN_1(X);  Z = LN_2(Y + TA(Y));  X' = Z + FFN(Z)
 i.e. the attention residual starts from LN(X), and the FFN has a residual.
 `layout='paper'` (default) is eq. 3 as printed; `layout='released_code'` is
-the released code's form.
+the released code's form. LayerNorm epsilon is 1e-5 (`ln_epsilon`), as the
+authors' PyTorch code (PyTorch's default); Flax's default is 1e-6.
+
+One `ETConfig` holds the layer and stack hyperparameters; it is used by
+`EdgeTransformer`, the CLRS processor (`processors.edge_transformer`) and
+the encoder-decoder (`relational_jax.models.et_seq2seq`).
 """
 
+import dataclasses
 import functools
 from typing import Any, Optional
 
@@ -29,12 +38,14 @@ import jax
 import jax.numpy as jnp
 
 from relational_jax.layers import shapes
+from relational_jax.layers.triangular import ABLATIONS
+from relational_jax.layers.triangular import IMPLS
 from relational_jax.layers.triangular import TriangularAttention
 
 __all__ = [
-    "EdgeTransformerLayer", "EdgeTransformer", "GraphEdgeEmbedding",
-    "SequenceEdgeEmbedding", "EdgeClassifier", "NodeClassifier",
-    "ParentPointerHead", "LAYOUTS",
+    "ETConfig", "EdgeTransformerLayer", "EdgeTransformer",
+    "GraphEdgeEmbedding", "SequenceEdgeEmbedding", "EdgeClassifier",
+    "NodeClassifier", "ParentPointerHead", "LAYOUTS",
 ]
 
 Array = jax.Array
@@ -43,6 +54,69 @@ LAYOUTS = ("paper", "released_code")
 
 # Logit given to padded pointer targets (the softmax is taken in fp32).
 _MASK_LOGIT = -1e9
+
+
+@dataclasses.dataclass(frozen=True)
+class ETConfig:
+  """Edge Transformer hyperparameters; validated on construction.
+
+  Fields:
+    num_layers: L, layer applications of the stack.
+    num_heads, head_dim: H and K; the edge state width is D = H * K
+      (`edge_width`).
+    ffn_dim: F, the FFN hidden width; None means 4 D, as the paper (sec. 3).
+    tied: one layer's weights applied L times (the paper's default) or the
+      "Untied Edge Transformer".
+    ablation: 'none', 'value' or 'attention' (paper sec. 4.5).
+    chunk_size: pivots per chunk of the triangular attention's online
+      softmax (None: all at once).
+    impl: 'chunked', 'pallas' or 'reference' (see `TriangularAttention`).
+    layout: 'paper' (eq. 3) or 'released_code' (module docstring).
+    ffn_chunk_size: rows per block of the row-chunked, rematerialised FFN
+      (None: one block); see `EdgeTransformerLayer`.
+    dropout_rate: dropout on the attention output and the FFN hidden.
+    ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's default
+      is 1e-6).
+  """
+  num_layers: int = 3
+  num_heads: int = 12
+  head_dim: int = 16
+  ffn_dim: Optional[int] = None
+  tied: bool = True
+  ablation: str = "none"
+  chunk_size: Optional[int] = 8
+  impl: str = "chunked"
+  layout: str = "paper"
+  ffn_chunk_size: Optional[int] = 4
+  dropout_rate: float = 0.0
+  ln_epsilon: float = 1e-5
+
+  def __post_init__(self):
+    for name in ("num_layers", "num_heads", "head_dim"):
+      _check_positive_int(getattr(self, name), f"ETConfig.{name}")
+    for name in ("ffn_dim", "chunk_size", "ffn_chunk_size"):
+      if getattr(self, name) is not None:
+        _check_positive_int(getattr(self, name), f"ETConfig.{name}",
+                            " or None")
+    shapes.check_choice(self.ablation, ABLATIONS, "ablation")
+    shapes.check_choice(self.impl, IMPLS, "impl")
+    shapes.check_choice(self.layout, LAYOUTS, "layout")
+    if not 0.0 <= self.dropout_rate < 1.0:
+      raise ValueError(f"ETConfig.dropout_rate must be in [0, 1), got "
+                       f"{self.dropout_rate}.")
+    if not self.ln_epsilon > 0.0:
+      raise ValueError(f"ETConfig.ln_epsilon must be positive, got "
+                       f"{self.ln_epsilon}.")
+
+  @property
+  def edge_width(self) -> int:
+    """D = num_heads * head_dim."""
+    return self.num_heads * self.head_dim
+
+
+def _check_positive_int(value, name, extra=""):
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise ValueError(f"{name} must be a positive int{extra}, got {value!r}.")
 
 
 def _check_square(x, name):
@@ -58,11 +132,18 @@ class EdgeTransformerLayer(nn.Module):
   layout='paper':          X' = FFN(LN_2(X + Drop(TA(LN_1(X)))))
   layout='released_code':  Y = LN_1(X); Z = LN_2(Y + Drop(TA(Y)));
                            X' = Z + Drop(FFN(Z))
-  FFN(z) = W_2 Drop(ReLU(W_1 z)), hidden width ffn_factor * D (4D, sec. 3).
+  FFN(z) = W_2 Drop(ReLU(W_1 z)), hidden width ffn_dim (4D by default,
+  sec. 3). The width D is the input's (num_heads must divide it).
+
+  The full pass is `__call__`. Incremental decoding (`et_seq2seq`) uses the
+  two halves on its own edges: `project(x)` (LN_1, then q, k, V^1, V^2 of
+  eq. 6-8) and `update(x, o)` (W^o of eq. 9 on the aggregated heads o, the
+  residual, LN_2 and the FFN); `__call__` is project -> aggregation over the
+  pivots -> update.
 
   Attributes:
     num_heads: heads of the triangular attention (must divide D).
-    ffn_factor: FFN hidden width as a multiple of D.
+    ffn_dim: FFN hidden width F (any positive int); None: 4 D.
     dropout_rate: dropout on the attention output and the FFN hidden (and,
       with layout='released_code', the FFN output).
     ablation, chunk_size, impl: passed to `TriangularAttention`.
@@ -74,88 +155,163 @@ class EdgeTransformerLayer(nn.Module):
       its ReLU and their gradients). Exact: the same math as unchunked. None:
       one block, no remat. Need not divide N. With dropout, each block draws
       its own mask (same distribution, a different random stream than None).
+    ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
+      default is 1e-6).
   """
   num_heads: int
-  ffn_factor: int = 4
+  ffn_dim: Optional[int] = None
   dropout_rate: float = 0.0
   ablation: str = "none"
   chunk_size: Optional[int] = 8
   impl: str = "chunked"
   layout: str = "paper"
   ffn_chunk_size: Optional[int] = 4
+  ln_epsilon: float = 1e-5
   dtype: Optional[Any] = None
   param_dtype: Any = jnp.float32
 
+  @classmethod
+  def from_config(cls, config: ETConfig, **kwargs) -> "EdgeTransformerLayer":
+    """The layer of `config` (kwargs: name, dtype, param_dtype)."""
+    return cls(num_heads=config.num_heads, ffn_dim=config.ffn_dim,
+               dropout_rate=config.dropout_rate, ablation=config.ablation,
+               chunk_size=config.chunk_size, impl=config.impl,
+               layout=config.layout, ffn_chunk_size=config.ffn_chunk_size,
+               ln_epsilon=config.ln_epsilon, **kwargs)
+
+  def _ffn_width(self, width: int) -> int:
+    return 4 * width if self.ffn_dim is None else self.ffn_dim
+
   @nn.compact
-  def __call__(self, x_BxNxNxD: Array, node_mask_BxN: Optional[Array] = None,
-               *, node_time_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Array:
-    """node_time_BxN: optional causal node times (see `TriangularAttention`)."""
+  def _submodules(self, width: int, dtype) -> dict:
+    """The layer's submodules for width D (created on first use).
+
+    Flax allows one compact method per module; `project`, `update` and
+    `__call__` all reach the parameters through this one, so the parameter
+    names live in one place.
+    """
+    norm = lambda name: nn.LayerNorm(epsilon=self.ln_epsilon, dtype=dtype,
+                                     param_dtype=self.param_dtype, name=name)
+    return dict(
+        ln_attention=norm("ln_attention"),
+        attention=TriangularAttention(
+            num_heads=self.num_heads, ablation=self.ablation,
+            chunk_size=self.chunk_size, impl=self.impl, dtype=dtype,
+            param_dtype=self.param_dtype, name="attention"),
+        ln_ffn=norm("ln_ffn"),
+        ffn_hidden=nn.Dense(self._ffn_width(width), dtype=dtype,
+                            param_dtype=self.param_dtype, name="ffn_hidden"),
+        ffn_out=nn.Dense(width, dtype=dtype, param_dtype=self.param_dtype,
+                         name="ffn_out"),
+        dropout=nn.Dropout(self.dropout_rate, name="dropout"))
+
+  def _check(self):
     shapes.check_choice(self.layout, LAYOUTS, "layout")
-    _check_square(x_BxNxNxD, "x_BxNxNxD")
     if self.ffn_chunk_size is not None and (
         not isinstance(self.ffn_chunk_size, int) or self.ffn_chunk_size <= 0):
       raise ValueError(f"ffn_chunk_size must be a positive int or None, got "
                        f"{self.ffn_chunk_size!r}.")
-    d = x_BxNxNxD.shape[-1]
-    dtype = self.dtype or x_BxNxNxD.dtype
-    norm = lambda name: nn.LayerNorm(dtype=dtype, param_dtype=self.param_dtype,
-                                     name=name)
-    drop = lambda y: nn.Dropout(self.dropout_rate)(
-        y, deterministic=deterministic)
+    if self.ffn_dim is not None and (
+        not isinstance(self.ffn_dim, int) or self.ffn_dim <= 0):
+      raise ValueError(f"ffn_dim must be a positive int or None, got "
+                       f"{self.ffn_dim!r}.")
 
-    y_BxNxNxD = norm("ln_attention")(x_BxNxNxD)
-    a_BxNxNxD = TriangularAttention(
-        num_heads=self.num_heads, ablation=self.ablation,
-        chunk_size=self.chunk_size, impl=self.impl, dtype=dtype,
-        param_dtype=self.param_dtype, name="attention")(
-            y_BxNxNxD, node_mask_BxN, node_time_BxN)
-    residual_BxNxNxD = x_BxNxNxD if self.layout == "paper" else y_BxNxNxD
-    u_BxNxNxD = residual_BxNxNxD + drop(a_BxNxNxD)
+  def _norm_attention(self, x_xD: Array) -> Array:
+    """LN_1(x) of edge states `...xD`."""
+    dtype = self.dtype or x_xD.dtype
+    return self._submodules(x_xD.shape[-1], dtype)["ln_attention"](x_xD)
+
+  def project(self, x_xD: Array):
+    """(q, k, V^1 y, V^2 y) of y = LN_1(x) for edge states x `...xD` (eq. 6-8).
+
+    Each is `...xHxK` (V^2 y is None for the value ablation); see
+    `TriangularAttention.project` for which axis is the pivot.
+    """
+    dtype = self.dtype or x_xD.dtype
+    modules = self._submodules(x_xD.shape[-1], dtype)
+    return modules["attention"].project(self._norm_attention(x_xD))
+
+  def update(self, x_xD: Array, o_xHxK: Array,
+             deterministic: bool = True) -> Array:
+    """X' of edges with input state x and aggregated attention heads o.
+
+    o[..., h, :] = sum_l alpha^h_ilj v^h_ilj (eq. 4-8, before W^o). Applies
+    W^o (eq. 9), the residual (from x, or from LN_1(x) with
+    layout='released_code'), then the transition LN_2 -> FFN (-> residual),
+    row-chunked along axis 1 (`ffn_chunk_size`).
+    """
+    self._check()
+    d = x_xD.shape[-1]
+    dtype = self.dtype or x_xD.dtype
+    modules = self._submodules(d, dtype)
+    drop = lambda y: modules["dropout"](y, deterministic=deterministic)
+    a_xD = modules["attention"].output(o_xHxK.astype(dtype))
+    residual_xD = (x_xD if self.layout == "paper"
+                   else self._norm_attention(x_xD))
+    u_xD = residual_xD + drop(a_xD)
 
     # The transition LN_2 -> FFN (-> residual) is pure per edge, so it runs
     # on row chunks with the submodules' parameters applied functionally.
-    modules = dict(
-        ln_ffn=norm("ln_ffn"),
-        ffn_hidden=nn.Dense(self.ffn_factor * d, dtype=dtype,
-                            param_dtype=self.param_dtype, name="ffn_hidden"),
-        ffn_out=nn.Dense(d, dtype=dtype, param_dtype=self.param_dtype,
-                         name="ffn_out"))
+    transition_modules = {name: modules[name]
+                          for name in ("ln_ffn", "ffn_hidden", "ffn_out")}
     if self.is_initializing():  # Creates the parameters (as a direct call).
       probe_1xD = jnp.zeros((1, d), dtype)
-      modules["ln_ffn"](probe_1xD)
-      modules["ffn_out"](modules["ffn_hidden"](probe_1xD))
-    params = {name: m.variables["params"] for name, m in modules.items()}
+      transition_modules["ln_ffn"](probe_1xD)
+      transition_modules["ffn_out"](transition_modules["ffn_hidden"](probe_1xD))
+    params = {name: m.variables["params"]
+              for name, m in transition_modules.items()}
     use_dropout = not deterministic and self.dropout_rate > 0.0
     rng = self.make_rng("dropout") if use_dropout else None
     transition = functools.partial(
-        _transition, ffn_width=self.ffn_factor * d, width=d,
+        _transition, ffn_width=self._ffn_width(d), width=d,
         dropout_rate=self.dropout_rate if use_dropout else 0.0,
-        layout=self.layout, dtype=dtype, param_dtype=self.param_dtype)
-    return _row_chunked(transition, params, u_BxNxNxD, rng,
-                        self.ffn_chunk_size)
+        layout=self.layout, ln_epsilon=self.ln_epsilon, dtype=dtype,
+        param_dtype=self.param_dtype)
+    return _row_chunked(transition, params, u_xD, rng, self.ffn_chunk_size)
+
+  def __call__(self, x_BxNxNxD: Array, node_mask_BxN: Optional[Array] = None,
+               *, node_time_BxN: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
+    """node_time_BxN: optional causal node times (see `TriangularAttention`)."""
+    self._check()
+    _check_square(x_BxNxNxD, "x_BxNxNxD")
+    d = x_BxNxNxD.shape[-1]
+    dtype = self.dtype or x_BxNxNxD.dtype
+    attention = self._submodules(d, dtype)["attention"]
+    # Eq. 3: the heads of TA(LN_1(X)) before W^o (eq. 4-8), then `update`
+    # (W^o of eq. 9, the residual and the transition).
+    o_BxNxNxHxK = attention.aggregate(self._norm_attention(x_BxNxNxD),
+                                      node_mask_BxN, node_time_BxN)
+    return self.update(x_BxNxNxD, o_BxNxNxHxK, deterministic)
 
 
-def _transition(params, u_BxRxNxD, rng, *, ffn_width, width, dropout_rate,
-                layout, dtype, param_dtype):
-  """LN_2, FFN and (released_code) residual on a block of rows (eq. 3)."""
+def _transition(params, u_BxCxNxD, rng, *, ffn_width, width, dropout_rate,
+                layout, ln_epsilon, dtype, param_dtype):
+  """LN_2, FFN and (released_code) residual on a block of C rows (eq. 3).
+
+  Also used on any `...xD` block (incremental decoding's rows and columns).
+  The modules are unbound (parent=None) and applied to `params`.
+  """
   def drop(y, salt):
     if rng is None:
       return y
-    return nn.Dropout(dropout_rate).apply(
+    return nn.Dropout(dropout_rate, parent=None).apply(
         {}, y, deterministic=False,
         rngs={"dropout": jax.random.fold_in(rng, salt)})
 
-  z_BxRxNxD = nn.LayerNorm(dtype=dtype, param_dtype=param_dtype).apply(
-      {"params": params["ln_ffn"]}, u_BxRxNxD)
-  h_BxRxNxF = nn.Dense(ffn_width, dtype=dtype, param_dtype=param_dtype).apply(
-      {"params": params["ffn_hidden"]}, z_BxRxNxD)
-  h_BxRxNxF = drop(nn.relu(h_BxRxNxF), 0)
-  f_BxRxNxD = nn.Dense(width, dtype=dtype, param_dtype=param_dtype).apply(
-      {"params": params["ffn_out"]}, h_BxRxNxF)
+  z_BxCxNxD = nn.LayerNorm(epsilon=ln_epsilon, dtype=dtype,
+                           param_dtype=param_dtype, parent=None).apply(
+                               {"params": params["ln_ffn"]}, u_BxCxNxD)
+  h_BxCxNxF = nn.Dense(ffn_width, dtype=dtype, param_dtype=param_dtype,
+                       parent=None).apply(
+      {"params": params["ffn_hidden"]}, z_BxCxNxD)
+  h_BxCxNxF = drop(nn.relu(h_BxCxNxF), 0)
+  f_BxCxNxD = nn.Dense(width, dtype=dtype, param_dtype=param_dtype,
+                       parent=None).apply(
+      {"params": params["ffn_out"]}, h_BxCxNxF)
   if layout == "paper":
-    return f_BxRxNxD
-  return z_BxRxNxD + drop(f_BxRxNxD, 1)
+    return f_BxCxNxD
+  return z_BxCxNxD + drop(f_BxCxNxD, 1)
 
 
 def _row_chunked(fn, params, u_BxNxNxD, rng, chunk_size):
@@ -199,54 +355,46 @@ def _row_chunked(fn, params, u_BxNxNxD, rng, chunk_size):
 
 
 class EdgeTransformer(nn.Module):
-  """A stack of `num_layers` Edge Transformer layers (eq. 3), section 3.
+  """A stack of `config.num_layers` Edge Transformer layers (eq. 3), section 3.
 
-  tied=True (the paper's default, Universal-Transformer style): one layer's
-  parameters ("layer") applied num_layers times. tied=False: the "Untied Edge
-  Transformer", parameters "layer_0" ... "layer_{L-1}".
-  Other attributes are those of `EdgeTransformerLayer`.
+  config.tied=True (the paper's default, Universal-Transformer style): one
+  layer's parameters ("layer") applied num_layers times. tied=False: the
+  "Untied Edge Transformer", parameters "layer_0" ... "layer_{L-1}".
+  The input width must be `config.edge_width`.
   """
-  num_layers: int
-  num_heads: int
-  tied: bool = True
-  ffn_factor: int = 4
-  dropout_rate: float = 0.0
-  ablation: str = "none"
-  chunk_size: Optional[int] = 8
-  impl: str = "chunked"
-  layout: str = "paper"
-  ffn_chunk_size: Optional[int] = 4
+  config: ETConfig
   dtype: Optional[Any] = None
   param_dtype: Any = jnp.float32
 
-  def _layer(self, name):
-    return EdgeTransformerLayer(
-        num_heads=self.num_heads, ffn_factor=self.ffn_factor,
-        dropout_rate=self.dropout_rate, ablation=self.ablation,
-        chunk_size=self.chunk_size, impl=self.impl, layout=self.layout,
-        ffn_chunk_size=self.ffn_chunk_size, dtype=self.dtype, param_dtype=self.param_dtype, name=name)
-
   @nn.compact
+  def _layers(self) -> list:
+    """The layer module of each of the num_layers applications."""
+    make = lambda name: EdgeTransformerLayer.from_config(
+        self.config, dtype=self.dtype, param_dtype=self.param_dtype,
+        name=name)
+    if self.config.tied:
+      return [make("layer")] * self.config.num_layers
+    return [make(f"layer_{i}") for i in range(self.config.num_layers)]
+
+  def layer(self, application: int) -> EdgeTransformerLayer:
+    """The (bound) layer used at application `application` (0-based); its
+    `project` / `update` serve incremental decoding."""
+    return self._layers()[application]
+
   def __call__(self, x_BxNxNxD: Array, node_mask_BxN: Optional[Array] = None,
                *, node_time_BxN: Optional[Array] = None,
                deterministic: bool = True) -> Array:
     """node_time_BxN: optional causal node times (see `TriangularAttention`);
     the FFN is per edge, so the whole stack is causal."""
-    if not isinstance(self.num_layers, int) or self.num_layers < 1:
-      raise ValueError(f"num_layers must be a positive int, got "
-                       f"{self.num_layers!r}.")
+    if not isinstance(self.config, ETConfig):
+      raise ValueError(f"config must be an ETConfig, got "
+                       f"{type(self.config).__name__}.")
     _check_square(x_BxNxNxD, "x_BxNxNxD")
-    if self.tied:
-      layer = self._layer("layer")
-      for _ in range(self.num_layers):
-        x_BxNxNxD = layer(x_BxNxNxD, node_mask_BxN,
-                          node_time_BxN=node_time_BxN,
-                          deterministic=deterministic)
-    else:
-      for i in range(self.num_layers):
-        x_BxNxNxD = self._layer(f"layer_{i}")(
-            x_BxNxNxD, node_mask_BxN, node_time_BxN=node_time_BxN,
-            deterministic=deterministic)
+    shapes.check_shape(x_BxNxNxD, (None, None, None, self.config.edge_width),
+                       "x_BxNxNxD (width num_heads * head_dim)")
+    for layer in self._layers():
+      x_BxNxNxD = layer(x_BxNxNxD, node_mask_BxN, node_time_BxN=node_time_BxN,
+                        deterministic=deterministic)
     return x_BxNxNxD
 
 
@@ -292,19 +440,33 @@ class SequenceEdgeEmbedding(nn.Module):
   param_dtype: Any = jnp.float32
 
   @nn.compact
-  def __call__(self, tokens_BxN: Array) -> Array:
-    shapes.check_shape(tokens_BxN, ("B", "N"), "tokens_BxN")
+  def _tables(self) -> dict:
+    """The embeddings a ('relative_position') and e ('token')."""
     if self.max_distance < 0:
       raise ValueError(f"max_distance must be >= 0, got {self.max_distance}.")
+    return dict(
+        relative_position=nn.Embed(
+            2 * self.max_distance + 1, self.features,
+            param_dtype=self.param_dtype, name="relative_position"),
+        token=nn.Embed(self.vocab_size, self.features,
+                       param_dtype=self.param_dtype, name="token"))
+
+  def relative(self, offsets: Array) -> Array:
+    """a(offset) for integer offsets i - j of any shape -> `...xD` (clipped
+    to [-max_distance, max_distance])."""
+    offsets = jnp.clip(offsets, -self.max_distance, self.max_distance)
+    return self._tables()["relative_position"](offsets + self.max_distance)
+
+  def token(self, tokens: Array) -> Array:
+    """e(t) for token ids of any shape -> `...xD`."""
+    return self._tables()["token"](tokens)
+
+  def __call__(self, tokens_BxN: Array) -> Array:
+    shapes.check_shape(tokens_BxN, ("B", "N"), "tokens_BxN")
     n = tokens_BxN.shape[1]
     positions_N = jnp.arange(n)
-    offset_NxN = positions_N[:, None] - positions_N[None, :]            # i - j
-    offset_NxN = jnp.clip(offset_NxN, -self.max_distance, self.max_distance)
-    a_NxNxD = nn.Embed(2 * self.max_distance + 1, self.features,
-                       param_dtype=self.param_dtype, name="relative_position")(
-                           offset_NxN + self.max_distance)
-    e_BxNxD = nn.Embed(self.vocab_size, self.features,
-                       param_dtype=self.param_dtype, name="token")(tokens_BxN)
+    a_NxNxD = self.relative(positions_N[:, None] - positions_N[None, :])  # i - j
+    e_BxNxD = self.token(tokens_BxN)
     diagonal_NxN = jnp.eye(n, dtype=e_BxNxD.dtype)
     return (a_NxNxD[None]
             + diagonal_NxN[None, :, :, None] * e_BxNxD[:, :, None, :])
@@ -316,7 +478,7 @@ class SequenceEdgeEmbedding(nn.Module):
 
 
 class EdgeClassifier(nn.Module):
-  """Per-edge logits: a linear layer on every x_ij -> BxNxNxC."""
+  """Per-edge logits: a linear layer on every x_ij -> BxNxNxY."""
   num_classes: int
   param_dtype: Any = jnp.float32
 
@@ -328,7 +490,7 @@ class EdgeClassifier(nn.Module):
 
 
 class NodeClassifier(nn.Module):
-  """Node logits from the loop edges x_ii (the diagonal) -> BxNxC."""
+  """Node logits from the loop edges x_ii (the diagonal) -> BxNxY."""
   num_classes: int
   param_dtype: Any = jnp.float32
 

@@ -1,8 +1,10 @@
 """Edge Transformer encoder-decoder (Bergen et al. 2021, sec. 3, last paragraph).
 
-Axis letters: B batch, S source tokens, T target tokens (decoder inputs),
-N = S + T joint nodes, A decoder-layer applications, D width, H heads,
-K head width, V target vocabulary.
+Axis letters (`relational_jax.layers.shapes`): B batch, S source tokens,
+T target tokens (decoder inputs), N = S + T joint nodes (I, J where the two
+ends of an edge are told apart), L pivot nodes, A decoder-layer
+applications, D width, H heads, K head width, R relative offsets, V target
+vocabulary.
 
 The paper: "an encoder Edge Transformer processes the question and produces a
 3D tensor state x_enc. Next, the decoder Edge Transformer generates output
@@ -37,7 +39,10 @@ application, the projections q, k, V^1 x, V^2 x (eq. 6-8) of every finished
 edge. Emitting token s adds node p = S + s, whose new row (p, j) and column
 (i, p) (j, i <= p) are computed layer by layer from the cache: O(N^2 D + N D^2)
 per layer and step instead of the full pass's O(N^3 D + N^2 D^2). The cache
-holds 4 A B N^2 D numbers (choose the evaluation batch to fit).
+holds 4 A B N^2 D numbers (choose the evaluation batch to fit). Decoding
+goes through the model's bound modules only (`EdgeTransformer.layer(a)`'s
+`project` and `update`, `SequenceEdgeEmbedding.relative` / `.token`), never
+through raw parameter names.
 """
 
 import dataclasses
@@ -61,34 +66,38 @@ __all__ = ["ETSeq2SeqConfig", "EdgeTransformerSeq2Seq", "joint_node_times",
 Array = jax.Array
 
 
+def _default_et_config() -> et_lib.ETConfig:
+  return et_lib.ETConfig(num_layers=3, num_heads=4, head_dim=16)
+
+
 @dataclasses.dataclass(frozen=True)
 class ETSeq2SeqConfig:
   """Hyperparameters of `EdgeTransformerSeq2Seq`; validated on construction.
 
-  tied: one layer's weights applied num_*_layers times (the paper's default,
-  sec. 3); layout, chunk_size, ffn_chunk_size: see `EdgeTransformerLayer`.
-  max_distance: relative positions beyond it share an embedding (eq. 10).
+  Fields:
+    src_vocab_size, tgt_vocab_size: vocabularies.
+    et: the Edge Transformer layer and stack hyperparameters (width
+      et.edge_width = et.num_heads * et.head_dim, ffn_dim, tied, layout,
+      chunk_size, ffn_chunk_size, dropout_rate, ln_epsilon; see
+      `edge_transformer.ETConfig`). The encoder applies et.num_layers layers;
+      et.ablation must be 'none' and et.impl not 'pallas' (causal masking).
+    num_decoder_layers: layer applications of the decoder (same layer
+      hyperparameters as the encoder, its own weights).
+    max_distance: relative positions beyond it share an embedding (eq. 10).
+    max_src_len, max_tgt_len: longest source and target sequences.
+    pad_id: the default source mask is src != pad_id.
   """
   src_vocab_size: int
   tgt_vocab_size: int
-  d_model: int = 64
-  num_heads: int = 4
-  ffn_factor: int = 4
-  num_encoder_layers: int = 3
+  et: et_lib.ETConfig = dataclasses.field(default_factory=_default_et_config)
   num_decoder_layers: int = 3
-  tied: bool = True
-  dropout_rate: float = 0.0
   max_distance: int = 16
   max_src_len: int = 128
   max_tgt_len: int = 128
-  layout: str = "paper"
-  chunk_size: Optional[int] = 8
-  ffn_chunk_size: Optional[int] = 4
   pad_id: int = 0
 
   def __post_init__(self):
-    for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads",
-                 "ffn_factor", "num_encoder_layers", "num_decoder_layers",
+    for name in ("src_vocab_size", "tgt_vocab_size", "num_decoder_layers",
                  "max_src_len", "max_tgt_len"):
       value = getattr(self, name)
       if not isinstance(value, (int, np.integer)) or value <= 0:
@@ -96,15 +105,22 @@ class ETSeq2SeqConfig:
     if not isinstance(self.max_distance, int) or self.max_distance < 0:
       raise ValueError(
           f"max_distance must be an int >= 0, got {self.max_distance!r}.")
-    if not 0.0 <= self.dropout_rate < 1.0:
-      raise ValueError(
-          f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
-    shapes.check_choice(self.layout, et_lib.LAYOUTS, "layout")
-    shapes.check_divides(self.d_model, self.num_heads, "d_model")
+    if not isinstance(self.et, et_lib.ETConfig):
+      raise ValueError(f"et must be an edge_transformer.ETConfig, got "
+                       f"{type(self.et).__name__}.")
+    if self.et.ablation != "none":
+      raise ValueError(f"ETSeq2SeqConfig needs et.ablation='none' (the "
+                       f"incremental decoder caches V^2), got "
+                       f"{self.et.ablation!r}.")
+    if self.et.impl == "pallas":
+      raise ValueError("ETSeq2SeqConfig needs et.impl in ['chunked', "
+                       "'reference']: the decoder's causal masking is not "
+                       "supported by impl='pallas'.")
 
   @property
-  def head_dim(self) -> int:
-    return self.d_model // self.num_heads
+  def decoder_et(self) -> et_lib.ETConfig:
+    """The decoder stack's config: `et` with num_decoder_layers layers."""
+    return dataclasses.replace(self.et, num_layers=self.num_decoder_layers)
 
 
 def joint_node_times(num_b: int, num_s: int, num_t: int) -> Array:
@@ -122,19 +138,15 @@ class EdgeTransformerSeq2Seq(nn.Module):
 
   def setup(self):
     c = self.config
+    d = c.et.edge_width
     self.src_embed = et_lib.SequenceEdgeEmbedding(
-        c.src_vocab_size, c.d_model, c.max_distance)
+        c.src_vocab_size, d, c.max_distance)
     self.tgt_embed = et_lib.SequenceEdgeEmbedding(
-        c.tgt_vocab_size, c.d_model, c.max_distance)
+        c.tgt_vocab_size, d, c.max_distance)
     # Row 0: source->target edges (i source, j target); row 1: target->source.
-    self.cross = nn.Embed(2, c.d_model)
-    stack = functools.partial(
-        et_lib.EdgeTransformer, num_heads=c.num_heads, tied=c.tied,
-        ffn_factor=c.ffn_factor, dropout_rate=c.dropout_rate,
-        chunk_size=c.chunk_size, layout=c.layout,
-        ffn_chunk_size=c.ffn_chunk_size)
-    self.encoder = stack(num_layers=c.num_encoder_layers)
-    self.decoder = stack(num_layers=c.num_decoder_layers)
+    self.cross = nn.Embed(2, d)
+    self.encoder = et_lib.EdgeTransformer(c.et)
+    self.decoder = et_lib.EdgeTransformer(c.decoder_et)
     self.out = nn.Dense(c.tgt_vocab_size)
 
   def _src_mask(self, src_BxS, src_mask_BxS):
@@ -160,7 +172,7 @@ class EdgeTransformerSeq2Seq(nn.Module):
     """X^0, the decoder's initial BxNxNxD state (module docstring)."""
     num_b, num_s = x_enc_BxSxSxD.shape[:2]
     num_t = tgt_in_BxT.shape[1]
-    d = self.config.d_model
+    d = self.config.et.edge_width
     x_tgt_BxTxTxD = self.tgt_embed(tgt_in_BxT)
     cross_2xD = self.cross.embedding
     st_BxSxTxD = jnp.broadcast_to(cross_2xD[0], (num_b, num_s, num_t, d))
@@ -218,6 +230,110 @@ class EdgeTransformerSeq2Seq(nn.Module):
     return greedy_decode(self, params, src_BxS, max_len, bos, eos,
                          src_mask_BxS=src_mask_BxS, pad_id=pad_id)
 
+  # -- Incremental decoding (module docstring), called through `apply` by
+  # `init_decode_state` and `decode_step`. The decoder's layers are used
+  # through `EdgeTransformer.layer(a).project / .update`.
+
+  def prefill(self, src_BxS, src_mask_BxS, max_len: int) -> Dict[str, Any]:
+    """See `init_decode_state`."""
+    c = self.config
+    x_enc_BxSxSxD, src_mask_BxS = self.encode(src_BxS, src_mask_BxS)
+    num_b, num_s = src_BxS.shape
+    n = num_s + max_len
+    caches = {name: [] for name in _CACHED}
+    x_BxSxSxD = x_enc_BxSxSxD
+    for application in range(c.num_decoder_layers):
+      layer = self.decoder.layer(application)
+      projections = layer.project(x_BxSxSxD)
+      for name, proj_BxSxSxHxK in zip(_CACHED, projections):
+        cache_BxNxNxHxK = jnp.zeros((num_b, n, n) + proj_BxSxSxHxK.shape[3:],
+                                    proj_BxSxSxHxK.dtype)
+        caches[name].append(
+            cache_BxNxNxHxK.at[:, :num_s, :num_s].set(proj_BxSxSxHxK))
+      o_BxSxSxHxK = tri_lib.triangular_attention_core(
+          *projections, src_mask_BxS, chunk_size=c.et.chunk_size)
+      x_BxSxSxD = layer.update(x_BxSxSxD, o_BxSxSxHxK)
+    mask_BxN = jnp.concatenate(
+        [src_mask_BxS, jnp.ones((num_b, max_len), bool)], axis=1)
+    state = {name: jnp.stack(arrays) for name, arrays in caches.items()}
+    state.update(index=jnp.zeros((), jnp.int32), mask_BxN=mask_BxN,
+                 src_len=jnp.asarray(num_s, jnp.int32))
+    return state
+
+  def new_node_edges(self, tokens_B, p, num_s, n):
+    """Decoder-input (layer 0) states of node p's row (p, j) and column
+    (i, p), BxJxD and BxIxD, with input token tokens_B at p (`joint_state`)."""
+    cross_2xD = self.cross.embedding
+    e_BxD = self.tgt_embed.token(tokens_B)
+    j_N = jnp.arange(n)
+    is_src_Nx1 = (j_N < num_s)[:, None]
+    # Row (p, j): offset p - j; column (i, p): offset i - p (eq. 10).
+    row_JxD = jnp.where(is_src_Nx1, cross_2xD[1],
+                        self.tgt_embed.relative(p - j_N))
+    col_IxD = jnp.where(is_src_Nx1, cross_2xD[0],
+                        self.tgt_embed.relative(j_N - p))
+    loop_BxNx1 = (j_N == p)[None, :, None]
+    row_BxJxD = row_JxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
+    col_BxIxD = col_IxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
+    return row_BxJxD, col_BxIxD
+
+  def decode_next(self, state, tokens_B):
+    """See `decode_step`."""
+    c = self.config
+    mask_BxN = state["mask_BxN"]
+    num_b, n = mask_BxN.shape
+    shapes.check_shape(tokens_B, (num_b,), "tokens_B")
+    num_s = state["src_len"]
+    p = num_s + state["index"]
+    scale = 1.0 / math.sqrt(c.et.head_dim)
+    f32 = jnp.float32
+    pivot_BxL = mask_BxN & (jnp.arange(n) <= p)[None]
+    x_row_BxJxD, x_col_BxIxD = self.new_node_edges(tokens_B, p, num_s, n)
+    caches = {name: state[name] for name in _CACHED}     # AxBxNxNxHxK each.
+    zero = jnp.zeros((), jnp.int32)
+    for application in range(c.num_decoder_layers):
+      layer = self.decoder.layer(application)
+      cache = {}
+      for name, row_BxJxHxK, col_BxIxHxK in zip(
+          _CACHED, layer.project(x_row_BxJxD), layer.project(x_col_BxIxD)):
+        # In-place writes of column p, then row p, of this application's cache.
+        a = jnp.asarray(application, jnp.int32)
+        buf = jax.lax.dynamic_update_slice(
+            caches[name], col_BxIxHxK[None, :, :, None].astype(
+                caches[name].dtype), (a, zero, zero, p, zero, zero))
+        buf = jax.lax.dynamic_update_slice(
+            buf, row_BxJxHxK[None, :, None].astype(buf.dtype),
+            (a, zero, p, zero, zero, zero))
+        caches[name] = buf
+        cache[name] = buf[application]
+      take = lambda name, axis: jax.lax.dynamic_index_in_dim(
+          cache[name], p, axis=axis, keepdims=False).astype(f32)
+      q_BxLxHxK, v1_BxLxHxK = take("q", 1), take("v1", 1)      # x_pl, row p
+      k_BxLxHxK, v2_BxLxHxK = take("k", 2), take("v2", 2)      # x_lp, column p
+      # Row p: edges (p, j).
+      s_BxLxJxH = jnp.einsum("blhk,bljhk->bljh", q_BxLxHxK,
+                             cache["k"].astype(f32)) * scale
+      alpha_BxLxJxH = _softmax_over_pivots(
+          s_BxLxJxH, pivot_BxL[:, :, None, None], axis=1)
+      o_row_BxJxHxK = jnp.einsum("bljh,blhk,bljhk->bjhk", alpha_BxLxJxH,
+                                 v1_BxLxHxK, cache["v2"].astype(f32))
+      # Column p: edges (i, p).
+      s_BxIxLxH = jnp.einsum("bilhk,blhk->bilh", cache["q"].astype(f32),
+                             k_BxLxHxK) * scale
+      alpha_BxIxLxH = _softmax_over_pivots(
+          s_BxIxLxH, pivot_BxL[:, None, :, None], axis=2)
+      o_col_BxIxHxK = jnp.einsum("bilh,bilhk,blhk->bihk", alpha_BxIxLxH,
+                                 cache["v1"].astype(f32), v2_BxLxHxK)
+      dtype = x_row_BxJxD.dtype
+      x_row_BxJxD = layer.update(x_row_BxJxD, o_row_BxJxHxK.astype(dtype))
+      x_col_BxIxD = layer.update(x_col_BxIxD, o_col_BxIxHxK.astype(dtype))
+    loop_BxD = jax.lax.dynamic_index_in_dim(x_row_BxJxD, p, axis=1,
+                                            keepdims=False)
+    new_state = dict(state)
+    new_state.update(caches)
+    new_state["index"] = state["index"] + 1
+    return self.out(loop_BxD), new_state
+
 
 def _reject_extras(src_relations_BxSxS, tgt_tree_pos_BxTxP):
   if src_relations_BxSxS is not None:
@@ -231,43 +347,10 @@ def _reject_extras(src_relations_BxSxS, tgt_tree_pos_BxTxP):
 
 
 # ---------------------------------------------------------------------------
-# Incremental decoding: the decoder layers applied functionally to the
-# parameters of `EdgeTransformerSeq2Seq.decoder`, on new rows and columns.
+# Incremental decoding (`EdgeTransformerSeq2Seq.prefill` / `.decode_next`).
 
-
-def _layer_params(params, application: int, config: ETSeq2SeqConfig):
-  decoder = params["decoder"]
-  return decoder["layer"] if config.tied else decoder[f"layer_{application}"]
-
-
-def _layer_norm(p, x):
-  return nn.LayerNorm().apply({"params": p}, x)
-
-
-def _project(p_attention, y, config):
-  """q, k, V^1 y, V^2 y (eq. 6-8) of edges y_...xD -> ...xHxK each."""
-  dense = nn.DenseGeneral(features=(config.num_heads, config.head_dim),
-                          axis=-1)
-  return tuple(dense.apply({"params": p_attention[name]}, y)
-               for name in ("query", "key", "value_left", "value_right"))
-
-
-def _attention_out(p_attention, o_xHxK, config):
-  """W^o [a^1; ...; a^H] (eq. 9)."""
-  return nn.DenseGeneral(features=config.d_model, axis=(-2, -1)).apply(
-      {"params": p_attention["out"]}, o_xHxK)
-
-
-def _finish_layer(p_layer, x, y, o_xHxK, config):
-  """Residual, LN_2, FFN (eq. 3, `EdgeTransformerLayer`) given the heads'
-  attention output o for edges with input x and y = LN_1(x)."""
-  a = _attention_out(p_layer["attention"], o_xHxK, config)
-  u = (x if config.layout == "paper" else y) + a
-  return et_lib._transition(  # pylint: disable=protected-access
-      {k: p_layer[k] for k in ("ln_ffn", "ffn_hidden", "ffn_out")}, u, None,
-      ffn_width=config.ffn_factor * config.d_model, width=config.d_model,
-      dropout_rate=0.0, layout=config.layout, dtype=u.dtype,
-      param_dtype=jnp.float32)
+# Per-application caches of finished edges: q, k, V^1 y, V^2 y (eq. 6-8).
+_CACHED = ("q", "k", "v1", "v2")
 
 
 def init_decode_state(model: EdgeTransformerSeq2Seq, params, src_BxS,
@@ -278,51 +361,8 @@ def init_decode_state(model: EdgeTransformerSeq2Seq, params, src_BxS,
   'mask_BxN' (real nodes), 'src_len' (S), and the per-application caches
   'q', 'k', 'v1', 'v2' (AxBxNxNxHxK, N = S + max_len) of finished edges.
   """
-  c = model.config
-  x_enc_BxSxSxD, src_mask_BxS = model.apply(
-      {"params": params}, src_BxS, src_mask_BxS,
-      method=EdgeTransformerSeq2Seq.encode)
-  num_b, num_s = src_BxS.shape
-  n = num_s + max_len
-  cache_shape = (num_b, n, n, c.num_heads, c.head_dim)
-  caches = {name: [] for name in ("q", "k", "v1", "v2")}
-  x_BxSxSxD = x_enc_BxSxSxD
-  for application in range(c.num_decoder_layers):
-    p_layer = _layer_params(params, application, c)
-    y_BxSxSxD = _layer_norm(p_layer["ln_attention"], x_BxSxSxD)
-    projections = _project(p_layer["attention"], y_BxSxSxD, c)
-    for name, proj_BxSxSxHxK in zip(("q", "k", "v1", "v2"), projections):
-      caches[name].append(jnp.zeros(cache_shape, proj_BxSxSxHxK.dtype)
-                          .at[:, :num_s, :num_s].set(proj_BxSxSxHxK))
-    o_BxSxSxHxK = tri_lib.triangular_attention_core(
-        *projections, src_mask_BxS, chunk_size=c.chunk_size)
-    x_BxSxSxD = _finish_layer(p_layer, x_BxSxSxD, y_BxSxSxD, o_BxSxSxHxK, c)
-  mask_BxN = jnp.concatenate([src_mask_BxS, jnp.ones((num_b, max_len), bool)],
-                             axis=1)
-  state = {name: jnp.stack(arrays) for name, arrays in caches.items()}
-  state.update(index=jnp.zeros((), jnp.int32), mask_BxN=mask_BxN,
-               src_len=jnp.asarray(num_s, jnp.int32))
-  return state
-
-
-def _new_edges_input(params, tokens_B, p, num_s, n, config):
-  """Layer-0 inputs of node p's row (p, j) and column (i, p): BxNxD each."""
-  emb = params["tgt_embed"]
-  m = config.max_distance
-  rel_RxD = emb["relative_position"]["embedding"]
-  e_BxD = emb["token"]["embedding"][tokens_B]
-  cross_2xD = params["cross"]["embedding"]
-  j_N = jnp.arange(n)
-  is_src_Nx1 = (j_N < num_s)[:, None]
-  # Row (p, j): offset p - j; column (i, p): offset i - p (eq. 10).
-  row_NxD = jnp.where(is_src_Nx1, cross_2xD[1],
-                      rel_RxD[jnp.clip(p - j_N, -m, m) + m])
-  col_NxD = jnp.where(is_src_Nx1, cross_2xD[0],
-                      rel_RxD[jnp.clip(j_N - p, -m, m) + m])
-  loop_BxNx1 = (j_N == p)[None, :, None]
-  row_BxNxD = row_NxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
-  col_BxNxD = col_NxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
-  return row_BxNxD, col_BxNxD
+  return model.apply({"params": params}, src_BxS, src_mask_BxS, max_len,
+                     method=EdgeTransformerSeq2Seq.prefill)
 
 
 def _softmax_over_pivots(s, pivot_mask, axis):
@@ -335,74 +375,14 @@ def decode_step(model: EdgeTransformerSeq2Seq, params, state, tokens_B):
   p = S + s); returns the logits BxV of the token after it and the new state.
 
   For each decoder-layer application, the new row (p, j) and column (i, p)
-  are projected and written to the cache, then attend over the pivots
-  l <= p (all earlier edges are finished, so this equals the causal full
-  pass):  a_pj = sum_l softmax_l(q_pl . k_lj) V^1 x_pl * V^2 x_lj  and
-  a_ip = sum_l softmax_l(q_il . k_lp) V^1 x_il * V^2 x_lp  (eq. 4-8).
+  are projected (`EdgeTransformerLayer.project`) and written to the cache,
+  then attend over the pivots l <= p (all earlier edges are finished, so this
+  equals the causal full pass):  a_pj = sum_l softmax_l(q_pl . k_lj) V^1 x_pl
+  * V^2 x_lj  and  a_ip = sum_l softmax_l(q_il . k_lp) V^1 x_il * V^2 x_lp
+  (eq. 4-8), and are finished by `EdgeTransformerLayer.update`.
   """
-  c = model.config
-  mask_BxN = state["mask_BxN"]
-  num_b, n = mask_BxN.shape
-  shapes.check_shape(tokens_B, (num_b,), "tokens_B")
-  num_s = state["src_len"]
-  p = num_s + state["index"]
-  scale = 1.0 / math.sqrt(c.head_dim)
-  f32 = jnp.float32
-  pivot_BxL = mask_BxN & (jnp.arange(n) <= p)[None]
-  x_row_BxNxD, x_col_BxNxD = _new_edges_input(params, tokens_B, p, num_s, n,
-                                              c)
-  names = ("q", "k", "v1", "v2")
-  caches = {name: state[name] for name in names}       # AxBxNxNxHxK each.
-  zero = jnp.zeros((), jnp.int32)
-  for application in range(c.num_decoder_layers):
-    p_layer = _layer_params(params, application, c)
-    y_row_BxNxD = _layer_norm(p_layer["ln_attention"], x_row_BxNxD)
-    y_col_BxNxD = _layer_norm(p_layer["ln_attention"], x_col_BxNxD)
-    cache = {}
-    for name, row_BxNxHxK, col_BxNxHxK in zip(
-        names, _project(p_layer["attention"], y_row_BxNxD, c),
-        _project(p_layer["attention"], y_col_BxNxD, c)):
-      # In-place writes of column p, then row p, of this application's cache.
-      a = jnp.asarray(application, jnp.int32)
-      buf = jax.lax.dynamic_update_slice(
-          caches[name], col_BxNxHxK[None, :, :, None].astype(
-              caches[name].dtype), (a, zero, zero, p, zero, zero))
-      buf = jax.lax.dynamic_update_slice(
-          buf, row_BxNxHxK[None, :, None].astype(buf.dtype),
-          (a, zero, p, zero, zero, zero))
-      caches[name] = buf
-      cache[name] = buf[application]
-    take = lambda name, axis: jax.lax.dynamic_index_in_dim(
-        cache[name], p, axis=axis, keepdims=False).astype(f32)
-    q_BxLxHxK, v1_BxLxHxK = take("q", 1), take("v1", 1)      # x_pl, row p
-    k_BxLxHxK, v2_BxLxHxK = take("k", 2), take("v2", 2)      # x_lp, column p
-    # Row p: edges (p, j).
-    s_BxLxJxH = jnp.einsum("blhk,bljhk->bljh", q_BxLxHxK,
-                           cache["k"].astype(f32)) * scale
-    alpha_BxLxJxH = _softmax_over_pivots(
-        s_BxLxJxH, pivot_BxL[:, :, None, None], axis=1)
-    o_row_BxJxHxK = jnp.einsum("bljh,blhk,bljhk->bjhk", alpha_BxLxJxH,
-                               v1_BxLxHxK, cache["v2"].astype(f32))
-    # Column p: edges (i, p).
-    s_BxIxLxH = jnp.einsum("bilhk,blhk->bilh", cache["q"].astype(f32),
-                           k_BxLxHxK) * scale
-    alpha_BxIxLxH = _softmax_over_pivots(
-        s_BxIxLxH, pivot_BxL[:, None, :, None], axis=2)
-    o_col_BxIxHxK = jnp.einsum("bilh,bilhk,blhk->bihk", alpha_BxIxLxH,
-                               cache["v1"].astype(f32), v2_BxLxHxK)
-    dtype = x_row_BxNxD.dtype
-    x_row_BxNxD = _finish_layer(p_layer, x_row_BxNxD, y_row_BxNxD,
-                                o_row_BxJxHxK.astype(dtype), c)
-    x_col_BxNxD = _finish_layer(p_layer, x_col_BxNxD, y_col_BxNxD,
-                                o_col_BxIxHxK.astype(dtype), c)
-  loop_BxD = jax.lax.dynamic_index_in_dim(x_row_BxNxD, p, axis=1,
-                                          keepdims=False)
-  logits_BxV = nn.Dense(c.tgt_vocab_size).apply({"params": params["out"]},
-                                                loop_BxD)
-  new_state = dict(state)
-  new_state.update(caches)
-  new_state["index"] = state["index"] + 1
-  return logits_BxV, new_state
+  return model.apply({"params": params}, state, tokens_B,
+                     method=EdgeTransformerSeq2Seq.decode_next)
 
 
 @functools.partial(jax.jit, static_argnames=("model", "max_len"))
@@ -419,7 +399,7 @@ def greedy_decode(model: EdgeTransformerSeq2Seq, params, src_BxS,
                   pad_id: Optional[int] = None):
   """Incremental greedy decoding (module docstring), jitted, on device.
 
-  Returns BxL int32 tokens (L = max_len, BOS not included); each row ends at
+  Returns BxT int32 tokens (T = max_len, BOS not included); each row ends at
   its first EOS (kept) and is padded with pad_id (default config.pad_id).
   """
   c = model.config

@@ -1,6 +1,7 @@
 """A stack of Relational Transformer layers (Diao & Loynd, ICLR 2023).
 
-Axis letters: B batch, N nodes, D node width, E edge width.
+Axis letters (`relational_jax.layers.shapes`): B batch, N nodes, D node
+width, E edge width.
 """
 
 import dataclasses
@@ -22,62 +23,83 @@ class RTConfig:
   """Sizes and switches of a Relational Transformer.
 
   Defaults are the paper's tuned CLRS values (Table 2): 3 layers, 12 heads of
-  width 16 (node width D = 192), d_nh 32, d_eh1 16, d_eh2 8. `edge_size` (E)
-  defaults to D. `tied` applies one layer's parameters `num_layers` times.
-  `use_edges=False` is the standard-transformer ablation, `edge_update=False`
-  the no-edge-update ablation. `triangular_heads > 0` makes the edge update
-  also attend over triangles (our 'rt_triangular'). `use_adjacency` restricts attention to the
-  input adjacency (the authors' code attends densely).
+  width 16 (node width D = 192), d_nh 32, d_eh1 16, d_eh2 8.
+
+  Fields (`*_dim` are hyperparameters; the properties `node_width` and
+  `edge_width` are the resulting array widths D and E):
+    num_layers: L.
+    num_heads, head_dim: H and K; the node width is D = H * K.
+    node_ffn_dim: d_nh, the node feed-forward hidden width (W_2).
+    edge_msg_dim: d_eh1, the edge message width (W_4).
+    edge_ffn_dim: d_eh2, the edge feed-forward hidden width (W_6).
+    edge_dim: E; None means E = D.
+    use_edges: False is the standard-transformer ablation.
+    edge_update: False is the no-edge-update ablation.
+    tied: one layer's parameters applied `num_layers` times.
+    use_adjacency: restrict attention to the input adjacency (the authors'
+      code attends densely).
+    triangular_heads: > 0 makes the edge update also attend over triangles
+      (our 'rt_triangular').
+    chunk_size: pivots per chunk of that triangular attention.
+    dropout_rate, use_ln: dropout and LayerNorm switches.
+    ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's default
+      is 1e-6).
   """
   num_layers: int = 3
   num_heads: int = 12
-  head_size: int = 16
-  node_hidden: int = 32
-  edge_hidden1: int = 16
-  edge_hidden2: int = 8
-  edge_size: Optional[int] = None
+  head_dim: int = 16
+  node_ffn_dim: int = 32
+  edge_msg_dim: int = 16
+  edge_ffn_dim: int = 8
+  edge_dim: Optional[int] = None
   use_edges: bool = True
   edge_update: bool = True
   tied: bool = False
   use_adjacency: bool = False
   triangular_heads: int = 0
-  triangular_chunk: int = 8
+  chunk_size: int = 8
   dropout_rate: float = 0.0
   use_ln: bool = True
+  ln_epsilon: float = 1e-5
 
   def __post_init__(self):
-    for name in ("num_layers", "num_heads", "head_size", "node_hidden",
-                 "edge_hidden1", "edge_hidden2"):
+    for name in ("num_layers", "num_heads", "head_dim", "node_ffn_dim",
+                 "edge_msg_dim", "edge_ffn_dim"):
       value = getattr(self, name)
       if not isinstance(value, int) or value < 1:
         raise ValueError(f"RTConfig.{name} must be a positive int, got {value!r}.")
-    if self.triangular_heads < 0 or self.triangular_chunk < 1:
+    if self.triangular_heads < 0 or self.chunk_size < 1:
       raise ValueError(
-          f"RTConfig.triangular_heads must be >= 0 and triangular_chunk >= 1, "
-          f"got {self.triangular_heads} and {self.triangular_chunk}.")
+          f"RTConfig.triangular_heads must be >= 0 and chunk_size >= 1, "
+          f"got {self.triangular_heads} and {self.chunk_size}.")
     if self.triangular_heads and self.edge_width % self.triangular_heads:
       raise ValueError(
           f"RTConfig.triangular_heads={self.triangular_heads} must divide the "
           f"edge width {self.edge_width}.")
-    if self.edge_size is not None and self.edge_size < 1:
-      raise ValueError(f"RTConfig.edge_size must be positive, got {self.edge_size}.")
+    if self.edge_dim is not None and self.edge_dim < 1:
+      raise ValueError(f"RTConfig.edge_dim must be positive, got {self.edge_dim}.")
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(
           f"RTConfig.dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+    if not self.ln_epsilon > 0.0:
+      raise ValueError(
+          f"RTConfig.ln_epsilon must be positive, got {self.ln_epsilon}.")
 
   @property
-  def node_size(self) -> int:
-    return self.num_heads * self.head_size
+  def node_width(self) -> int:
+    """D = num_heads * head_dim."""
+    return self.num_heads * self.head_dim
 
   @property
   def edge_width(self) -> int:
-    return self.edge_size or self.node_size
+    """E: edge_dim, or D when edge_dim is None."""
+    return self.edge_dim or self.node_width
 
 
 class RelationalTransformer(nn.Module):
   """L Relational Transformer layers (untied by default, tied as an option).
 
-  Called on node vectors n_BxNxD (D = heads * head_size) and edge vectors
+  Called on node vectors n_BxNxD (D = num_heads * head_dim) and edge vectors
   e_BxNxNxE; returns the updated (n, e). With `config.use_edges=False` the
   edges pass through unchanged and attention is standard self-attention.
   """
@@ -93,7 +115,7 @@ class RelationalTransformer(nn.Module):
                node_mask_BxN: Optional[Array] = None,
                deterministic: bool = True) -> Tuple[Array, Optional[Array]]:
     cfg = self.config
-    shapes.check_shape(n_BxNxD, ("B", "N", cfg.node_size), "n_BxNxD")
+    shapes.check_shape(n_BxNxD, ("B", "N", cfg.node_width), "n_BxNxD")
     b, n, _ = n_BxNxD.shape
     if e_BxNxNxE is not None:
       shapes.check_shape(e_BxNxNxE, (b, n, n, None), "e_BxNxNxE")
@@ -105,13 +127,13 @@ class RelationalTransformer(nn.Module):
         adjacency_BxNxN if cfg.use_adjacency else None, node_mask_BxN)
 
     make_layer = lambda name: RelationalTransformerLayer(
-        num_heads=cfg.num_heads, head_size=cfg.head_size,
-        node_hidden=cfg.node_hidden, edge_hidden1=cfg.edge_hidden1,
-        edge_hidden2=cfg.edge_hidden2, use_edges=cfg.use_edges,
+        num_heads=cfg.num_heads, head_dim=cfg.head_dim,
+        node_ffn_dim=cfg.node_ffn_dim, edge_msg_dim=cfg.edge_msg_dim,
+        edge_ffn_dim=cfg.edge_ffn_dim, use_edges=cfg.use_edges,
         edge_update=cfg.edge_update, triangular_heads=cfg.triangular_heads,
-        triangular_chunk=cfg.triangular_chunk, dropout_rate=cfg.dropout_rate,
-        use_ln=cfg.use_ln, dtype=self.dtype, param_dtype=self.param_dtype,
-        name=name)
+        chunk_size=cfg.chunk_size, dropout_rate=cfg.dropout_rate,
+        use_ln=cfg.use_ln, ln_epsilon=cfg.ln_epsilon, dtype=self.dtype,
+        param_dtype=self.param_dtype, name=name)
     if cfg.tied:
       shared = make_layer("layer_tied")
       layers = [shared] * cfg.num_layers

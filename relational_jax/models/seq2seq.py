@@ -1,8 +1,9 @@
 """Encoder-decoder Transformers for compositional seq2seq and seq2tree tasks.
 
-Axis letters in this file: S source tokens, T target tokens (decoder inputs),
-M encoder memory entries, V vocabulary, P = n*k raw tree-position width
-(with B, D, H, K as in `layers.shapes`).
+Axis letters (`relational_jax.layers.shapes`): B batch, S source tokens,
+T target tokens (decoder inputs), M encoder memory entries, D width, F
+feed-forward hidden width, V vocabulary, P = n*k raw tree-position width,
+Y output-edge labels.
 
 One config (`Seq2SeqConfig`) selects:
   positions 'absolute'  sinusoidal PE added to the embeddings, combined by the
@@ -14,7 +15,7 @@ One config (`Seq2SeqConfig`) selects:
             'tree'      seq2tree (Shiv & Quirk 2019): source tokens take the
                         sinusoidal PE, decoder inputs the learned tree PE of
                         the node they generate (sec. 3.2 and 4);
-  universal             one encoder layer and one decoder layer applied L
+  tied                  one encoder layer and one decoder layer applied L
                         times (Universal Transformer without ACT or timestep
                         embedding, as in Csordas et al. 2021);
   relation_aware        encoder self-attention is Graph2Graph relation-aware
@@ -23,8 +24,10 @@ One config (`Seq2SeqConfig`) selects:
                         model also scores output edges from token pairs.
 
 Layers are post-LN (Vaswani et al. 2017, as in Csordas et al. 2021) unless
-`pre_norm`. Greedy decoding uses explicit self-attention caches
-(`positions.init_cache`), one per decoder-layer application.
+`pre_norm`; LayerNorm epsilon `ln_epsilon` is 1e-5 as Csordas et al.'s
+PyTorch code (PyTorch's default); Flax's default is 1e-6. Greedy decoding
+uses explicit self-attention caches (`attention.init_cache`), one per
+decoder-layer application.
 
 The Edge Transformer encoder-decoder (ET encoder, ET decoder over the joint
 source+target graph) is `relational_jax.models.et_seq2seq`; it has the same
@@ -48,7 +51,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from relational_jax.layers import positions as pos_lib
+from relational_jax.layers import attention as attn_lib
+from relational_jax.layers import positional_encoding as pe_lib
 from relational_jax.layers import relation_aware as ra_lib
 from relational_jax.layers import shapes
 from relational_jax.layers import tree as tree_lib
@@ -66,18 +70,23 @@ def register_encoder(name: str, factory: Callable) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Seq2SeqConfig:
-  """Hyperparameters of `Seq2SeqTransformer`; validated on construction."""
+  """Hyperparameters of `Seq2SeqTransformer`; validated on construction.
+
+  ffn_dim is the feed-forward hidden width F; tied applies one encoder and
+  one decoder layer num_*_layers times (Universal Transformer); ln_epsilon is
+  the LayerNorm epsilon, 1e-5 as the authors' code (Flax's default is 1e-6).
+  """
   src_vocab_size: int
   tgt_vocab_size: int
   d_model: int = 128
   num_heads: int = 4
-  d_ff: int = 256
+  ffn_dim: int = 256
   num_encoder_layers: int = 3
   num_decoder_layers: int = 3
   dropout_rate: float = 0.1
   positions: str = "absolute"      # One of POSITIONS.
-  scaling: str = "ped"             # One of positions.SCALINGS.
-  universal: bool = False
+  scaling: str = "ped"             # One of positional_encoding.SCALINGS.
+  tied: bool = False
   relation_aware: bool = False
   num_relations: int = 3           # Relation ids in [0, num_relations).
   num_edge_labels: int = 0         # > 0 adds a PairwiseEdgeScorer head.
@@ -92,13 +101,14 @@ class Seq2SeqConfig:
   tie_embeddings: bool = False     # Decoder output = h E^T.
   pad_id: int = 0                  # Default src_mask is src != pad_id.
   encoder: str = "transformer"     # A name given to register_encoder.
+  ln_epsilon: float = 1e-5
 
   def __post_init__(self):
     self.validate()
 
   def validate(self) -> None:
     for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads",
-                 "d_ff", "num_encoder_layers", "num_decoder_layers",
+                 "ffn_dim", "num_encoder_layers", "num_decoder_layers",
                  "num_relations", "max_src_len", "max_tgt_len", "tree_depth",
                  "tree_arity"):
       value = getattr(self, name)
@@ -110,8 +120,10 @@ class Seq2SeqConfig:
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(
           f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+    if not self.ln_epsilon > 0.0:
+      raise ValueError(f"ln_epsilon must be positive, got {self.ln_epsilon}.")
     shapes.check_choice(self.positions, POSITIONS, "positions")
-    shapes.check_choice(self.scaling, pos_lib.SCALINGS, "scaling")
+    shapes.check_choice(self.scaling, pe_lib.SCALINGS, "scaling")
     shapes.check_choice(self.tree_order, tree_lib.ORDERS, "tree_order")
     shapes.check_choice(self.edge_scorer, ra_lib.SCORERS, "edge_scorer")
     shapes.check_choice(self.encoder, tuple(ENCODERS), "encoder")
@@ -141,13 +153,13 @@ class Seq2SeqConfig:
 
 class FeedForward(nn.Module):
   d_model: int
-  d_ff: int
+  ffn_dim: int
   dropout_rate: float = 0.0
 
   @nn.compact
   def __call__(self, h_BxNxD, deterministic: bool = True):
     shapes.check_shape(h_BxNxD, ("B", "N", self.d_model), "inputs")
-    u_BxNxF = jax.nn.relu(nn.Dense(self.d_ff, name="hidden")(h_BxNxD))
+    u_BxNxF = jax.nn.relu(nn.Dense(self.ffn_dim, name="hidden")(h_BxNxD))
     u_BxNxF = nn.Dropout(self.dropout_rate)(u_BxNxF,
                                             deterministic=deterministic)
     return nn.Dense(self.d_model, name="out")(u_BxNxF)
@@ -163,14 +175,14 @@ class EncoderLayer(nn.Module):
       self.self_attn = ra_lib.RelationAwareAttention(
           c.d_model, c.num_heads, c.num_relations, c.dropout_rate)
     elif c.positions == "relative":
-      self.self_attn = pos_lib.RelativeMultiHeadAttention(
+      self.self_attn = attn_lib.RelativeMultiHeadAttention(
           c.d_model, c.num_heads, c.dropout_rate, causal=False)
     else:
-      self.self_attn = pos_lib.MultiHeadAttention(
+      self.self_attn = attn_lib.MultiHeadAttention(
           c.d_model, c.num_heads, c.dropout_rate, causal=False)
-    self.ff = FeedForward(c.d_model, c.d_ff, c.dropout_rate)
-    self.attn_norm = nn.LayerNorm()
-    self.ff_norm = nn.LayerNorm()
+    self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate)
+    self.attn_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
+    self.ff_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.dropout = nn.Dropout(c.dropout_rate)
 
   def __call__(self, h_BxSxD, mask_BxS, relations_BxSxS=None,
@@ -200,17 +212,17 @@ class DecoderLayer(nn.Module):
   def setup(self):
     c = self.config
     if c.positions == "relative":
-      self.self_attn = pos_lib.RelativeMultiHeadAttention(
+      self.self_attn = attn_lib.RelativeMultiHeadAttention(
           c.d_model, c.num_heads, c.dropout_rate, causal=True)
     else:
-      self.self_attn = pos_lib.MultiHeadAttention(
+      self.self_attn = attn_lib.MultiHeadAttention(
           c.d_model, c.num_heads, c.dropout_rate, causal=True)
-    self.cross_attn = pos_lib.MultiHeadAttention(
+    self.cross_attn = attn_lib.MultiHeadAttention(
         c.d_model, c.num_heads, c.dropout_rate, causal=False)
-    self.ff = FeedForward(c.d_model, c.d_ff, c.dropout_rate)
-    self.self_norm = nn.LayerNorm()
-    self.cross_norm = nn.LayerNorm()
-    self.ff_norm = nn.LayerNorm()
+    self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate)
+    self.self_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
+    self.cross_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
+    self.ff_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.dropout = nn.Dropout(c.dropout_rate)
 
   def _after_self(self, h_BxTxD, a_BxTxD, memory_BxMxD, memory_mask_BxM,
@@ -258,9 +270,9 @@ def _residual(h, update, norm, pre_norm: bool):
 # Stacks.
 
 
-def _layer_schedule(num_layers: int, universal: bool):
+def _layer_schedule(num_layers: int, tied: bool):
   """Index of the layer module used at each of the num_layers applications."""
-  return [0 if universal else l for l in range(num_layers)]
+  return [0 if tied else l for l in range(num_layers)]
 
 
 class TransformerEncoder(nn.Module):
@@ -269,12 +281,12 @@ class TransformerEncoder(nn.Module):
 
   def setup(self):
     c = self.config
-    self.embed = pos_lib.TokenEmbedding(c.src_vocab_size, c.d_model,
+    self.embed = pe_lib.TokenEmbedding(c.src_vocab_size, c.d_model,
                                         c.scaling)
-    num_modules = 1 if c.universal else c.num_encoder_layers
+    num_modules = 1 if c.tied else c.num_encoder_layers
     self.layers = [EncoderLayer(c) for _ in range(num_modules)]
     if c.pre_norm:
-      self.final_norm = nn.LayerNorm()
+      self.final_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.dropout = nn.Dropout(c.dropout_rate)
 
   def __call__(self, src_BxS, src_mask_BxS, src_relations_BxSxS=None,
@@ -292,9 +304,9 @@ class TransformerEncoder(nn.Module):
       shapes.check_shape(src_relations_BxSxS, (num_b, num_s, num_s),
                          "src_relations")
     pe_SxD = (None if c.positions == "relative"
-              else pos_lib.sinusoidal(num_s, c.d_model))
+              else pe_lib.sinusoidal(num_s, c.d_model))
     h_BxSxD = self.dropout(self.embed(src_BxS, pe_SxD), deterministic)
-    for l in _layer_schedule(c.num_encoder_layers, c.universal):
+    for l in _layer_schedule(c.num_encoder_layers, c.tied):
       h_BxSxD = self.layers[l](h_BxSxD, src_mask_BxS, src_relations_BxSxS,
                                deterministic)
     if c.pre_norm:
@@ -310,7 +322,7 @@ def init_decoder_cache(config: Seq2SeqConfig, batch: int, max_len: int,
   """Empty cache: one self-attention cache per decoder-layer application."""
   head_dim = config.d_model // config.num_heads
   return {"index": jnp.zeros((), jnp.int32),
-          "layers": [pos_lib.init_cache(batch, max_len, config.num_heads,
+          "layers": [attn_lib.init_cache(batch, max_len, config.num_heads,
                                         head_dim, dtype)
                      for _ in range(config.num_decoder_layers)]}
 
@@ -321,15 +333,15 @@ class TransformerDecoder(nn.Module):
 
   def setup(self):
     c = self.config
-    self.embed = pos_lib.TokenEmbedding(c.tgt_vocab_size, c.d_model,
+    self.embed = pe_lib.TokenEmbedding(c.tgt_vocab_size, c.d_model,
                                         c.scaling)
     if c.positions == "tree":
       self.tree_pe = tree_lib.TreePositionalEncoding(c.d_model, c.tree_depth,
                                                      c.tree_arity)
-    num_modules = 1 if c.universal else c.num_decoder_layers
+    num_modules = 1 if c.tied else c.num_decoder_layers
     self.layers = [DecoderLayer(c) for _ in range(num_modules)]
     if c.pre_norm:
-      self.final_norm = nn.LayerNorm()
+      self.final_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     if not c.tie_embeddings:
       self.out = nn.Dense(c.tgt_vocab_size, name="out")
     self.dropout = nn.Dropout(c.dropout_rate)
@@ -338,7 +350,7 @@ class TransformerDecoder(nn.Module):
     c = self.config
     num_b, num_t = tokens_BxT.shape
     if c.positions == "absolute":
-      pe = pos_lib.sinusoidal(num_t, c.d_model, offset)
+      pe = pe_lib.sinusoidal(num_t, c.d_model, offset)
     elif c.positions == "tree":
       if tree_pos_BxTxP is None:
         raise ValueError("positions='tree' needs the decoder inputs' tree "
@@ -368,7 +380,7 @@ class TransformerDecoder(nn.Module):
       raise ValueError(f"target length {tgt_in_BxT.shape[1]} exceeds "
                        f"max_tgt_len={c.max_tgt_len}.")
     h_BxTxD = self._embed(tgt_in_BxT, 0, tgt_tree_pos_BxTxP, deterministic)
-    for l in _layer_schedule(c.num_decoder_layers, c.universal):
+    for l in _layer_schedule(c.num_decoder_layers, c.tied):
       h_BxTxD = self.layers[l](h_BxTxD, memory_BxMxD, memory_mask_BxM,
                                tgt_mask_BxT, deterministic)
     return self._logits(h_BxTxD)
@@ -385,7 +397,7 @@ class TransformerDecoder(nn.Module):
                           deterministic)
     new_layers = []
     for application, l in enumerate(
-        _layer_schedule(c.num_decoder_layers, c.universal)):
+        _layer_schedule(c.num_decoder_layers, c.tied)):
       h_BxTxD, layer_cache = self.layers[l].decode_step(
           h_BxTxD, memory_BxMxD, memory_mask_BxM,
           cache["layers"][application], deterministic)
@@ -441,7 +453,7 @@ class Seq2SeqTransformer(nn.Module):
 
   def edge_logits(self, src_BxS, src_mask_BxS=None, src_relations_BxSxS=None,
                   deterministic: bool = True):
-    """BxSxSxL output-edge logits from encoder token pairs (Graph2Graph
+    """BxSxSxY output-edge logits from encoder token pairs (Graph2Graph
     sec. 3.3); needs num_edge_labels > 0 and the default encoder."""
     if self.config.num_edge_labels <= 0:
       raise ValueError("edge_logits needs num_edge_labels > 0.")
@@ -503,9 +515,9 @@ def _decode_step_jit(model, params, memory_BxMxD, memory_mask_BxM, tokens_BxT,
 
 def greedy_loop(step_fn, state, num_b: int, max_len: int, bos, eos, pad):
   """On-device greedy loop: `step_fn(state, last_B) -> (logits_BxV, state)`
-  is fed BOS, then each argmax; returns BxL tokens, each row ending at its
+  is fed BOS, then each argmax; returns BxT tokens (T = max_len), each row ending at its
   first EOS (kept) and padded with `pad`; stops once every row has ended."""
-  out_BxL = jnp.full((num_b, max_len), pad, jnp.int32)
+  out_BxT = jnp.full((num_b, max_len), pad, jnp.int32)
   last_B = jnp.full((num_b,), bos, jnp.int32)
   finished_B = jnp.zeros((num_b,), bool)
 
@@ -514,14 +526,14 @@ def greedy_loop(step_fn, state, num_b: int, max_len: int, bos, eos, pad):
     return (t < max_len) & ~jnp.all(finished_B)
 
   def body(carry):
-    t, state, last_B, out_BxL, finished_B = carry
+    t, state, last_B, out_BxT, finished_B = carry
     logits_BxV, state = step_fn(state, last_B)
     next_B = jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
     next_B = jnp.where(finished_B, pad, next_B)
-    out_BxL = out_BxL.at[:, t].set(next_B)
-    return t + 1, state, next_B, out_BxL, finished_B | (next_B == eos)
+    out_BxT = out_BxT.at[:, t].set(next_B)
+    return t + 1, state, next_B, out_BxT, finished_B | (next_B == eos)
 
-  carry = (jnp.zeros((), jnp.int32), state, last_B, out_BxL, finished_B)
+  carry = (jnp.zeros((), jnp.int32), state, last_B, out_BxT, finished_B)
   return jax.lax.while_loop(cond, body, carry)[3]
 
 
@@ -548,7 +560,7 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
                   pad_id: Optional[int] = None):
   """Greedy decoding with the incremental self-attention cache.
 
-  Returns BxL int32 tokens (L = max_len, BOS not included); each row ends at
+  Returns BxT int32 tokens (T = max_len, BOS not included); each row ends at
   its first EOS (kept) and is padded with pad_id (default config.pad_id)
   after it. Sequence positions run the whole loop on device; tree positions
   run a host loop, one jitted step per token, with one `TreeDecoderState`
@@ -581,7 +593,7 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
                                       c.tree_arity, c.tree_binarize)
             for _ in range(num_b)]
   cache = init_decoder_cache(c, num_b, max_len, memory_BxMxD.dtype)
-  out_BxL = np.full((num_b, max_len), pad, np.int32)
+  out_BxT = np.full((num_b, max_len), pad, np.int32)
   last_B = np.full((num_b,), bos, np.int32)
   finished_B = np.zeros((num_b,), bool)
   for t in range(max_len):
@@ -591,7 +603,7 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
         jnp.asarray(last_B[:, None]), cache, jnp.asarray(tree_pos_Bx1xP))
     next_B = np.asarray(jnp.argmax(logits_Bx1xV[:, 0], axis=-1), np.int32)
     next_B = np.where(finished_B, pad, next_B)
-    out_BxL[:, t] = next_B
+    out_BxT[:, t] = next_B
     for b in range(num_b):
       if not finished_B[b] and next_B[b] != eos:
         states[b].push(int(next_B[b]), int(arities[next_B[b]]))
@@ -599,4 +611,4 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
     last_B = next_B
     if finished_B.all():
       break
-  return jnp.asarray(out_BxL)
+  return jnp.asarray(out_BxT)

@@ -35,7 +35,7 @@ def _dense(p, x):
   return out
 
 
-def _layer_norm(p, x, eps=1e-6):
+def _layer_norm(p, x, eps=1e-5):
   mu, var = x.mean(), x.var()
   return (x - mu) / np.sqrt(var + eps) * np.asarray(p["scale"]) + np.asarray(p["bias"])
 
@@ -87,7 +87,7 @@ def test_relational_attention_matches_loop_reference(use_mask, use_edges):
 def test_node_update_matches_loop_reference():
   nodes, _, _ = _inputs()
   m = jax.random.normal(jax.random.PRNGKey(5), (B, N, D))
-  layer = NodeUpdate(hidden_size=3)
+  layer = NodeUpdate(ffn_dim=3)
   params = layer.init(jax.random.PRNGKey(2), m, nodes)["params"]
   got = layer.apply({"params": params}, m, nodes)
   for b, i in itertools.product(range(B), range(N)):
@@ -100,7 +100,7 @@ def test_node_update_matches_loop_reference():
 
 def test_edge_update_matches_loop_reference():
   nodes, edges, _ = _inputs()
-  layer = EdgeUpdate(hidden1=4, hidden2=3)
+  layer = EdgeUpdate(msg_dim=4, ffn_dim=3)
   params = layer.init(jax.random.PRNGKey(3), edges, nodes)["params"]
   got = layer.apply({"params": params}, edges, nodes)
   # W_4 of eq. 6 as one matrix acting on the concatenation [e_ij, e_ji, n_i, n_j].
@@ -120,8 +120,8 @@ def test_edge_update_matches_loop_reference():
 def test_layer_updates_nodes_before_edges():
   """The edge update reads the *updated* nodes (RT section 3.2)."""
   nodes, edges, _ = _inputs()
-  layer = RelationalTransformerLayer(num_heads=H, node_hidden=4, edge_hidden1=4,
-                                     edge_hidden2=3)
+  layer = RelationalTransformerLayer(num_heads=H, node_ffn_dim=4, edge_msg_dim=4,
+                                     edge_ffn_dim=3)
   variables = layer.init(jax.random.PRNGKey(4), nodes, edges)
   new_nodes, new_edges = layer.apply(variables, nodes, edges)
   p = variables["params"]
@@ -130,8 +130,8 @@ def test_layer_updates_nodes_before_edges():
 
 
 def _stack(**kw):
-  cfg = RTConfig(num_layers=2, num_heads=H, head_size=K, node_hidden=4,
-                 edge_hidden1=4, edge_hidden2=3, edge_size=E, **kw)
+  cfg = RTConfig(num_layers=2, num_heads=H, head_dim=K, node_ffn_dim=4,
+                 edge_msg_dim=4, edge_ffn_dim=3, edge_dim=E, **kw)
   return RelationalTransformer(cfg)
 
 

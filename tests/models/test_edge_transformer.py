@@ -20,6 +20,13 @@ def _num_params(tree):
   return sum(np.size(leaf) for leaf in jax.tree.leaves(tree))
 
 
+def _config(**kwargs):
+  """An ETConfig of width D (H heads of width D // H)."""
+  kwargs.setdefault("num_heads", H)
+  kwargs.setdefault("head_dim", D // kwargs["num_heads"])
+  return et.ETConfig(**kwargs)
+
+
 def test_layer_shape_dropout_and_grad():
   x = _x(0)
   mask = jnp.array([[True, True, True, False], [True] * N])
@@ -52,7 +59,8 @@ def test_layer_matches_eq3_by_hand():
   layer = et.EdgeTransformerLayer(num_heads=H)
   params = layer.lazy_init(jax.random.PRNGKey(0), x)
   p = params["params"]
-  ln = lambda name, y: nn.LayerNorm().apply({"params": p[name]}, y)
+  ln = lambda name, y: nn.LayerNorm(epsilon=1e-5).apply({"params": p[name]},
+                                                        y)
   ta = TriangularAttention(num_heads=H).apply(
       {"params": p["attention"]}, ln("ln_attention", x))
   z = ln("ln_ffn", x + ta)                              # LN(X + TA(LN(X)))
@@ -137,8 +145,8 @@ def test_tied_and_untied_parameter_counts():
   x = _x(2)
   num_layers = 3
   single = et.EdgeTransformerLayer(num_heads=H)
-  tied = et.EdgeTransformer(num_layers=num_layers, num_heads=H)
-  untied = et.EdgeTransformer(num_layers=num_layers, num_heads=H, tied=False)
+  tied = et.EdgeTransformer(_config(num_layers=num_layers))
+  untied = et.EdgeTransformer(_config(num_layers=num_layers, tied=False))
   shapes = lambda m: jax.eval_shape(m.init, jax.random.PRNGKey(0), x)
   p_single, p_untied = shapes(single), shapes(untied)
   p_tied = tied.lazy_init(jax.random.PRNGKey(0), x)
@@ -223,8 +231,8 @@ def test_end_to_end_sequence_model_gradient():
     @nn.compact
     def __call__(self, tokens, mask):
       x = et.SequenceEdgeEmbedding(vocab_size=4, features=D)(tokens)
-      x = et.EdgeTransformer(num_layers=2, num_heads=H, ablation="attention",
-                             layout="released_code")(x, mask)
+      x = et.EdgeTransformer(_config(num_layers=2, ablation="attention",
+                                     layout="released_code"))(x, mask)
       return et.ParentPointerHead()(x, mask)
 
   model = Model()
@@ -249,15 +257,15 @@ def test_end_to_end_sequence_model_gradient():
     (lambda: et.EdgeTransformerLayer(num_heads=H, layout="post"),
      (jnp.ones((B, N, N, D)),),
      r"Unknown layout 'post'; valid choices are \['paper', 'released_code'\]"),
-    (lambda: et.EdgeTransformer(num_layers=2, num_heads=3),
+    (lambda: et.EdgeTransformerLayer(num_heads=3),
      (jnp.ones((B, N, N, D)),), "num_heads=3 must divide the width D 8"),
     (lambda: et.EdgeTransformerLayer(num_heads=H, ffn_chunk_size=0),
      (jnp.ones((B, N, N, D)),), "ffn_chunk_size must be a positive int"),
-    (lambda: et.EdgeTransformer(num_layers=0, num_heads=H),
+    (lambda: et.EdgeTransformer(_config(num_layers=0)),
      (jnp.ones((B, N, N, D)),), "num_layers must be a positive int"),
-    (lambda: et.EdgeTransformer(num_layers=1, num_heads=H),
+    (lambda: et.EdgeTransformer(_config(num_layers=1)),
      (jnp.ones((B, N, N + 1, D)),), "equal node axes"),
-    (lambda: et.EdgeTransformer(num_layers=1, num_heads=H, ablation="both"),
+    (lambda: et.EdgeTransformer(_config(num_layers=1, ablation="both")),
      (jnp.ones((B, N, N, D)),), r"Unknown ablation 'both'"),
     (lambda: et.ParentPointerHead(),
      (jnp.ones((B, N, N, D)), jnp.ones((B, N - 1), bool)), "node_mask_BxN"),
@@ -265,3 +273,40 @@ def test_end_to_end_sequence_model_gradient():
 def test_bad_inputs_raise(make, args, match):
   with pytest.raises(ValueError, match=match):
     make().init(jax.random.PRNGKey(0), *args)
+
+
+def test_project_and_update_compose_to_the_layer():
+  """__call__ = update(x, sum over pivots of project(x)), the split that
+  incremental decoding uses."""
+  from relational_jax.layers import triangular  # pylint: disable=g-import-not-at-top
+  x = _x(4)
+  mask = jnp.array([[True, True, True, False], [True] * N])
+  layer = et.EdgeTransformerLayer(num_heads=H, layout="released_code",
+                                  chunk_size=3)
+  params = layer.init(jax.random.PRNGKey(0), x, mask)
+  q, k, v1, v2 = layer.apply(params, x, method=et.EdgeTransformerLayer.project)
+  assert q.shape == k.shape == v1.shape == v2.shape == (B, N, N, H, D // H)
+  o = triangular.triangular_attention_core(q, k, v1, v2, mask, chunk_size=3)
+  got = layer.apply(params, x, o, method=et.EdgeTransformerLayer.update)
+  np.testing.assert_allclose(got, layer.apply(params, x, mask), rtol=1e-5,
+                             atol=1e-5)
+
+
+def test_any_ffn_dim_and_ln_epsilon():
+  x = _x(5)
+  layer = et.EdgeTransformerLayer(num_heads=H, ffn_dim=5)
+  params = layer.init(jax.random.PRNGKey(0), x)
+  assert params["params"]["ffn_hidden"]["kernel"].shape == (D, 5)
+  assert layer.apply(params, x).shape == (B, N, N, D)
+  stack = et.EdgeTransformer(_config(num_layers=1, ffn_dim=5))
+  assert stack.init(jax.random.PRNGKey(0), x)["params"]["layer"][
+      "ffn_hidden"]["kernel"].shape == (D, 5)
+  # ln_epsilon reaches the LayerNorms (default 1e-5, the authors' value).
+  assert et.ETConfig().ln_epsilon == 1e-5
+  small = 1e-3 * x
+  params_4d = et.EdgeTransformerLayer(num_heads=H).init(jax.random.PRNGKey(0),
+                                                        x)
+  default = et.EdgeTransformerLayer(num_heads=H).apply(params_4d, small)
+  large_eps = et.EdgeTransformerLayer(num_heads=H, ln_epsilon=1.0).apply(
+      params_4d, small)
+  assert not np.allclose(default, large_eps, atol=1e-3)

@@ -1,11 +1,14 @@
 """Tests for the Edge Transformer encoder-decoder (tiny configs, CPU)."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
+from relational_jax.models import edge_transformer as et_lib
 from relational_jax.models import et_seq2seq as ets
 from tests.fast_jit import jit
 
@@ -13,13 +16,19 @@ PAD, BOS, EOS = 0, 1, 2
 SRC_VOCAB, TGT_VOCAB = 7, 9
 
 
+_ET_FIELDS = {f.name for f in dataclasses.fields(et_lib.ETConfig)}
+
+
 def tiny(**overrides):
+  """Width 8 (2 heads of 4), FFN 16; ETConfig fields go to `et`."""
+  et_kwargs = dict(num_layers=2, num_heads=2, head_dim=4, ffn_dim=16,
+                   chunk_size=3, ffn_chunk_size=2)
   kwargs = dict(src_vocab_size=SRC_VOCAB, tgt_vocab_size=TGT_VOCAB,
-                d_model=8, num_heads=2, ffn_factor=2, num_encoder_layers=2,
                 num_decoder_layers=2, max_distance=3, max_src_len=8,
-                max_tgt_len=8, chunk_size=3, ffn_chunk_size=2)
-  kwargs.update(overrides)
-  return ets.ETSeq2SeqConfig(**kwargs)
+                max_tgt_len=8)
+  for name, value in overrides.items():
+    (et_kwargs if name in _ET_FIELDS else kwargs)[name] = value
+  return ets.ETSeq2SeqConfig(et=et_lib.ETConfig(**et_kwargs), **kwargs)
 
 
 # Row 0 has a padded source token; row 1 a padded target tail.
@@ -133,8 +142,8 @@ def test_learns_to_copy():
   src = jnp.asarray(rng.integers(3, SRC_VOCAB, (16, 3)), jnp.int32)
   tgt_out = jnp.concatenate([src, jnp.full((16, 1), EOS)], axis=1)
   tgt_in = jnp.concatenate([jnp.full((16, 1), BOS), src], axis=1)
-  model = ets.EdgeTransformerSeq2Seq(tiny(d_model=16, num_encoder_layers=1,
-                                          num_decoder_layers=2))
+  model = ets.EdgeTransformerSeq2Seq(tiny(head_dim=8, ffn_dim=32,
+                                          num_layers=1, num_decoder_layers=2))
   params = init(model, src, tgt_in)
   tx = optax.adam(3e-3)
 
@@ -160,7 +169,8 @@ def test_learns_to_copy():
 
 
 @pytest.mark.parametrize("overrides, match", [
-    (dict(num_heads=3), "num_heads=3 must divide the d_model 8"),
+    (dict(num_heads=0), "ETConfig.num_heads must be a positive int"),
+    (dict(ablation="value"), "needs et.ablation='none'"),
     (dict(layout="post"), r"Unknown layout 'post'; valid choices are "
                           r"\['paper', 'released_code'\]"),
     (dict(max_distance=-1), "max_distance must be an int >= 0"),

@@ -21,7 +21,7 @@ from tests.fast_jit import FAST_COMPILE, jit  # noqa: E402,F401
 
 def tiny(**overrides):
   kwargs = dict(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, d_model=16,
-                num_heads=2, d_ff=32, num_encoder_layers=1,
+                num_heads=2, ffn_dim=32, num_encoder_layers=1,
                 num_decoder_layers=1, dropout_rate=0.0, max_src_len=16,
                 max_tgt_len=16, tree_depth=4)
   kwargs.update(overrides)
@@ -94,18 +94,18 @@ def test_bad_config_raises(overrides, match):
     tiny(**overrides)
 
 
-def test_universal_has_one_layer_of_parameters():
-  universal_3 = param_count(tiny(universal=True, num_encoder_layers=3,
+def test_tied_has_one_layer_of_parameters():
+  tied_3 = param_count(tiny(tied=True, num_encoder_layers=3,
                                  num_decoder_layers=3))
-  universal_1 = param_count(tiny(universal=True))
+  tied_1 = param_count(tiny(tied=True))
   untied_3 = param_count(tiny(num_encoder_layers=3, num_decoder_layers=3))
   untied_1 = param_count(tiny())
-  assert universal_3 == universal_1 == untied_1
+  assert tied_3 == tied_1 == untied_1
   assert untied_3 > untied_1
-  rel_universal = [param_count(tiny(positions="relative", universal=True,
+  rel_tied = [param_count(tiny(positions="relative", tied=True,
                                     num_encoder_layers=n,
                                     num_decoder_layers=n)) for n in (1, 3)]
-  assert rel_universal[0] == rel_universal[1]
+  assert rel_tied[0] == rel_tied[1]
 
 
 # ---------------------------------------------------------------------------
@@ -118,7 +118,7 @@ VARIANTS = {
     "absolute_teu": dict(scaling="teu"),
     "absolute_none": dict(scaling="none"),
     "relative": dict(positions="relative", dropout_rate=0.1),
-    "universal": dict(universal=True, num_encoder_layers=2,
+    "tied": dict(tied=True, num_encoder_layers=2,
                       num_decoder_layers=2),
     "relation_aware": dict(relation_aware=True, dropout_rate=0.1),
     "tree": dict(positions="tree"),
@@ -162,9 +162,9 @@ def test_training_lowers_loss(name):
 
 @pytest.mark.parametrize("overrides", [
     dict(positions="tree"),
-    dict(universal=True, num_decoder_layers=2, positions="relative"),
+    dict(tied=True, num_decoder_layers=2, positions="relative"),
     dict(pre_norm=True, tie_embeddings=True, num_decoder_layers=2),
-], ids=["tree", "universal_relative", "absolute_prenorm_tied"])
+], ids=["tree", "tied_relative", "absolute_prenorm_tied"])
 def test_incremental_decoding_equals_teacher_forcing(overrides):
   config = tiny(**overrides)
   model = seq2seq.Seq2SeqTransformer(config)

@@ -18,7 +18,7 @@ _SCRIPT = textwrap.dedent("""
     batches = [next(stream) for _ in range(2)]
     factory = processors.get_processor_factory(
         "rt", use_ln=True, nb_triplet_fts=4, nb_heads=2, num_layers=1,
-        head_size=4, node_hidden=4, edge_hidden1=4, edge_hidden2=4)
+        head_dim=4, node_ffn_dim=4, edge_msg_dim=4, edge_ffn_dim=4)
 
     def run(devices):
       model = processors.CarryModel(

@@ -9,9 +9,9 @@ import processors
 from experiments import clrs_data
 
 HIDDEN = 16
-RT_TINY = dict(num_layers=1, head_size=4, node_hidden=4, edge_hidden1=4,
-               edge_hidden2=4)
-ET_TINY = dict(num_layers=1, head_size=4, chunk_size=3)
+RT_TINY = dict(num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4,
+               edge_ffn_dim=4)
+ET_TINY = dict(num_layers=1, head_dim=4, chunk_size=3)
 
 
 @pytest.fixture(scope="module")

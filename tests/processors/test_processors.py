@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 
 import processors
-from processors.relational import ProcessorState
+from processors.relational_transformer import ProcessorState
 
 B, N, F, OUT = 2, 5, 16, 16
-TINY = dict(num_layers=1, head_size=4, node_hidden=4, edge_hidden1=4,
-            edge_hidden2=3)
-ET_TINY = dict(num_layers=2, head_size=4, chunk_size=3)
+TINY = dict(num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4,
+            edge_ffn_dim=3)
+ET_TINY = dict(num_layers=2, head_dim=4, chunk_size=3)
 
 
 def _tiny(kind):
@@ -137,3 +137,29 @@ def test_bad_input_errors():
   t = _transform("rt", **TINY)
   with pytest.raises(ValueError, match=r"edge_fts axis 2 must have size 5"):
     t.init(jax.random.PRNGKey(0), node_fts, edge_fts[:, :, :3], graph_fts, adj, hidden)
+
+
+@pytest.mark.parametrize("kind, options", [
+    ("rt", dict(num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4,
+                edge_ffn_dim=3, edge_dim=6, ln_epsilon=1e-3, tied=True)),
+    ("rt_triangular", dict(num_layers=1, head_dim=4, node_ffn_dim=4,
+                           edge_msg_dim=4, edge_ffn_dim=3, chunk_size=2,
+                           triangular_heads=2)),
+    ("et", dict(num_layers=1, head_dim=4, ffn_dim=5, ln_epsilon=1e-3,
+                layout="released_code", ffn_chunk_size=2,
+                node_readout="rowcol")),
+])
+def test_options_are_config_field_names(kind, options):
+  """Factory options reach RTConfig / ETConfig under their own names."""
+  node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
+  t = _transform(kind, **options)
+  params = t.init(jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj,
+                  hidden)
+  nodes, edges = t.apply(params, None, node_fts, edge_fts, graph_fts, adj,
+                         hidden)
+  assert nodes.shape == (B, N, OUT)
+  width = options.get("edge_dim", 2 * options["head_dim"])
+  assert edges.shape == (B, N, N, width)
+  if kind == "et":
+    ffn = [v for k, v in params.items() if k.endswith("ffn_hidden")]
+    assert ffn and ffn[0]["kernel"].shape == (width, 5)

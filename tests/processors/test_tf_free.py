@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _SCRIPT = textwrap.dedent("""
@@ -19,6 +21,7 @@ _SCRIPT = textwrap.dedent("""
     from processors import tf_free
     from experiments import clrs_loop
     assert tf_free.tensorflow_stubbed(), "expected stand-ins"
+    assert tf_free.ensure_clrs_importable() == ["tensorflow", "tensorflow_datasets"]
     import clrs
     try:
       clrs.create_dataset(folder="/nonexistent", algorithm="bfs", split="train", batch_size=1)
@@ -52,3 +55,29 @@ def test_trains_without_tensorflow(tmp_path):
                         timeout=600)
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
   assert "TRAINED_WITHOUT_TF" in proc.stdout
+  # The stand-ins are announced once, through absl logging.
+  assert proc.stderr.count("installed import-time stand-ins") == 1, (
+      proc.stderr[-4000:])
+
+
+def test_import_installs_no_stand_ins_where_tensorflow_is_installed():
+  """Here TensorFlow is installed: importing processors changes nothing."""
+  script = textwrap.dedent("""
+      import importlib.util, sys
+      if importlib.util.find_spec("tensorflow") is None:
+        print("NO_TENSORFLOW")
+        raise SystemExit(0)
+      import processors
+      from processors import tf_free
+      assert not tf_free.tensorflow_stubbed()
+      assert not isinstance(sys.modules["tensorflow"], tf_free._StubModule)
+      assert getattr(sys.modules["tensorflow"], "__file__", None)
+      print("REAL_TENSORFLOW")
+  """)
+  proc = subprocess.run([sys.executable, "-c", script], cwd=REPO,
+                        capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+  if "NO_TENSORFLOW" in proc.stdout:
+    pytest.skip("TensorFlow is not installed here.")
+  assert "REAL_TENSORFLOW" in proc.stdout
+  assert "installed import-time stand-ins" not in proc.stderr

@@ -1,7 +1,9 @@
 """The Relational Transformer as a CLRS processor (Haiku, lifting the Flax stack).
 
-Axis letters: B batch, N nodes, C = N + 1 nodes with the core node, D node
-width, E edge width, G graph hidden width (= out_size).
+Axis letters (`relational_jax.layers.shapes`): B batch, N nodes, U nodes
+with the core node (N + 1 with graph_vec='core', else N), D node width, E
+edge width, O output width (out_size, CLRS's hidden width; also the graph
+hidden's), Z input feature width.
 
 Contract (CLRS `Processor`): `__call__(node_fts, edge_fts, graph_fts, adj_mat,
 hidden, **kwargs) -> (nodes_BxNxout, edges_BxNxNxE)`. Our extended network
@@ -30,7 +32,7 @@ class ProcessorState(NamedTuple):
   """What one processor step hands to the next algorithm step."""
   nodes: Array  # BxNxout
   edges: Optional[Array]  # BxNxNxE
-  graph: Optional[Array]  # BxG
+  graph: Optional[Array]  # BxO
 
 
 class CarryingProcessor(clrs_processors.Processor):
@@ -110,52 +112,52 @@ class RelationalTransformerProcessor(CarryingProcessor):
     cfg = self.config
     e_size = cfg.edge_width
 
-    n_in_BxNxF = jnp.concatenate([node_fts, hidden], axis=-1)
+    n_in_BxNxZ = jnp.concatenate([node_fts, hidden], axis=-1)
     if self.graph_vec == "cat":  # tile the graph features onto every node
-      n_in_BxNxF = jnp.concatenate(
-          [n_in_BxNxF, jnp.broadcast_to(graph_fts[:, None],
+      n_in_BxNxZ = jnp.concatenate(
+          [n_in_BxNxZ, jnp.broadcast_to(graph_fts[:, None],
                                         (b, n, graph_fts.shape[-1]))], axis=-1)
-    n_BxCxD = hk.Linear(cfg.node_size, name="node_in")(n_in_BxNxF)
-    e_BxCxCxE = None
+    n_BxUxD = hk.Linear(cfg.node_width, name="node_in")(n_in_BxNxZ)
+    e_BxUxUxE = None
     if cfg.use_edges:  # the standard-transformer ablation sees no edges
       # A linear map of [edge_fts, edge_hidden (, graph_fts)], computed per
       # block so the graph term is projected once per graph, not per edge.
-      e_BxCxCxE = hk.Linear(e_size, name="edge_in")(edge_fts)
-      e_BxCxCxE += hk.Linear(e_size, with_bias=False,
+      e_BxUxUxE = hk.Linear(e_size, name="edge_in")(edge_fts)
+      e_BxUxUxE += hk.Linear(e_size, with_bias=False,
                              name="edge_hidden_in")(edge_hidden)
       if self.graph_vec == "cat":
-        e_BxCxCxE += hk.Linear(e_size, with_bias=False,
+        e_BxUxUxE += hk.Linear(e_size, with_bias=False,
                                name="edge_graph_in")(graph_fts)[:, None, None]
-    adj_BxCxC = adj_mat
+    adj_BxUxU = adj_mat
     if self.graph_vec == "core":
-      g_BxG = jnp.concatenate([graph_fts, graph_hidden], axis=-1)
-      core_Bx1xD = hk.Linear(cfg.node_size, name="core_in")(g_BxG)[:, None]
-      n_BxCxD = jnp.concatenate([n_BxCxD, core_Bx1xD], axis=1)
+      g_in_BxZ = jnp.concatenate([graph_fts, graph_hidden], axis=-1)
+      core_Bx1xD = hk.Linear(cfg.node_width, name="core_in")(g_in_BxZ)[:, None]
+      n_BxUxD = jnp.concatenate([n_BxUxD, core_Bx1xD], axis=1)
       # Core edges carry no input features: a learned constant vector.
-      if e_BxCxCxE is not None:
+      if e_BxUxUxE is not None:
         core_edge_E = hk.get_parameter("core_edge", (e_size,), init=jnp.zeros)
-        e_BxCxCxE = jnp.pad(e_BxCxCxE, ((0, 0), (0, 1), (0, 1), (0, 0)))
-        is_core_CxC = jnp.zeros((n + 1, n + 1), bool).at[n, :].set(True)
-        is_core_CxC = is_core_CxC.at[:, n].set(True)
-        e_BxCxCxE = jnp.where(is_core_CxC[None, :, :, None], core_edge_E,
-                              e_BxCxCxE)
+        e_BxUxUxE = jnp.pad(e_BxUxUxE, ((0, 0), (0, 1), (0, 1), (0, 0)))
+        is_core_UxU = jnp.zeros((n + 1, n + 1), bool).at[n, :].set(True)
+        is_core_UxU = is_core_UxU.at[:, n].set(True)
+        e_BxUxUxE = jnp.where(is_core_UxU[None, :, :, None], core_edge_E,
+                              e_BxUxUxE)
       # The core node is connected to every node.
-      adj_BxCxC = jnp.pad(adj_mat, ((0, 0), (0, 1), (0, 1)), constant_values=1.0)
+      adj_BxUxU = jnp.pad(adj_mat, ((0, 0), (0, 1), (0, 1)), constant_values=1.0)
 
     stack = hk.experimental.flax.lift(RelationalTransformer(cfg), name="stack")
     deterministic = not (is_training and cfg.dropout_rate > 0.0)
     kwargs = {} if deterministic else {"rngs": {"dropout": hk.next_rng_key()}}
-    n_BxCxD, e_BxCxCxE = stack(n_BxCxD, e_BxCxCxE, adj_BxCxC,
+    n_BxUxD, e_BxUxUxE = stack(n_BxUxD, e_BxUxUxE, adj_BxUxU,
                                deterministic=deterministic, **kwargs)
 
-    out_BxCxO = n_BxCxD
-    if cfg.node_size != self.out_size:
-      out_BxCxO = hk.Linear(self.out_size, name="node_out")(n_BxCxD)
-    nodes_BxNxO = out_BxCxO[:, :n]
-    edges_BxNxNxE = e_BxCxCxE[:, :n, :n] if e_BxCxCxE is not None else None
+    out_BxUxO = n_BxUxD
+    if cfg.node_width != self.out_size:
+      out_BxUxO = hk.Linear(self.out_size, name="node_out")(n_BxUxD)
+    nodes_BxNxO = out_BxUxO[:, :n]
+    edges_BxNxNxE = e_BxUxUxE[:, :n, :n] if e_BxUxUxE is not None else None
     # Only the core node has a graph hidden to carry; with 'cat' the graph
     # features are re-read at every step (as the RT authors' code does).
-    graph_BxG = out_BxCxO[:, n] if self.graph_vec == "core" else None
+    graph_BxO = out_BxUxO[:, n] if self.graph_vec == "core" else None
     if return_state:
-      return ProcessorState(nodes_BxNxO, edges_BxNxNxE, graph_BxG)
+      return ProcessorState(nodes_BxNxO, edges_BxNxNxE, graph_BxO)
     return nodes_BxNxO, edges_BxNxNxE

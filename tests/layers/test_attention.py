@@ -1,4 +1,4 @@
-"""Tests for relational_jax.layers.positions."""
+"""Tests for relational_jax.layers.attention."""
 
 import math
 
@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from relational_jax.layers import positions
+from relational_jax.layers import attention
 
 from tests.fast_jit import FAST_COMPILE, jit  # noqa: E402,F401
 
@@ -36,68 +36,6 @@ def _np_softmax(x):
   x = x - x.max()
   e = np.exp(x)
   return e / e.sum()
-
-
-def test_sinusoidal_matches_formula():
-  pe = np.asarray(positions.sinusoidal(5, 6))
-  assert pe.shape == (5, 6)
-  for pos in range(5):
-    np.testing.assert_allclose(pe[pos], _np_sinusoid(pos, 6), atol=1e-6)
-  neg = np.asarray(positions.sinusoidal_at(jnp.array([-3, 2]), 7))
-  assert neg.shape == (2, 7)
-  np.testing.assert_allclose(neg[0], _np_sinusoid(-3, 7), atol=1e-6)
-  np.testing.assert_allclose(
-      np.asarray(positions.sinusoidal(2, 6, offset=3)),
-      np.stack([_np_sinusoid(3, 6), _np_sinusoid(4, 6)]), atol=1e-6)
-
-
-@pytest.mark.parametrize("scaling, token_scale, pe_scale",
-                         [("teu", 4.0, 1.0), ("ped", 1.0, 0.25),
-                          ("none", 1.0, 1.0)])
-def test_embedding_scaling_numbers(scaling, token_scale, pe_scale):
-  # Csordas et al. 2021 appendix D with D = 16: TEU sqrt(D) E + P,
-  # PED E + P / sqrt(D), none E + P.
-  d_model = 16
-  emb = positions.TokenEmbedding(vocab_size=7, d_model=d_model,
-                                 scaling=scaling)
-  tokens = jnp.array([[1, 2, 6], [0, 3, 3]])
-  pe = positions.sinusoidal(3, d_model)
-  params = jit(emb.init)(jax.random.key(0), tokens, pe)["params"]
-  table = np.asarray(params["embedding"])
-  expected = token_scale * table[np.asarray(tokens)] + pe_scale * np.asarray(
-      pe)[None]
-  np.testing.assert_allclose(np.asarray(emb.apply({"params": params}, tokens,
-                                                  pe)), expected, rtol=1e-6)
-  assert positions.embedding_scales(scaling, d_model) == (token_scale,
-                                                          pe_scale)
-  no_pe = emb.apply({"params": params}, tokens)
-  np.testing.assert_allclose(np.asarray(no_pe),
-                             token_scale * table[np.asarray(tokens)],
-                             rtol=1e-6)
-
-
-def test_embedding_init_statistics():
-  vocab, d_model = 256, 64
-  tables = {}
-  for scaling in positions.SCALINGS:
-    emb = positions.TokenEmbedding(vocab, d_model, scaling)
-    tables[scaling] = np.asarray(jit(emb.init)(
-        jax.random.key(1), jnp.zeros((1, 1), jnp.int32))["params"]["embedding"])
-  # PED: Kaiming N(0, 1/sqrt(D)); none: N(0, 1); TEU: Glorot uniform.
-  assert abs(tables["ped"].std() - 1 / math.sqrt(d_model)) < 0.05 / math.sqrt(
-      d_model)
-  assert abs(tables["none"].std() - 1.0) < 0.05
-  bound = math.sqrt(6 / (vocab + d_model))
-  assert np.abs(tables["teu"]).max() <= bound
-  assert abs(tables["teu"].std() - bound / math.sqrt(3)) < 0.05 * bound
-
-
-def test_bad_scaling_raises():
-  with pytest.raises(ValueError, match="scaling 'xyz'.*teu"):
-    positions.embedding_scales("xyz", 8)
-  emb = positions.TokenEmbedding(5, 8, "xyz")
-  with pytest.raises(ValueError, match="scaling 'xyz'"):
-    emb.init(jax.random.key(0), jnp.zeros((1, 2), jnp.int32))
 
 
 def _naive_relative(params, x, mask, causal, num_heads):
@@ -133,7 +71,7 @@ def _naive_relative(params, x, mask, causal, num_heads):
 @pytest.mark.parametrize("causal", [False, True])
 def test_relative_attention_matches_naive_loop(causal):
   d_model, heads = 8, 2
-  attn = positions.RelativeMultiHeadAttention(d_model, heads, causal=causal)
+  attn = attention.RelativeMultiHeadAttention(d_model, heads, causal=causal)
   x = jax.random.normal(jax.random.key(0), (2, 5, d_model))
   mask = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
   params = random_params(attn, x, mask)
@@ -142,15 +80,15 @@ def test_relative_attention_matches_naive_loop(causal):
   np.testing.assert_allclose(np.asarray(got), want, atol=1e-4)
 
 
-@pytest.mark.parametrize("cls", [positions.MultiHeadAttention,
-                                 positions.RelativeMultiHeadAttention])
+@pytest.mark.parametrize("cls", [attention.MultiHeadAttention,
+                                 attention.RelativeMultiHeadAttention])
 def test_incremental_decoding_equals_full_causal_pass(cls):
   d_model, heads, length = 8, 2, 6
   attn = cls(d_model, heads, causal=True)
   x = jax.random.normal(jax.random.key(2), (2, length, d_model))
   params = random_params(attn, x, seed=1)
   full = jit(attn.apply)({"params": params}, x)
-  cache = positions.init_cache(2, length + 2, heads, d_model // heads)
+  cache = attention.init_cache(2, length + 2, heads, d_model // heads)
   step = jit(lambda p, x_t, c: attn.apply({"params": p}, x_t, c,
                                               method=cls.decode_step))
   # Prefill two positions at once, then one token per step.
@@ -167,7 +105,7 @@ def test_incremental_decoding_equals_full_causal_pass(cls):
 
 def test_key_padding_mask_hides_padded_keys():
   d_model = 8
-  attn = positions.MultiHeadAttention(d_model, 2)
+  attn = attention.MultiHeadAttention(d_model, 2)
   q = jax.random.normal(jax.random.key(4), (1, 3, d_model))
   kv = jax.random.normal(jax.random.key(5), (1, 4, d_model))
   mask = jnp.array([[True, True, False, False]])
@@ -184,6 +122,6 @@ def test_key_padding_mask_hides_padded_keys():
 
 
 def test_bad_heads_raise():
-  attn = positions.RelativeMultiHeadAttention(d_model=8, num_heads=3)
+  attn = attention.RelativeMultiHeadAttention(d_model=8, num_heads=3)
   with pytest.raises(ValueError, match="num_heads=3 must divide"):
     attn.init(jax.random.key(0), jnp.zeros((1, 2, 8)))
