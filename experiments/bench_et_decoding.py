@@ -28,14 +28,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from relational_jax.models import et_seq2seq as ets
+from relational_jax.models.edge_transformer import ETConfig
 
 _BATCH = flags.DEFINE_integer("batch", 16, "Batch size B.")
 _SRC_LEN = flags.DEFINE_integer("source_len", 9, "Source length S (SCAN: 9).")
 _TGT_LENS = flags.DEFINE_list("target_lens", ["16", "32", "48"],
                               "Decoding lengths T (SCAN outputs: up to 49).")
-_WIDTH = flags.DEFINE_integer("width", 64, "d_model.")
-_HEADS = flags.DEFINE_integer("heads", 4, "Heads.")
-_LAYERS = flags.DEFINE_integer("layers", 3, "Encoder and decoder layers.")
+_WIDTH = flags.DEFINE_integer("width", 64, "Edge width (num_heads * head_dim).")
+_HEADS = flags.DEFINE_integer("num_heads", 4, "Heads.")
+_LAYERS = flags.DEFINE_integer("num_layers", 3, "Encoder and decoder layers.")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed runs per configuration.")
 _OUTPUT = flags.DEFINE_string("output", "results/bench_et_decoding.json",
                               "Where to write the JSON results.")
@@ -96,9 +97,13 @@ def main(argv):
   del argv
   rows = []
   for max_len in [int(t) for t in _TGT_LENS.value]:
+    if _WIDTH.value % _HEADS.value:
+      raise ValueError(f"--num_heads={_HEADS.value} must divide --width="
+                       f"{_WIDTH.value}.")
     config = ets.ETSeq2SeqConfig(
-        src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, d_model=_WIDTH.value,
-        num_heads=_HEADS.value, num_encoder_layers=_LAYERS.value,
+        src_vocab_size=VOCAB, tgt_vocab_size=VOCAB,
+        et=ETConfig(num_layers=_LAYERS.value, num_heads=_HEADS.value,
+                    head_dim=_WIDTH.value // _HEADS.value),
         num_decoder_layers=_LAYERS.value, max_src_len=_SRC_LEN.value,
         max_tgt_len=max_len)
     model = ets.EdgeTransformerSeq2Seq(config)
@@ -128,7 +133,7 @@ def main(argv):
       "benchmark": "ET encoder-decoder greedy decoding: incremental vs full "
                    "recompute",
       "batch": _BATCH.value, "source_len": _SRC_LEN.value,
-      "width": _WIDTH.value, "heads": _HEADS.value,
+      "width": _WIDTH.value, "num_heads": _HEADS.value,
       "layers": f"{_LAYERS.value}+{_LAYERS.value} (tied)",
       "repeats": _REPEATS.value, "backend": jax.default_backend(),
       "machine": f"{platform.machine()} {os.cpu_count()} CPUs",

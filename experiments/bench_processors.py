@@ -20,8 +20,9 @@ from absl import logging
 import jax
 import numpy as np
 
-from experiments import clrs_data
-from experiments import clrs_loop
+from relational_jax.training.clrs import config as clrs_config
+from relational_jax.training.clrs import data as clrs_data
+from relational_jax.training.clrs import loop as clrs_loop
 
 flags.DEFINE_string("algorithm", "bellman_ford", "CLRS algorithm (RT paper Table 5 uses Bellman-Ford).")
 flags.DEFINE_integer("batch_size", 32, "Batch size for training and the forward pass.")
@@ -33,7 +34,7 @@ flags.DEFINE_list("entries", ["rt", "mpnn512", "mpnn192", "triplet_gmpnn", "rt_t
 flags.DEFINE_string("output", "results/bench_processors.json", "JSON output path.")
 FLAGS = flags.FLAGS
 
-# The configurations compared: RT at the paper's tuned size (Table 2), MPNN at
+# The configurations compared (in the flat flag names of clrs_train): RT at the paper's tuned size (Table 2), MPNN at
 # its tuned width 512 and at RT's width 192, Triplet-GMPNN (Ibarz et al. 2022),
 # and our triangular kinds at RT's width (ET: 3 tied layers, 12 heads x 16).
 ENTRIES = {
@@ -66,7 +67,7 @@ def _block(tree):
 
 
 def bench_entry(name: str, overrides: dict) -> dict:
-  config = clrs_loop.get_config(**overrides)
+  config = clrs_config.from_legacy(overrides)
   stream = clrs_data.TrainStream(FLAGS.algorithm, [FLAGS.train_length],
                                  FLAGS.batch_size, seed=0)
   feedback = next(stream)

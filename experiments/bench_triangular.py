@@ -13,7 +13,7 @@ configuration whose compiled memory exceeds `--memory_limit_gb` is compiled
 (to report its memory) but not run.
 
 Usage (tiny smoke run, then the full default sizes):
-  python3 -m experiments.bench_triangular --batch=2 --width=16 --heads=2 \
+  python3 -m experiments.bench_triangular --batch=2 --width=16 --num_heads=2 \
       --sizes=8,12 --forward_only_sizes=16 --output=/tmp/bench.json
   python3 -m experiments.bench_triangular
 """
@@ -34,7 +34,7 @@ from relational_jax.models.edge_transformer import EdgeTransformerLayer
 
 _BATCH = flags.DEFINE_integer("batch", 32, "Batch size B.")
 _WIDTH = flags.DEFINE_integer("width", 192, "Edge width D.")
-_HEADS = flags.DEFINE_integer("heads", 8, "Attention heads H (must divide D).")
+_HEADS = flags.DEFINE_integer("num_heads", 8, "Attention heads H (must divide D).")
 _SIZES = flags.DEFINE_list("sizes", ["16", "32", "64"],
                            "Node counts N timed forward+backward.")
 _FORWARD_ONLY_SIZES = flags.DEFINE_list(

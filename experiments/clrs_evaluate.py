@@ -9,7 +9,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
-from experiments import clrs_loop
+from relational_jax.training.clrs import loop as clrs_loop
 
 flags.DEFINE_string("checkpoint_path", None, "A clrs_train work directory.", required=True)
 flags.DEFINE_list("test_lengths", ["16", "32", "64", "128"], "Graph sizes to test at.")

@@ -9,7 +9,7 @@ import os
 from absl import app
 from absl import flags
 
-from experiments import clrs_loop
+from relational_jax.training.clrs import evaluation
 
 flags.DEFINE_string("output", "ood.png", "PNG path.")
 FLAGS = flags.FLAGS
@@ -26,7 +26,7 @@ def main(argv):
   for p in paths:
     with open(p) as f:
       results.append(json.load(f))
-  clrs_loop.plot_ood(results, FLAGS.output)
+  evaluation.plot_ood(results, FLAGS.output)
   print(f"wrote {FLAGS.output}")
 
 

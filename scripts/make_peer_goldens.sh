@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates tests/fidelity/goldens/ from the RT and ET authors' own code and
 # records ours-vs-theirs max abs differences in tests/fidelity/goldens/README.json.
-# Needs network (or existing checkouts) and a CPU torch; CI only reads the goldens.
+# Needs checkouts of both repositories and a CPU torch; CI only reads the goldens.
 #   RT_REF=/tmp/peers/rt ET_REF=/tmp/peers/et TORCH_PYTHON=/tmp/torchvenv/bin/python \
 #     bash scripts/make_peer_goldens.sh
 set -euo pipefail
@@ -12,11 +12,15 @@ ET_REF=${ET_REF:-$PEERS/et}
 TORCH_PYTHON=${TORCH_PYTHON:-/tmp/torchvenv/bin/python}
 PYTHON=${PYTHON:-python3}
 
-[ -d "$RT_REF" ] || git clone https://github.com/CameronDiao/relational-transformer "$RT_REF"
-[ -d "$ET_REF" ] || git clone https://github.com/bergen/EdgeTransformer "$ET_REF"
+for ref in "$RT_REF:CameronDiao/relational-transformer" "$ET_REF:bergen/EdgeTransformer"; do
+  if [ ! -d "${ref%%:*}" ]; then
+    echo "Reference checkout ${ref%%:*} is missing: check out github.com/${ref#*:} there (a snapshot, never vendored into this repo)." >&2
+    exit 2
+  fi
+done
 if [ ! -x "$TORCH_PYTHON" ]; then
   "$PYTHON" -m venv "$(dirname "$(dirname "$TORCH_PYTHON")")"
-  "$TORCH_PYTHON" -m pip install torch numpy
+  "$TORCH_PYTHON" -m pip install torch==2.13.0 numpy
 fi
 # Pass RT_COMMIT / ET_COMMIT when the checkouts are not git work trees.
 JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --rt_reference="$RT_REF" ${RT_COMMIT:+--commit=$RT_COMMIT}

@@ -11,7 +11,7 @@ _SCRIPT = textwrap.dedent("""
     import jax, numpy as np
     assert jax.device_count() == 4, jax.devices()
     import processors
-    from experiments import clrs_data
+    from relational_jax.training.clrs import data as clrs_data
     from relational_jax.training import mesh as mesh_lib
 
     stream = clrs_data.TrainStream("bellman_ford", [5], batch_size=8, seed=0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import processors
-from experiments import clrs_data
+from relational_jax.training.clrs import data as clrs_data
 
 HIDDEN = 16
 RT_TINY = dict(num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4,

@@ -19,7 +19,8 @@ _SCRIPT = textwrap.dedent("""
 
     import processors
     from processors import tf_free
-    from experiments import clrs_loop
+    from relational_jax.training.clrs import config as clrs_config
+    from relational_jax.training.clrs import loop as clrs_loop
     assert tf_free.tensorflow_stubbed(), "expected stand-ins"
     assert tf_free.ensure_clrs_importable() == ["tensorflow", "tensorflow_datasets"]
     import clrs
@@ -28,12 +29,12 @@ _SCRIPT = textwrap.dedent("""
       raise SystemExit("create_dataset should need TensorFlow")
     except tf_free.TensorFlowMissingError as e:
       assert "needs TensorFlow" in str(e)
-    config = clrs_loop.get_config(
+    config = clrs_config.from_legacy(dict(
         algorithms=("insertion_sort",), train_lengths=(5,), test_lengths=(5,),
         batch_size=2, eval_batch_size=2, train_steps=1, eval_every=1,
         max_eval_samples=2, hidden_size=8, nb_heads=2, head_size=4, num_layers=1,
         node_hidden_size=4, edge_hidden_size1=4, edge_hidden_size2=4,
-        progress=False)
+        progress=False))
     results = clrs_loop.train_and_evaluate(config, sys.argv[1])
     assert "tensorflow" not in sys.modules
     print("TRAINED_WITHOUT_TF", results["algorithms"]["insertion_sort"]["mean_test"])

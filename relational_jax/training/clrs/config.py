@@ -1,0 +1,231 @@
+"""The CLRS run configuration: one `ConfigDict`, each field written once.
+
+  config.algorithms, seeds, processor_type, hint_mode   what to train
+  config.protocol   train/test sizes, batch sizes, steps, evaluation cadence
+  config.model      keyword arguments of `processors.CarryModel` (CLRS
+                    `BaselineModel` names: hidden_dim, learning_rate, ...)
+  config.processor  arguments of `processors.get_processor_factory` that are
+                    not a model section (use_ln, nb_triplet_fts, nb_heads of
+                    CLRS kinds, graph_vec, node_readout)
+  config.rt         `RTConfig` fields (our RT kinds), handed on unchanged
+  config.et         `ETConfig` fields (the 'et' kind), handed on unchanged
+
+Defaults: the main job of the README (the RT paper's tuned RT on
+bellman_ford, a small CPU budget). `LEGACY_NAMES` maps the flat flag names of
+earlier versions (CLRS run.py names) to config paths.
+"""
+
+from typing import Callable, Optional
+
+import processors
+from relational_jax.layers import shapes
+from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.relational_transformer import RTConfig
+from relational_jax.training import config as config_lib
+from relational_jax.training import mesh as mesh_lib
+from relational_jax.training.clrs import data as clrs_data
+
+ConfigDict = config_lib.ConfigDict
+# RTConfig fields that the processor kind fixes ('rt_no_edge_update', ...).
+RT_KIND_FIELDS = ("use_edges", "edge_update")
+RT_TRIANGULAR_FIELDS = ("chunk_size", "triangular_heads")
+GRAPH_VEC_CHOICES = ("cat", "core")
+HINT_MODES = ("encoded_decoded", "decoded_only", "none")
+HINT_REPRED_MODES = ("soft", "hard", "hard_on_eval")
+ENCODER_INITS = ("default", "xavier_on_scalars")
+
+
+def default_config() -> ConfigDict:
+  c = ConfigDict()
+  c.algorithms = ("bellman_ford",)
+  c.seeds = (42,)
+  c.processor_type = "rt"
+  c.hint_mode = "encoded_decoded"
+  c.protocol = ConfigDict(dict(
+      train_lengths=(4, 7, 11, 13, 16), test_lengths=(64,), batch_size=8,
+      eval_batch_size=32, train_steps=300, eval_every=50,
+      max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
+      progress=True))
+  c.model = ConfigDict(dict(
+      hidden_dim=192,  # = num_heads * head_dim: no projection around RT
+      learning_rate=2.5e-4, grad_clip_max_norm=1.0, dropout_prob=0.0,
+      hint_teacher_forcing=0.0, hint_repred_mode="soft", use_lstm=False,
+      nb_msg_passing_steps=1, encoder_init="xavier_on_scalars",
+      carry_state=True, ptr_from_edges=True))
+  c.processor = ConfigDict(dict(
+      use_ln=True, nb_triplet_fts=8, nb_heads=12, graph_vec="cat",
+      node_readout="diagonal"))
+  # RT paper Table 2: 3 layers, 12 heads x 16, d_nh 32, d_eh1 16, d_eh2 8.
+  c.rt = config_lib.section(RTConfig, exclude=RT_KIND_FIELDS)
+  c.et = config_lib.section(ETConfig)
+  c.et.num_heads, c.et.head_dim, c.et.num_layers = 12, 16, 3
+  return c
+
+
+# Flat flag names of earlier versions -> config paths (kept as aliases).
+LEGACY_NAMES = {
+    "algorithms": "algorithms", "processor_type": "processor_type",
+    "seeds": "seeds", "hint_mode": "hint_mode",
+    "train_lengths": "protocol.train_lengths",
+    "test_lengths": "protocol.test_lengths",
+    "batch_size": "protocol.batch_size",
+    "eval_batch_size": "protocol.eval_batch_size",
+    "train_steps": "protocol.train_steps", "eval_every": "protocol.eval_every",
+    "max_eval_samples": "protocol.max_eval_samples",
+    "progress": "protocol.progress",
+    "hidden_size": "model.hidden_dim",
+    "learning_rate": "model.learning_rate",
+    "grad_clip_max_norm": "model.grad_clip_max_norm",
+    "dropout_prob": "model.dropout_prob",
+    "hint_teacher_forcing": "model.hint_teacher_forcing",
+    "hint_repred_mode": "model.hint_repred_mode",
+    "use_lstm": "model.use_lstm",
+    "nb_msg_passing_steps": "model.nb_msg_passing_steps",
+    "encoder_init": "model.encoder_init",
+    "carry_state": "model.carry_state",
+    "ptr_from_edges": "model.ptr_from_edges",
+    "use_ln": ("processor.use_ln", "rt.use_ln"),
+    "nb_triplet_fts": "processor.nb_triplet_fts",
+    "nb_heads": ("processor.nb_heads", "rt.num_heads", "et.num_heads"),
+    "graph_vec": "processor.graph_vec",
+    "node_readout": "processor.node_readout",
+    "num_layers": ("rt.num_layers", "et.num_layers"),
+    "head_size": ("rt.head_dim", "et.head_dim"),
+    "node_hidden_size": "rt.node_ffn_dim",
+    "edge_hidden_size1": "rt.edge_msg_dim",
+    "edge_hidden_size2": "rt.edge_ffn_dim",
+    "edge_size": "rt.edge_dim",
+    "tied_layers": ("rt.tied", "et.tied"),
+    "ablation": "et.ablation",
+    "chunk_size": ("rt.chunk_size", "et.chunk_size"),
+    "triangular_heads": "rt.triangular_heads",
+}
+
+
+def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
+  """`config` with flat legacy `values` ({LEGACY_NAMES key: value}) set.
+
+  A name that maps to both model sections (e.g. `head_size` -> rt.head_dim
+  and et.head_dim) sets only the section that `processor_type` reads, so the
+  other keeps its defaults."""
+  config = ConfigDict(config.to_dict())
+  unknown = sorted(set(values) - set(LEGACY_NAMES))
+  if unknown:
+    raise ValueError(f"unknown legacy CLRS config field(s) {unknown}; known "
+                     f"fields are {sorted(LEGACY_NAMES)}.")
+  in_use = _sections_in_use(values.get("processor_type",
+                                       config.processor_type))
+  for name in LEGACY_NAMES:
+    if name not in values:
+      continue
+    targets = LEGACY_NAMES[name]
+    paths = (targets,) if isinstance(targets, str) else targets
+    if len(paths) > 1:
+      paths = tuple(p for p in paths
+                    if p.split(".")[0] not in ("rt", "et")
+                    or p.split(".")[0] in in_use)
+    config_lib.set_alias(config, name, values[name], paths)
+  return config
+
+
+def from_legacy(flat: dict) -> ConfigDict:
+  """The config of a flat record written by earlier versions (results JSON
+  'config' entries before the nested layout, in CLRS run.py names)."""
+  values = {k: (tuple(v) if isinstance(v, list) else v)
+            for k, v in flat.items()
+            if v is not None and not (k == "edge_size" and v == 0)}
+  return apply_legacy(default_config(), values)  # None / 0: the default
+
+
+def load(raw: dict) -> ConfigDict:
+  """A config from its JSON record (nested, or flat from earlier versions)."""
+  if "protocol" in raw:
+    return config_lib.from_dict(raw)
+  return from_legacy(raw)
+
+
+def _sections_in_use(kind: str):
+  if kind in processors.RT_KINDS:
+    return ("rt",)
+  if kind in processors.ET_KINDS:
+    return ("et",)
+  return ()
+
+
+def validate(config: ConfigDict, custom_factory: bool = False) -> None:
+  """Raises ValueError naming a bad value and the valid choices."""
+  for algorithm in config.algorithms:
+    clrs_data.check_algorithm(algorithm)
+  if not config.seeds:
+    raise ValueError("seeds must name at least one seed.")
+  shapes.check_choice(config.hint_mode, HINT_MODES, "hint_mode")
+  m, p = config.model, config.protocol
+  shapes.check_choice(m.hint_repred_mode, HINT_REPRED_MODES, "hint_repred_mode")
+  shapes.check_choice(m.encoder_init, ENCODER_INITS, "encoder_init")
+  clrs_data.check_lengths(p.train_lengths, "train_lengths")
+  clrs_data.check_lengths(p.test_lengths, "test_lengths")
+  for name in ("batch_size", "eval_batch_size", "train_steps", "eval_every"):
+    if p[name] < 1:
+      raise ValueError(f"protocol.{name} must be >= 1, got {p[name]}.")
+  for name in ("batch_size", "eval_batch_size"):
+    mesh_lib.check_divisible(p[name], mesh_lib.num_data_shards(
+        mesh_lib.make_data_mesh()), name)
+  if m.ptr_from_edges and not m.carry_state:
+    raise ValueError("ptr_from_edges=True needs carry_state=True (stock CLRS "
+                     "BaselineModel cannot decode pointers from edges).")
+  if custom_factory:
+    return
+  kind = config.processor_type
+  if kind not in processors.all_kinds():
+    raise ValueError(f"Unknown processor_type {kind!r}; valid kinds are "
+                     f"{list(processors.all_kinds())}.")
+  shapes.check_choice(config.processor.graph_vec, GRAPH_VEC_CHOICES,
+                      "graph_vec")
+  # Nothing is silently ignored: a model section the kind does not read
+  # must keep its defaults.
+  defaults = default_config()
+  for name in ("rt", "et"):
+    if name in _sections_in_use(kind):
+      continue
+    changed = config_lib.diff(defaults[name].to_dict(), config[name].to_dict())
+    if changed:
+      raise ValueError(
+          f"config.{name} fields {sorted(changed)} apply to the "
+          f"{'RT' if name == 'rt' else 'ET'} processor kinds only, not to "
+          f"processor_type={kind!r}.")
+  processor_factory(config)  # Bad sizes or choices fail here, early.
+
+
+def processor_factory(config: ConfigDict) -> Callable:
+  """The processor factory of `config.processor_type` (our kinds read their
+  model section: `config.rt` or `config.et`)."""
+  kind, p = config.processor_type, config.processor
+  if kind in processors.RT_KINDS:
+    options = config_lib.to_dict(config.rt)
+    nb_heads, use_ln = options.pop("num_heads"), options.pop("use_ln")
+    if kind != "rt_triangular":  # The triangular edge attention's fields.
+      defaults = default_config().rt
+      for name in RT_TRIANGULAR_FIELDS:
+        if options[name] != defaults[name]:
+          raise ValueError(
+              f"config.rt.{name} applies to processor_type 'rt_triangular' "
+              f"only, not to {kind!r}.")
+        del options[name]
+    return processors.get_processor_factory(
+        kind, use_ln=use_ln, nb_triplet_fts=p.nb_triplet_fts,
+        nb_heads=nb_heads, graph_vec=p.graph_vec, **options)
+  if kind in processors.ET_KINDS:
+    options = config_lib.to_dict(config.et)
+    nb_heads = options.pop("num_heads")
+    return processors.get_processor_factory(
+        kind, use_ln=p.use_ln, nb_triplet_fts=p.nb_triplet_fts,
+        nb_heads=nb_heads, graph_vec=p.graph_vec,
+        node_readout=p.node_readout, **options)
+  return processors.get_processor_factory(
+      kind, use_ln=p.use_ln, nb_triplet_fts=p.nb_triplet_fts,
+      nb_heads=p.nb_heads)
+
+
+def get_config(overrides: Optional[dict] = None) -> ConfigDict:
+  """The default config with dotted-path `overrides`."""
+  return config_lib.override(default_config(), overrides or {})

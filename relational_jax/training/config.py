@@ -1,0 +1,223 @@
+"""One config, written once: `ml_collections.ConfigDict`s built from dataclasses.
+
+A training config is a `ConfigDict` (as in the Flax examples and nanodo). Its
+model sections are made from the model's own config dataclass by `section`
+(every field with a default, declared once in `RTConfig`, `ETConfig`,
+`Seq2SeqConfig`, ...), and are handed on unchanged by `instantiate`: no field
+is restated or renamed between a flag and the model.
+
+On the command line every leaf is `--config.<path>=value`
+(`ml_collections.config_flags`); `define_aliases` keeps older flag names
+working as aliases of config paths.
+"""
+
+import dataclasses
+import json
+import typing
+from typing import Any, Dict, Iterable, Mapping, Sequence, Tuple, Union
+
+from absl import flags
+import ml_collections
+from ml_collections import config_dict
+
+ConfigDict = ml_collections.ConfigDict
+
+_PLAIN = (bool, int, float, str)
+
+
+def _plain_type(hint) -> Any:
+  """The override type of a dataclass field annotation, or None when the
+  field is not a plain value (arrays, dtypes, callables)."""
+  if hint in _PLAIN:
+    return hint
+  origin, args = typing.get_origin(hint), typing.get_args(hint)
+  if origin is Union and type(None) in args:  # Optional[X]
+    rest = [a for a in args if a is not type(None)]
+    return _plain_type(rest[0]) if len(rest) == 1 else None
+  if origin in (tuple, Tuple, Sequence, list) or hint in (tuple, list):
+    return tuple
+  return None
+
+
+def section(cls, exclude: Iterable[str] = ()) -> ConfigDict:
+  """A ConfigDict of every defaulted plain field of dataclass `cls`.
+
+  Optional fields whose default is None become typed placeholders, so
+  `--config.<path>=3` works on them. Fields without a default (data-derived
+  ones such as vocabulary sizes) and fields in `exclude` are left out; they
+  are passed to `instantiate` by the code that knows them."""
+  hints = typing.get_type_hints(cls)
+  out = {}
+  for field in dataclasses.fields(cls):
+    if field.name in exclude or not field.init:
+      continue
+    if dataclasses.is_dataclass(hints[field.name]):
+      default = None
+    elif field.default is not dataclasses.MISSING:
+      default = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+      default = field.default_factory()
+    else:
+      continue
+    if dataclasses.is_dataclass(hints[field.name]):  # a nested config
+      out[field.name] = section(hints[field.name])
+      continue
+    kind = _plain_type(hints[field.name])
+    if kind is None:
+      continue
+    if default is None:
+      out[field.name] = config_dict.placeholder(kind)
+    else:
+      out[field.name] = tuple(default) if kind is tuple else default
+  return ConfigDict(out)
+
+
+def to_dict(value: Any) -> Any:
+  """Plain nested dicts (JSON-ready) of a ConfigDict or mapping."""
+  if isinstance(value, ConfigDict):
+    value = value.to_dict()
+  if isinstance(value, Mapping):
+    return {k: to_dict(v) for k, v in value.items()}
+  if isinstance(value, (tuple, list)):
+    return [to_dict(v) for v in value]
+  return value
+
+
+def from_dict(raw: Mapping) -> ConfigDict:
+  """The ConfigDict of a `to_dict` record (JSON lists become tuples)."""
+  def convert(v):
+    if isinstance(v, Mapping):
+      return {k: convert(x) for k, x in v.items()}
+    if isinstance(v, list):
+      return tuple(convert(x) for x in v)
+    return v
+  return ConfigDict(convert(raw))
+
+
+def instantiate(cls, values: Union[ConfigDict, Mapping], **fixed):
+  """`cls(**values, **fixed)`, naming unknown fields and the valid ones;
+  nested dataclass fields are built from their sub-sections."""
+  values = to_dict(values)
+  names = {f.name for f in dataclasses.fields(cls) if f.init}
+  unknown = sorted(set(values) - names)
+  if unknown:
+    raise ValueError(f"unknown {cls.__name__} field(s) {unknown}; valid "
+                     f"fields are {sorted(names)}.")
+  hints = typing.get_type_hints(cls)
+  kwargs = {}
+  for k, v in values.items():
+    if dataclasses.is_dataclass(hints[k]) and isinstance(v, Mapping):
+      v = instantiate(hints[k], v)  # a nested config section
+    kwargs[k] = tuple(v) if isinstance(v, list) else v
+  kwargs.update(fixed)
+  return cls(**kwargs)
+
+
+def get_path(config: ConfigDict, path: str) -> Any:
+  node = config
+  for part in path.split("."):
+    node = node[part]
+  return node
+
+
+def set_path(config: ConfigDict, path: str, value: Any) -> None:
+  *parents, last = path.split(".")
+  node = config
+  for part in parents:
+    node = node[part]
+  node[last] = value
+
+
+def override(config: ConfigDict, overrides: Mapping[str, Any]) -> ConfigDict:
+  """A copy of `config` with dotted-path `overrides` (unknown paths raise)."""
+  out = ConfigDict(config.to_dict())
+  for path, value in overrides.items():
+    try:
+      get_path(out, path)
+    except (KeyError, AttributeError) as e:
+      raise ValueError(f"unknown config path {path!r}; top-level keys are "
+                       f"{sorted(out.keys())}.") from e
+    set_path(out, path, value)
+  return out
+
+
+def diff(saved: Mapping, current: Mapping, prefix: str = "") -> Dict[str, Tuple]:
+  """{path: (saved, current)} of the leaves that differ between two dicts."""
+  out = {}
+  for key in sorted(set(saved) | set(current)):
+    a, b = saved.get(key), current.get(key)
+    path = f"{prefix}{key}"
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+      out.update(diff(a, b, path + "."))
+    elif a != b:
+      out[path] = (a, b)
+  return out
+
+
+# Aliases: older flag names that set one or more config paths.
+Aliases = Mapping[str, Union[str, Sequence[str]]]
+
+
+def _targets(target) -> Tuple[str, ...]:
+  return (target,) if isinstance(target, str) else tuple(target)
+
+
+def define_aliases(aliases: Aliases, default: ConfigDict,
+                   flag_values=flags.FLAGS) -> None:
+  """Defines `--<alias>` for each alias, typed like its first target path."""
+  for name, target in aliases.items():
+    paths = _targets(target)
+    value = get_path(default, paths[0])
+    if isinstance(value, config_dict.FieldReference):
+      value = value.get()
+    help_ = f"Alias of --config.{' and --config.'.join(paths)}."
+    if isinstance(value, bool):
+      flags.DEFINE_boolean(name, None, help_, flag_values=flag_values)
+    elif isinstance(value, int):
+      flags.DEFINE_integer(name, None, help_, flag_values=flag_values)
+    elif isinstance(value, float):
+      flags.DEFINE_float(name, None, help_, flag_values=flag_values)
+    elif isinstance(value, tuple):
+      flags.DEFINE_list(name, None, help_, flag_values=flag_values)
+    else:
+      flags.DEFINE_string(name, None, help_, flag_values=flag_values)
+
+
+def given_aliases(aliases: Aliases, flag_values=flags.FLAGS) -> Dict[str, Any]:
+  """{alias: value} of the alias flags given on the command line, in the
+  order of `aliases`."""
+  return {name: flag_values[name].value for name in aliases
+          if flag_values[name].present}
+
+
+def set_alias(config: ConfigDict, name: str, value: Any,
+              paths: Sequence[str]) -> None:
+  """Sets `paths` of `config` to alias `name`'s `value` (a comma-separated
+  list becomes a tuple typed like the current value)."""
+  for path in paths:
+    old = get_path(config, path)
+    if isinstance(old, config_dict.FieldReference):
+      old = old.get()
+    new = value
+    if isinstance(value, list):
+      kind = type(old[0]) if old else str
+      try:
+        new = tuple(kind(v) for v in value)
+      except ValueError as e:
+        raise ValueError(f"--{name} must be a comma-separated list of "
+                         f"{kind.__name__}, got {value}.") from e
+    set_path(config, path, new)
+
+
+def apply_aliases(config: ConfigDict, aliases: Aliases,
+                  flag_values=flags.FLAGS) -> ConfigDict:
+  """`config` with every alias flag given on the command line applied, in
+  the order of `aliases` (so a later, more specific alias wins)."""
+  config = ConfigDict(config.to_dict())
+  for name, value in given_aliases(aliases, flag_values).items():
+    set_alias(config, name, value, _targets(aliases[name]))
+  return config
+
+
+def dumps(config: ConfigDict) -> str:
+  return json.dumps(to_dict(config), indent=1, sort_keys=True)

@@ -1,0 +1,58 @@
+"""Results on disk: JSON written atomically, and the one plotting helper."""
+
+import json
+import os
+import tempfile
+from typing import Any, Optional, Sequence, Tuple
+
+# (label, xs, ys) of one line.
+Series = Tuple[str, Sequence[float], Sequence[float]]
+
+
+def write_json(path: str, value: Any) -> None:
+  """Writes `value` as JSON to `path` atomically (a temporary file in the
+  same directory, then `os.replace`): a reader never sees half a file."""
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_",
+                             suffix=os.path.basename(path))
+  try:
+    with os.fdopen(fd, "w") as f:
+      json.dump(value, f, indent=1)
+    os.replace(tmp, path)
+  except BaseException:
+    if os.path.exists(tmp):
+      os.remove(tmp)
+    raise
+
+
+def read_json(path: str) -> Any:
+  with open(path) as f:
+    return json.load(f)
+
+
+def plot_curves(series: Sequence[Series], path: str, *, xlabel: str,
+                ylabel: str, title: str = "", log2_x: bool = False,
+                ylim: Optional[Tuple[float, float]] = (-0.02, 1.02)) -> None:
+  """A PNG with one marked line per series (matplotlib, Agg backend)."""
+  import matplotlib  # pylint: disable=g-import-not-at-top
+  matplotlib.use("Agg")
+  import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  fig, ax = plt.subplots(figsize=(6, 4))
+  for label, xs, ys in series:
+    ax.plot(list(xs), list(ys), marker="o" if log2_x else ".", label=label)
+  if log2_x:
+    ax.set_xscale("log", base=2)
+  ax.set_xlabel(xlabel)
+  ax.set_ylabel(ylabel)
+  if ylim is not None:
+    ax.set_ylim(*ylim)
+  if title:
+    ax.set_title(title)
+  ax.grid(alpha=0.3)
+  if series:
+    ax.legend(fontsize=7)
+  fig.tight_layout()
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+  fig.savefig(path, dpi=100)
+  plt.close(fig)

@@ -1,0 +1,193 @@
+"""CLRS training as a library call, on a tiny config: JSON, PNG, checkpoints,
+resume, NaN stop, evaluate-only, a user-defined processor."""
+
+import os
+
+import clrs
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from relational_jax.training.checkpoints import RunCheckpoints
+from relational_jax.training.clrs import config as clrs_config
+from relational_jax.training.clrs import data as clrs_data
+from relational_jax.training.clrs import loop as clrs_loop
+from relational_jax.training.errors import NonFiniteLossError
+
+TINY = {
+    "algorithms": ("bellman_ford",), "protocol.train_lengths": (5,),
+    "protocol.test_lengths": (5, 6), "protocol.batch_size": 4,
+    "protocol.eval_batch_size": 4, "protocol.train_steps": 2,
+    "protocol.eval_every": 1, "protocol.max_eval_samples": 4,
+    "protocol.progress": False, "model.hidden_dim": 16,
+    "rt.num_heads": 2, "rt.head_dim": 4, "rt.num_layers": 1,
+    "rt.node_ffn_dim": 4, "rt.edge_msg_dim": 4, "rt.edge_ffn_dim": 4,
+}
+
+
+def tiny(**overrides):
+  merged = dict(TINY)
+  merged.update({k.replace("__", "."): v for k, v in overrides.items()})
+  return clrs_config.get_config(merged)
+
+
+def test_runs_end_to_end(tmp_path):
+  workdir = str(tmp_path / "run")
+  results = clrs_loop.train_and_evaluate(tiny(), workdir)
+  run = results["algorithms"]["bellman_ford"]["runs"][0]
+  assert run["steps"] == 2 and set(run["test"]) == {"5", "6"}
+  assert [h["step"] for h in run["history"]] == [1, 2]
+  assert os.path.exists(os.path.join(workdir, "results.json"))
+  assert os.path.getsize(os.path.join(workdir, "results_validation.png")) > 1000
+  ckpts = os.path.join(workdir, "bellman_ford_seed42", "checkpoints")
+  assert os.listdir(os.path.join(ckpts, "latest")) and os.listdir(os.path.join(ckpts, "best"))
+  assert results["config"]["rt"]["head_dim"] == 4
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(algorithms=("bubble_sortt",)), r"Unknown CLRS algorithm 'bubble_sortt'; valid algorithms are \["),
+    (dict(processor_type="gnn"), r"Unknown processor_type 'gnn'; valid kinds are \["),
+    (dict(processor__graph_vec="mean"), r"Unknown graph_vec 'mean'; valid choices are \['cat', 'core'\]"),
+    (dict(hint_mode="all"), r"Unknown hint_mode 'all'"),
+    (dict(protocol__test_lengths=(2,)), r"test_lengths must all be >= 4 nodes, got 2"),
+    (dict(model__ptr_from_edges=True, model__carry_state=False), r"ptr_from_edges=True needs carry_state=True"),
+    (dict(processor_type="mpnn"), r"config.rt fields \[.*'head_dim'.*\] apply to the RT processor kinds only"),
+])
+def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
+  with pytest.raises(ValueError, match=message):
+    clrs_loop.train_and_evaluate(tiny(**overrides), str(tmp_path))
+
+
+def test_unknown_config_path_is_a_clear_error():
+  with pytest.raises(ValueError, match=r"unknown config path 'rt.head_size'"):
+    clrs_config.get_config({"rt.head_size": 4})
+
+
+def test_heads_that_do_not_divide_the_width_are_an_error():
+  from relational_jax.layers.relational import RelationalAttention  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ValueError, match=r"num_heads=5 must divide the node width D 16"):
+    RelationalAttention(num_heads=5).init(jax.random.PRNGKey(0), jnp.ones((1, 3, 16)))
+
+
+def test_kill_and_resume_equals_uninterrupted(tmp_path):
+  cfg = dict(protocol__test_lengths=(5,), protocol__train_steps=4,
+             protocol__eval_every=2)
+  whole = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "whole"))
+  # "Killed" after step 2 (the last checkpoint), then started again.
+  clrs_loop.train_and_evaluate(tiny(**dict(cfg, protocol__train_steps=2)),
+                               str(tmp_path / "split"))
+  resumed = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "split"))
+  a = whole["algorithms"]["bellman_ford"]["runs"][0]
+  b = resumed["algorithms"]["bellman_ford"]["runs"][0]
+  assert len(a["losses"]) == len(b["losses"]) == 4
+  np.testing.assert_allclose(b["losses"], a["losses"], rtol=1e-6)
+  np.testing.assert_allclose(b["final_params_fingerprint"],
+                             a["final_params_fingerprint"], rtol=1e-6, atol=1e-7)
+  assert b["test"] == a["test"]
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+  import processors  # pylint: disable=g-import-not-at-top
+  real_feedback = processors.CarryModel.feedback
+  calls = []
+
+  def poisoned(self, rng_key, feedback, algorithm_index=None):
+    calls.append(1)
+    loss = real_feedback(self, rng_key, feedback, algorithm_index)
+    return float("nan") if len(calls) >= 3 else loss
+
+  monkeypatch.setattr(processors.CarryModel, "feedback", poisoned)
+  workdir = str(tmp_path / "nan")
+  cfg = tiny(protocol__test_lengths=(5,), protocol__train_steps=4,
+             protocol__eval_every=2)
+  with pytest.raises(NonFiniteLossError,
+                     match=r"non-finite loss nan at step 2.*last good checkpoint \(step 2\)"):
+    clrs_loop.train_and_evaluate(cfg, workdir)
+  monkeypatch.setattr(processors.CarryModel, "feedback", real_feedback)
+  run_dir = os.path.join(workdir, "bellman_ford_seed42")
+  model, _, _ = clrs_loop.model_for_run(cfg, "bellman_ford", 42, run_dir)
+  ckpt = RunCheckpoints(os.path.join(run_dir, "checkpoints"))
+  meta = clrs_loop.restore_model(model, ckpt, "latest")
+  ckpt.close()
+  assert meta["step"] == 2
+  assert all(np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(model.params))
+  # The evaluate-only path tests that checkpoint at any sizes.
+  evaluation = clrs_loop.evaluate_checkpoints(workdir, [5, 8], which="latest")
+  assert set(evaluation["algorithms"]["bellman_ford"]["mean_test"]) == {"5", "8"}
+  assert os.path.exists(os.path.join(workdir, "evaluation_ood.png"))
+
+
+def test_evaluate_only_needs_an_existing_directory(tmp_path):
+  with pytest.raises(FileNotFoundError, match=r"Checkpoint directory .*missing.* does not exist"):
+    clrs_loop.evaluate_checkpoints(str(tmp_path / "missing"), [64])
+
+
+def test_edge_transformer_runs_end_to_end(tmp_path):
+  cfg = {k: v for k, v in TINY.items() if not k.startswith("rt.")}
+  cfg.update({"processor_type": "et", "protocol.test_lengths": (6,),
+              "et.num_heads": 2, "et.head_dim": 4, "et.num_layers": 1,
+              "et.chunk_size": 4})
+  results = clrs_loop.train_and_evaluate(clrs_config.get_config(cfg),
+                                         str(tmp_path))
+  run = results["algorithms"]["bellman_ford"]["runs"][0]
+  assert run["steps"] == 2 and 0.0 <= run["test"]["6"] <= 1.0
+
+
+class _UserProcessor(clrs.processors.Processor):
+  """A user's own CLRS processor (not one of ours): an MLP on [node, mean of
+  neighbours], following the CLRS Processor contract."""
+
+  def __init__(self, out_size, name="user_mlp"):
+    super().__init__(name=name)
+    self.out_size = out_size
+
+  def __call__(self, node_fts, edge_fts, graph_fts, adj_mat, hidden, **kwargs):
+    del edge_fts, graph_fts, kwargs
+    z = jnp.concatenate([node_fts, hidden], axis=-1)
+    msgs = jnp.einsum("bij,bjd->bid", adj_mat, z) / jnp.maximum(
+        jnp.sum(adj_mat, -1, keepdims=True), 1.0)
+    out = hk.nets.MLP([self.out_size, self.out_size])(
+        jnp.concatenate([z, msgs], axis=-1))
+    return out, None
+
+
+def test_a_user_processor_factory_trains_through_the_library(tmp_path):
+  cfg = {k: v for k, v in TINY.items() if not k.startswith("rt.")}
+  cfg.update({"processor_type": "user_mlp", "protocol.train_steps": 3,
+              "protocol.test_lengths": (5,), "model.carry_state": False,
+              "model.ptr_from_edges": False})
+  config = clrs_config.get_config(cfg)
+  with pytest.raises(ValueError, match=r"Unknown processor_type 'user_mlp'"):
+    clrs_loop.train_and_evaluate(config, str(tmp_path / "no_factory"))
+  results = clrs_loop.train_and_evaluate(config, str(tmp_path / "user"),
+                                         processor_factory=_UserProcessor)
+  run = results["algorithms"]["bellman_ford"]["runs"][0]
+  assert run["steps"] == 3 and np.all(np.isfinite(run["losses"]))
+  assert 0.0 <= run["test"]["5"] <= 1.0
+  assert results["config"]["processor_type"] == "user_mlp"
+  # The user's processor is the one that ran: its parameters are in the model.
+  model, _, _ = clrs_loop.model_for_run(config, "bellman_ford", 42,
+                                        str(tmp_path / "user" / "x"),
+                                        processor_factory=_UserProcessor)
+  assert any("user_mlp" in name for name in model.params)
+
+
+def test_legacy_flat_configs_still_load():
+  """Results JSONs of earlier versions hold a flat config (CLRS run.py names)."""
+  config = clrs_config.load({"hidden_size": 16, "nb_heads": 2, "head_size": 4,
+                             "train_lengths": [5], "edge_size": 0,
+                             "tied_layers": None})
+  assert config.model.hidden_dim == 16 and config.rt.num_heads == 2
+  assert config.rt.head_dim == 4 and config.protocol.train_lengths == (5,)
+  with pytest.raises(ValueError, match=r"unknown legacy CLRS config field\(s\) \['hidden'\]"):
+    clrs_config.load({"hidden": 3})
+
+
+def test_string_matcher_haystack_does_not_leak_into_other_algorithms():
+  """dm-clrs 2.0.3's create_samplers overwrites the train lengths of every
+  algorithm after a string matcher; ours computes them per algorithm."""
+  lengths = [4, 7, 11, 13, 16]
+  assert clrs_data.sample_lengths("naive_string_matcher", lengths) == [20]
+  assert clrs_data.sample_lengths("bellman_ford", lengths) == lengths
