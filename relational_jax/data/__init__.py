@@ -10,6 +10,7 @@ Pure Python + numpy (no JAX import).
 """
 
 from relational_jax.data import scan, tsv, vocab
+from relational_jax.data import clutrr  # noqa: F401  (CLUTRR graphs: loader, generator)
 from relational_jax.data import cogs_graph  # COGS as per-token graphs (seqtag form)
 from relational_jax.data.scan import (
     ACTIONS as SCAN_ACTIONS,
