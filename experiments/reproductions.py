@@ -242,9 +242,10 @@ def _cogs_edge_transformer() -> ConfigDict:
   return c
 
 
-def _seq2seq_budgets(cpu_steps: int, smoke_batch: Optional[int] = None):
+def _seq2seq_budgets(cpu_steps: int, smoke_batch: Optional[int] = None,
+                     smoke_eval: int = 8):
   smoke = {"train.steps": 2, "train.eval_every": 1,
-           "data.max_eval_examples": 8, "train.progress": False}
+           "data.max_eval_examples": smoke_eval, "train.progress": False}
   if smoke_batch:
     smoke.update({"train.batch_size": smoke_batch,
                   "train.eval_batch_size": smoke_batch})
@@ -271,7 +272,8 @@ _REPRODUCTIONS += [
         "cogs_edge_transformer", "seq2seq",
         "Bergen et al. 2021 (Edge Transformer)", "Table 4 (COGS)",
         "generalisation exact match (gen.tsv)", {"gen": 0.874},
-        _cogs_edge_transformer, _seq2seq_budgets(500, smoke_batch=2),
+        _cogs_edge_transformer,
+        _seq2seq_budgets(500, smoke_batch=2, smoke_eval=2),
         "The paper's number is graph prediction on the graph version of "
         "COGS; this reproduction decodes the original logical forms as "
         "sequences with the ET encoder-decoder, so it is not the same task."),

@@ -55,9 +55,21 @@ def test_paper_budgets_follow_the_papers():
   assert scan.train.steps == 50_000 and scan.transformer.positions == "relative"
 
 
+@pytest.fixture(scope="module")
+def smoke_workdirs(tmp_path_factory):
+  """One work dir per distinct smoke config: reproductions whose smoke runs
+  are the same config (e.g. rt_clrs_core8 and rt_clrs_all30 both smoke-test
+  activity_selector) share it, so the second resumes the finished run."""
+  root, dirs = tmp_path_factory.mktemp("smoke"), {}
+  def get(name):
+    key = reproductions.get(name).build("smoke").to_json(sort_keys=True)
+    return dirs.setdefault(key, str(root / name))
+  return get
+
+
 @pytest.mark.parametrize("name", sorted(reproductions.REPRODUCTIONS))
-def test_every_reproduction_runs_at_smoke_budget(name, tmp_path):
-  workdir = str(tmp_path / name)
+def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
+  workdir = smoke_workdirs(name)
   record = reproduce.run(name, "smoke", workdir, log=lambda m: None)
   assert record["published"] == dict(reproductions.get(name).published)
   key, _ = reproductions.get(name).headline()
@@ -66,7 +78,8 @@ def test_every_reproduction_runs_at_smoke_budget(name, tmp_path):
   else:
     assert set(record["ours"]) & {"gen", "iid"}
   with open(os.path.join(workdir, "reproduction.json")) as f:
-    assert json.load(f)["published"] == record["published"]
+    saved = json.load(f)
+  assert saved["name"] == name and saved["published"] == record["published"]
   with open(record["results_path"]) as f:
     assert json.load(f)["reproduction"]["ours"] == record["ours"]
   # Resumed with the same work dir, a finished run continues (nothing to do)
