@@ -1,5 +1,14 @@
-"""Training utilities shared by the experiments.
+"""Training: the library calls behind the experiments, and their utilities.
 
+* :mod:`relational_jax.training.clrs` -- CLRS training and evaluation
+  (`train_and_evaluate(config, workdir, processor_factory=None)`).
+* :mod:`relational_jax.training.seq2seq` -- seq2seq training and evaluation
+  (`train_and_evaluate(config, workdir, model=None, data=None,
+  optimizer=None)`).
+* :mod:`relational_jax.training.config` -- ConfigDict sections made from the
+  config dataclasses (one declaration per field), legacy flag aliases.
+* :mod:`relational_jax.training.reporting` -- atomic JSON, the plotting helper.
+* :mod:`relational_jax.training.errors` -- `NonFiniteLossError`.
 * :mod:`relational_jax.training.mesh` -- data parallelism with one device mesh
   and NamedShardings (`make_data_mesh`, `replicated`, `batch_sharded`,
   `shard_batch`, `maybe_initialize_distributed`).
