@@ -26,6 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
+from relational_jax.layers import shapes
+
 WHICH = ("latest", "best")
 
 
@@ -81,9 +83,7 @@ class RunCheckpoints:
         for which, keep in (("latest", keep_latest), ("best", keep_best))}
 
   def _manager(self, which: str) -> ocp.CheckpointManager:
-    if which not in self._managers:
-      raise ValueError(f"unknown checkpoint set {which!r}; valid choices are "
-                       f"{list(WHICH)}.")
+    shapes.check_choice(which, WHICH, "checkpoint set")
     return self._managers[which]
 
   def latest_step(self, which: str = "latest") -> Optional[int]:

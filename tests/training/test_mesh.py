@@ -136,6 +136,6 @@ def test_checkpoints_roundtrip_keep_and_refuse_nan(tmp_path):
     assert state["params"]["w"].sharding == mesh_lib.replicated(mesh)
     best, best_meta = ckpts.restore(abstract, "best")
     assert best_meta["step"] == 2 and float(best["params"]["w"][0, 0]) == 2.0
-    with pytest.raises(ValueError, match=r"unknown checkpoint set 'worst'; valid choices are \['latest', 'best'\]"):
+    with pytest.raises(ValueError, match=r"Unknown checkpoint set 'worst'; valid choices are \['latest', 'best'\]"):
       ckpts.latest_step("worst")
   assert ckpt_lib.is_finite(_state(1.0)) and not ckpt_lib.is_finite(_state(float("inf")))

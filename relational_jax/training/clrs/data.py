@@ -17,6 +17,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import clrs
 import numpy as np
 
+from relational_jax.layers import shapes
+
 # The algorithms whose fixed `pred_h` hint CLRS turns into an input (run.py).
 PRED_AS_INPUT_ALGOS = (
     "binary_search", "minimum", "find_maximum_subarray",
@@ -199,8 +201,7 @@ def make_eval_set(algorithm: str, split: str, length: int, batch_size: int,
   """The CLRS-protocol evaluation set of `split` ('val' or 'test') at `length`
   (string matchers: haystack 5/4 of `length` for 'val', as the train sizes)."""
   check_algorithm(algorithm)
-  if split not in ("val", "test"):
-    raise ValueError(f"Unknown eval split {split!r}; valid choices are ['val', 'test'].")
+  shapes.check_choice(split, ("val", "test"), "eval split")
   check_lengths([length], f"{split} lengths")
   n_nodes = sample_lengths(algorithm, [length])[0] if split == "val" else length
   num = eval_num_samples(algorithm, split, max_samples)

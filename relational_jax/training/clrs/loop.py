@@ -20,6 +20,7 @@ import numpy as np
 import tqdm
 
 import processors
+from relational_jax.layers import shapes
 from relational_jax.training import config as config_lib
 from relational_jax.training import reporting
 from relational_jax.training.checkpoints import RunCheckpoints
@@ -216,8 +217,7 @@ def evaluate_checkpoints(workdir: str, test_lengths: Sequence[int],
                          processor_factory: Optional[Callable] = None) -> Dict:
   """Tests the saved checkpoints of every run in `workdir` at `test_lengths`
   (no training); writes a JSON and a score-versus-size PNG."""
-  if which not in ("best", "latest"):
-    raise ValueError(f"Unknown checkpoint {which!r}; valid choices are ['best', 'latest'].")
+  shapes.check_choice(which, ("best", "latest"), "checkpoint")
   config = load_config(workdir, config_json)
   config.protocol.test_lengths = tuple(int(n) for n in test_lengths)
   config.protocol.progress = False
