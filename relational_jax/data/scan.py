@@ -6,9 +6,12 @@ navigation commands such as ``"jump around left twice after walk"`` to action
 sequences such as ``"I_WALK I_TURN_LEFT I_JUMP I_TURN_LEFT I_JUMP ..."``.
 
 This module regenerates the complete SCAN universe from its phrase-structure
-grammar and interpretation rules instead of reading the released files, and
-builds the standard splits from it.  The generated set of (command, actions)
-pairs equals the official ``tasks.txt`` (20,910 pairs) exactly, as a set.
+grammar and interpretation rules, and builds the standard splits from it, so
+it needs no files.  The generated set of (command, actions) pairs equals the
+official ``tasks.txt`` (20,910 pairs) exactly, as a set.  Where the released
+files are at hand (``split(..., data_dir=...)``), the ``simple`` and
+``length`` splits are read from them and the ``length_cutoff`` hold-out
+follows the ``tasks.txt`` line order.
 
 Grammar (Lake & Baroni 2018, supplementary material)::
 
@@ -37,12 +40,18 @@ Interpretation rules::
 
 Splits (see :func:`split`):
 
-* ``'simple'`` -- the official split is a random 80/20 split whose random
-  draw cannot be reproduced, so we draw a *seeded* 80/20 split of the same
-  sizes (16,728 train / 4,182 test).  Membership differs from the official
-  files; only the sizes and the distribution match.
+* ``'simple'`` -- the official random 80/20 split (16,728 train / 4,182
+  test).  With ``data_dir`` holding the official ``tasks_train_simple.txt``
+  and ``tasks_test_simple.txt``, :func:`split` returns exactly their pairs.
+  Without them it falls back to a *seeded* 80/20 draw of the same sizes from
+  the generated universe: the official draw cannot be reproduced, so
+  membership then differs from the official files (about 80% of the test
+  pairs differ); only the sizes and the distribution match.
 * ``'length'`` -- train: action sequences of length <= 22; test: longer
-  (16,990 / 3,920).  Identical, as sets, to the official length split.
+  (16,990 / 3,920).  The generated split is identical, as sets, to the
+  official length split; with ``data_dir`` holding
+  ``tasks_train_length.txt`` / ``tasks_test_length.txt`` those files are
+  read instead.
 * ``'addprim_jump'`` / ``'addprim_turn_left'`` -- train: every command that
   does not contain the primitive (``'jump'`` / the substring
   ``'turn left'``) plus the bare primitive command; test: all other commands
@@ -56,6 +65,14 @@ Splits (see :func:`split`):
   Decision and Length Extrapolation") as used by Csordas, Irie & Schmidhuber
   (2021, "The Devil is in the Detail: Simple Tricks Improve Systematic
   Generalization of Transformers", EMNLP).  See :func:`length_cutoff_split`.
+  The cutoff defaults to 22, the default of their code (``scan.length_cutoff``
+  in ``main.py``); their sweep covers 22..40 and the paper's headline number
+  is cutoff 26 (the default of our seq2seq run config).  With ``data_dir``
+  holding the official ``tasks.txt``, the IID hold-out is drawn from its line
+  order, as they did.
+
+Malformed files raise :class:`DataFormatError` (a ``ValueError``) naming the
+file and line: see :func:`read_scan_file`.
 """
 
 from __future__ import annotations
@@ -66,6 +83,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from relational_jax.data.tsv import DataFormatError
+
 __all__ = [
     "PRIMITIVES",
     "DIRECTIONS",
@@ -73,12 +92,16 @@ __all__ = [
     "SPLITS",
     "CUTOFF_MIN",
     "CUTOFF_MAX",
+    "DEFAULT_CUTOFF",
+    "OFFICIAL_FILES",
     "SIMPLE_SEED",
     "CUTOFF_SEED",
     "LENGTH_SPLIT_MAX_LEN",
+    "DataFormatError",
     "interpret",
     "generate",
     "read_scan_file",
+    "official_files",
     "split",
     "length_cutoff_split",
 ]
@@ -110,6 +133,18 @@ SPLITS: Tuple[str, ...] = (
 )
 #: Valid output-length cutoffs for the ``'length_cutoff'`` split (inclusive).
 CUTOFF_MIN, CUTOFF_MAX = 22, 40
+#: Cutoff used when none is given: the default of Csordas et al.'s code
+#: (``-scan.length_cutoff`` in their ``main.py``).  Their paper's headline
+#: results use 26 (``split('length_cutoff', 26)``).
+DEFAULT_CUTOFF = 22
+#: Official file names read by :func:`split` when ``data_dir`` holds them:
+#: split name -> {part: file name}.  ``'order'`` is not a part: the
+#: ``length_cutoff`` IID hold-out is drawn from the line order of tasks.txt.
+OFFICIAL_FILES: Dict[str, Dict[str, str]] = {
+    "simple": {"train": "tasks_train_simple.txt", "test": "tasks_test_simple.txt"},
+    "length": {"train": "tasks_train_length.txt", "test": "tasks_test_length.txt"},
+    "length_cutoff": {"order": "tasks.txt"},
+}
 #: Seed of the reproducible 80/20 ``'simple'`` split.
 SIMPLE_SEED = 0
 #: Seed used by Csordas et al. (2021) for the IID hold-out of the resplit.
@@ -238,13 +273,22 @@ def generate() -> List[Pair]:
 # --------------------------------------------------------------------------
 
 
-def read_scan_file(path: "str | os.PathLike[str]") -> List[Pair]:
+def read_scan_file(
+    path: "str | os.PathLike[str]", *, check_grammar: bool = True
+) -> List[Pair]:
     """Parse a file in the official SCAN format, keeping the file order.
 
-    Each non-empty line must look like ``IN: <command> OUT: <actions>``.
+    Each non-empty line must look like ``IN: <command> OUT: <actions>``.  By
+    default every command must be generated by the SCAN grammar and its
+    action sequence must equal :func:`interpret` of it, so that a
+    user-supplied SCAN-style file with a typo fails on the offending line
+    instead of training on it.
 
     Args:
       path: path of e.g. ``tasks.txt`` or ``tasks_train_length.txt``.
+      check_grammar: check every command against the grammar and its
+        actions against the interpretation (pass ``False`` for SCAN-format
+        files of another grammar).
 
     Returns:
       A list of (command, actions) pairs, one per non-empty line (duplicates,
@@ -252,30 +296,55 @@ def read_scan_file(path: "str | os.PathLike[str]") -> List[Pair]:
 
     Raises:
       FileNotFoundError: if ``path`` does not exist.
-      ValueError: on a malformed line (the message names file and line).
+      DataFormatError: (a ``ValueError``) on a malformed line, a command
+        outside the SCAN grammar, actions that are not the command's
+        interpretation (the message names file and line), or an empty file.
     """
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"SCAN file not found: {path}")
     pairs: List[Pair] = []
+    lineno = 0
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
             line = line.strip()
             if not line:
                 continue
             if not line.startswith("IN:") or line.count(" OUT:") != 1:
-                raise ValueError(
-                    f"{path}, line {lineno}: malformed SCAN line (expected "
-                    f"'IN: <command> OUT: <actions>'): {line[:80]!r}"
+                raise DataFormatError(
+                    path, lineno,
+                    f"malformed SCAN line (expected 'IN: <command> OUT: "
+                    f"<actions>'): {line[:80]!r}",
                 )
             command, actions = line[len("IN:") :].split(" OUT:")
             command, actions = " ".join(command.split()), " ".join(actions.split())
             if not command or not actions:
-                raise ValueError(
-                    f"{path}, line {lineno}: malformed SCAN line (empty "
-                    f"command or action sequence): {line[:80]!r}"
+                raise DataFormatError(
+                    path, lineno,
+                    f"malformed SCAN line (empty command or action sequence): "
+                    f"{line[:80]!r}",
                 )
+            if check_grammar:
+                try:
+                    expected = interpret(command)
+                except ValueError as e:
+                    raise DataFormatError(
+                        path, lineno, f"command outside the SCAN grammar: {e}"
+                    ) from None
+                if actions != expected:
+                    raise DataFormatError(
+                        path, lineno,
+                        f"actions of {command!r} are not its SCAN "
+                        f"interpretation: got {actions[:80]!r}, expected "
+                        f"{expected[:80]!r}",
+                    )
             pairs.append((command, actions))
+    if not pairs:
+        raise DataFormatError(
+            path, None,
+            f"empty file: none of its {lineno} line(s) holds a SCAN pair "
+            f"('IN: <command> OUT: <actions>')",
+        )
     return pairs
 
 
@@ -324,7 +393,7 @@ def _addprim_split(primitive: str, oversample: bool) -> Dict[str, List[Pair]]:
 
 
 def length_cutoff_split(
-    cutoff: int,
+    cutoff: Optional[int] = DEFAULT_CUTOFF,
     *,
     seed: int = CUTOFF_SEED,
     order: Optional[Iterable[Pair]] = None,
@@ -351,10 +420,14 @@ def length_cutoff_split(
        replace=False)`` call of Csordas et al.; the rest of the pool is
        ``'train'``.
 
-    For ``cutoff=26`` this gives 16,458 train, 1,828 iid and 2,624 test pairs.
+    For ``cutoff=26`` this gives 16,458 train, 1,828 iid and 2,624 test pairs;
+    for the default ``cutoff=22``, 15,292 train, 1,698 iid and 3,920 test
+    (train + iid is then the official length split's train set).
 
     Args:
-      cutoff: maximal output length of the training pool, in 22..40.
+      cutoff: maximal output length of the training pool, in 22..40;
+        ``None`` means :data:`DEFAULT_CUTOFF` (22, the default of Csordas et
+        al.'s code).
       seed: seed of the IID hold-out (1234 as in Csordas et al.).
       order: optional ordering of the 20,910 pairs (must be a permutation of
         :func:`generate`).
@@ -366,9 +439,10 @@ def length_cutoff_split(
       ValueError: if ``cutoff`` is not an integer in 22..40, or ``order`` is
         not a permutation of the SCAN universe.
     """
+    if cutoff is None:
+        cutoff = DEFAULT_CUTOFF
     if (
-        cutoff is None
-        or isinstance(cutoff, bool)
+        isinstance(cutoff, bool)
         or not isinstance(cutoff, (int, np.integer))
         or not CUTOFF_MIN <= cutoff <= CUTOFF_MAX
     ):
@@ -396,6 +470,32 @@ def length_cutoff_split(
     return {"train": train, "iid": iid, "test": test}
 
 
+def official_files(
+    name: str, data_dir: "Optional[str | os.PathLike[str]]"
+) -> Optional[Dict[str, str]]:
+    """Paths of the official files that :func:`split` reads for ``name``.
+
+    Args:
+      name: a split name (:data:`SPLITS`).
+      data_dir: a directory that may hold the official SCAN files
+        (:data:`OFFICIAL_FILES`), or ``None``.
+
+    Returns:
+      ``{part: path}`` when ``data_dir`` is given and holds every file of
+      :data:`OFFICIAL_FILES` for ``name``; ``None`` otherwise (no official
+      files for that split, or some missing): :func:`split` then generates.
+    """
+    if data_dir is None or name not in OFFICIAL_FILES:
+        return None
+    paths = {
+        part: os.path.join(os.fspath(data_dir), fname)
+        for part, fname in OFFICIAL_FILES[name].items()
+    }
+    if not all(os.path.isfile(p) for p in paths.values()):
+        return None
+    return paths
+
+
 def split(
     name: str,
     cutoff: Optional[int] = None,
@@ -403,22 +503,39 @@ def split(
     seed: Optional[int] = None,
     oversample_primitive: bool = False,
     order: Optional[Iterable[Pair]] = None,
+    data_dir: "Optional[str | os.PathLike[str]]" = None,
 ) -> Dict[str, List[Pair]]:
-    """Build a SCAN split from the generated universe (no files are read).
+    """Build a SCAN split, from the official files when given, else generated.
+
+    With ``data_dir`` (a directory such as ``../shared/data/scan``) holding
+    the split's official files (:func:`official_files`), they are used:
+
+    * ``'simple'`` / ``'length'``: the pairs of ``tasks_{train,test}_*.txt``,
+      exactly (every line, duplicates kept; sorted);
+    * ``'length_cutoff'``: the IID hold-out is drawn from the line order of
+      ``tasks.txt`` (unless ``order`` is given), as Csordas et al. did.
+
+    Otherwise (no ``data_dir``, or a file missing) the split is built from the
+    generated universe; see the module docstring for how the generated
+    ``'simple'`` split differs from the official one.  The add-primitive
+    splits are always generated.
 
     Args:
       name: one of ``'simple'``, ``'length'``, ``'addprim_jump'``,
         ``'addprim_turn_left'``, ``'length_cutoff'``.
-      cutoff: output-length cutoff (22..40), required for
-        ``'length_cutoff'`` and ignored otherwise.
-      seed: random seed for ``'simple'`` (default :data:`SIMPLE_SEED`) and
-        ``'length_cutoff'`` (default :data:`CUTOFF_SEED` = 1234); unused by
-        the deterministic splits.
+      cutoff: output-length cutoff (22..40) for ``'length_cutoff'``; ``None``
+        means :data:`DEFAULT_CUTOFF` = 22, the default of Csordas et al.'s
+        code (their headline results use 26).  Ignored by the other splits.
+      seed: random seed for the generated ``'simple'`` split (default
+        :data:`SIMPLE_SEED`; an error when the official simple files are
+        used) and for ``'length_cutoff'`` (default :data:`CUTOFF_SEED` =
+        1234); unused by the deterministic splits.
       oversample_primitive: for the ``addprim_*`` splits, repeat the bare
         primitive in train so that it makes up 10% of the lines, reproducing
         the official train-file line counts (14,670 and 21,890).  By default
         train holds unique pairs (13,204 and 19,702).
       order: for ``'length_cutoff'`` only; see :func:`length_cutoff_split`.
+      data_dir: directory of the official SCAN files (optional).
 
     Returns:
       A dict from part name (``'train'``, ``'test'`` and, for
@@ -426,8 +543,23 @@ def split(
       (command, actions) string pairs.
 
     Raises:
-      ValueError: for an unknown split name or an invalid cutoff.
+      ValueError: for an unknown split name, an invalid cutoff, or a ``seed``
+        for the official simple split.
+      DataFormatError: a malformed official file (see :func:`read_scan_file`).
     """
+    if name not in SPLITS:
+        raise ValueError(
+            f"unknown SCAN split {name!r}; valid names are: {', '.join(SPLITS)}"
+        )
+    files = official_files(name, data_dir)
+    if name in ("simple", "length") and files is not None:
+        if name == "simple" and seed is not None:
+            raise ValueError(
+                f"seed={seed!r} applies to the generated 'simple' split, but "
+                f"the official files in {os.fspath(data_dir)} are used (pass "
+                f"data_dir=None for a seeded draw)"
+            )
+        return {part: sorted(read_scan_file(path)) for part, path in files.items()}
     if name == "simple":
         return _simple_split(SIMPLE_SEED if seed is None else seed)
     if name == "length":
@@ -436,10 +568,9 @@ def split(
         return _addprim_split("jump", oversample_primitive)
     if name == "addprim_turn_left":
         return _addprim_split("turn left", oversample_primitive)
-    if name == "length_cutoff":
-        return length_cutoff_split(
-            cutoff, seed=CUTOFF_SEED if seed is None else seed, order=order
-        )
-    raise ValueError(
-        f"unknown SCAN split {name!r}; valid names are: {', '.join(SPLITS)}"
+    # name == "length_cutoff"
+    if order is None and files is not None:
+        order = read_scan_file(files["order"])
+    return length_cutoff_split(
+        cutoff, seed=CUTOFF_SEED if seed is None else seed, order=order
     )

@@ -13,9 +13,26 @@ from __future__ import annotations
 import os
 from typing import List, NamedTuple, Optional, Tuple, Union
 
-__all__ = ["TsvExample", "load_tsv", "load_cogs", "COGS_SPLITS"]
+__all__ = ["DataFormatError", "TsvExample", "load_tsv", "load_cogs", "COGS_SPLITS"]
 
 PathLike = Union[str, "os.PathLike[str]"]
+
+
+class DataFormatError(ValueError):
+    """A malformed data file (TSV or SCAN); a :class:`ValueError`.
+
+    The message starts with ``"<path>, line <n>: "`` (or ``"<path>: "`` when
+    no single line is at fault, e.g. an empty file).
+
+    Attributes:
+      path: the file.
+      lineno: the 1-based line number, or ``None``.
+    """
+
+    def __init__(self, path: str, lineno: Optional[int], message: str):
+        self.path, self.lineno = path, lineno
+        where = f"{path}, line {lineno}" if lineno is not None else path
+        super().__init__(f"{where}: {message}")
 
 #: Splits understood by :func:`load_cogs`; each is read from ``{split}.tsv``.
 COGS_SPLITS: Tuple[str, ...] = ("train", "dev", "test", "gen")
@@ -40,7 +57,8 @@ def load_tsv(
 
     Empty lines are skipped; leading/trailing whitespace of each field is
     removed.  All non-empty lines must have the same number of columns (2 or
-    3, or exactly ``expected_columns`` when given).
+    3, or exactly ``expected_columns`` when given), and a file must hold at
+    least one non-empty line.
 
     Args:
       path: the TSV file.
@@ -57,9 +75,12 @@ def load_tsv(
 
     Raises:
       FileNotFoundError: if ``path`` does not exist (the message names it).
-      ValueError: on a line with a wrong number of columns (the message names
-        the file, the line number, and the number of columns found vs
-        expected), or if ``split`` is given for a 2-column file.
+      DataFormatError: (a ``ValueError``) on a line with a wrong number of
+        columns, e.g. a line without a tab (the message names the file, the
+        line number, and the number of columns found vs expected), on an
+        empty source or target field, or on an empty file (no non-empty
+        line).
+      ValueError: if ``split`` is given for a 2-column file.
     """
     path = os.fspath(path)
     if expected_columns is not None and expected_columns not in (2, 3):
@@ -70,6 +91,7 @@ def load_tsv(
     n_columns = expected_columns  # fixed by the first non-empty line if None
     first_line = None
     rows: List[TsvExample] = []
+    lineno = 0
     with open(path, encoding="utf-8") as f:
         for lineno, line in enumerate(f, start=1):
             line = line.rstrip("\r\n")
@@ -77,11 +99,13 @@ def load_tsv(
                 continue
             fields = [x.strip() for x in line.split("\t")]
             found = len(fields)
+            hint = " (the line has no tab)" if found == 1 else ""
             if n_columns is None:
                 if found not in (2, 3):
-                    raise ValueError(
-                        f"{path}, line {lineno}: found {found} column(s), expected "
-                        f"2 or 3 (source, target[, type]), tab-separated"
+                    raise DataFormatError(
+                        path, lineno,
+                        f"found {found} column(s), expected 2 or 3 (source, "
+                        f"target[, type]), tab-separated{hint}: {line[:80]!r}",
                     )
                 n_columns, first_line = found, lineno
             elif found != n_columns:
@@ -90,11 +114,23 @@ def load_tsv(
                     if first_line is not None
                     else "as requested by expected_columns"
                 )
-                raise ValueError(
-                    f"{path}, line {lineno}: found {found} column(s), expected "
-                    f"{n_columns} ({origin}; columns: source, target[, type])"
+                raise DataFormatError(
+                    path, lineno,
+                    f"found {found} column(s), expected {n_columns} ({origin}; "
+                    f"columns: source, target[, type]){hint}: {line[:80]!r}",
+                )
+            if not fields[0] or not fields[1]:
+                raise DataFormatError(
+                    path, lineno,
+                    f"empty {'source' if not fields[0] else 'target'} "
+                    f"(column {1 if not fields[0] else 2}): {line[:80]!r}",
                 )
             rows.append(TsvExample(*fields) if found == 3 else TsvExample(*fields, None))
+    if not rows:
+        raise DataFormatError(
+            path, None,
+            f"empty file: none of its {lineno} line(s) holds data (expected "
+            f"'source<TAB>target[<TAB>type]' lines)")
 
     if split is not None:
         if rows and n_columns != 3:
@@ -126,6 +162,7 @@ def load_cogs(
       ValueError: for an unknown split name.
       FileNotFoundError: if the split's file is missing; for ``'gen'`` the
         message says that the generalisation set is not available.
+      DataFormatError: a malformed or empty file (see :func:`load_tsv`).
     """
     if split not in COGS_SPLITS:
         raise ValueError(

@@ -4,6 +4,13 @@ Ids are deterministic: the special tokens come first (``PAD=0``, ``BOS=1``,
 ``EOS=2``, ``UNK=3``), followed by the remaining tokens in sorted order, so a
 vocabulary built from the same token set always assigns the same ids,
 whatever the order of the data.
+
+Unknown tokens: a vocabulary is built from the training data, so an
+evaluation set may hold tokens it has never seen (e.g. COGS ``gen.tsv``
+targets use variable indices up to 40+, beyond those of ``train.tsv``).
+:meth:`Vocab.encode` maps every such token to ``UNK`` (id 3) instead of
+raising; the seq2seq evaluation then scores a target row holding ``UNK`` as
+never exactly matched (``relational_jax.training.seq2seq.evaluation``).
 """
 
 from __future__ import annotations
@@ -47,6 +54,11 @@ def tokenize(text: Text) -> List[str]:
 
 class Vocab:
     """Token <-> id mapping with PAD/BOS/EOS/UNK specials.
+
+    Tokens not in the vocabulary -- e.g. words of an evaluation set that the
+    training data (from which the vocabulary was built) never used -- encode
+    to ``UNK_ID`` (:meth:`encode`, :meth:`encode_batch`,
+    :meth:`token_to_id`); they never raise.
 
     Args:
       tokens: the (non-special) tokens; duplicates and special tokens are
@@ -110,7 +122,16 @@ class Vocab:
     # -- encoding -------------------------------------------------------------
 
     def encode(self, text: Text, *, add_bos: bool = False, add_eos: bool = False) -> List[int]:
-        """Encode a string or token sequence; unknown tokens map to UNK."""
+        """Encode a string or token sequence to ids.
+
+        Every token not in the vocabulary (e.g. a word seen only at
+        evaluation) maps to ``UNK_ID`` (3); no error is raised, and decoding
+        gives ``'<unk>'`` back for it.
+
+        Args:
+          text: a string (split on whitespace) or a sequence of tokens.
+          add_bos, add_eos: prepend BOS / append EOS.
+        """
         ids = [self._stoi.get(t, UNK_ID) for t in tokenize(text)]
         if add_bos:
             ids.insert(0, BOS_ID)
@@ -165,7 +186,8 @@ class Vocab:
         add_eos: bool = False,
         length: Optional[int] = None,
     ) -> Tuple[np.ndarray, np.ndarray]:
-        """Encode and right-pad a batch with PAD (id 0).
+        """Encode and right-pad a batch with PAD (id 0); unknown tokens map
+        to ``UNK_ID`` as in :meth:`encode`.
 
         Args:
           texts: strings or token sequences.

@@ -90,6 +90,38 @@ def test_read_scan_file_errors(tmp_path):
     assert scan.read_scan_file(path) == [("walk", "I_WALK"), ("run", "I_RUN")]
 
 
+def test_read_scan_file_rejects_commands_outside_the_grammar(tmp_path):
+    path = tmp_path / "mine.txt"
+    path.write_text("IN: walk OUT: I_WALK\nIN: jump twice OUT: I_JUMP I_JUMP\n"
+                    "IN: fly left OUT: I_TURN_LEFT I_FLY\n")
+    with pytest.raises(scan.DataFormatError,
+                       match=r"mine\.txt, line 3: command outside the SCAN "
+                             r"grammar: not a SCAN command: 'fly left'") as info:
+        scan.read_scan_file(path)
+    assert isinstance(info.value, ValueError)
+    assert (info.value.path, info.value.lineno) == (str(path), 3)
+    # Actions that are not the command's interpretation.
+    path.write_text("IN: walk OUT: I_WALK\nIN: walk left OUT: I_WALK I_TURN_LEFT\n")
+    with pytest.raises(scan.DataFormatError,
+                       match=r"mine\.txt, line 2: actions of 'walk left' are not "
+                             r"its SCAN interpretation.*expected 'I_TURN_LEFT I_WALK'"):
+        scan.read_scan_file(path)
+    # Another grammar in the SCAN format: opt out of the check.
+    path.write_text("IN: fly left OUT: I_TURN_LEFT I_FLY\n")
+    assert scan.read_scan_file(path, check_grammar=False) == [
+        ("fly left", "I_TURN_LEFT I_FLY")]
+
+
+def test_read_scan_file_rejects_an_empty_file(tmp_path):
+    path = tmp_path / "empty.txt"
+    path.write_text("")
+    with pytest.raises(scan.DataFormatError, match=r"empty\.txt: empty file"):
+        scan.read_scan_file(path)
+    path.write_text("\n  \n")
+    with pytest.raises(ValueError, match=r"empty\.txt: empty file: none of its 2 line"):
+        scan.read_scan_file(path)
+
+
 # -- splits --------------------------------------------------------------------
 
 
@@ -113,6 +145,45 @@ def test_length_split_equals_official():
     assert max(len(a.split()) for _, a in parts["train"]) == 22
     assert set(parts["train"]) == set(_official("tasks_train_length.txt"))
     assert set(parts["test"]) == set(_official("tasks_test_length.txt"))
+
+
+@pytest.mark.parametrize("name", ["simple", "length"])
+def test_split_reads_the_official_files_when_given(shared_data, name):
+    scan_dir = shared_data / "scan"
+    files = scan.official_files(name, scan_dir)
+    if files is None:
+        pytest.skip(f"official SCAN {name} files not in {scan_dir}")
+    parts = scan.split(name, data_dir=scan_dir)
+    for part in ("train", "test"):
+        official = scan.read_scan_file(scan_dir / f"tasks_{part}_{name}.txt")
+        assert len(parts[part]) == len(official)  # Same count ...
+        assert set(parts[part]) == set(official)  # ... and the same pairs.
+        assert parts[part] == sorted(official)
+    # Without data_dir (or without the files): the generator, same sizes.
+    generated = scan.split(name)
+    assert {k: len(v) for k, v in generated.items()} == {
+        k: len(v) for k, v in parts.items()}
+    assert scan.official_files(name, None) is None
+    assert scan.split(name, data_dir=scan_dir / "missing") == generated
+
+
+def test_official_simple_split_differs_from_the_generated_draw(shared_data):
+    scan_dir = shared_data / "scan"
+    if scan.official_files("simple", scan_dir) is None:
+        pytest.skip(f"official SCAN simple files not in {scan_dir}")
+    official = scan.split("simple", data_dir=scan_dir)
+    generated = scan.split("simple")
+    assert set(official["test"]) != set(generated["test"])
+    with pytest.raises(ValueError, match="seed=1 applies to the generated 'simple' split"):
+        scan.split("simple", seed=1, data_dir=scan_dir)
+
+
+def test_split_reports_malformed_official_files(tmp_path):
+    (tmp_path / "tasks_train_simple.txt").write_text("IN: walk OUT: I_WALK\n")
+    (tmp_path / "tasks_test_simple.txt").write_text("IN: walk walk OUT: I_WALK\n")
+    with pytest.raises(scan.DataFormatError,
+                       match=r"tasks_test_simple\.txt, line 1: command outside"):
+        scan.split("simple", data_dir=tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -167,7 +238,29 @@ def test_length_cutoff_procedure_matches_choice():
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("cutoff", [None, 21, 41, 26.0, "26"])
+def test_length_cutoff_default_is_the_authors_22():
+    # Csordas et al.'s main.py: -scan.length_cutoff default 22.
+    assert scan.DEFAULT_CUTOFF == 22
+    parts = scan.split("length_cutoff")
+    assert parts == scan.split("length_cutoff", 22) == scan.length_cutoff_split()
+    assert {k: len(v) for k, v in parts.items()} == {"train": 15292, "iid": 1698, "test": 3920}
+    # At 22 the pool is the official length split's train set.
+    length = scan.split("length")
+    assert set(parts["train"]) | set(parts["iid"]) == set(length["train"])
+    assert set(parts["test"]) == set(length["test"])
+
+
+def test_length_cutoff_follows_tasks_txt_order_when_given(shared_data):
+    scan_dir = shared_data / "scan"
+    if scan.official_files("length_cutoff", scan_dir) is None:
+        pytest.skip(f"tasks.txt not in {scan_dir}")
+    order = scan.read_scan_file(scan_dir / "tasks.txt")
+    parts = scan.split("length_cutoff", 26, data_dir=scan_dir)
+    assert parts == scan.split("length_cutoff", 26, order=order)
+    assert parts["iid"] != scan.split("length_cutoff", 26)["iid"]
+
+
+@pytest.mark.parametrize("cutoff", [21, 41, 26.0, "26"])
 def test_length_cutoff_invalid(cutoff):
     with pytest.raises(ValueError, match=r"22\.\.40") as info:
         scan.split("length_cutoff", cutoff=cutoff)

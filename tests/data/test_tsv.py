@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from relational_jax.data import TsvExample, load_cogs, load_tsv
+from relational_jax.data.tsv import DataFormatError
 
 DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 COGS_DIR = DATA_DIR / "cogs"
@@ -46,6 +47,36 @@ def test_missing_column(tmp_path):
     path.write_text("a\tA\n")
     with pytest.raises(ValueError, match=r"line 1: found 2 column\(s\), expected 3"):
         load_tsv(path, expected_columns=3)
+
+
+def test_line_without_a_tab(tmp_path):
+    path = tmp_path / "notab.tsv"
+    path.write_text("a b\tA B\nc d C D\n")
+    with pytest.raises(DataFormatError,
+                       match=r"notab\.tsv, line 2: found 1 column\(s\), expected 2 "
+                             r".*\(the line has no tab\): 'c d C D'") as info:
+        load_tsv(path)
+    assert isinstance(info.value, ValueError)
+    assert (info.value.path, info.value.lineno) == (str(path), 2)
+
+
+def test_empty_file_and_empty_fields(tmp_path):
+    path = tmp_path / "empty.tsv"
+    path.write_text("")
+    with pytest.raises(DataFormatError, match=r"empty\.tsv: empty file: none of its 0 line"):
+        load_tsv(path)
+    path.write_text("\n\n")
+    with pytest.raises(ValueError, match=r"empty\.tsv: empty file: none of its 2 line"):
+        load_tsv(path)
+    path.write_text("a\tA\n\tB\n")
+    with pytest.raises(DataFormatError, match=r"empty\.tsv, line 2: empty source"):
+        load_tsv(path)
+    path.write_text("a\tA\nb\t \n")
+    with pytest.raises(DataFormatError, match=r"empty\.tsv, line 2: empty target"):
+        load_tsv(path)
+    (tmp_path / "dev.tsv").write_text("")
+    with pytest.raises(DataFormatError, match=r"dev\.tsv: empty file"):
+        load_cogs(tmp_path, "dev")
 
 
 def test_missing_file(tmp_path):

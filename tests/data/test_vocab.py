@@ -41,6 +41,17 @@ def test_unknown_tokens(vocab):
         vocab.decode([99])
 
 
+def test_unknown_tokens_at_evaluation_map_to_unk(vocab):
+    # Tokens of an evaluation set that the training data never had.
+    assert "run" not in vocab and vocab.token_to_id("run") == UNK_ID
+    assert vocab.encode(["fly", "twice"], add_bos=True, add_eos=True) == [
+        BOS_ID, UNK_ID, 8, EOS_ID]
+    ids, lengths = vocab.encode_batch(["run around twice", "jump"], add_eos=True)
+    np.testing.assert_array_equal(ids, [[UNK_ID, UNK_ID, 8, EOS_ID], [5, EOS_ID, 0, 0]])
+    assert vocab.decode_batch(ids) == ["<unk> <unk> twice", "jump"]
+    assert "UNK" in Vocab.encode.__doc__ and "UNK" in Vocab.__doc__
+
+
 def test_batch(vocab):
     ids, lengths = vocab.encode_batch(["jump", "walk left twice"], add_eos=True)
     assert ids.dtype == np.int32 and lengths.dtype == np.int32

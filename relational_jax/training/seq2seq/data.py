@@ -2,14 +2,23 @@
 batch stream.
 
 Data (`load_data(config.data)`; no files are copied into the repository):
-  scan  generated from the grammar (`relational_jax.data.scan`); splits
-        'length_cutoff' (default, with `cutoff`, Csordas et al. 2021),
-        'simple', 'length', 'addprim_jump', 'addprim_turn_left'. With
-        `scan_official_order` the length-cutoff IID hold-out is drawn from
-        the line order of `<data_dir>/scan/tasks.txt`, as Csordas et al. did.
-  cogs  `<data_dir>/cogs/{train,dev,test,gen}.tsv` (Kim & Linzen 2020; the
-        third column, the COGS category, is read and dropped).
-  tsv   `<data_path>/{train,dev,test,gen,gen_dev}.tsv`, the COGS layout.
+  scan  `relational_jax.data.scan`; splits 'length_cutoff' (default, with
+        `cutoff`, Csordas et al. 2021), 'simple', 'length', 'addprim_jump',
+        'addprim_turn_left'. 'simple' and 'length' are the official
+        `<data_dir>/scan/tasks_{train,test}_{simple,length}.txt` when those
+        files exist, and generated from the grammar otherwise (the run's
+        notes say which). With `scan_official_order` the length-cutoff IID
+        hold-out is drawn from the line order of `<data_dir>/scan/tasks.txt`,
+        as Csordas et al. did.
+  cogs  `<data_dir>/cogs/{train,dev,test,gen}.tsv` (Kim & Linzen 2020); the
+        third column of gen.tsv, the generalisation category, is kept in
+        `Seq2SeqData.categories['gen']` (21 categories x 1,000 rows).
+  tsv   `<data_path>/{train,dev,test,gen,gen_dev}.tsv`, the COGS layout (a
+        third column of gen.tsv / gen_dev.tsv is kept as categories too).
+
+Per-category scores: for every evaluation set with categories, the loop
+reports `<set>_by_category` = {category: exact match} next to the total
+(`evaluation.accuracy_by_category`).
 
 Evaluation sets (`EVAL_SETS`; exact match of the greedy decoding):
   'iid'      IID test set: SCAN length_cutoff 'iid', SCAN simple 'test', TSV
@@ -38,6 +47,8 @@ from relational_jax.training.seq2seq import config as config_lib
 EVAL_SETS = ("iid", "gen", "iid_val", "gen_val")
 EVAL_LABELS = {"iid": "IID", "gen": "generalisation", "iid_val": "IID val",
                "gen_val": "generalisation val"}
+# Evaluation sets whose third TSV column (the category) is kept.
+CATEGORY_SETS = ("gen", "gen_val")
 
 Pairs = List[Tuple[str, str]]
 
@@ -52,14 +63,20 @@ class Seq2SeqData:
       docstring); model selection `select_on='auto'` uses 'gen_val'.
     description: one line naming the data (logs, results, plot title).
     notes: remarks recorded in the results JSON.
+    categories: optional category of every row of some evaluation sets
+      ({set name: [category per pair of evals[set name]]}, e.g. the COGS
+      generalisation categories of 'gen'); each such set is also scored per
+      category.
   """
   train: Pairs
   evals: Dict[str, Pairs]
   description: str = "user data"
   notes: List[str] = dataclasses.field(default_factory=list)
+  categories: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
 
   def check(self) -> None:
-    """Raises ValueError for empty sets or unknown evaluation-set names."""
+    """Raises ValueError for empty sets, unknown evaluation-set names or
+    categories that do not match their set."""
     unknown = sorted(set(self.evals) - set(EVAL_SETS))
     if unknown:
       raise ValueError(f"unknown evaluation set(s) {unknown}; valid names are "
@@ -68,6 +85,16 @@ class Seq2SeqData:
       raise ValueError(f"{self.description}: the training set is empty.")
     if not any(self.evals.values()):
       raise ValueError(f"{self.description}: no evaluation set found.")
+    for name, cats in self.categories.items():
+      if name not in self.evals:
+        raise ValueError(f"{self.description}: categories given for "
+                         f"{name!r}, which is not an evaluation set.")
+      if len(cats) != len(self.evals[name]):
+        raise ValueError(f"{self.description}: {len(cats)} categories for "
+                         f"the {len(self.evals[name])} pairs of {name!r}.")
+      if not all(isinstance(x, str) and x for x in cats):
+        raise ValueError(f"{self.description}: the categories of {name!r} "
+                         f"must be non-empty strings.")
 
 
 def load_data(data_config) -> Seq2SeqData:
@@ -75,10 +102,12 @@ def load_data(data_config) -> Seq2SeqData:
   c = data_config
   split = config_lib.resolved_split(c)
   notes = []
+  categories = {}
   if c.dataset == "scan":
-    order = None
+    scan_dir = os.path.join(c.data_dir, "scan")
+    order, data_dir = None, None
     if split == "length_cutoff" and c.scan_official_order:
-      path = os.path.join(c.data_dir, "scan", "tasks.txt")
+      path = os.path.join(scan_dir, "tasks.txt")
       if not os.path.isfile(path):
         raise FileNotFoundError(
             f"scan_official_order=True needs the official SCAN tasks.txt at "
@@ -86,7 +115,21 @@ def load_data(data_config) -> Seq2SeqData:
             f"sorted order: same sizes, different IID hold-out).")
       order = scan_lib.read_scan_file(path)
       notes.append("IID hold-out drawn from the tasks.txt line order.")
-    parts = scan_lib.split(split, c.cutoff, order=order)
+    elif split in ("simple", "length"):
+      data_dir = scan_dir
+      files = scan_lib.official_files(split, scan_dir)
+      if files is not None:
+        notes.append(f"SCAN {split}: the official files "
+                     f"{files['train']} and {files['test']}.")
+      else:
+        names = " / ".join(scan_lib.OFFICIAL_FILES[split].values())
+        notes.append(
+            f"SCAN {split}: generated from the grammar ({names} not found in "
+            f"{scan_dir})"
+            + ("; a seeded 80/20 draw whose membership differs from the "
+               "official split." if split == "simple" else
+               "; equal, as sets, to the official split."))
+    parts = scan_lib.split(split, c.cutoff, order=order, data_dir=data_dir)
     if split == "length_cutoff":
       evals = {"iid": parts["iid"], "gen": parts["test"]}
       description = f"SCAN length_cutoff={c.cutoff}"
@@ -108,28 +151,36 @@ def load_data(data_config) -> Seq2SeqData:
       path = os.path.join(directory, name)
       if not os.path.isfile(path):
         continue
-      pairs = tsv_lib.load_tsv(path)
+      rows = tsv_lib.load_tsv(path, with_type=True)
+      pairs = [(r.source, r.target) for r in rows]
       if role == "train":
         train = pairs
       elif pairs:
         evals[role] = pairs
+        if role in CATEGORY_SETS and rows[0].type is not None:
+          categories[role] = [r.type for r in rows]
     if "gen" not in evals:
       notes.append(f"no generalisation set ({directory}/gen.tsv is absent): "
                    "only IID accuracies are reported.")
     description = f"{c.dataset} {directory}"
   evals = {k: v for k, v in evals.items() if v}
-  data = Seq2SeqData(train, evals, description, notes)
+  data = Seq2SeqData(train, evals, description, notes, categories)
   data.check()
   return data
 
 
+def subset_indices(num: int, limit: int) -> np.ndarray:
+  """Sorted indices of a fixed random subset of `limit` of `num` rows (all
+  if limit <= 0 or limit >= num)."""
+  if limit <= 0 or limit >= num:
+    return np.arange(num)
+  return np.sort(np.random.default_rng(0).choice(num, limit, replace=False))
+
+
 def subset(pairs: Pairs, limit: int) -> Pairs:
-  """A fixed random subset of `limit` pairs (all if limit <= 0)."""
-  if limit <= 0 or limit >= len(pairs):
-    return list(pairs)
-  idx = np.sort(np.random.default_rng(0).choice(len(pairs), limit,
-                                                replace=False))
-  return [pairs[i] for i in idx]
+  """A fixed random subset of `limit` pairs (all if limit <= 0): the rows
+  `subset_indices(len(pairs), limit)`."""
+  return [pairs[i] for i in subset_indices(len(pairs), limit)]
 
 
 def target_arities(tgt_vocab: Vocab) -> np.ndarray:

@@ -1,9 +1,21 @@
-"""Exact match of greedy decoding, and the model-selection set.
+"""Exact match of greedy decoding (total and per category), and the
+model-selection set.
 
 Exact match compares the greedy decoding (EOS included, PAD after it) with
 the target row by row. The model is called as `model.greedy_decode(params,
 src_BxS, max_len, bos, eos, src_mask_BxS=...)` (plus `arities=` for tree
 positions) and returns BxL int tokens.
+
+Unknown tokens: the vocabularies are built from the training pairs, so an
+evaluation token never seen in training encodes to UNK (`Vocab.encode`). A
+source UNK is simply an input the model has to cope with; a target row
+holding UNK cannot be reproduced and is scored as wrong, even where the
+model happens to emit UNK at that position.
+
+Per category: evaluation sets with categories (`Seq2SeqData.categories`,
+e.g. the 21 COGS generalisation categories) are also scored per category,
+`accuracy_by_category(correct, categories)`; the count-weighted mean of the
+per-category accuracies is the set's total exact match.
 
 Model selection (`config.train.select_on`): 'auto' selects on 'gen_val' when
 the data has one and otherwise keeps the LAST evaluated step (not the best
@@ -13,25 +25,26 @@ and COGS (whose dev set is IID) select the last step by default;
 'iid' or 'iid_val' select on IID accuracy instead, on request.
 """
 
-from typing import Dict, Iterable, Optional
+from typing import Dict, Iterable, Optional, Sequence
 
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from relational_jax.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from relational_jax.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 from relational_jax.training import mesh as mesh_lib
 from relational_jax.training.seq2seq.data import EncodedSet
 
 
-def exact_match(model, params, eval_set: EncodedSet, decode_len: int,
-                batch_size: int, mesh,
-                arities: Optional[np.ndarray] = None) -> float:
-  """Exact-match accuracy of greedy decoding on `eval_set`, in batches of
-  `batch_size` (the last one padded with repeats of its first row)."""
+def exact_match_rows(model, params, eval_set: EncodedSet, decode_len: int,
+                     batch_size: int, mesh,
+                     arities: Optional[np.ndarray] = None) -> np.ndarray:
+  """Per-row exact match (bool, N) of greedy decoding on `eval_set`, in
+  batches of `batch_size` (the last one padded with repeats of its first
+  row). A target row holding UNK is never a match (module docstring)."""
   s = eval_set
   extras = {} if arities is None else {"arities": arities.tolist()}
-  correct = 0
+  correct = np.zeros(len(s), bool)
   for start in range(0, len(s), batch_size):
     idx = np.arange(start, min(start + batch_size, len(s)))
     real = len(idx)
@@ -42,8 +55,36 @@ def exact_match(model, params, eval_set: EncodedSet, decode_len: int,
     if jax.process_count() > 1:  # Gather the other processes' rows.
       pred = multihost_utils.process_allgather(pred, tiled=True)
     pred = np.asarray(pred)[:real]
-    correct += int(np.all(pred == s.tgt_out[idx[:real]], axis=1).sum())
-  return correct / len(s)
+    target = s.tgt_out[idx[:real]]
+    correct[start:start + real] = (np.all(pred == target, axis=1)
+                                   & ~np.any(target == UNK_ID, axis=1))
+  return correct
+
+
+def exact_match(model, params, eval_set: EncodedSet, decode_len: int,
+                batch_size: int, mesh,
+                arities: Optional[np.ndarray] = None) -> float:
+  """Exact-match accuracy of greedy decoding on `eval_set` (the mean of
+  `exact_match_rows`)."""
+  return float(np.mean(exact_match_rows(model, params, eval_set, decode_len,
+                                        batch_size, mesh, arities)))
+
+
+def accuracy_by_category(correct: Sequence[bool],
+                         categories: Sequence[str]) -> Dict[str, float]:
+  """{category: exact match of its rows}, categories sorted by name.
+
+  Args:
+    correct: per-row exact match (`exact_match_rows`).
+    categories: the category of each row (same length).
+  """
+  correct = np.asarray(correct, bool)
+  if len(categories) != len(correct):
+    raise ValueError(f"{len(categories)} categories for {len(correct)} "
+                     f"rows.")
+  cats = np.asarray(categories, dtype=object)
+  return {str(k): float(np.mean(correct[cats == k]))
+          for k in sorted(set(categories))}
 
 
 def selection_set(select_on: str, eval_sets: Iterable[str]) -> Optional[str]:

@@ -133,8 +133,14 @@ class Experiment:
                  {"arities": self.arities, "order": c.transformer.tree_order,
                   "k": c.transformer.tree_depth})
 
-    eval_pairs = {k: data_lib.subset(v, c.data.max_eval_examples)
-                  for k, v in self.data.evals.items() if v}
+    eval_pairs, self.eval_categories = {}, {}
+    for k, v in self.data.evals.items():
+      if not v:
+        continue
+      idx = data_lib.subset_indices(len(v), c.data.max_eval_examples)
+      eval_pairs[k] = [v[i] for i in idx]
+      if k in self.data.categories:  # The categories of the chosen rows.
+        self.eval_categories[k] = [self.data.categories[k][i] for i in idx]
     src_len = lambda ps: max(len(s.split()) for s, _ in ps)
     tgt_len = lambda ps: max(len(t.split()) for _, t in ps) + 1  # + EOS.
     self.train_set = data_lib.encode_set(
@@ -202,14 +208,33 @@ class Experiment:
 
   # -- Evaluation. -----------------------------------------------------------
 
+  def exact_match_rows(self, params, name: str) -> np.ndarray:
+    """Per-row exact match (bool) of greedy decoding on evaluation set
+    `name`."""
+    return evaluation.exact_match_rows(
+        self.model, params, self.eval_sets[name], self.decode_len,
+        self.eval_batch, self.mesh, self.arities)
+
   def exact_match(self, params, name: str) -> float:
     """Exact-match accuracy of greedy decoding on evaluation set `name`."""
-    return evaluation.exact_match(self.model, params, self.eval_sets[name],
-                                  self.decode_len, self.eval_batch, self.mesh,
-                                  self.arities)
+    return float(np.mean(self.exact_match_rows(params, name)))
+
+  def evaluate_with_categories(
+      self, params) -> Tuple[Dict[str, float], Dict[str, Dict[str, float]]]:
+    """(accuracies, by_category): exact match of every evaluation set, and
+    {'<set>_by_category': {category: exact match}} for every set with
+    categories (e.g. 'gen_by_category' for COGS)."""
+    accuracies, by_category = {}, {}
+    for name in self.eval_sets:
+      rows = self.exact_match_rows(params, name)
+      accuracies[name] = float(np.mean(rows))
+      if name in self.eval_categories:
+        by_category[f"{name}_by_category"] = evaluation.accuracy_by_category(
+            rows, self.eval_categories[name])
+    return accuracies, by_category
 
   def evaluate(self, params) -> Dict[str, float]:
-    return {name: self.exact_match(params, name) for name in self.eval_sets}
+    return self.evaluate_with_categories(params)[0]
 
   def selection_set(self) -> Optional[str]:
     """Evaluation set used for model selection (None: the last step)."""
@@ -301,7 +326,13 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
   `<workdir>/config.json` (the config, `to_dict`),
   the results JSON (`config.results_path`, default
   `<workdir>/results.json`, written atomically) and, beside it,
-  `<stem>_accuracy.png`.
+  `<stem>_accuracy.png`. Results: exact match of every evaluation set per
+  evaluated step (`history[i][set]`), in `final["accuracies"]` and
+  `best["accuracies"]`; for a set with categories (`data.categories`; COGS
+  'gen': its 21 generalisation categories) also `{set}_by_category` =
+  {category: exact match} in every history entry, `final` and `best`, over
+  the rows evaluated (with `data.max_eval_examples`, the categories of the
+  chosen rows; their counts in `data.category_sizes`).
 
   Raises:
     ValueError: for a bad configuration or data, or a resumed run whose
@@ -380,19 +411,20 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
       is_eval = step % t.eval_every == 0 or step == t.steps
       is_best = False
       if is_eval:
-        accuracies = experiment.evaluate(state["params"])
+        accuracies, by_category = experiment.evaluate_with_categories(
+            state["params"])
         since = meta["history"][-1]["step"] if meta["history"] else 0
         entry = {"step": step,
                  "loss": float(np.mean(meta["losses"][since:])),
                  "token_accuracy": float(
                      np.mean(meta["token_accuracies"][since:])),
-                 **accuracies}
+                 **accuracies, **by_category}
         meta["history"].append(entry)
         score = accuracies[select] if select else None
         is_best = evaluation.score_is_better(score, meta["best"])
         if is_best:
           meta["best"] = {"step": step, "score": score,
-                          "accuracies": accuracies}
+                          "accuracies": accuracies, **by_category}
         bar.set_postfix(loss=f"{entry['loss']:.3f}",
                         **{k: f"{v:.3f}" for k, v in accuracies.items()})
       if is_eval or step % checkpoint_every == 0 or step == stop:
@@ -415,6 +447,9 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
                               for k, v in experiment.eval_sets.items()},
                "full_eval_sizes": {k: len(v) for k, v in
                                    experiment.data.evals.items() if v},
+               "category_sizes": {
+                   k: {cat: cats.count(cat) for cat in sorted(set(cats))}
+                   for k, cats in experiment.eval_categories.items()},
                "notes": experiment.data.notes},
       "model_selection": select or "last",
       "num_params": num_params,
@@ -423,7 +458,10 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
       "steps": step,
       "final": ({"step": history[-1]["step"],
                  "accuracies": {k: history[-1][k]
-                                for k in experiment.eval_sets}}
+                                for k in experiment.eval_sets},
+                 **{f"{k}_by_category": history[-1][f"{k}_by_category"]
+                    for k in experiment.eval_categories
+                    if f"{k}_by_category" in history[-1]}}
                 if history else None),
       "best": meta["best"],
       "history": history,

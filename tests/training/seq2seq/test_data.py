@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from relational_jax.data import scan as scan_lib
 from relational_jax.training import seq2seq
 from tests.training.seq2seq.common import tiny
 
@@ -27,11 +28,58 @@ def test_tsv_data_and_a_missing_column(tmp_path):
               "data.data_path": str(bad)}), str(tmp_path / "run"))
 
 
+def test_tsv_gen_categories_are_kept(tmp_path):
+  (tmp_path / "train.tsv").write_text("a b\tA B\tin_distribution\nb\tB\tin_distribution\n")
+  (tmp_path / "test.tsv").write_text("a\tA\tin_distribution\n")
+  (tmp_path / "gen.tsv").write_text("b a b\tB A B\tlonger\nb a\tB A\tswap\n")
+  data = seq2seq.load_data(tiny({"data.dataset": "tsv", "data.split": "",
+                                 "data.data_path": str(tmp_path)}).data)
+  assert data.evals["gen"] == [("b a b", "B A B"), ("b a", "B A")]
+  assert data.categories == {"gen": ["longer", "swap"]}
+
+
+def test_malformed_and_empty_tsv_files(tmp_path):
+  (tmp_path / "train.tsv").write_text("a\tA\n")
+  (tmp_path / "test.tsv").write_text("")
+  config = tiny({"data.dataset": "tsv", "data.split": "",
+                 "data.data_path": str(tmp_path)})
+  with pytest.raises(ValueError, match=r"test\.tsv: empty file"):
+    seq2seq.load_data(config.data)
+  (tmp_path / "test.tsv").write_text("a\tA\na A\n")
+  with pytest.raises(ValueError, match=r"test\.tsv, line 2: .*no tab"):
+    seq2seq.load_data(config.data)
+
+
+@pytest.mark.parametrize("split", ["simple", "length"])
+def test_scan_official_files_and_the_generated_fallback(shared_data, tmp_path,
+                                                        split):
+  scan_dir = shared_data / "scan"
+  if scan_lib.official_files(split, scan_dir) is None:
+    pytest.skip(f"official SCAN {split} files not in {scan_dir}")
+  data = seq2seq.load_data(tiny({"data.split": split,
+                                 "data.data_dir": str(shared_data)}).data)
+  official = scan_lib.split(split, data_dir=scan_dir)
+  assert data.train == official["train"]
+  test = data.evals["iid" if split == "simple" else "gen"]
+  assert set(test) == set(official["test"])
+  assert len(test) == {"simple": 4182, "length": 3920}[split]
+  assert any("the official files" in n and f"tasks_train_{split}.txt" in n
+             for n in data.notes)
+  # No official files: generated, and the notes say so.
+  fallback = seq2seq.load_data(tiny({"data.split": split,
+                                     "data.data_dir": str(tmp_path)}).data)
+  assert fallback.train == scan_lib.split(split)["train"]
+  assert any("generated from the grammar" in n for n in fallback.notes)
+
+
 def test_user_data_is_checked():
   with pytest.raises(ValueError, match=r"unknown evaluation set\(s\) \['test'\]; valid names are \['iid', 'gen', 'iid_val', 'gen_val'\]"):
     seq2seq.Seq2SeqData([("a", "A")], {"test": [("a", "A")]}).check()
   with pytest.raises(ValueError, match="user data: the training set is empty"):
     seq2seq.Seq2SeqData([], {"iid": [("a", "A")]}).check()
+  with pytest.raises(ValueError, match=r"1 categories for the 2 pairs of 'gen'"):
+    seq2seq.Seq2SeqData([("a", "A")], {"gen": [("a", "A"), ("b", "B")]},
+                        categories={"gen": ["x"]}).check()
 
 
 def test_batch_stream_is_resumable():

@@ -113,6 +113,95 @@ def test_cogs_trains_and_evaluates(tmp_path):
   assert set(result["final"]["accuracies"]) == {"iid", "gen", "iid_val"}
   assert result["model_selection"] == "last"
   assert all(np.isfinite(result["losses"]))
+  # 'gen' per category: the categories of the 4 rows evaluated.
+  gen = seq2seq.data.tsv_lib.load_tsv(
+      os.path.join(seq2seq.config.DEFAULT_DATA_DIR, "cogs", "gen.tsv"),
+      with_type=True)
+  chosen = [gen[i].type for i in seq2seq.data.subset_indices(len(gen), 4)]
+  sizes = result["data"]["category_sizes"]
+  assert set(sizes) == {"gen"}
+  assert sizes["gen"] == {c: chosen.count(c) for c in set(chosen)}
+  _check_by_category(result, sizes["gen"])
+
+
+def _check_by_category(result, sizes):
+  """gen_by_category in every history entry, final and best: the
+  categories of the evaluated rows, accuracies in [0, 1] whose
+  count-weighted mean is the total."""
+  records = result["history"] + [
+      dict(result["final"]["accuracies"], **result["final"]),
+      dict(result["best"]["accuracies"], **result["best"])]
+  for record in records:
+    by_category = record["gen_by_category"]
+    assert set(by_category) == set(sizes)
+    assert all(0.0 <= a <= 1.0 for a in by_category.values())
+    mean = (sum(by_category[c] * n for c, n in sizes.items())
+            / sum(sizes.values()))
+    assert mean == pytest.approx(record["gen"])
+    assert "iid_by_category" not in record
+
+
+class TableModel(nn.Module):
+  """Not trained: greedy decoding translates source id i to target id
+  table[i] token by token (a fixed table); __call__ is a small embedding
+  + dense layer so that the loop has parameters to train."""
+  tgt_vocab_size: int
+  table: tuple
+
+  @nn.compact
+  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, *,
+               deterministic=True):
+    return nn.Dense(self.tgt_vocab_size)(
+        nn.Embed(self.tgt_vocab_size, 4)(tgt_in_BxT))
+
+  @nn.nowrap
+  def greedy_decode(self, params, src_BxS, max_len, bos, eos, *,
+                    src_mask_BxS=None):
+    src = np.asarray(src_BxS)
+    out = np.zeros((src.shape[0], max_len), np.int32)
+    for b, row in enumerate(src):
+      ids = [self.table[t] for t in row if t] + [eos]
+      out[b, :len(ids)] = ids[:max_len]
+    return out
+
+
+def test_per_category_accuracies_of_a_subset(tmp_path):
+  """Categories of user data, subset by max_eval_examples; mixed
+  accuracies (a table model that mistranslates 'e'; 'z' -> 'Zx' is unseen
+  in training, so its target is UNK and never matched)."""
+  train = [(w, w.upper() + "x") for w in "abcde"] * 2
+  gen = [("a b", "Ax Bx"), ("c d", "Cx Dx"), ("a e", "Ax Ex"),
+         ("e e", "Ex Ex"), ("z", "Zx"), ("b c a", "Bx Cx Ax"),
+         ("d", "Dx"), ("e", "Ex")]
+  categories = ["pairs", "pairs", "pairs", "with_e", "unseen", "triple",
+                "single", "with_e"]
+  data = seq2seq.Seq2SeqData(train, {"iid": train[:5], "gen": gen},
+                             description="table", categories={"gen": categories})
+  # Vocabularies: <pad> <bos> <eos> <unk> a..e / Ax..Ex -> ids 4..8; 'e'
+  # (8) is translated to 'Dx' (7), an unknown source token (UNK, 3) to UNK.
+  table = (0, 0, 0, 3, 4, 5, 6, 7, 7)
+  config = tiny({"train.steps": 1, "train.eval_every": 1,
+                 "train.batch_size": 4, "train.eval_batch_size": 4,
+                 "data.max_eval_examples": 6})
+  result = seq2seq.train_and_evaluate(
+      config, str(tmp_path), data=data, optimizer=optax.sgd(0.0),
+      model=lambda tgt_vocab_size, **_: TableModel(tgt_vocab_size, table),
+      **QUIET)
+  idx = seq2seq.data.subset_indices(len(gen), 6)
+  chosen = [categories[i] for i in idx]
+  assert "unseen" in chosen  # Rows 0-4 and 6: the UNK row is evaluated.
+  sizes = result["data"]["category_sizes"]["gen"]
+  assert sizes == {c: chosen.count(c) for c in set(chosen)}
+  assert sum(sizes.values()) == result["data"]["eval_sizes"]["gen"] == 6
+  right = {"a b", "c d", "b c a", "d"}
+  expected = {c: np.mean([gen[i][0] in right for i in idx
+                          if categories[i] == c]) for c in set(chosen)}
+  by_category = result["final"]["gen_by_category"]
+  assert by_category == pytest.approx(expected)
+  assert by_category["unseen"] == 0.0  # UNK emitted for UNK: not a match.
+  assert 0 < result["final"]["accuracies"]["gen"] < 1
+  assert len(set(by_category.values())) > 1
+  _check_by_category(result, sizes)
 
 
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
