@@ -1,0 +1,252 @@
+"""CLUTRR graph classifiers (Bergen et al. 2021, sec. 4.1, Figure 3, Table 5).
+
+Input: a labelled directed graph of kinship facts (`relational_jax.data.
+clutrr.to_arrays`): edge labels BxNxN (ids 0..20, `NO_EDGE` = 21 for "no
+fact" and for padding), a node mask BxN and the query pair Bx2 (a, b). Output:
+logits Bx21 for "b is a's RELATIONS[y]".
+
+Three models, each built on the library's own stacks (nothing re-implemented):
+
+* `ClutrrEdgeTransformer` -- x^0_ij = embedding of the label of (i, j)
+  (`GraphEdgeEmbedding`, NO_EDGE included), an `EdgeTransformer(ETConfig)`
+  stack, logits from the query edge's final state x^L_ab (paper sec. 4.1).
+  ETConfig carries the ablations of Table 5 (`ablation='value'`,
+  `'attention'`, `tied=False`).
+* `ClutrrRAT` -- the Relation-aware Transformer baseline: nodes start as zero
+  vectors, edges are label embeddings used as relation keys and values of
+  `RelationAwareAttention` (Shaw et al. 2018; Mohammadshahi & Henderson
+  2020), post-LN transformer layers as the authors' `rat.py`; logits from the
+  concatenated query nodes [n_a; n_b].
+* `ClutrrRT` -- our Relational Transformer (`RelationalTransformer(RTConfig)`,
+  Diao & Loynd 2023): node states start at zero (or a learned constant,
+  `node_init='learned'`), edge states are label embeddings and are updated
+  in every layer. Readout (our choice, `readout`): 'nodes_and_edge' (default)
+  = [n_a; n_b; e_ab], the RAT readout plus the query edge that RT updates;
+  'nodes' = [n_a; n_b] (as RAT); 'edge' = e_ab (as ET/RRAT).
+
+Head: `head_layers=2` (default) is the authors' released code (`get_mlp` of
+`clutrr/model.py` and `rat.py`: Linear(d, d), ReLU, Linear(d, 21), d the
+readout width); `head_layers=1` is the single linear layer the paper's text
+describes.
+
+Axis letters (`relational_jax.layers.shapes`): B batch, N nodes, D width,
+Y classes (21), R edge labels (22).
+"""
+
+import dataclasses
+from typing import Optional
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from relational_jax.data.clutrr import NUM_EDGE_LABELS
+from relational_jax.data.clutrr import NUM_RELATIONS
+from relational_jax.layers import shapes
+from relational_jax.layers.relation_aware import RelationAwareAttention
+from relational_jax.models.edge_transformer import EdgeTransformer
+from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.edge_transformer import GraphEdgeEmbedding
+from relational_jax.models.relational_transformer import RelationalTransformer
+from relational_jax.models.relational_transformer import RTConfig
+
+__all__ = ["RATConfig", "ClutrrEdgeTransformer", "ClutrrRAT", "ClutrrRT",
+           "QueryHead", "RT_READOUTS", "NODE_INITS", "gather_query"]
+
+Array = jax.Array
+
+RT_READOUTS = ("nodes_and_edge", "nodes", "edge")
+NODE_INITS = ("zeros", "learned")
+
+
+@dataclasses.dataclass(frozen=True)
+class RATConfig:
+  """Relation-aware Transformer (the ET paper's RAT baseline).
+
+  Defaults: the ET paper's Table 1 row for RAT on CLUTRR (8 layers, d 320,
+  8 heads), shared layers and FFN 4d as the authors' `rat.py`.
+
+  Fields:
+    num_layers: layer applications.
+    num_heads: heads (must divide d_model).
+    d_model: node width d (= edge embedding width).
+    ffn_dim: FFN hidden width; None: 4 d.
+    tied: one layer's weights applied num_layers times (authors' default).
+    dropout_rate: on attention weights, attention output and FFN.
+    ln_epsilon: LayerNorm epsilon (1e-5 as PyTorch).
+  """
+  num_layers: int = 8
+  num_heads: int = 8
+  d_model: int = 320
+  ffn_dim: Optional[int] = None
+  tied: bool = True
+  dropout_rate: float = 0.0
+  ln_epsilon: float = 1e-5
+
+  def __post_init__(self):
+    for name in ("num_layers", "num_heads", "d_model"):
+      value = getattr(self, name)
+      if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"RATConfig.{name} must be a positive int, got "
+                         f"{value!r}.")
+    if self.ffn_dim is not None and (not isinstance(self.ffn_dim, int)
+                                     or self.ffn_dim < 1):
+      raise ValueError(f"RATConfig.ffn_dim must be a positive int or None, "
+                       f"got {self.ffn_dim!r}.")
+    if self.d_model % self.num_heads:
+      raise ValueError(f"RATConfig.num_heads={self.num_heads} must divide "
+                       f"d_model={self.d_model}.")
+    if not 0.0 <= self.dropout_rate < 1.0:
+      raise ValueError(f"RATConfig.dropout_rate must be in [0, 1), got "
+                       f"{self.dropout_rate}.")
+    if not self.ln_epsilon > 0.0:
+      raise ValueError(f"RATConfig.ln_epsilon must be positive, got "
+                       f"{self.ln_epsilon}.")
+
+
+def _check_inputs(labels_BxNxN, query_Bx2, node_mask_BxN):
+  shapes.check_shape(labels_BxNxN, ("B", "N", "N"), "edge_labels_BxNxN")
+  b, n, _ = labels_BxNxN.shape
+  shapes.check_equal(labels_BxNxN.shape[1], labels_BxNxN.shape[2],
+                     "edge_labels_BxNxN node axes 1 and 2")
+  shapes.check_shape(query_Bx2, (b, 2), "query_Bx2")
+  if node_mask_BxN is not None:
+    shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
+
+
+def gather_query(x_BxNxNxD: Array, query_Bx2: Array) -> Array:
+  """x[b, a_b, b_b] of the query pair of each example -> BxD."""
+  b_B = jnp.arange(x_BxNxNxD.shape[0])
+  return x_BxNxNxD[b_B, query_Bx2[:, 0], query_Bx2[:, 1]]
+
+
+def _query_nodes(n_BxNxD: Array, query_Bx2: Array) -> Array:
+  """[n_a; n_b] of the query pair -> Bx2D."""
+  b_B = jnp.arange(n_BxNxD.shape[0])
+  return jnp.concatenate([n_BxNxD[b_B, query_Bx2[:, 0]],
+                          n_BxNxD[b_B, query_Bx2[:, 1]]], axis=-1)
+
+
+class QueryHead(nn.Module):
+  """Logits BxY from a readout vector BxD: a linear layer (head_layers=1)
+  or Linear(D, D) -> ReLU -> Linear(D, Y) (head_layers=2, authors' code)."""
+  num_classes: int = NUM_RELATIONS
+  head_layers: int = 2
+
+  @nn.compact
+  def __call__(self, r_BxD: Array) -> Array:
+    if self.head_layers not in (1, 2):
+      raise ValueError(f"head_layers must be 1 or 2, got {self.head_layers}.")
+    if self.head_layers == 2:
+      r_BxD = nn.relu(nn.Dense(r_BxD.shape[-1], name="hidden")(r_BxD))
+    return nn.Dense(self.num_classes, name="logits")(r_BxD)
+
+
+class ClutrrEdgeTransformer(nn.Module):
+  """Edge Transformer on the fact graph; logits from x^L of the query edge."""
+  config: ETConfig
+  head_layers: int = 2
+
+  @nn.compact
+  def __call__(self, edge_labels_BxNxN: Array, query_Bx2: Array,
+               node_mask_BxN: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
+    _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
+    x_BxNxNxD = GraphEdgeEmbedding(NUM_EDGE_LABELS, self.config.edge_width,
+                                   name="embed")(edge_labels_BxNxN)
+    x_BxNxNxD = EdgeTransformer(self.config, name="et")(
+        x_BxNxNxD, node_mask_BxN, deterministic=deterministic)
+    return QueryHead(head_layers=self.head_layers, name="head")(
+        gather_query(x_BxNxNxD, query_Bx2))
+
+
+class _RATLayer(nn.Module):
+  """Post-LN relation-aware transformer layer (authors' `rat.py`):
+  n = LN(n + Drop(RelAttn(n, r))); n = LN(n + Drop(FFN(n)))."""
+  config: RATConfig
+
+  @nn.compact
+  def __call__(self, n_BxNxD, labels_BxNxN, node_mask_BxN, deterministic):
+    cfg = self.config
+    drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=deterministic)
+    a_BxNxD = RelationAwareAttention(
+        d_model=cfg.d_model, num_heads=cfg.num_heads,
+        num_relations=NUM_EDGE_LABELS, dropout_rate=cfg.dropout_rate,
+        name="attention")(n_BxNxD, labels_BxNxN, node_mask_BxN, deterministic)
+    n_BxNxD = nn.LayerNorm(epsilon=cfg.ln_epsilon, name="ln_attention")(
+        n_BxNxD + drop(a_BxNxD))
+    h_BxNxF = nn.relu(nn.Dense(cfg.ffn_dim or 4 * cfg.d_model,
+                               name="ffn_hidden")(n_BxNxD))
+    f_BxNxD = nn.Dense(cfg.d_model, name="ffn_out")(drop(h_BxNxF))
+    return nn.LayerNorm(epsilon=cfg.ln_epsilon, name="ln_ffn")(
+        n_BxNxD + drop(f_BxNxD))
+
+
+class ClutrrRAT(nn.Module):
+  """Relation-aware Transformer: zero nodes, label-embedding relations,
+  logits from [n_a; n_b].
+
+  The relation key/value embeddings (W^L_1, W^L_2 of `RelationAwareAttention`,
+  one table per layer) are the authors' "embedding, then a linear map" with
+  the two composed (a linear map of an embedding table is an embedding table).
+  """
+  config: RATConfig
+  head_layers: int = 2
+
+  @nn.compact
+  def __call__(self, edge_labels_BxNxN: Array, query_Bx2: Array,
+               node_mask_BxN: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
+    _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
+    if not isinstance(self.config, RATConfig):
+      raise ValueError(f"config must be a RATConfig, got "
+                       f"{type(self.config).__name__}.")
+    b, n = edge_labels_BxNxN.shape[:2]
+    n_BxNxD = jnp.zeros((b, n, self.config.d_model), jnp.float32)
+    if self.config.tied:
+      layers = [_RATLayer(self.config, name="layer")] * self.config.num_layers
+    else:
+      layers = [_RATLayer(self.config, name=f"layer_{i}")
+                for i in range(self.config.num_layers)]
+    for layer in layers:
+      n_BxNxD = layer(n_BxNxD, edge_labels_BxNxN, node_mask_BxN, deterministic)
+    return QueryHead(head_layers=self.head_layers, name="head")(
+        _query_nodes(n_BxNxD, query_Bx2))
+
+
+class ClutrrRT(nn.Module):
+  """Relational Transformer: nodes zero (or a learned constant), edges =
+  label embeddings (updated every layer); readout per `readout`."""
+  config: RTConfig
+  head_layers: int = 2
+  readout: str = "nodes_and_edge"
+  node_init: str = "zeros"
+
+  @nn.compact
+  def __call__(self, edge_labels_BxNxN: Array, query_Bx2: Array,
+               node_mask_BxN: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
+    _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
+    shapes.check_choice(self.readout, RT_READOUTS, "readout")
+    shapes.check_choice(self.node_init, NODE_INITS, "node_init")
+    if not isinstance(self.config, RTConfig):
+      raise ValueError(f"config must be an RTConfig, got "
+                       f"{type(self.config).__name__}.")
+    cfg = self.config
+    b, n = edge_labels_BxNxN.shape[:2]
+    e_BxNxNxE = nn.Embed(NUM_EDGE_LABELS, cfg.edge_width, name="embed")(
+        edge_labels_BxNxN)
+    n_BxNxD = jnp.zeros((b, n, cfg.node_width), jnp.float32)
+    if self.node_init == "learned":
+      n_BxNxD = n_BxNxD + self.param("node_init", nn.initializers.normal(1.0),
+                                     (cfg.node_width,))
+    n_BxNxD, e_BxNxNxE = RelationalTransformer(cfg, name="rt")(
+        n_BxNxD, e_BxNxNxE, node_mask_BxN=node_mask_BxN,
+        deterministic=deterministic)
+    parts = []
+    if self.readout in ("nodes_and_edge", "nodes"):
+      parts.append(_query_nodes(n_BxNxD, query_Bx2))
+    if self.readout in ("nodes_and_edge", "edge"):
+      parts.append(gather_query(e_BxNxNxE, query_Bx2))
+    return QueryHead(head_layers=self.head_layers, name="head")(
+        jnp.concatenate(parts, axis=-1))

@@ -1,0 +1,599 @@
+"""CLUTRR training and evaluation (Bergen et al. 2021, sec. 4.1, Figure 3).
+
+    results = train_and_evaluate(default_config(), workdir)
+
+Protocol (the ET authors' `clutrr/train.py`): train on stories of
+k = 2, 3 facts (`config.protocol.train_ks`), 80% of the training rows for
+training and 20% for validation (`val_fraction`), a fixed number of steps,
+then test the last model (`train.select_on='last'`; 'val' tests the
+best-validation checkpoint) and report accuracy per k on the official test
+file (`data.data_dir`/`data.test_files`, any file in the CLUTRR 1.0 schema)
+and on a generated test set (`relational_jax.data.clutrr.generate_splits`,
+graphs disjoint from the generated training graphs at shared k).
+
+Training rows: `protocol.train_source='generated'` draws
+`num_train_per_k` rows per k with CLUTRR's own procedure
+(`relational_jax.data.clutrr.generate_splits`; the authors generated 35k
+k = 2, 3 rows with CLUTRR's code); any other value is a CSV file name in
+`data.data_dir` (e.g. 'validation.csv', the 2,020 official k = 2, 3 rows).
+
+Optimisation: cross-entropy over the 21 classes, Adam, global-norm clipping
+(authors: 1.0), learning rate with linear warmup then linear decay to 0 at
+`train.steps` ('linear', HuggingFace's `get_linear_schedule_with_warmup` as
+the authors) or constant after warmup. One jitted step over the data mesh
+(params replicated, batch split over 'data'; `relational_jax.training.mesh`).
+A training epoch is a seeded permutation of the training rows; its last
+batch is padded with zero-weight rows, so every batch has the fixed size and
+`step` alone fixes the batch: resuming (`RunCheckpoints`, orbax) is exact.
+
+Config sections:
+  config.model             'edge_transformer' | 'rat' | 'rt'
+  config.edge_transformer  `ETConfig` fields (ablations: `ablation`, `tied`)
+  config.rat               `RATConfig` fields
+  config.rt                `RTConfig` fields
+  config.head              layers (2: authors' MLP head, 1: linear),
+                           rt_readout, rt_node_init (see models.clutrr)
+  config.data              data_dir, test_files, max_eval_examples
+  config.protocol          train_source, train_ks, num_train_per_k,
+                           val_fraction, generated_test_ks,
+                           num_generated_test_per_k, generation_seed,
+                           holdout_fraction
+  config.train             learning_rate, schedule, warmup_steps, steps,
+                           clip, batch_size, eval_batch_size, eval_every,
+                           checkpoint_every, seed, select_on, devices,
+                           progress, stop_at_step
+  config.results_path      '' = <workdir>/results.json
+
+Defaults: the authors' CLUTRR Edge Transformer (paper Table 1 and
+`clutrr/train.py`): 8 tied layers, d 200, 4 heads, FFN 4d, dropout 0.2, the
+released code's layer layout, batch 400, Adam lr 1e-3 with 100 warmup steps
+and linear decay, clip 1.0, 50 epochs of 28k rows (35k generated, 80%) =
+3,500 steps.
+"""
+
+import math
+import os
+import time
+from typing import Callable, Dict, List, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from relational_jax.data import clutrr as data_lib
+from relational_jax.layers.shapes import check_choice
+from relational_jax.models import clutrr as models
+from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.relational_transformer import RTConfig
+from relational_jax.training import checkpoints as ckpt_lib
+from relational_jax.training import config as config_lib
+from relational_jax.training import mesh as mesh_lib
+from relational_jax.training import reporting
+from relational_jax.training.errors import NonFiniteLossError
+
+ConfigDict = config_lib.ConfigDict
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+DEFAULT_DATA_DIR = os.path.normpath(os.path.join(
+    _REPO_ROOT, "..", "shared", "data", "clutrr", "gen_train23_test2to10"))
+
+MODEL_CONFIGS = {"edge_transformer": ETConfig, "rat": models.RATConfig,
+                 "rt": RTConfig}
+MODELS = tuple(MODEL_CONFIGS)
+SCHEDULES = ("linear", "constant")
+SELECT_ON = ("last", "val")
+GENERATED = "generated"
+# Paths that may differ when a run is resumed; every other path of the
+# saved config must match.
+RESUMABLE_CHANGES = ("data.data_dir", "data.test_files",
+                     "data.max_eval_examples", "protocol.generated_test_ks",
+                     "protocol.num_generated_test_per_k",
+                     "train.eval_batch_size", "train.eval_every",
+                     "train.checkpoint_every", "train.select_on",
+                     "train.devices", "train.progress", "train.stop_at_step",
+                     "results_path")
+
+
+# ----------------------------------------------------------------------------
+# Config.
+# ----------------------------------------------------------------------------
+
+
+def default_config() -> ConfigDict:
+  """The authors' CLUTRR Edge Transformer run (module docstring)."""
+  c = ConfigDict()
+  c.model = "edge_transformer"
+  et = c.edge_transformer = config_lib.section(ETConfig)
+  et.num_layers, et.num_heads, et.head_dim = 8, 4, 50  # d = 200.
+  et.tied, et.dropout_rate, et.layout = True, 0.2, "released_code"
+  et.chunk_size = et.ffn_chunk_size = None  # Graphs of <= 11 nodes.
+  r = c.rat = config_lib.section(models.RATConfig)
+  r.num_layers, r.num_heads, r.d_model = 8, 8, 320  # Table 1, RAT.
+  r.tied, r.dropout_rate = True, 0.2
+  t = c.rt = config_lib.section(RTConfig)
+  # No published RT setting for CLUTRR: ET's width, depth and tying.
+  t.num_layers, t.num_heads, t.head_dim = 8, 4, 50  # Node width 200.
+  t.node_ffn_dim, t.edge_msg_dim, t.edge_ffn_dim = 800, 200, 800
+  t.tied, t.dropout_rate = True, 0.2
+  t.chunk_size = 8
+  c.head = ConfigDict(dict(layers=2, rt_readout="nodes_and_edge",
+                           rt_node_init="zeros"))
+  c.data = ConfigDict(dict(data_dir=DEFAULT_DATA_DIR,
+                           test_files=("test.csv",),
+                           max_eval_examples=0))  # > 0: a seeded subset.
+  c.protocol = ConfigDict(dict(
+      train_source=GENERATED,       # Or a CSV file name in data.data_dir.
+      train_ks=(2, 3),
+      num_train_per_k=17_500,       # 35k generated rows (paper sec. 4.1).
+      val_fraction=0.2,             # Authors: random 80/20 split.
+      generated_test_ks=tuple(range(2, 11)),
+      num_generated_test_per_k=100,  # 0: no generated test set.
+      generation_seed=0,
+      holdout_fraction=0.2))
+  c.train = ConfigDict(dict(
+      learning_rate=1e-3, schedule="linear", warmup_steps=100,
+      steps=3500, clip=1.0, batch_size=400, eval_batch_size=0,
+      eval_every=350, checkpoint_every=0, seed=42, select_on="last",
+      devices=0, progress=True, stop_at_step=0))
+  c.results_path = ""
+  return c
+
+
+def model_config(config: ConfigDict):
+  """The model config dataclass of `config.model`, from its section."""
+  check_choice(config.model, MODELS, "model")
+  return config_lib.instantiate(MODEL_CONFIGS[config.model],
+                                config[config.model])
+
+
+def build_model(config: ConfigDict):
+  """The Flax module of `config.model`."""
+  cfg = model_config(config)
+  head = config.head.layers
+  if config.model == "edge_transformer":
+    return models.ClutrrEdgeTransformer(cfg, head_layers=head)
+  if config.model == "rat":
+    return models.ClutrrRAT(cfg, head_layers=head)
+  return models.ClutrrRT(cfg, head_layers=head, readout=config.head.rt_readout,
+                         node_init=config.head.rt_node_init)
+
+
+def validate(config: ConfigDict) -> None:
+  """Raises ValueError naming the bad value (and the valid choices)."""
+  model_config(config)
+  check_choice(config.head.rt_readout, models.RT_READOUTS, "head.rt_readout")
+  check_choice(config.head.rt_node_init, models.NODE_INITS,
+               "head.rt_node_init")
+  if config.head.layers not in (1, 2):
+    raise ValueError(f"head.layers must be 1 or 2, got {config.head.layers}.")
+  t, p = config.train, config.protocol
+  check_choice(t.schedule, SCHEDULES, "train.schedule")
+  check_choice(t.select_on, SELECT_ON, "train.select_on")
+  for name in ("steps", "batch_size", "eval_every"):
+    if t[name] < 1:
+      raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
+  for name in ("warmup_steps", "eval_batch_size", "checkpoint_every",
+               "devices", "stop_at_step"):
+    if t[name] < 0:
+      raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
+  if not t.learning_rate > 0:
+    raise ValueError(f"train.learning_rate must be positive, got "
+                     f"{t.learning_rate}.")
+  if not 0.0 <= p.val_fraction < 1.0:
+    raise ValueError(f"protocol.val_fraction must be in [0, 1), got "
+                     f"{p.val_fraction}.")
+  if not p.train_ks or min(p.train_ks) < 2:
+    raise ValueError(f"protocol.train_ks must be non-empty with every k >= 2, "
+                     f"got {tuple(p.train_ks)}.")
+  if p.train_source == GENERATED and p.num_train_per_k < 1:
+    raise ValueError(f"protocol.num_train_per_k must be >= 1, got "
+                     f"{p.num_train_per_k}.")
+  if p.num_generated_test_per_k < 0 or (
+      p.num_generated_test_per_k and min(p.generated_test_ks) < 2):
+    raise ValueError("protocol.num_generated_test_per_k must be >= 0 and "
+                     "every generated test k >= 2.")
+  if p.train_source != GENERATED:
+    path = os.path.join(config.data.data_dir, p.train_source)
+    if not os.path.isfile(path):
+      raise ValueError(f"protocol.train_source {p.train_source!r} is neither "
+                       f"'{GENERATED}' nor a file in data.data_dir ({path} "
+                       f"not found).")
+  for name in config.data.test_files:
+    path = os.path.join(config.data.data_dir, name)
+    if not os.path.isfile(path):
+      raise ValueError(f"data.test_files: {path} not found.")
+
+
+def results_path(config: ConfigDict, workdir: str) -> str:
+  return config.results_path or os.path.join(workdir, "results.json")
+
+
+# ----------------------------------------------------------------------------
+# Data.
+# ----------------------------------------------------------------------------
+
+
+def _subset(examples: List, limit: int, seed: int) -> List:
+  if limit <= 0 or len(examples) <= limit:
+    return list(examples)
+  keep = np.sort(np.random.default_rng(seed).permutation(len(examples))[:limit])
+  return [examples[int(i)] for i in keep]
+
+
+def load_data(config: ConfigDict) -> Dict[str, List]:
+  """{'train', 'val', <test file stem>..., 'generated'}: lists of
+  `ClutrrExample`. Evaluation sets are capped at `data.max_eval_examples`."""
+  p, d = config.protocol, config.data
+  train_ks = tuple(int(k) for k in p.train_ks)
+  gen_test_ks = tuple(int(k) for k in p.generated_test_ks)
+  num_test = int(p.num_generated_test_per_k)
+  generated_test: List = []
+  if p.train_source == GENERATED:
+    train_rows, test_rows = data_lib.generate_splits(
+        train_ks, gen_test_ks if num_test else (), int(p.num_train_per_k),
+        num_test, seed=int(p.generation_seed),
+        holdout_fraction=float(p.holdout_fraction))
+    rows = data_lib.examples_from_rows(train_rows, "generated train rows")
+    if num_test:
+      generated_test = data_lib.examples_from_rows(test_rows,
+                                                   "generated test rows")
+  else:
+    rows = data_lib.load_clutrr(os.path.join(d.data_dir, p.train_source))
+    rows = [ex for ex in rows if ex.k in train_ks]
+    if not rows:
+      raise ValueError(f"{p.train_source} has no rows with k in {train_ks}.")
+    if num_test:  # The generated test set only (train part discarded).
+      _, test_rows = data_lib.generate_splits(
+          train_ks, gen_test_ks, 1, num_test, seed=int(p.generation_seed),
+          holdout_fraction=float(p.holdout_fraction))
+      generated_test = data_lib.examples_from_rows(test_rows,
+                                                   "generated test rows")
+  order = np.random.default_rng([int(config.train.seed), 7]).permutation(
+      len(rows))
+  num_val = int(round(p.val_fraction * len(rows)))
+  out = {"train": [rows[int(i)] for i in order[num_val:]],
+         "val": [rows[int(i)] for i in order[:num_val]]}
+  limit = int(d.max_eval_examples)
+  out["val"] = _subset(out["val"], limit, 1)
+  for name in d.test_files:
+    stem = os.path.splitext(os.path.basename(name))[0]
+    out[stem] = _subset(data_lib.load_clutrr(os.path.join(d.data_dir, name)),
+                        limit, 2)
+  if generated_test:
+    out[GENERATED] = _subset(generated_test, limit, 3)
+  return {k: v for k, v in out.items() if v}
+
+
+def _pad_rows(arrays: Dict[str, np.ndarray], size: int) -> Dict[str, np.ndarray]:
+  """Rows 0..n-1 of `arrays` plus zero-weight copies of row 0 up to `size`."""
+  n = len(arrays["targets"])
+  out = {k: np.concatenate([v, np.repeat(v[:1], size - n, axis=0)])
+         for k, v in arrays.items()}
+  out["weights"] = np.concatenate([np.ones(n, np.float32),
+                                   np.zeros(size - n, np.float32)])
+  return out
+
+
+def _model_inputs(arrays):
+  return {k: arrays[k] for k in ("edge_labels", "query", "node_mask",
+                                 "targets", "weights")}
+
+
+# ----------------------------------------------------------------------------
+# Optimiser, step, evaluation.
+# ----------------------------------------------------------------------------
+
+
+def make_schedule(lr: float, schedule: str, warmup_steps: int, steps: int):
+  """'linear': 0 -> lr over warmup_steps, then linear to 0 at `steps`;
+  'constant': lr after the (optional) linear warmup."""
+  check_choice(schedule, SCHEDULES, "schedule")
+  w = max(int(warmup_steps), 0)
+
+  def fn(count):
+    count = jnp.asarray(count, jnp.float32)
+    warm = jnp.minimum(1.0, count / w) if w else 1.0
+    if schedule == "constant":
+      return lr * warm
+    decay = jnp.clip((steps - count) / max(steps - w, 1), 0.0, 1.0)
+    return lr * jnp.where(count < w, warm, decay)
+  return fn
+
+
+def make_optimizer(train_config) -> optax.GradientTransformation:
+  t = train_config
+  adam = optax.adam(make_schedule(t.learning_rate, t.schedule,
+                                  t.warmup_steps, t.steps))
+  if t.clip > 0:
+    return optax.chain(optax.clip_by_global_norm(t.clip), adam)
+  return adam
+
+
+def _loss(model, params, batch, rng, deterministic):
+  logits_BxY = model.apply({"params": params}, batch["edge_labels"],
+                           batch["query"], batch["node_mask"],
+                           deterministic=deterministic,
+                           rngs={"dropout": rng}).astype(jnp.float32)
+  ce_B = optax.softmax_cross_entropy_with_integer_labels(logits_BxY,
+                                                         batch["targets"])
+  w_B = batch["weights"]
+  total = jnp.maximum(jnp.sum(w_B), 1.0)
+  correct_B = jnp.argmax(logits_BxY, -1) == batch["targets"]
+  return jnp.sum(ce_B * w_B) / total, jnp.sum(correct_B * w_B) / total
+
+
+def make_train_step(model, tx, mesh):
+  """step(state, batch) -> (state, {loss, accuracy, grad_norm}); jitted over
+  the mesh, the input state donated. Dropout key = fold_in(rng, step)."""
+  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
+
+  def step(state, batch):
+    rng = jax.random.fold_in(state["rng"], state["step"])
+    (loss, acc), grads = jax.value_and_grad(
+        lambda p: _loss(model, p, batch, rng, False), has_aux=True)(
+            state["params"])
+    updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+    new_state = {"params": optax.apply_updates(state["params"], updates),
+                 "opt_state": opt_state, "step": state["step"] + 1,
+                 "rng": state["rng"]}
+    return new_state, {"loss": loss, "accuracy": acc,
+                       "grad_norm": optax.tree.norm(grads)}
+
+  return jax.jit(step, in_shardings=(rep, bsh), out_shardings=(rep, rep),
+                 donate_argnums=0)
+
+
+def make_predict(model, mesh):
+  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
+
+  def predict(params, batch):
+    logits = model.apply({"params": params}, batch["edge_labels"],
+                         batch["query"], batch["node_mask"], deterministic=True)
+    return jnp.argmax(logits, -1)
+  return jax.jit(predict, in_shardings=(rep, bsh), out_shardings=bsh)
+
+
+def accuracy_by_k(predict, params, examples, batch_size: int,
+                  mesh) -> Dict[str, object]:
+  """{'all', 'per_k': {k: acc}, 'count_per_k': {k: n}} of `examples`
+  (batches of `batch_size`, padded; graphs padded to the set's largest)."""
+  arrays = data_lib.to_arrays(examples)
+  n = len(examples)
+  preds = []
+  for start in range(0, n, batch_size):
+    chunk = {k: v[start:start + batch_size] for k, v in arrays.items()}
+    batch = _model_inputs(_pad_rows(chunk, batch_size))
+    out = np.asarray(predict(params, mesh_lib.shard_batch(batch, mesh)))
+    preds.append(out[:len(chunk["targets"])])
+  correct = np.concatenate(preds) == arrays["targets"]
+  per_k, counts = {}, {}
+  for k in sorted(set(arrays["k"].tolist())):
+    sel = arrays["k"] == k
+    per_k[str(k)] = float(correct[sel].mean())
+    counts[str(k)] = int(sel.sum())
+  return {"all": float(correct.mean()), "per_k": per_k, "count_per_k": counts}
+
+
+def headline_accuracies(entry: Dict, train_ks: Sequence[int]) -> Dict:
+  """{'k2'.., 'iid' (k in train_ks), 'gen' (other k), 'all'} of one set."""
+  out = {f"k{k}": v for k, v in entry["per_k"].items()}
+  for name, inside in (("iid", True), ("gen", False)):
+    ks = [k for k in entry["per_k"] if (int(k) in train_ks) == inside]
+    total = sum(entry["count_per_k"][k] for k in ks)
+    if total:
+      out[name] = sum(entry["per_k"][k] * entry["count_per_k"][k]
+                      for k in ks) / total
+  out["all"] = entry["all"]
+  return out
+
+
+# ----------------------------------------------------------------------------
+# The loop.
+# ----------------------------------------------------------------------------
+
+
+def _check_resumable(config: ConfigDict, workdir: str) -> None:
+  path = os.path.join(workdir, "config.json")
+  current = config_lib.to_dict(config)
+  if os.path.exists(path):
+    changed = {k: v for k, v in config_lib.diff(
+        reporting.read_json(path), current).items()
+               if not k.startswith(RESUMABLE_CHANGES)}
+    if changed:
+      raise ValueError(
+          f"{workdir} holds a run with another config; differing paths "
+          f"(saved, current): {changed}. Use another work dir.")
+  reporting.write_json(path, current)
+
+
+def _mesh(config: ConfigDict):
+  devices = jax.devices()
+  if config.train.devices:
+    if config.train.devices > len(devices):
+      raise ValueError(f"train.devices={config.train.devices} but only "
+                       f"{len(devices)} devices exist.")
+    devices = devices[:config.train.devices]
+  return mesh_lib.make_data_mesh(devices)
+
+
+def train_and_evaluate(config: ConfigDict, workdir: str,
+                       log: Optional[Callable[[str], None]] = None) -> Dict:
+  """Trains (or resumes) the run of `config` in `workdir`; returns and
+  writes the results (`results_path`): per-k accuracy on every test set.
+
+  `results['final']['accuracies']` holds the first test file's per-k
+  accuracies ('k2'..), 'iid' (k in train_ks), 'gen' (k outside) and 'all'.
+  With `train.stop_at_step` the run stops (checkpointed) there and returns
+  {'stopped_at': step}; rerun to resume.
+  """
+  validate(config)
+  if log is None:
+    log = print if config.train.progress else (lambda message: None)
+  os.makedirs(workdir, exist_ok=True)
+  _check_resumable(config, workdir)
+  t_cfg = config.train
+  mesh = _mesh(config)
+  num_devices = mesh_lib.num_data_shards(mesh)
+  eval_batch = t_cfg.eval_batch_size or t_cfg.batch_size
+  mesh_lib.check_divisible(t_cfg.batch_size, num_devices)
+  mesh_lib.check_divisible(eval_batch, num_devices, "eval batch size")
+
+  data = load_data(config)
+  train_ks = tuple(int(k) for k in config.protocol.train_ks)
+  train_arrays = data_lib.to_arrays(
+      data["train"], max(ex.num_nodes for ex in data["train"]))
+  num_train = len(data["train"])
+  steps_per_epoch = math.ceil(num_train / t_cfg.batch_size)
+  log(f"CLUTRR {config.model}: {num_train} train rows, "
+      f"{len(data.get('val', []))} val, sets "
+      f"{[k for k in data if k != 'train']}; {steps_per_epoch} steps/epoch")
+
+  def batch_at(step: int):
+    epoch, i = divmod(step, steps_per_epoch)
+    perm = np.random.default_rng([t_cfg.seed, epoch]).permutation(num_train)
+    idx = perm[i * t_cfg.batch_size:(i + 1) * t_cfg.batch_size]
+    rows = _pad_rows({k: v[idx] for k, v in train_arrays.items()},
+                     t_cfg.batch_size)
+    return mesh_lib.shard_batch(_model_inputs(rows), mesh)
+
+  model = build_model(config)
+  tx = make_optimizer(t_cfg)
+  example = {k: v[:1] for k, v in train_arrays.items()}
+
+  def init(key):
+    init_key, rng = jax.random.split(key)
+    params = model.init(init_key, example["edge_labels"], example["query"],
+                        example["node_mask"])["params"]
+    return {"params": params, "opt_state": tx.init(params),
+            "step": jnp.zeros((), jnp.int32), "rng": rng}
+
+  rep = mesh_lib.replicated(mesh)
+  abstract = ckpt_lib.abstract_like(
+      jax.eval_shape(init, jax.random.PRNGKey(0)), rep)
+  step_fn = make_train_step(model, tx, mesh)
+  predict = make_predict(model, mesh)
+
+  with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
+    restored = ckpts.restore(abstract)
+    if restored is None:
+      state = jax.jit(init, out_shardings=rep)(jax.random.PRNGKey(t_cfg.seed))
+      meta = {"history": [], "best_val": None, "train_seconds": 0.0}
+    else:
+      state, meta = restored
+      log(f"resumed at step {int(state['step'])}")
+    num_params = int(sum(np.prod(x.shape) for x in
+                         jax.tree_util.tree_leaves(state["params"])))
+    step = int(state["step"])
+    stop = min(t_cfg.steps, t_cfg.stop_at_step or t_cfg.steps)
+    save_every = t_cfg.checkpoint_every or t_cfg.eval_every
+    started = time.time()
+    while step < stop:
+      state, metrics = step_fn(state, batch_at(step))
+      step += 1
+      evaluate_now = step % t_cfg.eval_every == 0 or step == t_cfg.steps
+      if evaluate_now or step % save_every == 0 or step == stop:
+        loss = float(metrics["loss"])
+        if not math.isfinite(loss):
+          raise NonFiniteLossError(
+              f"loss {loss} at step {step}; the last good checkpoint "
+              f"(step {ckpts.latest_step()}) in {workdir} is kept.")
+        meta["train_seconds"] += time.time() - started
+        started = time.time()
+        best = False
+        if evaluate_now:
+          entry = {"step": step, "loss": loss,
+                   "train_accuracy": float(metrics["accuracy"])}
+          if "val" in data:
+            entry["val_accuracy"] = accuracy_by_k(
+                predict, state["params"], data["val"], eval_batch, mesh)["all"]
+            best = (meta["best_val"] is None
+                    or entry["val_accuracy"] > meta["best_val"])
+            if best:
+              meta["best_val"] = entry["val_accuracy"]
+          meta["history"].append(entry)
+          log(f"step {step}: loss {loss:.4f}, " + ", ".join(
+              f"{k} {v:.4f}" for k, v in entry.items()
+              if k.endswith("accuracy")))
+        ckpts.save(step, state, meta, best=best)
+    meta["train_seconds"] += time.time() - started
+    if step < t_cfg.steps:
+      log(f"stopped at step {step} (train.stop_at_step); rerun to resume")
+      return {"stopped_at": step}
+    selected = "last"
+    params = state["params"]
+    if t_cfg.select_on == "val" and ckpts.latest_step("best") is not None:
+      best_state, _ = ckpts.restore(abstract, "best")
+      params, selected = best_state["params"], (
+          f"val (step {ckpts.latest_step('best')})")
+
+  evaluations = {}
+  started = time.time()
+  for name, examples in data.items():
+    if name != "train":
+      evaluations[name] = accuracy_by_k(predict, params, examples, eval_batch,
+                                        mesh)
+  eval_seconds = time.time() - started
+  primary = next((os.path.splitext(os.path.basename(f))[0]
+                  for f in config.data.test_files), None)
+  primary = primary if primary in evaluations else (
+      GENERATED if GENERATED in evaluations else None)
+  final = {"step": step, "selected": selected, "test_set": primary,
+           "accuracies": (headline_accuracies(evaluations[primary], train_ks)
+                          if primary else {})}
+  results = {
+      "model": config.model, "num_params": num_params,
+      "config": config_lib.to_dict(config),
+      "data": {k: len(v) for k, v in data.items()},
+      "history": meta["history"], "final": final, "best": None,
+      "evaluations": evaluations,
+      "train_seconds": meta["train_seconds"], "eval_seconds": eval_seconds,
+      "devices": [str(d) for d in mesh.devices.flat],
+  }
+  path = results_path(config, workdir)
+  reporting.write_json(path, results)
+  plot_accuracy_by_k(
+      [(f"{config.model} ({name})", e) for name, e in evaluations.items()
+       if name != "val"],
+      os.path.join(os.path.dirname(path), "accuracy_by_k.png"),
+      title=f"CLUTRR, trained on k={','.join(map(str, train_ks))}")
+  log("test accuracy by k: " + ", ".join(
+      f"{k} {v:.3f}" for k, v in final["accuracies"].items()))
+  return results
+
+
+def plot_accuracy_by_k(series, path: str, title: str = "",
+                       published: Optional[Dict[str, Dict[str, float]]] = None
+                       ) -> None:
+  """Figure 3 style: accuracy vs k, one line per (label, evaluation entry);
+  `published` adds {label: {'k6': acc, ...}} lines (fractions)."""
+  lines = []
+  for label, entry in series:
+    ks = sorted(entry["per_k"], key=int)
+    lines.append((label, [int(k) for k in ks], [entry["per_k"][k] for k in ks]))
+  for label, values in (published or {}).items():
+    ks = sorted(values, key=lambda s: int(s[1:]))
+    lines.append((label, [int(k[1:]) for k in ks], [values[k] for k in ks]))
+  reporting.plot_curves(lines, path, xlabel="k (facts in the story)",
+                        ylabel="accuracy", title=title)
+
+
+def load_params(config: ConfigDict, workdir: str, which: str = "latest"):
+  """Parameters of the run's newest `which` checkpoint (None if none)."""
+  model = build_model(config)
+  probe = data_lib.to_arrays(data_lib.examples_from_rows(
+      data_lib.generate_rows(2, 1, seed=0)))
+  tx = make_optimizer(config.train)
+
+  def init(key):
+    params = model.init(key, probe["edge_labels"], probe["query"],
+                        probe["node_mask"])["params"]
+    return {"params": params, "opt_state": tx.init(params),
+            "step": jnp.zeros((), jnp.int32), "rng": key}
+  abstract = ckpt_lib.abstract_like(
+      jax.eval_shape(init, jax.random.PRNGKey(0)),
+      mesh_lib.replicated(_mesh(config)))
+  with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
+    restored = ckpts.restore(abstract, which)
+  return None if restored is None else restored[0]["params"]
