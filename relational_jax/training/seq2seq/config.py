@@ -66,7 +66,9 @@ DATA_DERIVED = ("src_vocab_size", "tgt_vocab_size", "max_src_len",
 # with schedule='cosine' that stretches the remaining decay). Every other
 # path of config.data, config.model, the selected model section and
 # config.train must stay as saved.
-RESUMABLE_CHANGES = ("data.data_dir", "data.max_eval_examples", "train.steps",
+# data.data_dir is fixed too: another directory can hold other data (the
+# official SCAN split files, or none).
+RESUMABLE_CHANGES = ("data.max_eval_examples", "train.steps",
                      "train.eval_batch_size", "train.eval_every",
                      "train.checkpoint_every", "train.select_on",
                      "train.devices", "train.progress", "train.stop_at_step",
