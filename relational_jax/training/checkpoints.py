@@ -16,10 +16,27 @@ Safety: a state with a non-finite float leaf is refused (`NonFiniteStateError`)
 before anything is written, so a diverged run can never rotate a good
 checkpoint out; orbax writes to a temporary directory and renames it on
 success, and deletes old steps only after a new one is complete.
+
+Integrity: every saved record carries, under `INTEGRITY_KEY`, a checksum of
+each state leaf's bits (computed on device, so any sharding works) and a
+SHA-256 of the record itself; `restore` recomputes both, so a truncated,
+garbled or bit-flipped file is caught even where orbax/TensorStore would read
+it without complaint. Restoring the newest checkpoint falls back, step by
+step, to older ones ('latest' newest first, then 'best'): every checkpoint
+that cannot be restored is reported by path (absl warning, `skipped`, and
+the returned record's `FALLBACKS_KEY` list) and moved aside to
+`<directory>/corrupt/` so the run re-saves that step. If checkpoints exist
+but none restores, `CorruptCheckpointError` names them all: a run never
+starts again from scratch on its own.
 """
 
+import hashlib
+import json
 import os
-from typing import Any, Dict, Optional, Tuple
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+from absl import logging
 
 import jax
 import jax.numpy as jnp
@@ -31,8 +48,19 @@ from relational_jax.layers import shapes
 WHICH = ("latest", "best")
 
 
+# Reserved keys of the JSON record: the integrity record (added on save,
+# removed on restore) and the list of checkpoints a restore had to skip.
+INTEGRITY_KEY = "_integrity"
+FALLBACKS_KEY = "restore_fallbacks"
+
+
 class NonFiniteStateError(ValueError):
   """Raised instead of saving a state that contains NaN or Inf."""
+
+
+class CorruptCheckpointError(RuntimeError):
+  """Checkpoints exist but none of those tried could be restored; the
+  message names each one's path and error. Nothing is moved or deleted."""
 
 
 def abstract_like(tree: Any, sharding: Any = None) -> Any:
@@ -57,6 +85,70 @@ def is_finite(tree: Any) -> bool:
   return bool(jnp.all(jnp.stack(flags))) if flags else True
 
 
+def _leaf_checksum(x) -> jax.Array:
+  """A uint32 hash of the bits of array `x` and their positions."""
+  x = jnp.asarray(x)
+  if jnp.issubdtype(x.dtype, jax.dtypes.prng_key):
+    x = jax.random.key_data(x)
+  if x.dtype == jnp.bool_:
+    x = x.astype(jnp.uint8)
+  size = x.dtype.itemsize
+  if size >= 4:  # a trailing axis of size // 4 words for 8-byte types
+    words = jax.lax.bitcast_convert_type(x, jnp.uint32)
+  else:
+    words = jax.lax.bitcast_convert_type(
+        x, {1: jnp.uint8, 2: jnp.uint16}[size]).astype(jnp.uint32)
+  words = words.reshape(-1)
+  h = words ^ (jax.lax.iota(jnp.uint32, words.size) * jnp.uint32(0x9E3779B9))
+  h = (h ^ (h >> 16)) * jnp.uint32(0x85EBCA6B)  # murmur3 finaliser
+  h = (h ^ (h >> 13)) * jnp.uint32(0xC2B2AE35)
+  h = h ^ (h >> 16)
+  return jnp.sum(h, dtype=jnp.uint32)  # wraps: exact in any order
+
+
+@jax.jit
+def _checksums(leaves: List[Any]) -> List[jax.Array]:
+  return [_leaf_checksum(x) for x in leaves]
+
+
+def state_checksums(tree: Any) -> Dict[str, List]:
+  """{leaf path: [dtype, uint32 checksum of its bits]} of a pytree."""
+  paths_leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+  if not paths_leaves:
+    return {}
+  paths, leaves = zip(*paths_leaves)
+  sums = jax.device_get(_checksums(list(leaves)))
+  return {jax.tree_util.keystr(p): [str(jnp.asarray(x).dtype), int(c)]
+          for p, x, c in zip(paths, leaves, sums)}
+
+
+def _record_hash(meta: Dict) -> str:
+  """SHA-256 of `meta` as it reads back from JSON (keys sorted)."""
+  canonical = json.loads(json.dumps(meta))
+  return hashlib.sha256(
+      json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+
+
+def _verify(state: Any, meta: Dict, integrity: Dict) -> None:
+  """Raises ValueError naming what does not match the integrity record."""
+  if integrity.get("meta") != _record_hash(meta):
+    raise ValueError("the JSON record does not match its saved checksum")
+  saved, now = integrity.get("state", {}), state_checksums(state)
+  bad = [path for path, (dtype, checksum) in now.items()
+         if path in saved and saved[path][0] == dtype
+         and saved[path][1] != checksum]
+  missing = sorted(set(saved) - set(now))
+  if bad or missing:
+    raise ValueError(
+        "array data does not match the saved checksums: "
+        + ", ".join((bad + [f"{m} (missing)" for m in missing])[:8]))
+
+
+def _short(error: BaseException) -> str:
+  first = (str(error).strip().splitlines() or [""])[0]
+  return f"{type(error).__name__}: {first[:300]}"
+
+
 class RunCheckpoints:
   """Latest and best checkpoint managers of one run directory.
 
@@ -65,6 +157,9 @@ class RunCheckpoints:
     keep_latest: number of latest checkpoints kept (default 2).
     keep_best: number of best checkpoints kept (default 1).
     check_finite: refuse to save states with NaN/Inf (default True).
+
+  After `restore`, `skipped` lists the checkpoints it could not restore
+  (dicts: which, step, path, error, moved_to).
   """
 
   def __init__(self, directory: str, keep_latest: int = 2, keep_best: int = 1,
@@ -74,6 +169,7 @@ class RunCheckpoints:
         raise ValueError(f"{name} must be >= 1, got {keep}.")
     self.directory = os.path.abspath(directory)
     self.check_finite = check_finite
+    self.skipped: List[Dict] = []
     self._managers = {
         which: ocp.CheckpointManager(
             os.path.join(self.directory, which),
@@ -107,27 +203,114 @@ class RunCheckpoints:
       raise NonFiniteStateError(
           f"refusing to checkpoint step {step}: the state contains NaN or "
           f"Inf; the previous checkpoints in {self.directory} are kept.")
+    record = {k: v for k, v in meta.items() if k != INTEGRITY_KEY}
+    record[INTEGRITY_KEY] = {"state": state_checksums(state),
+                             "meta": _record_hash(record)}
     for which in ("latest", "best") if best else ("latest",):
       mgr = self._manager(which)
       if step in mgr.all_steps():
         continue
       mgr.save(step, args=ocp.args.Composite(
-          state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)),
+          state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(record)),
                force=True)
       mgr.wait_until_finished()
+
+  def step_path(self, which: str, step: int) -> str:
+    return os.path.join(self.directory, which, str(step))
+
+  def _restore_one(self, abstract_state: Any, which: str,
+                   step: int) -> Tuple[Any, Dict]:
+    """Restores and verifies one checkpoint; raises on any problem."""
+    restored = self._manager(which).restore(step, args=ocp.args.Composite(
+        state=ocp.args.StandardRestore(abstract_state),
+        meta=ocp.args.JsonRestore()))
+    state, meta = restored["state"], restored["meta"]
+    if not isinstance(meta, dict):
+      raise ValueError(f"the JSON record is {type(meta).__name__}, not a dict")
+    meta = dict(meta)
+    integrity = meta.pop(INTEGRITY_KEY, None)
+    if integrity is not None:  # None: saved before checksums were recorded
+      _verify(state, meta, integrity)
+    return state, meta
+
+  def _move_aside(self, which: str, step: int) -> Optional[str]:
+    """Moves a bad checkpoint to `<directory>/corrupt/` (kept for
+    inspection) so that the step is saved afresh; returns where to."""
+    source = self.step_path(which, step)
+    if jax.process_index() != 0 or not os.path.isdir(source):
+      return None
+    target = os.path.join(
+        self.directory, "corrupt",
+        f"{which}_{step}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}")
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    os.replace(source, target)
+    self._manager(which).reload()
+    return target
 
   def restore(self, abstract_state: Any, which: str = "latest",
               step: Optional[int] = None) -> Optional[Tuple[Any, Dict]]:
     """(state, meta) of `step` (default: the newest) of `which`, restored
-    into `abstract_state` (see `abstract_like`); None if there is none."""
-    mgr = self._manager(which)
-    step = mgr.latest_step() if step is None else step
-    if step is None:
+    into `abstract_state` (see `abstract_like`) and checked against the
+    checksums saved with it; None if there is no checkpoint.
+
+    Without `step`, a checkpoint that cannot be restored (missing or
+    truncated file, garbage, checksum mismatch) is reported and skipped:
+    the steps of `which` are tried newest first, then (for 'latest') those
+    of 'best'. The skipped ones are logged (absl warning), moved to
+    `<directory>/corrupt/` once a good one is restored, listed in
+    `self.skipped` and appended to the returned record's
+    `FALLBACKS_KEY` ("restore_fallbacks") list, which a run carries on.
+
+    Raises:
+      CorruptCheckpointError: a given `step` cannot be restored, or
+        checkpoints exist and none of them can (nothing is moved: the run
+        must not start from scratch unnoticed).
+    """
+    self.skipped = []
+    if step is not None:
+      candidates = [(which, step)]
+    else:
+      candidates = [(which, s) for s in sorted(self.all_steps(which),
+                                              reverse=True)]
+      if which == "latest":
+        candidates += [("best", s) for s in sorted(self.all_steps("best"),
+                                                   reverse=True)]
+    if not candidates:
       return None
-    restored = mgr.restore(step, args=ocp.args.Composite(
-        state=ocp.args.StandardRestore(abstract_state),
-        meta=ocp.args.JsonRestore()))
-    return restored["state"], dict(restored["meta"])
+    failures = []
+    for source, s in candidates:
+      try:
+        state, meta = self._restore_one(abstract_state, source, s)
+      except Exception as e:  # pylint: disable=broad-except
+        failures.append({"which": source, "step": s,
+                         "path": self.step_path(source, s),
+                         "error": _short(e)})
+        logging.warning("checkpoint %s cannot be restored (%s)%s",
+                        self.step_path(source, s), _short(e),
+                        "" if step is not None else "; trying an older one")
+        if step is not None:
+          break
+        continue
+      if failures:
+        for failure in failures:
+          failure["moved_to"] = self._move_aside(failure["which"],
+                                                 failure["step"])
+          failure["restored_instead"] = {"which": source, "step": s}
+          logging.warning(
+              "skipped unrestorable checkpoint %s (%s), moved to %s; "
+              "restored %s step %d (%s) instead.", failure["path"],
+              failure["error"], failure["moved_to"], source, s,
+              self.step_path(source, s))
+        meta[FALLBACKS_KEY] = list(meta.get(FALLBACKS_KEY, [])) + failures
+      self.skipped = failures
+      return state, meta
+    self.skipped = failures
+    raise CorruptCheckpointError(
+        f"{len(failures)} checkpoint(s) in {self.directory} exist but none "
+        "could be restored: "
+        + "; ".join(f"{f['path']}: {f['error']}" for f in failures)
+        + ". Refusing to start from scratch: move them away (or use a new "
+        "directory) to train afresh.")
 
   def close(self) -> None:
     for mgr in self._managers.values():

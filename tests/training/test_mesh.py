@@ -1,4 +1,5 @@
-"""relational_jax.training: the data mesh (1 and 4 CPU devices) and checkpoints."""
+"""relational_jax.training: the data mesh (1 and 4 CPU devices); checkpoints
+are tested in test_checkpoints.py."""
 
 import json
 import os
@@ -7,12 +8,10 @@ import sys
 import textwrap
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import mesh as mesh_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -106,36 +105,3 @@ def test_four_devices_match_one_device():
   np.testing.assert_allclose(losses4, losses1, rtol=1e-5)
   np.testing.assert_allclose(w4, w1, rtol=1e-5, atol=1e-6)
   assert "global batch size 6 is not divisible by the number of devices 4" in out["error"]
-
-
-# -- Checkpoints. --------------------------------------------------------------
-
-
-def _state(value):
-  return {"params": {"w": jnp.full((2, 3), value, jnp.float32)},
-          "step": jnp.asarray(3, jnp.int32), "rng": jax.random.PRNGKey(7)}
-
-
-def test_checkpoints_roundtrip_keep_and_refuse_nan(tmp_path):
-  mesh = mesh_lib.make_data_mesh(jax.devices()[:1])
-  with ckpt_lib.RunCheckpoints(str(tmp_path / "ck")) as ckpts:
-    assert ckpts.restore(ckpt_lib.abstract_like(_state(0.0))) is None
-    for step in (1, 2, 3):
-      ckpts.save(step, _state(float(step)), {"step": step, "stream": [step, 0]},
-                 best=step == 2)
-    assert ckpts.all_steps("latest") == [2, 3]  # keep 2
-    assert ckpts.all_steps("best") == [2]
-    with pytest.raises(ckpt_lib.NonFiniteStateError, match="step 4: the state contains NaN"):
-      ckpts.save(4, _state(float("nan")), {"step": 4})
-    assert ckpts.all_steps("latest") == [2, 3]  # nothing deleted
-    abstract = ckpt_lib.abstract_like(_state(0.0), mesh_lib.replicated(mesh))
-    state, meta = ckpts.restore(abstract)
-    assert meta == {"step": 3, "stream": [3, 0]}
-    np.testing.assert_array_equal(state["params"]["w"], np.full((2, 3), 3.0))
-    np.testing.assert_array_equal(state["rng"], jax.random.PRNGKey(7))
-    assert state["params"]["w"].sharding == mesh_lib.replicated(mesh)
-    best, best_meta = ckpts.restore(abstract, "best")
-    assert best_meta["step"] == 2 and float(best["params"]["w"][0, 0]) == 2.0
-    with pytest.raises(ValueError, match=r"Unknown checkpoint set 'worst'; valid choices are \['latest', 'best'\]"):
-      ckpts.latest_step("worst")
-  assert ckpt_lib.is_finite(_state(1.0)) and not ckpt_lib.is_finite(_state(float("inf")))

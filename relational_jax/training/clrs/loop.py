@@ -6,14 +6,19 @@ best-validation checkpoint, and test it at every length in
 `protocol.test_lengths` (default 64). Checkpoints (orbax):
 `<workdir>/<algorithm>_seed<seed>/checkpoints/{latest,best}`. Running again
 on the same workdir resumes every unfinished run from its latest checkpoint,
-continuing the same data stream, and reuses finished ones.
+continuing the same data stream, and reuses finished ones. A latest
+checkpoint that cannot be restored (truncated, garbled, checksum mismatch) is
+reported (log, absl warning, the run's "checkpoint_fallbacks") and the run
+resumes from the previous good one, replaying the same batches. A workdir
+whose `config.json` differs from the given config in anything but
+`RESUMABLE_CHANGES` is refused, naming the fields.
 """
 
 import json
 import math
 import os
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
@@ -21,6 +26,7 @@ import tqdm
 
 import processors
 from relational_jax.layers import shapes
+from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
 from relational_jax.training import reporting
 from relational_jax.training.checkpoints import RunCheckpoints
@@ -31,6 +37,13 @@ from relational_jax.training.clrs import evaluation
 from relational_jax.training.errors import NonFiniteLossError
 
 ConfigDict = config_lib.ConfigDict
+
+# Config paths (and their sub-paths) that may differ from a workdir's saved
+# config.json when a run is resumed: train longer, test elsewhere, display,
+# evaluation batching, and which (algorithm, seed) run dirs to train.
+RESUMABLE_CHANGES = ("protocol.train_steps", "protocol.test_lengths",
+                     "protocol.progress", "protocol.eval_batch_size",
+                     "algorithms", "seeds")
 
 
 def build_model(config: ConfigDict, spec, dummy_feedback, checkpoint_dir: str,
@@ -102,12 +115,19 @@ def train_one(config: ConfigDict, algorithm: str, seed: int, run_dir: str,
   model, stream, val_set = model_for_run(config, algorithm, seed, run_dir,
                                          processor_factory)
   ckpt = RunCheckpoints(os.path.join(run_dir, "checkpoints"))
-  meta = restore_model(model, ckpt, "latest")
+  try:
+    meta = restore_model(model, ckpt, "latest")
+  except BaseException:  # e.g. CorruptCheckpointError: none restorable
+    ckpt.close()
+    raise
   if meta is None:
     meta = {"step": 0, "history": [], "losses": [], "best_val": -1.0,
             "best_step": -1, "wall_time_s": 0.0}
   else:
     stream.set_state(meta["stream"])
+    for skipped in ckpt.skipped:
+      log(f"[{algorithm} seed {seed}] checkpoint {skipped['path']} could not "
+          f"be restored ({skipped['error']}); moved to {skipped['moved_to']}")
     log(f"[{algorithm} seed {seed}] resumed at step {meta['step']}")
   key = jax.random.PRNGKey(seed)
   t0 = time.time() - meta["wall_time_s"]
@@ -153,9 +173,76 @@ def train_one(config: ConfigDict, algorithm: str, seed: int, run_dir: str,
             "steps": step, "train_wall_time_s": train_time,
             "wall_time_s": time.time() - t0, "test": test,
             "history": meta["history"], "losses": meta["losses"],
+            "checkpoint_fallbacks": meta.get(ckpt_lib.FALLBACKS_KEY, []),
             "final_params_fingerprint": _fingerprint(model_final_params)}
   reporting.write_json(result_path, result)
   return result
+
+
+def _with_defaults(saved: Dict, defaults: Dict) -> Dict:
+  """`saved` over `defaults`, recursively: a field added to the config since
+  the run was saved counts as its default."""
+  out = dict(defaults)
+  for key, value in saved.items():
+    if isinstance(value, dict) and isinstance(defaults.get(key), dict):
+      value = _with_defaults(value, defaults[key])
+    out[key] = value
+  return out
+
+
+def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
+  """Config paths (prefixes) that the processor of `config` (a record)
+  never reads, following `clrs_config.processor_factory`: RT kinds take
+  heads and layer norm from `rt`, ET kinds heads from `et`, CLRS kinds
+  neither section; a user's processor factory reads none of them."""
+  if custom_factory:
+    return ("processor", "rt", "et")
+  kind = config.get("processor_type")
+  if kind in processors.RT_KINDS:
+    return ("processor.nb_heads", "processor.use_ln",
+            "processor.node_readout", "et")
+  if kind in processors.ET_KINDS:
+    return ("processor.nb_heads", "rt")
+  return ("rt", "et")
+
+
+def resume_conflicts(saved: Dict, current: Dict,
+                     custom_factory: bool = False) -> Dict:
+  """{path: (saved, current)} of the config fields that differ between a
+  workdir's saved config record and the current one, other than
+  `RESUMABLE_CHANGES`, fields the processor does not read (`unread_paths`)
+  and fields the current config no longer has. A field the saved record
+  lacks (added since) counts as its default."""
+  saved = _with_defaults(config_lib.to_dict(clrs_config.load(saved)),
+                         config_lib.to_dict(clrs_config.default_config()))
+  changed = config_lib.diff(saved, current)
+  def current_has(path):
+    node = current
+    for part in path.split("."):
+      if not isinstance(node, dict) or part not in node:
+        return False
+      node = node[part]
+    return True
+  free = RESUMABLE_CHANGES + unread_paths(current, custom_factory)
+  return {path: values for path, values in changed.items()
+          if current_has(path) and not any(
+              path == p or path.startswith(p + ".") for p in free)}
+
+
+def check_resumable(saved: Dict, current: Dict, config_path: str,
+                    custom_factory: bool = False) -> None:
+  """Raises ValueError naming every field in which `current` (a config
+  record) differs from the `saved` one, beyond `RESUMABLE_CHANGES` (see
+  `resume_conflicts`)."""
+  changed = resume_conflicts(saved, current, custom_factory)
+  if changed:
+    raise ValueError(
+        f"the work directory's config ({config_path}) differs from this "
+        f"run's config in {len(changed)} field(s) that cannot change on "
+        "resume: " + "; ".join(f"{path}: saved {a!r}, now {b!r}"
+                               for path, (a, b) in changed.items())
+        + ". Use a new work directory, or the saved values (fields that may "
+        f"change: {', '.join(RESUMABLE_CHANGES)}).")
 
 
 def train_and_evaluate(config: ConfigDict, workdir: str,
@@ -170,11 +257,21 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
       e.g. your own `clrs.processors.Processor` subclass) used instead of
       `config.processor_type`'s, which then only labels the results.
     results_path: the results JSON (default `<workdir>/results.json`).
+
+  Raises:
+    ValueError: a bad config, or `<workdir>/config.json` (a run already
+      there) differs from `config` in a field outside `RESUMABLE_CHANGES`;
+      the message names the fields, and nothing is overwritten.
+    CorruptCheckpointError: a run has checkpoints and none can be restored.
   """
   clrs_config.validate(config, custom_factory=processor_factory is not None)
   os.makedirs(workdir, exist_ok=True)
   record = config_lib.to_dict(config)
-  reporting.write_json(os.path.join(workdir, "config.json"), record)
+  config_path = os.path.join(workdir, "config.json")
+  if os.path.exists(config_path):
+    check_resumable(reporting.read_json(config_path), record, config_path,
+                    custom_factory=processor_factory is not None)
+  reporting.write_json(config_path, record)
   results = {"config": record, "algorithms": {}}
   t0 = time.time()
   for algorithm in config.algorithms:

@@ -191,3 +191,92 @@ def test_string_matcher_haystack_does_not_leak_into_other_algorithms():
   lengths = [4, 7, 11, 13, 16]
   assert clrs_data.sample_lengths("naive_string_matcher", lengths) == [20]
   assert clrs_data.sample_lengths("bellman_ford", lengths) == lengths
+
+
+def test_corrupt_latest_checkpoint_resumes_from_the_previous_one(tmp_path):
+  """The newest checkpoint's array files are truncated after the run ended
+  (before result.json, as if killed): the rerun reports it, resumes from the
+  step before, replays the same batches and ends where the run ended."""
+  from relational_jax.training import checkpoints as ckpt_lib  # pylint: disable=g-import-not-at-top
+  cfg = tiny(protocol__test_lengths=(5,), protocol__train_steps=3)
+  workdir = str(tmp_path / "run")
+  whole = clrs_loop.train_and_evaluate(cfg, workdir)
+  a = whole["algorithms"]["bellman_ford"]["runs"][0]
+  assert a["checkpoint_fallbacks"] == []
+  run_dir = os.path.join(workdir, "bellman_ford_seed42")
+  os.remove(os.path.join(run_dir, "result.json"))
+  newest = os.path.join(run_dir, "checkpoints", "latest", "3")
+  # Its array files cut to half, as by a write that stopped short.
+  arrays = [os.path.join(d, f) for d, _, fs in os.walk(newest) for f in fs
+            if os.path.basename(d) == "d"]
+  assert arrays
+  for path in arrays:
+    with open(path, "r+b") as f:
+      f.truncate(os.path.getsize(path) // 2)
+  lines = []
+  resumed = clrs_loop.train_and_evaluate(cfg, workdir, log=lines.append)
+  b = resumed["algorithms"]["bellman_ford"]["runs"][0]
+  assert any(newest in l and "could not be restored" in l for l in lines)
+  assert "[bellman_ford seed 42] resumed at step 2" in lines
+  [fallback] = b["checkpoint_fallbacks"]
+  assert fallback["path"] == newest and fallback["step"] == 3
+  assert fallback["restored_instead"] == {"which": "latest", "step": 2}
+  assert os.path.isdir(fallback["moved_to"])
+  # Step 3 was trained again from step 2's state and data-stream position.
+  assert b["losses"] == a["losses"] and len(b["losses"]) == 3
+  assert b["final_params_fingerprint"] == a["final_params_fingerprint"]
+  assert [h["step"] for h in b["history"]] == [1, 2, 3]
+  assert b["test"] == a["test"]
+  with RunCheckpoints(os.path.join(run_dir, "checkpoints")) as ckpts:
+    assert ckpts.all_steps() == [2, 3]
+  # Every checkpoint unreadable: an error naming them, not a fresh start.
+  for step in (2, 3):
+    meta_file = os.path.join(run_dir, "checkpoints", "latest", str(step),
+                             "meta", "metadata")
+    os.remove(meta_file)
+  for best in os.listdir(os.path.join(run_dir, "checkpoints", "best")):
+    os.remove(os.path.join(run_dir, "checkpoints", "best", best, "meta",
+                           "metadata"))
+  os.remove(os.path.join(run_dir, "result.json"))
+  with pytest.raises(ckpt_lib.CorruptCheckpointError,
+                     match=r"latest/3: FileNotFoundError.*latest/2: .*"
+                     r"Refusing to start from scratch"):
+    clrs_loop.train_and_evaluate(cfg, workdir)
+
+
+def test_a_changed_config_on_resume_names_the_fields(tmp_path):
+  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
+  workdir = str(tmp_path / "run")
+  saved = config_lib.to_dict(tiny())
+  config_path = os.path.join(workdir, "config.json")
+  reporting.write_json(config_path, saved)  # as train_and_evaluate writes it
+  changed = tiny(model__learning_rate=0.01, rt__num_layers=2)
+  with pytest.raises(ValueError, match=(
+      r"config \(.*config.json\) differs from this run's config in 2 "
+      r"field\(s\) that cannot change on resume: model.learning_rate: saved "
+      r"0.00025, now 0.01; rt.num_layers: saved 1, now 2. Use a new work "
+      r"directory")):
+    clrs_loop.train_and_evaluate(changed, workdir)
+  assert reporting.read_json(config_path) == saved  # not overwritten
+  # Fields that may change on resume, and fields added since the run saved
+  # its config (their defaults), are no conflict.
+  allowed = config_lib.to_dict(tiny(
+      protocol__train_steps=9, protocol__test_lengths=(7,),
+      protocol__progress=True, protocol__eval_batch_size=2,
+      algorithms=("bfs",), seeds=(1, 2)))
+  assert clrs_loop.resume_conflicts(saved, allowed) == {}
+  older = {k: v for k, v in saved.items() if k != "hint_mode"}
+  older["model"] = {k: v for k, v in saved["model"].items()
+                    if k != "use_lstm"}
+  assert clrs_loop.resume_conflicts(older, saved) == {}
+  assert clrs_loop.resume_conflicts(saved, config_lib.to_dict(changed)) == {
+      "model.learning_rate": (0.00025, 0.01), "rt.num_layers": (1, 2)}
+  # Fields the processor kind does not read (the RT kinds take their heads
+  # from rt.num_heads; `--nb_heads` also sets processor.nb_heads).
+  unread = dict(saved, processor=dict(saved["processor"], nb_heads=2))
+  assert clrs_loop.resume_conflicts(saved, unread) == {}
+  clrs_kind = dict(saved, processor_type="gat")
+  assert clrs_loop.resume_conflicts(
+      clrs_kind, dict(unread, processor_type="gat")) == {
+          "processor.nb_heads": (12, 2)}
