@@ -264,10 +264,13 @@ class Vocab:
         return vocab
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Write the vocabulary as JSON."""
-        with open(path, "w", encoding="utf-8") as f:
+        """Write the vocabulary as JSON, atomically (a temporary file in the
+        same directory, then a rename)."""
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
             json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
             f.write("\n")
+        os.replace(tmp, path)
 
     @classmethod
     def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Vocab":

@@ -367,6 +367,9 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
     _check_resumable(c, meta["config"])
     stream.set_state(meta["stream"])
     meta["config"] = config_record
+    for skipped in ckpts.skipped:
+      log(f"checkpoint {skipped['path']} could not be restored "
+          f"({skipped['error']}); moved to {skipped['moved_to']}")
     log(f"resumed at step {meta['step']} from {ckpts.directory}/latest")
   reporting.write_json(config_path, config_record)
   step = int(meta["step"])
@@ -466,6 +469,7 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
       "best": meta["best"],
       "history": history,
       "losses": meta["losses"],
+      "checkpoint_fallbacks": meta.get(ckpt_lib.FALLBACKS_KEY, []),
       "wall_time_s": time.time() - t0,
   }
   if not complete:

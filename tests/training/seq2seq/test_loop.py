@@ -367,3 +367,26 @@ def test_user_model_data_and_optimizer(tmp_path):
 def config_with_stop(config, step):
   return seq2seq.config.config_lib.override(config,
                                             {"train.stop_at_step": step})
+
+
+@pytest.mark.filterwarnings(
+    "ignore::pytest.PytestUnraisableExceptionWarning")  # orbax's failed read
+def test_corrupt_newest_checkpoint_is_reported_and_resume_stays_exact(tmp_path):
+  """A truncated newest checkpoint: the run names it, resumes from the older
+  step, and ends exactly where an uninterrupted run ends."""
+  from tests.training.test_checkpoints import _truncate_array  # pylint: disable=g-import-not-at-top
+  fresh = seq2seq.train_and_evaluate(tiny(), str(tmp_path / "fresh"), **QUIET)
+  workdir = str(tmp_path / "corrupt")
+  seq2seq.train_and_evaluate(
+      tiny({"train.stop_at_step": 2, "train.checkpoint_every": 1}), workdir,
+      **QUIET)
+  newest = os.path.join(workdir, "checkpoints", "latest", "2")
+  _truncate_array(newest)
+  lines = []
+  resumed = seq2seq.train_and_evaluate(tiny({"train.checkpoint_every": 1}),
+                                       workdir, log=lines.append)
+  assert any(newest in line and "could not be restored" in line
+             for line in lines), lines
+  assert any("resumed at step 1" in line for line in lines), lines
+  assert [f["step"] for f in resumed["checkpoint_fallbacks"]] == [2]
+  np.testing.assert_allclose(resumed["losses"], fresh["losses"], rtol=1e-6)
