@@ -54,6 +54,10 @@ def run(name: str, budget: str, workdir: str = None, log=print) -> dict:
     from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
     results = loop.train_and_evaluate(config, workdir, log=log)
     results_path = f"{workdir}/results.json"
+  elif reproduction.task == "clutrr":
+    from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
+    results = clutrr.train_and_evaluate(config, workdir, log=log)
+    results_path = clutrr.results_path(config, workdir)
   else:
     from relational_jax.training import seq2seq  # pylint: disable=g-import-not-at-top
     results = seq2seq.train_and_evaluate(config, workdir, log=log)
