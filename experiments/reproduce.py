@@ -58,6 +58,10 @@ def run(name: str, budget: str, workdir: str = None, log=print) -> dict:
     from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
     results = clutrr.train_and_evaluate(config, workdir, log=log)
     results_path = clutrr.results_path(config, workdir)
+  elif reproduction.task == "cogs_graph":
+    from relational_jax.training import cogs_graph  # pylint: disable=g-import-not-at-top
+    results = cogs_graph.train_and_evaluate(config, workdir, log=log)
+    results_path = cogs_graph.results_path(config, workdir)
   else:
     from relational_jax.training import seq2seq  # pylint: disable=g-import-not-at-top
     results = seq2seq.train_and_evaluate(config, workdir, log=log)

@@ -1,0 +1,458 @@
+"""COGS graph parsing with the Edge Transformer (Bergen et al. 2021,
+sec. 4.4, appendix A.3, Table 4).
+
+    results = train_and_evaluate(default_config(), workdir)
+
+Data: the original COGS TSV files in `data.data_dir` (train.tsv, dev.tsv,
+test.tsv, gen.tsv), converted to the graph ("seqtag") form of Ontanon et al.
+by `relational_jax.data.cogs_graph.convert_file` (identical to the authors'
+`*_seqtag.jsonl`). Vocabularies come from the training graphs.
+
+Model (`relational_jax.models.cogs_graph.CogsGraphEdgeTransformer`): eq. 10
+sequence input, an Edge Transformer stack, one linear head per label field on
+x_ii and a parent pointer (softmax over j of a linear map of x_ji; tokens
+without a parent point at themselves).
+
+Loss: the sum of five cross-entropies (parent, role, category, noun_type,
+verb_name), each the mean over the real tokens of the batch, as the
+authors' `cogs/model.py`. Accuracy: a sentence is correct when the parent
+and every label of every token are right (the paper's metric); reported
+for every evaluation file in total and per category (the TSV's third
+column: `in_distribution`, `primitive`, or a generalisation category of
+gen.tsv).
+
+Optimisation: AdamW (PyTorch defaults: weight decay 0.01, eps 1e-8) with a
+linear warmup then linear decay to 0 at `train.steps`
+(`relational_jax.training.clutrr.make_schedule`), global-norm clipping. One
+jitted step over the data mesh. A training epoch is a seeded permutation of
+the training rows (the last batch padded with zero-weight rows), so `step`
+alone fixes the batch and resuming from a `RunCheckpoints` checkpoint is
+exact. Batches are padded to the longest sentence rounded up to a multiple
+of `data.length_multiple` (few shapes, few compilations).
+
+Config sections:
+  config.edge_transformer  `ETConfig` fields
+  config.head              max_distance, parent_from_column
+  config.data              data_dir, train_file, eval_files, val_file,
+                           max_train_examples, max_eval_examples,
+                           length_multiple
+  config.train             learning_rate, weight_decay, warmup_steps, steps,
+                           clip, batch_size, eval_batch_size, eval_every,
+                           checkpoint_every, seed, select_on, devices,
+                           progress, stop_at_step
+  config.results_path      '' = <workdir>/results.json
+
+Defaults: the authors' `cogs/train.py`: 3 tied layers, d 64, 4 heads, FFN
+4d, dropout 0.1, AdamW lr 5e-4, 1000 warmup steps, linear decay, clip 1.0,
+batch 100, 200 epochs of the 24,155 training rows (241 full batches per
+epoch: 48,200 steps), the last model tested on gen.tsv.
+"""
+
+import json
+import math
+import os
+import time
+from typing import Callable, Dict, List, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from relational_jax.data import cogs_graph as data_lib
+from relational_jax.layers.shapes import check_choice
+from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
+from relational_jax.models.cogs_graph import HEADS
+from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.training import checkpoints as ckpt_lib
+from relational_jax.training import config as config_lib
+from relational_jax.training import mesh as mesh_lib
+from relational_jax.training import reporting
+from relational_jax.training.clutrr import _mesh
+from relational_jax.training.clutrr import make_schedule
+from relational_jax.training.errors import NonFiniteLossError
+
+ConfigDict = config_lib.ConfigDict
+
+_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+DEFAULT_DATA_DIR = os.path.normpath(os.path.join(
+    _REPO_ROOT, "..", "shared", "data", "cogs"))
+SELECT_ON = ("last", "val")
+TARGETS = ("parent_or_self",) + data_lib.LABEL_FIELDS
+# Paths that may differ when a run is resumed.
+RESUMABLE_CHANGES = ("data.data_dir", "data.eval_files", "data.val_file",
+                     "data.max_eval_examples", "train.eval_batch_size",
+                     "train.eval_every", "train.checkpoint_every",
+                     "train.select_on", "train.devices", "train.progress",
+                     "train.stop_at_step", "results_path")
+
+
+def default_config() -> ConfigDict:
+  """The authors' COGS Edge Transformer run (module docstring)."""
+  c = ConfigDict()
+  et = c.edge_transformer = config_lib.section(ETConfig)
+  et.num_layers, et.num_heads, et.head_dim = 3, 4, 16  # d = 64.
+  et.tied, et.dropout_rate, et.layout = True, 0.1, "released_code"
+  c.head = ConfigDict(dict(max_distance=16, parent_from_column=True))
+  c.data = ConfigDict(dict(
+      data_dir=DEFAULT_DATA_DIR, train_file="train.tsv",
+      eval_files=("dev.tsv", "test.tsv", "gen.tsv"),
+      val_file="dev.tsv",          # Scored every eval_every steps ('' none).
+      max_train_examples=0,        # > 0: the first rows of train_file.
+      max_eval_examples=0,         # > 0: a seeded subset of each file.
+      length_multiple=8))
+  c.train = ConfigDict(dict(
+      learning_rate=5e-4, weight_decay=0.01, warmup_steps=1000,
+      steps=48_200, clip=1.0, batch_size=100, eval_batch_size=0,
+      eval_every=2410, checkpoint_every=0, seed=42, select_on="last",
+      devices=0, progress=True, stop_at_step=0))
+  c.results_path = ""
+  return c
+
+
+def model_config(config: ConfigDict) -> ETConfig:
+  return config_lib.instantiate(ETConfig, config.edge_transformer)
+
+
+def build_model(config: ConfigDict, vocabs: data_lib.GraphVocabs):
+  return CogsGraphEdgeTransformer(
+      model_config(config), vocab_size=len(vocabs.tokens),
+      label_sizes=tuple(len(getattr(vocabs, f))
+                        for f in data_lib.LABEL_FIELDS),
+      max_distance=int(config.head.max_distance),
+      parent_from_column=bool(config.head.parent_from_column))
+
+
+def validate(config: ConfigDict) -> None:
+  """Raises ValueError naming the bad value."""
+  model_config(config)
+  t, d = config.train, config.data
+  check_choice(t.select_on, SELECT_ON, "train.select_on")
+  for name in ("steps", "batch_size", "eval_every"):
+    if t[name] < 1:
+      raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
+  for name in ("warmup_steps", "eval_batch_size", "checkpoint_every",
+               "devices", "stop_at_step"):
+    if t[name] < 0:
+      raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
+  if not t.learning_rate > 0:
+    raise ValueError(f"train.learning_rate must be positive, got "
+                     f"{t.learning_rate}.")
+  if t.weight_decay < 0 or t.clip < 0:
+    raise ValueError("train.weight_decay and train.clip must be >= 0.")
+  if config.head.max_distance < 0:
+    raise ValueError(f"head.max_distance must be >= 0, got "
+                     f"{config.head.max_distance}.")
+  if d.length_multiple < 1 or d.max_train_examples < 0 or (
+      d.max_eval_examples < 0):
+    raise ValueError("data.length_multiple must be >= 1 and "
+                     "data.max_{train,eval}_examples >= 0.")
+  if t.select_on == "val" and not d.val_file:
+    raise ValueError("train.select_on='val' needs data.val_file.")
+  for name in (d.train_file,) + tuple(d.eval_files) + (
+      (d.val_file,) if d.val_file else ()):
+    path = os.path.join(d.data_dir, name)
+    if not os.path.isfile(path):
+      raise ValueError(f"COGS file {path} not found (data.data_dir="
+                       f"{d.data_dir!r}).")
+
+
+def results_path(config: ConfigDict, workdir: str) -> str:
+  return config.results_path or os.path.join(workdir, "results.json")
+
+
+# ----------------------------------------------------------------------------
+# Data.
+# ----------------------------------------------------------------------------
+
+
+def _subset(graphs: List[Dict], limit: int, salt: int) -> List[Dict]:
+  if not limit or len(graphs) <= limit:
+    return graphs
+  idx = np.sort(np.random.default_rng([0, salt]).choice(
+      len(graphs), limit, replace=False))
+  return [graphs[int(i)] for i in idx]
+
+
+def load_data(config: ConfigDict) -> Dict[str, List[Dict]]:
+  """{'train': graphs, 'val': graphs (if val_file), <file stem>: graphs}."""
+  d = config.data
+  train = data_lib.convert_file(os.path.join(d.data_dir, d.train_file))
+  if d.max_train_examples:
+    train = train[:d.max_train_examples]
+  out = {"train": train}
+  names = ((("val", d.val_file),) if d.val_file else ()) + tuple(
+      (os.path.splitext(os.path.basename(f))[0], f) for f in d.eval_files)
+  for salt, (key, name) in enumerate(names, start=1):
+    out[key] = _subset(data_lib.convert_file(os.path.join(d.data_dir, name)),
+                       int(d.max_eval_examples), salt)
+  return out
+
+
+def _padded_length(lengths, multiple: int) -> int:
+  return int(math.ceil(max(int(np.max(lengths)), 1) / multiple) * multiple)
+
+
+def make_batch(arrays: Dict[str, np.ndarray], idx: np.ndarray, size: int,
+               multiple: int) -> Dict[str, np.ndarray]:
+  """Rows `idx` of `arrays`, cut to their padded length, plus zero-weight
+  copies of the first row up to `size` rows."""
+  n = len(idx)
+  length = _padded_length(arrays["lengths"][idx], multiple)
+  fill = np.concatenate([idx, np.repeat(idx[:1], size - n)])
+  batch = {k: arrays[k][fill, :length] for k in ("tokens", "mask") + TARGETS}
+  batch["weights"] = np.concatenate([np.ones(n, np.float32),
+                                     np.zeros(size - n, np.float32)])
+  return batch
+
+
+# ----------------------------------------------------------------------------
+# Loss, step, evaluation.
+# ----------------------------------------------------------------------------
+
+
+def make_optimizer(t) -> optax.GradientTransformation:
+  opt = optax.adamw(make_schedule(t.learning_rate, "linear", t.warmup_steps,
+                                  t.steps),
+                    b1=0.9, b2=0.999, eps=1e-8, weight_decay=t.weight_decay)
+  if t.clip > 0:
+    return optax.chain(optax.clip_by_global_norm(t.clip), opt)
+  return opt
+
+
+def token_correct(logits: Dict[str, jax.Array], batch) -> jax.Array:
+  """BxN: every head right at the token (True on padding)."""
+  ok = jnp.ones(batch["tokens"].shape, bool)
+  for head, target in zip(HEADS, TARGETS):
+    ok &= jnp.argmax(logits[head], -1) == batch[target]
+  return ok | ~batch["mask"]
+
+
+def _loss(model, params, batch, rng, deterministic):
+  logits = model.apply({"params": params}, batch["tokens"], batch["mask"],
+                       deterministic=deterministic, rngs={"dropout": rng})
+  w_BxN = batch["mask"] * batch["weights"][:, None]
+  total = jnp.maximum(jnp.sum(w_BxN), 1.0)
+  loss = 0.0
+  for head, target in zip(HEADS, TARGETS):
+    ce = optax.softmax_cross_entropy_with_integer_labels(
+        logits[head].astype(jnp.float32), batch[target])
+    loss += jnp.sum(ce * w_BxN) / total
+  sent_B = jnp.all(token_correct(logits, batch), -1)
+  acc = jnp.sum(sent_B * batch["weights"]) / jnp.maximum(
+      jnp.sum(batch["weights"]), 1.0)
+  return loss, acc
+
+
+def make_train_step(model, tx, mesh):
+  """step(state, batch) -> (state, {loss, accuracy, grad_norm}); jitted over
+  the mesh, state donated; dropout key = fold_in(rng, step)."""
+  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
+
+  def step(state, batch):
+    rng = jax.random.fold_in(state["rng"], state["step"])
+    (loss, acc), grads = jax.value_and_grad(
+        lambda p: _loss(model, p, batch, rng, False), has_aux=True)(
+            state["params"])
+    updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+    return ({"params": optax.apply_updates(state["params"], updates),
+             "opt_state": opt_state, "step": state["step"] + 1,
+             "rng": state["rng"]},
+            {"loss": loss, "accuracy": acc,
+             "grad_norm": optax.tree.norm(grads)})
+
+  return jax.jit(step, in_shardings=(rep, bsh), out_shardings=(rep, rep),
+                 donate_argnums=0)
+
+
+def make_predict(model, mesh):
+  """predict(params, batch) -> B bools: the whole sentence right."""
+  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
+
+  def predict(params, batch):
+    logits = model.apply({"params": params}, batch["tokens"], batch["mask"],
+                         deterministic=True)
+    return jnp.all(token_correct(logits, batch), -1)
+  return jax.jit(predict, in_shardings=(rep, bsh), out_shardings=bsh)
+
+
+def sentence_accuracy(predict, params, graphs, vocabs, batch_size: int,
+                      multiple: int, mesh) -> Dict[str, object]:
+  """{'all', 'count', 'per_category', 'count_per_category'} of `graphs`
+  (batches sorted by length to limit padding and compilations)."""
+  arrays = data_lib.graphs_to_arrays(graphs, vocabs)
+  order = np.argsort(arrays["lengths"], kind="stable")
+  correct = np.zeros(len(graphs), bool)
+  for start in range(0, len(graphs), batch_size):
+    idx = order[start:start + batch_size]
+    batch = make_batch(arrays, idx, batch_size, multiple)
+    batch.pop("weights")
+    out = np.asarray(predict(params, mesh_lib.shard_batch(batch, mesh)))
+    correct[idx] = out[:len(idx)]
+  cats = np.asarray([g.get("distribution") or "none" for g in graphs])
+  per, counts = {}, {}
+  for c in sorted(set(cats.tolist())):
+    sel = cats == c
+    per[c], counts[c] = float(correct[sel].mean()), int(sel.sum())
+  return {"all": float(correct.mean()), "count": len(graphs),
+          "per_category": per, "count_per_category": counts}
+
+
+# ----------------------------------------------------------------------------
+# The loop.
+# ----------------------------------------------------------------------------
+
+
+def _check_resumable(config: ConfigDict, workdir: str) -> None:
+  path = os.path.join(workdir, "config.json")
+  current = config_lib.to_dict(config)
+  if os.path.exists(path):
+    changed = {k: v for k, v in config_lib.diff(
+        reporting.read_json(path), current).items()
+               if not k.startswith(RESUMABLE_CHANGES)}
+    if changed:
+      raise ValueError(
+          f"{workdir} holds a run with another config; differing paths "
+          f"(saved, current): {changed}. Use another work dir.")
+  reporting.write_json(path, current)
+
+
+def train_and_evaluate(config: ConfigDict, workdir: str,
+                       log: Optional[Callable[[str], None]] = None) -> Dict:
+  """Trains (or resumes) the run of `config` in `workdir`; returns and
+  writes the results (`results_path`).
+
+  `results['final']['accuracies']` maps every evaluation file stem (dev,
+  test, gen) to its sentence accuracy; `results['evaluations'][stem]` adds
+  per-category accuracies and counts. With `train.stop_at_step` the run
+  stops (checkpointed) there and returns {'stopped_at': step}.
+  """
+  validate(config)
+  if log is None:
+    log = print if config.train.progress else (lambda message: None)
+  os.makedirs(workdir, exist_ok=True)
+  _check_resumable(config, workdir)
+  t_cfg, multiple = config.train, int(config.data.length_multiple)
+  mesh = _mesh(config)
+  num_devices = mesh_lib.num_data_shards(mesh)
+  eval_batch = t_cfg.eval_batch_size or t_cfg.batch_size
+  mesh_lib.check_divisible(t_cfg.batch_size, num_devices)
+  mesh_lib.check_divisible(eval_batch, num_devices, "eval batch size")
+
+  data = load_data(config)
+  vocabs = data_lib.build_graph_vocabs(data["train"])
+  reporting.write_json(os.path.join(workdir, "vocabs.json"),
+                       reporting_vocabs(vocabs))
+  train_arrays = data_lib.graphs_to_arrays(data["train"], vocabs)
+  num_train = len(data["train"])
+  steps_per_epoch = math.ceil(num_train / t_cfg.batch_size)
+  log(f"COGS graph ET: {num_train} train rows, sets "
+      f"{ {k: len(v) for k, v in data.items() if k != 'train'} }; "
+      f"{steps_per_epoch} steps/epoch")
+
+  def batch_at(step: int):
+    epoch, i = divmod(step, steps_per_epoch)
+    perm = np.random.default_rng([t_cfg.seed, epoch]).permutation(num_train)
+    idx = perm[i * t_cfg.batch_size:(i + 1) * t_cfg.batch_size]
+    return mesh_lib.shard_batch(
+        make_batch(train_arrays, idx, t_cfg.batch_size, multiple), mesh)
+
+  model = build_model(config, vocabs)
+  tx = make_optimizer(t_cfg)
+  example = make_batch(train_arrays, np.arange(1), 1, multiple)
+
+  def init(key):
+    init_key, rng = jax.random.split(key)
+    params = model.init(init_key, example["tokens"], example["mask"])["params"]
+    return {"params": params, "opt_state": tx.init(params),
+            "step": jnp.zeros((), jnp.int32), "rng": rng}
+
+  rep = mesh_lib.replicated(mesh)
+  abstract = ckpt_lib.abstract_like(
+      jax.eval_shape(init, jax.random.PRNGKey(0)), rep)
+  step_fn = make_train_step(model, tx, mesh)
+  predict = make_predict(model, mesh)
+
+  def score(params, graphs):
+    return sentence_accuracy(predict, params, graphs, vocabs, eval_batch,
+                             multiple, mesh)
+
+  with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
+    restored = ckpts.restore(abstract)
+    if restored is None:
+      state = jax.jit(init, out_shardings=rep)(jax.random.PRNGKey(t_cfg.seed))
+      meta = {"history": [], "best_val": None, "train_seconds": 0.0}
+    else:
+      state, meta = restored
+      log(f"resumed at step {int(state['step'])}")
+    num_params = int(sum(np.prod(x.shape) for x in
+                         jax.tree_util.tree_leaves(state["params"])))
+    step = int(state["step"])
+    stop = min(t_cfg.steps, t_cfg.stop_at_step or t_cfg.steps)
+    save_every = t_cfg.checkpoint_every or t_cfg.eval_every
+    started = time.time()
+    while step < stop:
+      state, metrics = step_fn(state, batch_at(step))
+      step += 1
+      evaluate_now = step % t_cfg.eval_every == 0 or step == t_cfg.steps
+      if evaluate_now or step % save_every == 0 or step == stop:
+        loss = float(metrics["loss"])
+        if not math.isfinite(loss):
+          raise NonFiniteLossError(
+              f"loss {loss} at step {step}; the last good checkpoint "
+              f"(step {ckpts.latest_step()}) in {workdir} is kept.")
+        meta["train_seconds"] += time.time() - started
+        started = time.time()
+        best = False
+        if evaluate_now:
+          entry = {"step": step, "loss": loss,
+                   "train_accuracy": float(metrics["accuracy"])}
+          if "val" in data:
+            entry["val_accuracy"] = score(state["params"], data["val"])["all"]
+            best = (meta["best_val"] is None
+                    or entry["val_accuracy"] > meta["best_val"])
+            if best:
+              meta["best_val"] = entry["val_accuracy"]
+          meta["history"].append(entry)
+          log(f"step {step}: loss {loss:.4f}, " + ", ".join(
+              f"{k} {v:.4f}" for k, v in entry.items()
+              if k.endswith("accuracy")))
+        ckpts.save(step, state, meta, best=best)
+    meta["train_seconds"] += time.time() - started
+    if step < t_cfg.steps:
+      log(f"stopped at step {step} (train.stop_at_step); rerun to resume")
+      return {"stopped_at": step}
+    selected, params = "last", state["params"]
+    if t_cfg.select_on == "val" and ckpts.latest_step("best") is not None:
+      best_state, _ = ckpts.restore(abstract, "best")
+      params = best_state["params"]
+      selected = f"val (step {ckpts.latest_step('best')})"
+
+  started = time.time()
+  evaluations = {name: score(params, graphs) for name, graphs in data.items()
+                 if name not in ("train", "val")}
+  eval_seconds = time.time() - started
+  final = {"step": step, "selected": selected,
+           "accuracies": {k: v["all"] for k, v in evaluations.items()}}
+  if "gen" in evaluations:
+    final["gen_per_category"] = evaluations["gen"]["per_category"]
+  results = {
+      "model": "edge_transformer", "num_params": num_params,
+      "config": config_lib.to_dict(config),
+      "data": {k: len(v) for k, v in data.items()},
+      "history": meta["history"], "final": final, "best": None,
+      "evaluations": evaluations,
+      "train_seconds": meta["train_seconds"], "eval_seconds": eval_seconds,
+      "devices": [str(d) for d in mesh.devices.flat],
+  }
+  reporting.write_json(results_path(config, workdir), results)
+  log("sentence accuracy: " + ", ".join(
+      f"{k} {v:.4f}" for k, v in final["accuracies"].items()))
+  return results
+
+
+def reporting_vocabs(vocabs: data_lib.GraphVocabs) -> Dict:
+  """The vocabularies as JSON-ready lists (`GraphVocabs.from_json` reads
+  `json.dumps` of this)."""
+  return json.loads(vocabs.to_json())
