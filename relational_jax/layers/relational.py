@@ -227,10 +227,12 @@ class EdgeUpdate(nn.Module):
         size, use_bias=bias, dtype=self.dtype, param_dtype=self.param_dtype,
         name=name)
     drop = nn.Dropout(self.dropout_rate)
-    e_ji_BxNxNxE = jnp.swapaxes(e_BxNxNxE, 1, 2)
-    # Blocks of W_4 acting on e_ij, e_ji, n_i and n_j (eq. 6).
+    # Blocks of W_4 acting on e_ij, e_ji, n_i and n_j (eq. 6). The e_ji block
+    # is bias-free and linear, so it is applied to e_ij and the G-wide result
+    # transposed ((e^T W)_ij = (e W)_ji), not the E-wide edges.
     pre_BxNxNxG = (dense(self.msg_dim, "w4_e_ij")(e_BxNxNxE)
-                   + dense(self.msg_dim, "w4_e_ji", False)(e_ji_BxNxNxE)
+                   + jnp.swapaxes(dense(self.msg_dim, "w4_e_ji", False)(
+                       e_BxNxNxE), 1, 2)
                    + dense(self.msg_dim, "w4_n_i", False)(n_BxNxD)[:, :, None]
                    + dense(self.msg_dim, "w4_n_j", False)(n_BxNxD)[:, None, :])
     m_BxNxNxG = nn.relu(pre_BxNxNxG)
