@@ -426,5 +426,4 @@ REPRODUCTIONS["cogs_graph_edge_transformer"] = Reproduction(
     "et al. (converted here from the COGS TSVs, identical to the authors' "
     "seqtag files). cpu: the authors' settings cut to 600 steps (2.5 "
     "epochs, inside the 1000-step warmup) and 500-row subsets of "
-    "dev/test/gen: far from converged. results/cogs_graph/ holds a CPU run "
-    "with lr 1e-3 and 100 warmup steps (its command is in README.md there).")
+    "dev/test/gen: far from converged.")
