@@ -16,6 +16,7 @@ Equations implemented (numbers from the paper):
             u_ij = LN(m_ij W_5 + e_ij),  e_ij' = LN(ReLU(u_ij W_6) W_7 + u_ij).
 """
 
+import functools
 from typing import Optional, Tuple
 
 import flax.linen as nn
@@ -140,6 +141,57 @@ class RelationalAttention(nn.Module):
     return m_BxNxHxK.reshape(b, n, h * k_size)
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3,))
+def _layer_norm(x, scale, bias, epsilon):
+  """LayerNorm over the last axis (statistics in fp32), y = x_hat * scale + bias."""
+  return _layer_norm_fwd(x, scale, bias, epsilon)[0]
+
+
+def _layer_norm_fwd(x, scale, bias, epsilon):
+  x32 = x.astype(jnp.float32)
+  mean = jnp.mean(x32, axis=-1, keepdims=True)
+  centred = x32 - mean
+  inv = jax.lax.rsqrt(jnp.mean(centred * centred, axis=-1, keepdims=True)
+                      + epsilon)
+  x_hat = centred * inv
+  out_dtype = jnp.result_type(x.dtype, scale.dtype)
+  y = (x_hat * scale.astype(jnp.float32) + bias.astype(jnp.float32))
+  return y.astype(out_dtype), (x_hat, inv, scale, bias, jnp.zeros((), x.dtype))
+
+
+def _layer_norm_bwd(epsilon, residuals, dy):
+  del epsilon
+  x_hat, inv, scale, bias, x_token = residuals
+  dy32 = dy.astype(jnp.float32)
+  g = dy32 * scale.astype(jnp.float32)
+  dx = inv * (g - jnp.mean(g, axis=-1, keepdims=True)
+              - x_hat * jnp.mean(g * x_hat, axis=-1, keepdims=True))
+  lead = tuple(range(dy.ndim - 1))
+  dscale = jnp.sum(dy32 * x_hat, axis=lead).astype(scale.dtype)
+  dbias = jnp.sum(dy32, axis=lead).astype(bias.dtype)
+  return dx.astype(x_token.dtype), dscale, dbias
+
+
+_layer_norm.defvjp(_layer_norm_fwd, _layer_norm_bwd)
+
+
+class _LayerNorm(nn.Module):
+  """nn.LayerNorm's function and parameters (scale, bias) with a hand-written
+  VJP: the forward saves x_hat and 1/sigma only (Flax's saves the broadcast
+  scale * 1/sigma as a full-size tensor), and the backward is one pass."""
+  epsilon: float = 1e-5
+  param_dtype: jnp.dtype = jnp.float32
+
+  @nn.compact
+  def __call__(self, x):
+    features = x.shape[-1]
+    scale = self.param("scale", nn.initializers.ones, (features,),
+                       self.param_dtype)
+    bias = self.param("bias", nn.initializers.zeros, (features,),
+                      self.param_dtype)
+    return _layer_norm(x, scale, bias, self.epsilon)
+
+
 class _MaybeLayerNorm(nn.Module):
   use_ln: bool = True
   epsilon: float = 1e-5
@@ -149,7 +201,9 @@ class _MaybeLayerNorm(nn.Module):
   def __call__(self, x):
     if not self.use_ln:
       return x
-    return nn.LayerNorm(epsilon=self.epsilon, param_dtype=self.param_dtype)(x)
+    # Named as nn.LayerNorm would be, so parameter paths are unchanged.
+    return _LayerNorm(epsilon=self.epsilon, param_dtype=self.param_dtype,
+                      name="LayerNorm_0")(x)
 
 
 class NodeUpdate(nn.Module):
