@@ -11,12 +11,12 @@ cd "$(dirname "$0")/.."
 export JAX_PLATFORMS=${JAX_PLATFORMS:-cpu}
 NAMES=${NAMES:-"clutrr_et_k23 clutrr_rat_k23 clutrr_rt_k23"}
 for name in $NAMES; do
-  python -m experiments.reproduce "$name" --budget=cpu \
+  python3 -m experiments.reproduce "$name" --budget=cpu \
       --workdir="runs/clutrr_cpu/$name"
   mkdir -p results/clutrr
   cp "runs/clutrr_cpu/$name/results.json" "results/clutrr/$name.json"
 done
-python - <<'PY'
+python3 - <<'PY'
 import json, os
 from experiments import reproductions
 from relational_jax.training import clutrr
