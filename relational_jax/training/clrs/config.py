@@ -211,6 +211,8 @@ def processor_factory(config: ConfigDict) -> Callable:
               f"config.rt.{name} applies to processor_type 'rt_triangular' "
               f"only, not to {kind!r}.")
         del options[name]
+    elif not options["triangular_heads"]:
+      del options["triangular_heads"]  # 0: the factory's default, nb_heads
     return processors.get_processor_factory(
         kind, use_ln=use_ln, nb_triplet_fts=p.nb_triplet_fts,
         nb_heads=nb_heads, graph_vec=p.graph_vec, **options)

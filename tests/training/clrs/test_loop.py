@@ -280,3 +280,18 @@ def test_a_changed_config_on_resume_names_the_fields(tmp_path):
   assert clrs_loop.resume_conflicts(
       clrs_kind, dict(unread, processor_type="gat")) == {
           "processor.nb_heads": (12, 2)}
+
+
+def test_rt_triangular_builds_its_triangular_attention():
+  """triangular_heads=0 (the config default) means "as many as num_heads"
+  for 'rt_triangular', never "no triangular attention"."""
+  import haiku as hk  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+  config = tiny(processor_type="rt_triangular")
+
+  def make_config():
+    return clrs_config.processor_factory(config)(8).config
+
+  triangular = hk.transform(make_config).apply({}, None)
+  assert triangular.triangular_heads == config.rt.num_heads == 2
+  config.rt.triangular_heads = 1
+  assert hk.transform(make_config).apply({}, None).triangular_heads == 1
