@@ -13,7 +13,7 @@ REF_FLAG=()
 if [ -d "$RT_REF" ]; then
   REF_FLAG=(--rt_reference="$RT_REF")
 else
-  echo "No RT authors' checkout at $RT_REF: git clone https://github.com/CameronDiao/relational-transformer $RT_REF to include it." >&2
+  echo "No RT authors' checkout at $RT_REF: check out github.com/CameronDiao/relational-transformer at $RT_REF (a snapshot; never vendored) to include it." >&2
 fi
 python3 -m experiments.bench_peers "${REF_FLAG[@]}" --rounds="${ROUNDS:-3}" \
   --train_iters="${TRAIN_ITERS:-2}" --eval_iters="${EVAL_ITERS:-1}" \
