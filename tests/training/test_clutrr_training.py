@@ -97,10 +97,24 @@ def test_bad_config_values_are_named(path, value, match, tmp_path):
 
 
 def test_batch_size_must_divide_over_devices(tmp_path, shared_data):
-  config = tiny_config(steps=1)
-  config.train.batch_size = 3
-  import jax  # pylint: disable=g-import-not-at-top
-  if len(jax.devices()) == 1:
-    pytest.skip("needs several devices")
-  with pytest.raises(ValueError, match="not divisible"):
-    clutrr.train_and_evaluate(config, str(tmp_path))
+  """On two (forced host) devices a batch of 3 is refused; a subprocess, as
+  the device count is fixed when JAX starts."""
+  import subprocess  # pylint: disable=g-import-not-at-top
+  import sys  # pylint: disable=g-import-not-at-top
+  script = (
+      "import jax, pytest\n"
+      "assert len(jax.devices()) == 2\n"
+      "from relational_jax.training import clutrr\n"
+      "from tests.training.test_clutrr_training import tiny_config\n"
+      "config = tiny_config(steps=1)\n"
+      "config.train.batch_size = 3\n"
+      "with pytest.raises(ValueError, match='not divisible'):\n"
+      f"  clutrr.train_and_evaluate(config, {str(tmp_path)!r})\n"
+      "print('REFUSED')\n")
+  env = dict(os.environ, JAX_PLATFORMS="cpu",
+             XLA_FLAGS="--xla_force_host_platform_device_count=2")
+  repo = os.path.dirname(os.path.dirname(os.path.dirname(
+      os.path.abspath(__file__))))
+  proc = subprocess.run([sys.executable, "-c", script], cwd=repo, env=env,
+                        capture_output=True, text=True, timeout=600)
+  assert proc.returncode == 0 and "REFUSED" in proc.stdout, proc.stderr[-3000:]
