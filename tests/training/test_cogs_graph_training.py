@@ -1,4 +1,5 @@
-"""COGS graph training: fits real COGS rows, exact resume, config errors."""
+"""COGS graph training: fits real COGS rows, exact resume (and a changed
+config refused), config errors."""
 
 import os
 
@@ -59,6 +60,10 @@ def test_exact_resume(tmp_path):
   resumed = cg.train_and_evaluate(c, str(tmp_path / "split"))
   assert resumed["history"] == full["history"]
   assert resumed["final"] == full["final"]
+  # Another config in the same work dir is refused.
+  with pytest.raises(ValueError, match="another config"):
+    cg.train_and_evaluate(_config(steps=6, **small, **{"train.batch_size": 16}),
+                          str(tmp_path / "split"))
 
 
 def test_bad_configs(tmp_path):
@@ -71,13 +76,3 @@ def test_bad_configs(tmp_path):
       ("train.learning_rate", 0.0, "learning_rate")):
     with pytest.raises(ValueError, match=match):
       cg.train_and_evaluate(_config(**{path: value}), str(tmp_path / "x"))
-
-
-@needs_data
-def test_other_config_in_workdir_is_refused(tmp_path):
-  small = {"train.eval_every": 1, "edge_transformer.num_layers": 1,
-           "data.max_eval_examples": 4, "train.stop_at_step": 1}
-  cg.train_and_evaluate(_config(steps=2, **small), str(tmp_path))
-  with pytest.raises(ValueError, match="another config"):
-    cg.train_and_evaluate(_config(steps=2, **small, **{"train.batch_size": 16}),
-                          str(tmp_path))
