@@ -394,28 +394,6 @@ def headline_accuracies(entry: Dict, train_ks: Sequence[int]) -> Dict:
 # ----------------------------------------------------------------------------
 
 
-def _check_resumable(config: ConfigDict, workdir: str) -> None:
-  path = os.path.join(workdir, "config.json")
-  current = config_lib.to_dict(config)
-  if os.path.exists(path):
-    changed = {k: v for k, v in config_lib.diff(
-        reporting.read_json(path), current).items()
-               if not k.startswith(RESUMABLE_CHANGES)}
-    if changed:
-      raise ValueError(
-          f"{workdir} holds a run with another config; differing paths "
-          f"(saved, current): {changed}. Use another work dir.")
-  reporting.write_json(path, current)
-
-
-def _mesh(config: ConfigDict):
-  devices = jax.devices()
-  if config.train.devices:
-    if config.train.devices > len(devices):
-      raise ValueError(f"train.devices={config.train.devices} but only "
-                       f"{len(devices)} devices exist.")
-    devices = devices[:config.train.devices]
-  return mesh_lib.make_data_mesh(devices)
 
 
 def train_and_evaluate(config: ConfigDict, workdir: str,
@@ -432,9 +410,9 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   if log is None:
     log = print if config.train.progress else (lambda message: None)
   os.makedirs(workdir, exist_ok=True)
-  _check_resumable(config, workdir)
+  config_lib.check_and_save(config, workdir, RESUMABLE_CHANGES)
   t_cfg = config.train
-  mesh = _mesh(config)
+  mesh = mesh_lib.mesh_of_first(config.train.devices)
   num_devices = mesh_lib.num_data_shards(mesh)
   eval_batch = t_cfg.eval_batch_size or t_cfg.batch_size
   mesh_lib.check_divisible(t_cfg.batch_size, num_devices)
@@ -593,7 +571,7 @@ def load_params(config: ConfigDict, workdir: str, which: str = "latest"):
             "step": jnp.zeros((), jnp.int32), "rng": key}
   abstract = ckpt_lib.abstract_like(
       jax.eval_shape(init, jax.random.PRNGKey(0)),
-      mesh_lib.replicated(_mesh(config)))
+      mesh_lib.replicated(mesh_lib.mesh_of_first(config.train.devices)))
   with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
     restored = ckpts.restore(abstract, which)
   return None if restored is None else restored[0]["params"]

@@ -68,7 +68,6 @@ from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
 from relational_jax.training import mesh as mesh_lib
 from relational_jax.training import reporting
-from relational_jax.training.clutrr import _mesh
 from relational_jax.training.clutrr import make_schedule
 from relational_jax.training.errors import NonFiniteLossError
 
@@ -304,19 +303,6 @@ def sentence_accuracy(predict, params, graphs, vocabs, batch_size: int,
 # ----------------------------------------------------------------------------
 
 
-def _check_resumable(config: ConfigDict, workdir: str) -> None:
-  path = os.path.join(workdir, "config.json")
-  current = config_lib.to_dict(config)
-  if os.path.exists(path):
-    changed = {k: v for k, v in config_lib.diff(
-        reporting.read_json(path), current).items()
-               if not k.startswith(RESUMABLE_CHANGES)}
-    if changed:
-      raise ValueError(
-          f"{workdir} holds a run with another config; differing paths "
-          f"(saved, current): {changed}. Use another work dir.")
-  reporting.write_json(path, current)
-
 
 def train_and_evaluate(config: ConfigDict, workdir: str,
                        log: Optional[Callable[[str], None]] = None) -> Dict:
@@ -332,9 +318,9 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   if log is None:
     log = print if config.train.progress else (lambda message: None)
   os.makedirs(workdir, exist_ok=True)
-  _check_resumable(config, workdir)
+  config_lib.check_and_save(config, workdir, RESUMABLE_CHANGES)
   t_cfg, multiple = config.train, int(config.data.length_multiple)
-  mesh = _mesh(config)
+  mesh = mesh_lib.mesh_of_first(config.train.devices)
   num_devices = mesh_lib.num_data_shards(mesh)
   eval_batch = t_cfg.eval_batch_size or t_cfg.batch_size
   mesh_lib.check_divisible(t_cfg.batch_size, num_devices)

@@ -13,6 +13,7 @@ working as aliases of config paths.
 
 import dataclasses
 import json
+import os
 import typing
 from typing import Any, Dict, Iterable, Mapping, Sequence, Tuple, Union
 
@@ -152,6 +153,25 @@ def diff(saved: Mapping, current: Mapping, prefix: str = "") -> Dict[str, Tuple]
     elif a != b:
       out[path] = (a, b)
   return out
+
+
+def check_and_save(config: ConfigDict, workdir: str,
+                   resumable: Tuple[str, ...]) -> None:
+  """Refuses a work dir whose `config.json` differs from `config` outside
+  the path prefixes `resumable` (naming the differing paths); then saves
+  `config` there."""
+  from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
+  path = os.path.join(workdir, "config.json")
+  current = to_dict(config)
+  if os.path.exists(path):
+    changed = {k: v for k, v in diff(reporting.read_json(path),
+                                     current).items()
+               if not k.startswith(tuple(resumable))}
+    if changed:
+      raise ValueError(
+          f"{workdir} holds a run with another config; differing paths "
+          f"(saved, current): {changed}. Use another work dir.")
+  reporting.write_json(path, current)
 
 
 # Aliases: older flag names that set one or more config paths.

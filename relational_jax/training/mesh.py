@@ -97,6 +97,15 @@ def shard_batch(batch: Any, mesh: Mesh) -> Any:
   return jax.device_put(batch, batch_sharded(mesh))
 
 
+def mesh_of_first(num_devices: int) -> Mesh:
+  """The data mesh of the first `num_devices` of `jax.devices()` (0: all)."""
+  devices = jax.devices()
+  if num_devices > len(devices):
+    raise ValueError(f"devices={num_devices} but only {len(devices)} "
+                     f"devices are available.")
+  return make_data_mesh(devices[:num_devices or len(devices)])
+
+
 def replicate(tree: Any, mesh: Mesh) -> Any:
   """Places every array of a pytree on all devices of the mesh."""
   return jax.device_put(tree, replicated(mesh))

@@ -105,11 +105,7 @@ class Experiment:
     self.config = c = config
     t = c.train
     if mesh is None:
-      devices = jax.devices()
-      if t.devices > len(devices):
-        raise ValueError(f"devices={t.devices} but only {len(devices)} "
-                         f"devices are available.")
-      mesh = mesh_lib.make_data_mesh(devices[:t.devices or len(devices)])
+      mesh = mesh_lib.mesh_of_first(t.devices)
     self.mesh = mesh
     self.num_devices = mesh_lib.num_data_shards(mesh)
     mesh_lib.check_divisible(t.batch_size, self.num_devices,
