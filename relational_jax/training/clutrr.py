@@ -40,6 +40,8 @@ Config sections:
                            holdout_fraction
   config.train             learning_rate, schedule, warmup_steps, steps,
                            clip, batch_size, eval_batch_size, eval_every,
+                           eval_tests (score the test sets at every
+                           evaluation too: learning curves in `history`),
                            checkpoint_every, seed, select_on, devices,
                            progress, stop_at_step
   config.results_path      '' = <workdir>/results.json
@@ -91,6 +93,7 @@ RESUMABLE_CHANGES = ("data.data_dir", "data.test_files",
                      "data.max_eval_examples", "protocol.generated_test_ks",
                      "protocol.num_generated_test_per_k",
                      "train.eval_batch_size", "train.eval_every",
+                     "train.eval_tests",
                      "train.checkpoint_every", "train.select_on",
                      "train.devices", "train.progress", "train.stop_at_step",
                      "results_path")
@@ -135,7 +138,8 @@ def default_config() -> ConfigDict:
   c.train = ConfigDict(dict(
       learning_rate=1e-3, schedule="linear", warmup_steps=100,
       steps=3500, clip=1.0, batch_size=400, eval_batch_size=0,
-      eval_every=350, checkpoint_every=0, seed=42, select_on="last",
+      eval_every=350, eval_tests=False, checkpoint_every=0, seed=42,
+      select_on="last",
       devices=0, progress=True, stop_at_step=0))
   c.results_path = ""
   return c
@@ -490,6 +494,12 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
                     or entry["val_accuracy"] > meta["best_val"])
             if best:
               meta["best_val"] = entry["val_accuracy"]
+          if t_cfg.eval_tests:  # Learning curves on the test sets.
+            entry["tests"] = {
+                name: accuracy_by_k(predict, state["params"], examples,
+                                    eval_batch, mesh)
+                for name, examples in data.items()
+                if name not in ("train", "val")}
           meta["history"].append(entry)
           log(f"step {step}: loss {loss:.4f}, " + ", ".join(
               f"{k} {v:.4f}" for k, v in entry.items()

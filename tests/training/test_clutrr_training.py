@@ -51,7 +51,12 @@ def test_resume_is_exact(tmp_path, shared_data):
   config.rat.num_layers = 1
   config.protocol.num_generated_test_per_k = 0
   config.data.max_eval_examples = 16
+  config.train.eval_tests = True  # Learning curves on the test sets too.
   straight = clutrr.train_and_evaluate(config, str(tmp_path / "straight"))
+  assert [sorted(e["tests"]) for e in straight["history"]] == [["test"]] * 2
+  # The last point's test scores are the final (last-step) model's.
+  assert straight["history"][-1]["tests"]["test"] == (
+      straight["evaluations"]["test"])
   config.train.stop_at_step = 20
   assert clutrr.train_and_evaluate(config, str(tmp_path / "resumed")) == {
       "stopped_at": 20}

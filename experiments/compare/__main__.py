@@ -1,0 +1,119 @@
+r"""Run one comparison: `python -m experiments.compare NAME --reference=DIR`.
+
+  python -m experiments.compare clutrr_et --reference=/tmp/peers/et \
+      --reference_python=/tmp/torchvenv/bin/python --budget=cpu
+
+Our side runs in this process, the authors' side in `--reference_python`
+(a venv with their dependencies; for PyTorch code `pip install torch==2.13.0
+pytorch_lightning transformers`), in a thread beside ours, seed after seed.
+Every run is kept under `--workdir` (ours: orbax checkpoints, exact resume;
+theirs: the evaluation log, reused once finished), so the same command
+resumes. Writes `--output_dir/NAME.json` and `NAME.png`.
+"""
+
+import os
+import sys
+import threading
+
+from absl import app
+from absl import flags
+
+from experiments.compare import clutrr_et
+from experiments.compare import curves
+from experiments.compare import reference as reference_lib
+from relational_jax.layers.shapes import check_choice
+from relational_jax.training import reporting
+
+COMPARISONS = {"clutrr_et": clutrr_et}
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+_SHARED = os.path.normpath(os.path.join(_REPO, "..", "shared", "data"))
+
+flags.DEFINE_string("reference", None, "Checkout of the authors' repository.")
+flags.DEFINE_string("reference_python", sys.executable,
+                    "Python of the authors' environment.")
+flags.DEFINE_string("budget", "cpu", "paper | cpu | smoke.")
+flags.DEFINE_integer("num_seeds", 0, "Seeds per side (0: the budget's).")
+flags.DEFINE_string("workdir", None, "Default runs/compare/NAME_BUDGET.")
+flags.DEFINE_string("output_dir", "results/compare", "JSON and PNG go here.")
+flags.DEFINE_string("test_csv", os.path.join(
+    _SHARED, "clutrr", "gen_train23_test2to10", "test.csv"),
+                    "clutrr_et: the official test file.")
+flags.DEFINE_integer("reference_threads", 1, "torch threads of their side.")
+FLAGS = flags.FLAGS
+
+
+def run(name: str, reference: str, budget_name: str, workdir: str,
+        output_dir: str, reference_python: str, test_csv: str,
+        seeds: int = 0, reference_threads: int = 1, log=print):
+  check_choice(name, tuple(COMPARISONS), "comparison")
+  module = COMPARISONS[name]
+  check_choice(budget_name, tuple(module.BUDGETS), "budget")
+  reference = reference_lib.require(name, reference, module.REPOSITORY,
+                                    module.MARKER)
+  budget = module.BUDGETS[budget_name]
+  seeds = seeds or budget.seeds
+  workdir = os.path.abspath(workdir)
+  scratch = os.path.join(workdir, "scratch")
+  data_dir = module.prepare_data(budget, scratch, test_csv)
+  theirs, errors = {}, []
+
+  def reference_side():
+    try:
+      for seed in range(seeds):
+        theirs[seed] = module.run_theirs(
+            budget, seed, reference, scratch, reference_python,
+            os.path.join(workdir, f"theirs_seed{seed}.log"),
+            threads=reference_threads)
+        log(f"[{name}] theirs seed {seed} done")
+    except Exception as e:  # pylint: disable=broad-except
+      errors.append(e)
+
+  thread = threading.Thread(target=reference_side)
+  thread.start()
+  ours = {}
+  for seed in range(seeds):
+    ours[seed] = module.run_ours(budget, seed, data_dir,
+                                 os.path.join(workdir, f"ours_seed{seed}"),
+                                 log=log)
+    log(f"[{name}] ours seed {seed} done")
+  thread.join()
+  if errors:
+    raise errors[0]
+  comparison = curves.compare_sides(
+      curves.aggregate([ours[s] for s in range(seeds)]),
+      curves.aggregate([theirs[s] for s in range(seeds)]))
+  result = {"name": name, "budget_name": budget_name, "seeds": seeds,
+            **module.describe(budget), "comparison": comparison,
+            "runs": {"ours": ours, "theirs": theirs}}
+  os.makedirs(output_dir, exist_ok=True)
+  path = os.path.join(output_dir, f"{name}.json" if budget_name == "cpu"
+                      else f"{name}__{budget_name}.json")
+  reporting.write_json(path, result)
+  curves.plot(comparison, module.metric_names(),
+              os.path.splitext(path)[0] + ".png",
+              title=f"{name}: ours vs {module.REPOSITORY} "
+                    f"({seeds} seeds each, mean +- sd)")
+  log(f"[{name}] {comparison['num_matched']}/{comparison['num_points']} "
+      f"points match; unmatched: {comparison['unmatched']}; wrote {path}")
+  return result
+
+
+def main(argv):
+  if len(argv) != 2:
+    raise app.UsageError(f"usage: python -m experiments.compare NAME "
+                         f"--reference=DIR; NAME in {sorted(COMPARISONS)}.")
+  name = argv[1]
+  try:
+    run(name, FLAGS.reference, FLAGS.budget,
+        FLAGS.workdir or os.path.join("runs", "compare",
+                                      f"{name}_{FLAGS.budget}"),
+        FLAGS.output_dir, FLAGS.reference_python, FLAGS.test_csv,
+        FLAGS.num_seeds, FLAGS.reference_threads)
+  except reference_lib.MissingReferenceError as e:
+    print(e, file=sys.stderr)
+    sys.exit(2)
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,201 @@
+"""CLUTRR, Edge Transformer: ours beside bergen/EdgeTransformer `clutrr/`.
+
+Same data on both sides: our CLUTRR generator's k = 2, 3 rows
+(`relational_jax.data.clutrr.generate_splits`, the ET paper's 35k rows by
+default) written once in the official schema as `train.csv`, and the
+official `test.csv` (k = 2..10), both under
+`<workdir>/scratch/data/compare/`, where their `train.py` looks
+(`./data/<data_path>`). Both sides take 80% of the training rows for training
+(their `random_split`, our `protocol.val_fraction`), train the authors'
+hyperparameters (`AUTHORS`, their `train.py` defaults: 8 tied layers, d 200,
+4 heads, FFN 4d, dropout 0.2, batch 400, Adam lr 1e-3, 100 linear-warmup
+steps then linear decay to 0 at the last step, clip 1.0) for `steps`
+steps, and score the official test file per k every `eval_every` steps.
+
+Known differences, kept (neither changes the function trained):
+* batch order: theirs is the split's fixed order every epoch (their
+  DataLoader has `shuffle: False`); ours draws a seeded permutation per
+  epoch.
+* the 80/20 split and initialisation come from each side's own RNG.
+"""
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from typing import Dict, List, Mapping, Sequence
+
+REPOSITORY = "bergen/EdgeTransformer"
+MARKER = os.path.join("clutrr", "train.py")
+DATA_PATH = "compare"  # Their --data_path: <scratch>/data/compare.
+METRIC_KS = tuple(range(2, 11))
+
+# The authors' train.py defaults, spelled out (their flag: value).
+AUTHORS = {"lr": 1e-3, "batch_size": 400, "num_message_rounds": 8,
+           "dropout": 0.2, "dim": 200, "num_heads": 4, "max_grad_norm": 1.0,
+           "num_warmup_steps": 100, "ff_factor": 4, "optimizer": "Adam",
+           "scheduler": "linear_warmup", "share_layers": True}
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  steps: int
+  eval_every: int
+  seeds: int
+  num_train_per_k: int
+
+
+# cpu: 3 seeds x 2 sides of 300 steps of batch 400 fit about 2 h on the
+# 2 cores; smoke: the harness end to end in seconds.
+BUDGETS = {"paper": Budget(3500, 350, 3, 17_500),
+           "cpu": Budget(300, 50, 3, 17_500),
+           "smoke": Budget(4, 2, 2, 200)}
+
+
+def reference_flags(hp: Mapping = AUTHORS) -> List[str]:
+  """Their train.py flags for the hyperparameters `hp`."""
+  flags = []
+  for name, value in hp.items():
+    if name == "share_layers":
+      flags.append("--share_layers" if value else "--no_share_layers")
+    else:
+      flags += [f"--{name}", str(value)]
+  return flags
+
+
+def our_config(budget: Budget, seed: int, data_dir: str, hp: Mapping = AUTHORS):
+  """Our `relational_jax.training.clutrr` config matching `hp` (their flag
+  names) on the files in `data_dir`."""
+  from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
+  if hp["optimizer"] != "Adam" or hp["scheduler"] != "linear_warmup":
+    raise ValueError(f"our CLUTRR loop has Adam with linear warmup and decay; "
+                     f"got optimizer={hp['optimizer']!r}, "
+                     f"scheduler={hp['scheduler']!r}.")
+  if hp["dim"] % hp["num_heads"]:
+    raise ValueError(f"dim {hp['dim']} is not a multiple of num_heads "
+                     f"{hp['num_heads']}.")
+  c = clutrr.default_config()
+  c.model = "edge_transformer"
+  et = c.edge_transformer
+  et.num_layers = hp["num_message_rounds"]
+  et.num_heads = hp["num_heads"]
+  et.head_dim = hp["dim"] // hp["num_heads"]
+  et.ffn_dim = hp["ff_factor"] * hp["dim"]
+  et.dropout_rate = hp["dropout"]
+  et.tied = hp["share_layers"]
+  et.layout = "released_code"
+  c.head.layers = 2  # Their get_mlp(dim, classes): two layers.
+  c.data.data_dir = data_dir
+  c.data.test_files = ("test.csv",)
+  p = c.protocol
+  p.train_source, p.val_fraction, p.num_generated_test_per_k = (
+      "train.csv", 0.2, 0)
+  t = c.train
+  t.learning_rate, t.batch_size, t.clip = (hp["lr"], hp["batch_size"],
+                                           hp["max_grad_norm"])
+  t.schedule, t.warmup_steps = "linear", hp["num_warmup_steps"]
+  t.steps, t.eval_every, t.eval_tests = (budget.steps, budget.eval_every,
+                                         True)
+  t.seed, t.progress, t.select_on = seed, False, "last"
+  return c
+
+
+def prepare_data(budget: Budget, scratch: str, test_csv: str) -> str:
+  """Writes train.csv (generated k = 2, 3) and a copy of `test_csv` into
+  <scratch>/data/compare once; returns that directory."""
+  from relational_jax.data import clutrr as data  # pylint: disable=g-import-not-at-top
+  data_dir = os.path.join(scratch, "data", DATA_PATH)
+  os.makedirs(data_dir, exist_ok=True)
+  train = os.path.join(data_dir, "train.csv")
+  if not os.path.isfile(train):
+    rows, _ = data.generate_splits((2, 3), (), budget.num_train_per_k, 0,
+                                   seed=0)
+    data.write_csv(rows, train + ".tmp")
+    os.replace(train + ".tmp", train)
+  if not os.path.isfile(test_csv):
+    raise FileNotFoundError(f"official test file {test_csv} not found.")
+  shutil.copyfile(test_csv, os.path.join(data_dir, "test.csv"))
+  return data_dir
+
+
+def metrics_of(tests: Mapping) -> Dict[str, float]:
+  """{'test_all', 'test_k2', ..., 'test_k10'} of one evaluation's
+  {'test': {'all', 'per_k'}}."""
+  test = tests["test"]
+  out = {"test_all": float(test["all"])}
+  out.update({f"test_k{k}": float(v) for k, v in test["per_k"].items()})
+  return out
+
+
+def run_ours(budget: Budget, seed: int, data_dir: str, workdir: str,
+             log=print) -> List[Dict]:
+  """Trains (or resumes) our side; its evaluation points."""
+  from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
+  results = clutrr.train_and_evaluate(our_config(budget, seed, data_dir),
+                                      workdir, log=log)
+  return [{"step": e["step"], "metrics": metrics_of(e["tests"])}
+          for e in results["history"]]
+
+
+def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
+               python: str, log_path: str, threads: int = 1) -> List[Dict]:
+  """Runs the authors' side in `python` (their environment); returns its
+  evaluation points. A finished run's log is reused; an unfinished one is
+  run again from the start (their code has no checkpoints)."""
+  points = _read_curve(log_path)
+  if points and points[-1]["step"] == budget.steps:
+    return points
+  script = os.path.join(os.path.dirname(__file__), "refs", "clutrr_et_torch.py")
+  cmd = [python, script, f"--reference={reference}", f"--scratch={scratch}",
+         f"--data_path={DATA_PATH}", f"--seed={seed}",
+         f"--steps={budget.steps}", f"--eval_every={budget.eval_every}",
+         f"--threads={threads}",
+         "--authors_flags=" + " ".join(reference_flags())]
+  with open(log_path + ".tmp", "w") as out:
+    proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                          check=False)
+  if proc.returncode:
+    with open(log_path + ".tmp") as f:
+      tail = f.read()[-3000:]
+    raise RuntimeError(f"the authors' side failed (exit {proc.returncode}): "
+                       f"{' '.join(cmd)}\n{tail}")
+  os.replace(log_path + ".tmp", log_path)
+  return _read_curve(log_path)
+
+
+def _read_curve(path: str) -> List[Dict]:
+  if not os.path.isfile(path):
+    return []
+  points = []
+  with open(path) as f:
+    for line in f:
+      if line.startswith("CURVE "):
+        entry = json.loads(line[len("CURVE "):])
+        points.append({"step": entry["step"],
+                       "metrics": metrics_of(entry["tests"])})
+  return points
+
+
+def metric_names() -> Sequence[str]:
+  return ("test_all",) + tuple(f"test_k{k}" for k in METRIC_KS)
+
+
+def describe(budget: Budget) -> Dict:
+  return {"repository": REPOSITORY, "hyperparameters": dict(AUTHORS),
+          "reference_flags": reference_flags(),
+          "budget": dataclasses.asdict(budget),
+          "data": "train: generated k=2,3 rows (relational_jax.data.clutrr, "
+                  "seed 0) in the official schema; test: the official "
+                  "gen_train23_test2to10/test.csv",
+          "differences": [
+              "batch order: theirs fixed (DataLoader shuffle=False), ours a "
+              "seeded permutation per epoch",
+              "80/20 split and initialisation drawn by each side's RNG",
+              "their Lightning Trainer replaced by the equivalent plain loop "
+              "(refs/clutrr_et_torch.py); DataLoader workers 0 instead of 8"]}
+
+
+if __name__ == "__main__":
+  sys.exit("run `python -m experiments.compare clutrr_et`")

@@ -1,0 +1,138 @@
+r"""The reference side of `python -m experiments.compare clutrr_et`.
+
+Runs UNDER THE AUTHORS' ENVIRONMENT (a venv with torch, pytorch_lightning and
+transformers), not ours: it imports the Edge Transformer authors' own
+`clutrr/model.py` and `clutrr/train.py` (github.com/bergen/EdgeTransformer)
+from `--reference`, a checkout that is never vendored or edited, and trains
+their `EdgeTransformer` with their data code:
+
+* `train.py`'s `load_files()` reads `<scratch>/data/<data_path>/*train.csv`
+  and `*test.csv` (we run from `--scratch`, where the harness wrote them),
+  splits the training rows 80/20 with `torch.utils.data.random_split` after
+  their `set_random_seed(seed)`, and batches them unshuffled (their
+  `shuffle: False`) with their `collate`.
+* Optimiser and schedule from their `configure_optimizers()` (Adam, HF
+  `get_linear_schedule_with_warmup` over `num_training_steps`), stepped per
+  batch as their Lightning trainer does (`interval: 'step'`), with
+  `torch.nn.utils.clip_grad_norm_` at `max_grad_norm` (Lightning's
+  `gradient_clip_val`, algorithm 'norm').
+
+Two things replace Lightning's `Trainer` (whose old API, `gpus=1`,
+`progress_bar_refresh_rate`, the released code's, current Lightning no longer
+accepts): a plain loop doing what `trainer.fit` does per batch
+(`_calculate_loss`, backward, clip, optimiser step, scheduler step), and the
+DataLoaders rebuilt from their datasets with `num_workers=0` (theirs: 8
+worker processes; the batches are identical). Training stops after `--steps`
+batches (the schedule's `num_training_steps` is set to it, so warmup and
+decay follow the shortened budget as on our side). Every `--eval_every`
+steps the model is scored on every test file, per k (`task_name`), in
+eval mode without gradients.
+
+Prints one JSON object per evaluation point on stdout, prefixed `CURVE `.
+"""
+
+import argparse
+import csv
+import json
+import os
+import sys
+import time
+
+
+def _args():
+  p = argparse.ArgumentParser()
+  p.add_argument("--reference", required=True,
+                 help="Checkout of github.com/bergen/EdgeTransformer.")
+  p.add_argument("--scratch", required=True,
+                 help="Directory holding data/<data_path>/*{train,test}.csv.")
+  p.add_argument("--data_path", default="compare")
+  p.add_argument("--seed", type=int, required=True)
+  p.add_argument("--steps", type=int, required=True)
+  p.add_argument("--eval_every", type=int, required=True)
+  p.add_argument("--threads", type=int, default=1)
+  p.add_argument("--authors_flags", default="",
+                 help="Extra flags for their train.py parser, space separated.")
+  return p.parse_args()
+
+
+def _task_ks(path):
+  with open(path, newline="") as f:
+    return [int(row["task_name"].split(".")[-1]) for row in csv.DictReader(f)]
+
+
+def main():
+  a = _args()
+  import torch
+  torch.set_num_threads(a.threads)
+  clutrr_dir = os.path.join(a.reference, "clutrr")
+  if not os.path.isfile(os.path.join(clutrr_dir, "train.py")):
+    sys.exit(f"--reference={a.reference} has no clutrr/train.py: pass a "
+             f"checkout of github.com/bergen/EdgeTransformer.")
+  sys.path.insert(0, clutrr_dir)
+  os.chdir(a.scratch)  # Their get_filenames reads ./data/<data_path>.
+  sys.argv = ["train.py", "--data_path", a.data_path, "--seed", str(a.seed)
+              ] + a.authors_flags.split()
+  import train as their  # Parses sys.argv into their cl_args.
+  from model import EdgeTransformer
+  from torch.utils.data import DataLoader
+
+  args = their.cl_args
+  their.set_random_seed(args.seed)
+  train_loader, _, test_loaders, test_files = their.load_files()
+  loader = DataLoader(train_loader.dataset, batch_size=args.batch_size,
+                      shuffle=False, drop_last=False, num_workers=0,
+                      collate_fn=their.collate)
+  tests = [(os.path.basename(f), DataLoader(l.dataset, batch_size=args.batch_size,
+                                            shuffle=False, num_workers=0,
+                                            collate_fn=their.collate),
+            _task_ks(f)) for l, f in zip(test_loaders, test_files)]
+  args.optimizer_args = {"lr": args.lr}
+  args.scheduler_args = {"num_warmup_steps": args.num_warmup_steps,
+                         "num_training_steps": a.steps}
+  model = EdgeTransformer(args)
+  opt = model.configure_optimizers()
+  optimizer, scheduler = opt["optimizer"], opt["lr_scheduler"]["scheduler"]
+
+  def evaluate():
+    model.eval()
+    out = {}
+    with torch.no_grad():
+      for name, test_loader, ks in tests:
+        correct = []
+        for batch in test_loader:
+          _, logits = model._calculate_loss(batch)
+          correct += (logits.argmax(-1) == batch["query_labels"]).tolist()
+        per_k, counts = {}, {}
+        for k in sorted(set(ks)):
+          hits = [c for c, kk in zip(correct, ks) if kk == k]
+          per_k[str(k)] = sum(hits) / len(hits)
+          counts[str(k)] = len(hits)
+        out[os.path.splitext(name)[0].split("_")[-1]] = {
+            "all": sum(correct) / len(correct), "per_k": per_k,
+            "count_per_k": counts}
+    model.train()
+    return out
+
+  step, started = 0, time.time()
+  model.train()
+  while step < a.steps:
+    for batch in loader:
+      loss, _ = model._calculate_loss(batch)
+      optimizer.zero_grad()
+      loss.backward()
+      torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+      optimizer.step()
+      scheduler.step()
+      step += 1
+      if step % a.eval_every == 0 or step == a.steps:
+        seconds = time.time() - started
+        print("CURVE " + json.dumps({"step": step, "loss": float(loss),
+                                     "train_seconds": seconds,
+                                     "tests": evaluate()}), flush=True)
+        started = time.time()
+      if step >= a.steps:
+        break
+
+
+if __name__ == "__main__":
+  main()

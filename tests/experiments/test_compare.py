@@ -1,0 +1,140 @@
+"""The comparison harness's own parts: curve aggregation and the matching
+rule, matched-setting translation, the missing-reference message."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from experiments.compare import clutrr_et
+from experiments.compare import curves
+from experiments.compare import reference
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+
+
+def _run(points):
+  return [{"step": s, "metrics": m} for s, m in points]
+
+
+def test_aggregate_mean_sd_range_per_step_and_metric():
+  runs = [_run([(10, {"a": 0.1, "b": 1.0}), (20, {"a": 0.5})]),
+          _run([(10, {"a": 0.3, "b": 3.0}), (20, {"a": 0.7})]),
+          _run([(10, {"a": 0.2, "b": 2.0}), (20, {"a": 0.9})])]
+  agg = curves.aggregate(runs)
+  assert sorted(agg) == ["a", "b"] and sorted(agg["a"]) == [10, 20]
+  a10 = agg["a"][10]
+  assert a10["n"] == 3 and a10["values"] == [0.1, 0.3, 0.2]
+  assert math.isclose(a10["mean"], 0.2) and math.isclose(a10["sd"], 0.1)
+  assert (a10["min"], a10["max"]) == (0.1, 0.3)
+  assert math.isclose(agg["b"][10]["mean"], 2.0)
+  assert agg["a"][20]["sd"] == pytest.approx(0.2)
+
+
+def test_aggregate_rejects_empty_and_malformed_runs():
+  with pytest.raises(ValueError, match="at least one run"):
+    curves.aggregate([])
+  with pytest.raises(ValueError, match="'step' and 'metrics'"):
+    curves.aggregate([[{"metrics": {"a": 1.0}}]])
+
+
+def test_matching_rule_uses_the_larger_of_range_and_two_standard_errors():
+  ours = curves.summarize([0.50, 0.60, 0.70])     # range 0.2, sd 0.1
+  theirs = curves.summarize([0.74, 0.75, 0.76])   # range 0.02
+  se = math.sqrt(0.1 ** 2 / 3 + 0.01 ** 2 / 3)
+  assert curves.tolerance(ours, theirs) == pytest.approx(max(0.2, 2 * se))
+  close = curves.compare_sides({"m": {5: ours}}, {"m": {5: theirs}})
+  assert close["all_match"] and close["points"][0]["diff"] == pytest.approx(
+      -0.15)
+  far = curves.compare_sides({"m": {5: ours}},
+                             {"m": {5: curves.summarize([0.95, 0.96, 0.97])}})
+  assert not far["all_match"] and far["unmatched"] == [("m", 5)]
+  # Two standard errors win when the ranges are narrow but seeds are few.
+  a, b = curves.summarize([0.0, 1.0]), curves.summarize([0.5, 0.5])
+  assert curves.tolerance(a, b) == pytest.approx(max(1.0, 2 * math.sqrt(0.5 / 2)))
+
+
+def test_a_point_on_one_side_only_is_unmatched_not_skipped():
+  s = curves.summarize([0.5])
+  out = curves.compare_sides({"m": {1: s, 2: s}}, {"m": {1: s}})
+  assert out["num_points"] == 2 and out["num_matched"] == 1
+  assert out["points"][1]["missing"] == "theirs"
+
+
+def test_plot_writes_a_png(tmp_path):
+  s = curves.summarize([0.4, 0.6])
+  comparison = curves.compare_sides({"m": {1: s, 2: s}}, {"m": {1: s, 2: s}})
+  path = str(tmp_path / "c.png")
+  curves.plot(comparison, ["m"], path, title="t")
+  assert os.path.getsize(path) > 1000
+
+
+def test_clutrr_et_settings_translate_field_by_field(tmp_path):
+  hp = clutrr_et.AUTHORS
+  budget = clutrr_et.BUDGETS["cpu"]
+  c = clutrr_et.our_config(budget, seed=2, data_dir=str(tmp_path))
+  et, t, p = c.edge_transformer, c.train, c.protocol
+  assert et.num_layers == hp["num_message_rounds"]
+  assert et.num_heads * et.head_dim == hp["dim"]
+  assert et.num_heads == hp["num_heads"]
+  assert et.ffn_dim == hp["ff_factor"] * hp["dim"]
+  assert et.dropout_rate == hp["dropout"] and et.tied == hp["share_layers"]
+  assert t.learning_rate == hp["lr"] and t.batch_size == hp["batch_size"]
+  assert t.clip == hp["max_grad_norm"]
+  assert t.warmup_steps == hp["num_warmup_steps"] and t.schedule == "linear"
+  assert (t.steps, t.eval_every, t.seed) == (budget.steps, budget.eval_every, 2)
+  assert t.eval_tests and p.val_fraction == 0.2
+  assert p.train_source == "train.csv" and c.data.test_files == ("test.csv",)
+  # The same values reach their train.py as flags.
+  flags = clutrr_et.reference_flags()
+  parsed = dict(zip(flags[::2], flags[1::2]))
+  assert "--share_layers" in flags
+  for name, value in hp.items():
+    if name != "share_layers":
+      assert parsed[f"--{name}"] == str(value), name
+  with pytest.raises(ValueError, match="scheduler='constant'"):
+    clutrr_et.our_config(budget, 0, str(tmp_path),
+                         dict(hp, scheduler="constant"))
+
+
+def test_reference_curve_log_is_parsed(tmp_path):
+  log = tmp_path / "theirs.log"
+  entry = {"step": 50, "loss": 1.0, "tests": {"test": {
+      "all": 0.5, "per_k": {"2": 1.0, "3": 0.0}, "count_per_k": {}}}}
+  log.write_text("noise\nCURVE " + json.dumps(entry) + "\n")
+  points = clutrr_et._read_curve(str(log))
+  assert points == [{"step": 50, "metrics": {"test_all": 0.5, "test_k2": 1.0,
+                                             "test_k3": 0.0}}]
+
+
+def test_missing_reference_names_what_to_fetch(tmp_path):
+  with pytest.raises(reference.MissingReferenceError,
+                     match="github.com/bergen/EdgeTransformer"):
+    reference.require("clutrr_et", None, clutrr_et.REPOSITORY,
+                      clutrr_et.MARKER)
+  with pytest.raises(reference.MissingReferenceError,
+                     match="has no clutrr/train.py"):
+    reference.require("clutrr_et", str(tmp_path), clutrr_et.REPOSITORY,
+                      clutrr_et.MARKER)
+  proc = subprocess.run(
+      [sys.executable, "-m", "experiments.compare", "clutrr_et",
+       f"--workdir={tmp_path}/w", f"--output_dir={tmp_path}/o"],
+      cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+  assert proc.returncode == 2, proc.stderr[-2000:]
+  assert "No --reference given" in proc.stderr
+  assert "fetch github:bergen/EdgeTransformer" in proc.stderr
+  assert not os.path.exists(tmp_path / "o")
+
+
+def test_unknown_comparison_and_budget_name_the_choices(tmp_path):
+  from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
+  with pytest.raises(ValueError, match="clutrr_et"):
+    entry.run("nope", None, "cpu", str(tmp_path), str(tmp_path), "python",
+              "x.csv")
+  with pytest.raises(ValueError, match="smoke"):
+    entry.run("clutrr_et", None, "huge", str(tmp_path), str(tmp_path),
+              "python", "x.csv")
