@@ -8,6 +8,11 @@ Every field of `relational_jax.training.clrs.default_config()` is a flag
 `--config.<path>`; the flat flag names of earlier versions (CLRS run.py
 names such as --hidden_size, --nb_heads, --train_steps) stay as aliases. The
 work is `relational_jax.training.clrs.train_and_evaluate`.
+
+Several processes (one per host): the same command on every host plus
+`--distributed --coordinator_address=HOST0:PORT --num_processes=N
+--process_id=I` (or `--distributed` alone, reading them from the cluster
+environment); see the README's "Multi-host training".
 """
 
 from absl import app
@@ -16,7 +21,7 @@ from absl import logging
 from ml_collections import config_flags
 
 from relational_jax.training import config as config_lib
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.training import distributed
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import loop
 
@@ -28,7 +33,7 @@ config_lib.define_aliases(
     clrs_config.default_config())
 flags.DEFINE_string("checkpoint_path", "runs/clrs", "Work directory: checkpoints, per-run results; re-run to resume.")
 flags.DEFINE_string("results_path", None, "Results JSON (default <checkpoint_path>/results.json); the PNGs go beside it.")
-flags.DEFINE_boolean("distributed", False, "Call jax.distributed.initialize() first (multi-host).")
+distributed.define_flags()
 FLAGS = flags.FLAGS
 
 
@@ -42,10 +47,12 @@ def main(argv):
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
   if not FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
-  mesh_lib.maybe_initialize_distributed(FLAGS.distributed)
+  distributed.initialize_from_flags(FLAGS)
   config = config_from_flags()
   results = loop.train_and_evaluate(config, FLAGS.checkpoint_path,
                                     results_path=FLAGS.results_path)
+  if not distributed.is_primary():
+    return
   for algorithm, entry in results["algorithms"].items():
     tests = ", ".join(f"n={n}: {s:.4f}" for n, s in entry["mean_test"].items())
     print(f"{algorithm} ({config.processor_type}): best val "

@@ -15,6 +15,15 @@ applied after --config.*). Re-running with the same --checkpoint_path
 resumes exactly where the run stopped. The work is
 `relational_jax.training.seq2seq.train_and_evaluate`; this file holds flags
 only.
+
+Several processes (one per host), e.g. 2 hosts:
+
+  host0$ python -m experiments.seq2seq_train ... --distributed \
+      --coordinator_address=host0:1234 --num_processes=2 --process_id=0
+  host1$ python -m experiments.seq2seq_train ... --distributed \
+      --coordinator_address=host0:1234 --num_processes=2 --process_id=1
+
+(`--distributed` alone reads the three from the cluster environment.)
 """
 
 from typing import Optional, Sequence
@@ -25,16 +34,16 @@ from absl import logging
 from ml_collections import config_flags
 
 from relational_jax.training import config as config_lib
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.training import distributed
 from relational_jax.training import seq2seq
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS,
                  argv: Optional[Sequence[str]] = None) -> None:
   """--config (a ConfigDict), its flat aliases, --checkpoint_path and
-  --distributed, in `flag_values`. `argv` (default sys.argv) is the command
-  line to be parsed: config_flags defines the --config.<path> flags it
-  names."""
+  the multi-process flags (`distributed.define_flags`), in `flag_values`.
+  `argv` (default sys.argv) is the command line to be parsed: config_flags
+  defines the --config.<path> flags it names."""
   config_flags.DEFINE_config_dict(
       "config", seq2seq.default_config(),
       "The run configuration (relational_jax.training.seq2seq.config).",
@@ -45,9 +54,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS,
   flags.DEFINE_string("checkpoint_path", "runs/seq2seq",
                       "Work directory: checkpoints, vocabularies, results; "
                       "re-run to resume.", flag_values=flag_values)
-  flags.DEFINE_boolean("distributed", False,
-                       "Call jax.distributed.initialize() first (multi-host).",
-                       flag_values=flag_values)
+  distributed.define_flags(flag_values)
 
 
 define_flags()
@@ -64,10 +71,12 @@ def config_from_flags(flag_values: flags.FlagValues = FLAGS):
 
 def run(flag_values: flags.FlagValues = FLAGS) -> dict:
   """Trains (or resumes) the run of the parsed flags; prints a summary."""
-  mesh_lib.maybe_initialize_distributed(flag_values.distributed)
+  distributed.initialize_from_flags(flag_values)
   config = config_from_flags(flag_values)
   workdir = flag_values.checkpoint_path
   results = seq2seq.train_and_evaluate(config, workdir)
+  if not distributed.is_primary():
+    return results
   for key in ("final", "best"):
     entry = results[key]
     if entry:

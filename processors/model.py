@@ -13,8 +13,6 @@ training loops use it unchanged. What differs:
 import haiku as hk
 import jax
 from clrs._src import baselines
-from jax.sharding import NamedSharding
-from jax.sharding import PartitionSpec as P
 
 from processors.nets import CarryNet
 from relational_jax.training import mesh as mesh_lib
@@ -91,20 +89,20 @@ class CarryModel(baselines.BaselineModel):
     self._device_opt_state = jax.device_put(opt_state, self._replicated)
 
   def shard_features(self, features):
-    """Splits a CLRS `Features` batch over the mesh (hints are time-major)."""
+    """Splits a CLRS `Features` batch over the mesh (hints are time-major).
+    With several processes every one passes the same global batch and
+    keeps its own rows (`mesh_lib.shard_batch`)."""
     batch = features.lengths.shape[0]
     mesh_lib.check_divisible(batch, self.num_devices)
-    put = lambda spec: (lambda x: jax.device_put(x, NamedSharding(self.mesh, spec)))
     return features._replace(
-        inputs=jax.tree_util.tree_map(put(P("data")), features.inputs),
-        hints=jax.tree_util.tree_map(put(P(None, "data")), features.hints),
-        lengths=put(P("data"))(features.lengths))
+        inputs=mesh_lib.shard_batch(features.inputs, self.mesh),
+        hints=mesh_lib.shard_batch(features.hints, self.mesh, batch_axis=1),
+        lengths=mesh_lib.shard_batch(features.lengths, self.mesh))
 
   def shard_feedback(self, feedback):
-    put = lambda x: jax.device_put(x, NamedSharding(self.mesh, P("data")))
     return feedback._replace(
         features=self.shard_features(feedback.features),
-        outputs=jax.tree_util.tree_map(put, feedback.outputs))
+        outputs=mesh_lib.shard_batch(feedback.outputs, self.mesh))
 
   def _algorithm_index(self, algorithm_index):
     if algorithm_index is None:

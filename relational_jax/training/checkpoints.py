@@ -28,6 +28,15 @@ the returned record's `FALLBACKS_KEY` list) and moved aside to
 `<directory>/corrupt/` so the run re-saves that step. If checkpoints exist
 but none restores, `CorruptCheckpointError` names them all: a run never
 starts again from scratch on its own.
+
+Several processes (`training.distributed`): every process creates the
+`RunCheckpoints`, saves and restores together, as orbax's multi-process
+managers require (orbax writes each array's data once, the shared metadata
+from process 0, and synchronises the processes). The integrity record
+travels inside the JSON record, which orbax writes from process 0; every
+process reads and checks it. A checkpoint that fails is moved aside by
+process 0 alone, then all processes pass a barrier and reload their
+managers.
 """
 
 import hashlib
@@ -44,6 +53,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 
 from relational_jax.layers import shapes
+from relational_jax.training import distributed
 
 WHICH = ("latest", "best")
 
@@ -235,7 +245,10 @@ class RunCheckpoints:
 
   def _move_aside(self, which: str, step: int) -> Optional[str]:
     """Moves a bad checkpoint to `<directory>/corrupt/` (kept for
-    inspection) so that the step is saved afresh; returns where to."""
+    inspection) so that the step is saved afresh; returns where to (None on
+    processes other than 0, which leave the files to process 0). The
+    managers must be reloaded afterwards (`restore` does, on every process,
+    after a barrier)."""
     source = self.step_path(which, step)
     if jax.process_index() != 0 or not os.path.isdir(source):
       return None
@@ -244,7 +257,6 @@ class RunCheckpoints:
         f"{which}_{step}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}")
     os.makedirs(os.path.dirname(target), exist_ok=True)
     os.replace(source, target)
-    self._manager(which).reload()
     return target
 
   def restore(self, abstract_state: Any, which: str = "latest",
@@ -301,6 +313,10 @@ class RunCheckpoints:
               "restored %s step %d (%s) instead.", failure["path"],
               failure["error"], failure["moved_to"], source, s,
               self.step_path(source, s))
+        # Every process must see the moved steps before it saves again.
+        distributed.barrier("relational_jax.checkpoints.move_aside")
+        for moved in {f["which"] for f in failures}:
+          self._manager(moved).reload()
         meta[FALLBACKS_KEY] = list(meta.get(FALLBACKS_KEY, [])) + failures
       self.skipped = failures
       return state, meta

@@ -11,6 +11,16 @@ the train step is a single
 XLA inserts the gradient all-reduce. On one device the mesh has one entry
 and the code path is the same. On CPU, test with
 `XLA_FLAGS=--xla_force_host_platform_device_count=4`.
+
+Several processes (JAX's multi-controller runtime, one process per host
+after `maybe_initialize_distributed`): the mesh spans every process's
+devices, and a global batch array is formed with
+`jax.make_array_from_process_local_data` from the rows that this process's
+devices hold (`process_rows`: one contiguous block, process 0 first, as
+`jax.devices()` orders them). `shard_batch` takes the whole global batch and
+keeps this process's rows; `shard_process_batch` takes only those rows (for
+loops that build just their share). With one process both are the plain
+`device_put` of before, so single-process results are unchanged.
 """
 
 from typing import Any, Optional, Sequence
@@ -73,28 +83,119 @@ def check_divisible(global_batch: int, num_devices: int,
         f"fewer devices.")
 
 
-def shard_batch(batch: Any, mesh: Mesh) -> Any:
-  """Places every array of a batch pytree on the mesh, split along axis 0.
+def _batch_size(batch: Any, batch_axis: int = 0) -> Optional[int]:
+  """The common size of axis `batch_axis` of every leaf (None: no leaves).
+
+  Raises:
+    ValueError: if a leaf has no such axis or the leaves disagree."""
+  sizes = set()
+  for leaf in jax.tree_util.tree_leaves(batch):
+    shape = np.shape(leaf)
+    if len(shape) <= batch_axis:
+      raise ValueError(
+          "shard_batch needs arrays with a leading batch axis, got a scalar "
+          "leaf." if batch_axis == 0 else
+          f"a batch array of shape {shape} has no batch axis {batch_axis}.")
+    sizes.add(shape[batch_axis])
+  if len(sizes) > 1:
+    raise ValueError(f"batch arrays disagree on the batch size: "
+                     f"{sorted(sizes)}.")
+  return sizes.pop() if sizes else None
+
+
+def _sharding(mesh: Mesh, batch_axis: int) -> NamedSharding:
+  return NamedSharding(mesh, P(*([None] * batch_axis), DATA_AXIS))
+
+
+def process_rows(global_batch: int, mesh: Mesh) -> slice:
+  """The rows [start, stop) of a global batch of `global_batch` examples
+  that this process's devices hold when it is split over `mesh`'s 'data'
+  axis: the whole batch with one process, 1/process_count of it (process
+  `jax.process_index()`'s contiguous block) with several.
+
+  Raises:
+    ValueError: if the batch does not divide by the number of devices, if
+      this process holds no device of the mesh, or if its devices do not
+      hold one contiguous block (a mesh whose device order interleaves the
+      processes; build it from `jax.devices()` as `make_data_mesh` does).
+  """
+  check_divisible(global_batch, num_data_shards(mesh))
+  held = batch_sharded(mesh).addressable_devices_indices_map((global_batch,))
+  blocks = sorted({index[0].indices(global_batch)[:2]
+                   for index in held.values()})
+  if not blocks:
+    raise ValueError(f"process {jax.process_index()} holds none of the "
+                     f"{num_data_shards(mesh)} devices of the data mesh.")
+  start, stop = blocks[0][0], blocks[-1][1]
+  if sum(b - a for a, b in blocks) != stop - start:
+    raise ValueError(
+        f"process {jax.process_index()}'s devices hold the non-contiguous "
+        f"rows {blocks} of the global batch; order the mesh devices by "
+        "process (jax.devices() order).")
+  return slice(start, stop)
+
+
+def shard_process_batch(local_batch: Any, mesh: Mesh, global_batch: int,
+                        batch_axis: int = 0) -> Any:
+  """Global batch arrays from this process's share of the batch.
+
+  Args:
+    local_batch: a pytree of host arrays holding rows `process_rows(
+      global_batch, mesh)` of the global batch along `batch_axis`.
+    mesh: the data mesh.
+    global_batch: the global batch size.
+    batch_axis: the batch axis of every leaf (CLRS hints are time-major: 1).
+
+  Returns:
+    jax Arrays of the global shape, split along `batch_axis` over 'data';
+    with one process simply `jax.device_put(local_batch, ...)`.
+
+  Raises:
+    ValueError: if the leaves do not hold exactly this process's rows.
+  """
+  rows = process_rows(global_batch, mesh)
+  size = _batch_size(local_batch, batch_axis)
+  if size is not None and size != rows.stop - rows.start:
+    raise ValueError(
+        f"process {jax.process_index()} must give its {rows.stop - rows.start}"
+        f" rows ({rows.start}:{rows.stop}) of the global batch of "
+        f"{global_batch}, got {size}.")
+  sharding = _sharding(mesh, batch_axis)
+  if jax.process_count() == 1:
+    return jax.device_put(local_batch, sharding)
+
+  def to_global(x):
+    x = np.asarray(x)
+    shape = x.shape[:batch_axis] + (global_batch,) + x.shape[batch_axis + 1:]
+    return jax.make_array_from_process_local_data(sharding, x, shape)
+  return jax.tree_util.tree_map(to_global, local_batch)
+
+
+def take_rows(batch: Any, rows: slice, batch_axis: int = 0) -> Any:
+  """`rows` of every host array of `batch` along `batch_axis`."""
+  index = (slice(None),) * batch_axis + (rows,)
+  return jax.tree_util.tree_map(lambda x: np.asarray(x)[index], batch)
+
+
+def shard_batch(batch: Any, mesh: Mesh, batch_axis: int = 0) -> Any:
+  """Places every array of a global batch pytree on the mesh, split along
+  `batch_axis` (default 0). With several processes each must pass the same
+  global batch; it keeps its own rows (`process_rows`).
 
   Raises:
     ValueError: if an array is a scalar, if the leaves disagree on the batch
       size, or if the batch size does not divide by the number of devices
       (the message names both numbers).
   """
-  leaves = jax.tree_util.tree_leaves(batch)
-  sizes = set()
-  for leaf in leaves:
-    shape = np.shape(leaf)
-    if not shape:
-      raise ValueError("shard_batch needs arrays with a leading batch axis, "
-                       "got a scalar leaf.")
-    sizes.add(shape[0])
-  if len(sizes) > 1:
-    raise ValueError(f"batch arrays disagree on the batch size: "
-                     f"{sorted(sizes)}.")
-  if sizes:
-    check_divisible(sizes.pop(), num_data_shards(mesh))
-  return jax.device_put(batch, batch_sharded(mesh))
+  size = _batch_size(batch, batch_axis)
+  if size is None:
+    return batch
+  check_divisible(size, num_data_shards(mesh))
+  if jax.process_count() == 1:
+    return jax.device_put(batch, _sharding(mesh, batch_axis))
+  return shard_process_batch(
+      take_rows(batch, process_rows(size, mesh), batch_axis), mesh, size,
+      batch_axis)
 
 
 def mesh_of_first(num_devices: int) -> Mesh:
@@ -103,6 +204,10 @@ def mesh_of_first(num_devices: int) -> Mesh:
   if num_devices > len(devices):
     raise ValueError(f"devices={num_devices} but only {len(devices)} "
                      f"devices are available.")
+  if jax.process_count() > 1 and num_devices not in (0, len(devices)):
+    raise ValueError(
+        f"devices={num_devices} with {jax.process_count()} processes: a "
+        f"multi-process run uses all {len(devices)} devices (devices=0).")
   return make_data_mesh(devices[:num_devices or len(devices)])
 
 
@@ -113,10 +218,16 @@ def replicate(tree: Any, mesh: Mesh) -> Any:
 
 def maybe_initialize_distributed(enabled: bool, **kwargs) -> bool:
   """Calls `jax.distributed.initialize(**kwargs)` when `enabled` (multi-host
-  runs; the coordinator, process count and id come from `kwargs` or the
-  cluster environment). Must run before any other JAX call. Returns whether
-  it initialised."""
+  runs). `kwargs` are its arguments (coordinator_address, num_processes,
+  process_id, ...); those that are None are left out, so JAX reads them
+  from the cluster environment (SLURM, Open MPI, Kubernetes, TPU pods...).
+  Cross-process collectives on CPU use gloo (JAX's
+  `jax_cpu_collectives_implementation`, unless another one is set). Must
+  run before any other JAX call. Returns whether it initialised."""
   if not enabled:
     return False
-  jax.distributed.initialize(**kwargs)
+  if jax.config.jax_cpu_collectives_implementation in (None, "none"):
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+  jax.distributed.initialize(
+      **{k: v for k, v in kwargs.items() if v is not None})
   return True

@@ -6,16 +6,22 @@ from typing import Dict, Optional, Sequence
 import clrs
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
+from relational_jax.training import distributed
 from relational_jax.training import reporting
 from relational_jax.training.clrs import data as clrs_data
 
 
 def evaluate(model, eval_set: clrs_data.EvalSet, rng_key) -> Dict[str, float]:
-  """CLRS evaluation (mean over outputs) of `model` on every sample once."""
+  """CLRS evaluation (mean over outputs) of `model` on every sample once.
+  With several processes, each passes every batch (it keeps its rows) and
+  gathers every process's predictions, so all return the same scores."""
   preds = []
   for i, (batch, real) in enumerate(eval_set.batches()):
     out, _ = model.predict(jax.random.fold_in(rng_key, i), batch.features)
+    if jax.process_count() > 1:  # Every process gets every row.
+      out = multihost_utils.process_allgather(out, tiled=True)
     preds.append(jax.tree_util.tree_map(lambda x, r=real: np.asarray(x)[:r], out))
   preds = jax.tree_util.tree_map(lambda *x: np.concatenate(x, axis=0), *preds)
   scores = clrs.evaluate(eval_set.feedback.outputs, preds)
@@ -68,7 +74,10 @@ def plot_validation(results: Dict, path: str) -> None:
 
 
 def write_results(results: Dict, path: str, validation: bool) -> None:
-  """The results JSON (atomic) and its PNGs beside it."""
+  """The results JSON (atomic) and its PNGs beside it; written by process 0
+  only (`distributed.is_primary`)."""
+  if not distributed.is_primary():
+    return
   reporting.write_json(path, results)
   stem = os.path.splitext(path)[0]
   if validation:

@@ -12,6 +12,16 @@ reported (log, absl warning, the run's "checkpoint_fallbacks") and the run
 resumes from the previous good one, replaying the same batches. A workdir
 whose `config.json` differs from the given config in anything but
 `RESUMABLE_CHANGES` is refused, naming the fields.
+
+Several processes (`training.distributed`; the mesh spans all their
+devices): every process draws the same seeded global batch from its own
+`TrainStream` (the CLRS samplers cannot draw a part of a batch without
+changing the stream) and places only its rows on its devices
+(`CarryModel.shard_feedback` -> `mesh.shard_batch`), so 1 process x 4
+devices and 2 processes x 2 devices train on the same global batches.
+Evaluation gathers every process's predictions. Checkpoints are saved and
+restored by all processes; `config.json`, `result.json`, the results JSON
+and the PNGs are written by process 0.
 """
 
 import json
@@ -28,6 +38,7 @@ import processors
 from relational_jax.layers import shapes
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
+from relational_jax.training import distributed
 from relational_jax.training import reporting
 from relational_jax.training.checkpoints import RunCheckpoints
 from relational_jax.training.checkpoints import abstract_like
@@ -175,7 +186,8 @@ def train_one(config: ConfigDict, algorithm: str, seed: int, run_dir: str,
             "history": meta["history"], "losses": meta["losses"],
             "checkpoint_fallbacks": meta.get(ckpt_lib.FALLBACKS_KEY, []),
             "final_params_fingerprint": _fingerprint(model_final_params)}
-  reporting.write_json(result_path, result)
+  if distributed.is_primary():
+    reporting.write_json(result_path, result)
   return result
 
 
@@ -271,7 +283,8 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   if os.path.exists(config_path):
     check_resumable(reporting.read_json(config_path), record, config_path,
                     custom_factory=processor_factory is not None)
-  reporting.write_json(config_path, record)
+  if distributed.is_primary():
+    reporting.write_json(config_path, record)
   results = {"config": record, "algorithms": {}}
   t0 = time.time()
   for algorithm in config.algorithms:

@@ -11,6 +11,16 @@ run whose config differs in a data, model or optimiser/batch field stops
 with the differing paths (`config.resume_conflicts`, checked against
 `<workdir>/config.json` before anything is restored). Vocabularies are saved
 in `<workdir>/vocab_{src,tgt}.json`.
+
+Several processes (`training.distributed`; the mesh spans all their
+devices): every process runs the same seeded `BatchStream` of global
+indices, builds the examples of only its rows of each global batch
+(`mesh.process_rows`) and forms the global arrays with
+`mesh.shard_process_batch` (`jax.make_array_from_process_local_data`), so 1
+process x 4 devices and 2 processes x 2 devices train on the same global
+batches. Evaluation gathers every process's decodings. Checkpoints are saved
+and restored by all processes; `config.json`, the vocabularies, the results
+JSON and the PNG are written by process 0.
 """
 
 import math
@@ -29,6 +39,7 @@ from relational_jax.models import et_seq2seq
 from relational_jax.models import seq2seq as seq2seq_models
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
+from relational_jax.training import distributed
 from relational_jax.training import mesh as mesh_lib
 from relational_jax.training import reporting
 from relational_jax.training.errors import NonFiniteLossError
@@ -200,7 +211,11 @@ class Experiment:
     return out
 
   def sharded_batch(self, indices):
-    return mesh_lib.shard_batch(self.batch(indices), self.mesh)
+    """The global batch of training examples `indices` (the same on every
+    process) on the mesh; this process builds only its rows."""
+    rows = mesh_lib.process_rows(len(indices), self.mesh)
+    return mesh_lib.shard_process_batch(self.batch(indices[rows]), self.mesh,
+                                        len(indices))
 
   # -- Evaluation. -----------------------------------------------------------
 
@@ -252,7 +267,7 @@ def _save_or_check_vocabs(experiment: Experiment, workdir: str) -> None:
             f"the {name} vocabulary built from the training data differs from "
             f"the one saved with this run ({path}): the data changed; use a "
             f"new checkpoint_path.")
-    else:
+    elif distributed.is_primary():
       vocab.save(path)
 
 
@@ -316,7 +331,8 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
     log: receives the progress lines.
     batch_hook: testing hook, `batch_hook(step, host_batch) -> host_batch`
       applied to every training batch before it is sharded (`step` is the
-      1-based number of the step it trains).
+      1-based number of the step it trains; with several processes, each
+      one's hook sees its rows of the global batch).
 
   Writes `<workdir>/checkpoints/{latest,best}`, `<workdir>/vocab_*.json`,
   `<workdir>/config.json` (the config, `to_dict`),
@@ -367,7 +383,8 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
       log(f"checkpoint {skipped['path']} could not be restored "
           f"({skipped['error']}); moved to {skipped['moved_to']}")
     log(f"resumed at step {meta['step']} from {ckpts.directory}/latest")
-  reporting.write_json(config_path, config_record)
+  if distributed.is_primary():
+    reporting.write_json(config_path, config_record)
   step = int(meta["step"])
   if int(state["step"]) != step:
     raise ValueError(f"checkpoint inconsistent: state step "
@@ -388,11 +405,14 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
                   dynamic_ncols=True)
   try:
     while step < stop:
-      batch = experiment.batch(stream.next_indices())
+      indices = stream.next_indices()  # The global batch, on every process.
+      rows = mesh_lib.process_rows(len(indices), experiment.mesh)
+      batch = experiment.batch(indices[rows])  # This process's rows only.
       if batch_hook is not None:
         batch = batch_hook(step + 1, batch)
       state, metrics = experiment.train_step(
-          state, mesh_lib.shard_batch(batch, experiment.mesh))
+          state, mesh_lib.shard_process_batch(batch, experiment.mesh,
+                                              len(indices)))
       metrics = jax.device_get(metrics)
       loss, grad_norm = float(metrics["loss"]), float(metrics["grad_norm"])
       if not (math.isfinite(loss) and math.isfinite(grad_norm)):
@@ -472,6 +492,8 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
     log(f"stopped at step {step} of {t.steps} (stop_at_step); rerun on "
         f"{workdir} to resume.")
   results_path = s2s_config.results_path(c, workdir)
+  if not distributed.is_primary():
+    return results
   reporting.write_json(results_path, results)
   if history:
     plot_accuracies(results, os.path.splitext(results_path)[0]

@@ -1,0 +1,220 @@
+"""Two processes on localhost train as one process with all the devices.
+
+The experiments' own command lines, JAX's multi-process runtime on CPU
+(gloo collectives, loopback only, a free port per launch): 2 processes x 2
+forced host devices against 1 process x 4 devices, same config and seed.
+Checked: the per-step losses of the first 10 steps agree to 1e-5 relative
+(CLRS and seq2seq; the runs' results JSON, written by process 0); a seq2seq
+run whose process 1 is killed mid-run (SIGKILL) and whose processes are then
+all restarted resumes from its checkpoint and ends with the losses of the
+uninterrupted 2-process run. Every launch has a time limit and every process
+is killed in a `finally`. The launches share a persistent XLA compilation
+cache (a temporary directory), so the later ones skip most compiles.
+"""
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+LAUNCH_TIMEOUT_S = 300
+FAST_XLA = ("--xla_backend_optimization_level=0 "
+            "--xla_llvm_disable_expensive_passes=true")
+
+CLRS_ARGS = [
+    "--config.algorithms=('bellman_ford',)",
+    "--config.protocol.train_lengths=(5,)",
+    "--config.protocol.test_lengths=(5,)",
+    "--config.protocol.batch_size=4", "--config.protocol.eval_batch_size=4",
+    "--config.protocol.train_steps=10", "--config.protocol.eval_every=5",
+    "--config.protocol.max_eval_samples=4", "--config.protocol.progress=False",
+    "--config.model.hidden_dim=16", "--config.rt.num_heads=2",
+    "--config.rt.head_dim=4", "--config.rt.num_layers=1",
+    "--config.rt.node_ffn_dim=4", "--config.rt.edge_msg_dim=4",
+    "--config.rt.edge_ffn_dim=4"]
+SEQ2SEQ_STEPS = 24
+SEQ2SEQ_ARGS = [
+    "--config.data.dataset=tsv", "--config.data.max_eval_examples=4",
+    "--config.transformer.d_model=16", "--config.transformer.num_heads=2",
+    "--config.transformer.ffn_dim=32",
+    "--config.transformer.num_encoder_layers=1",
+    "--config.transformer.num_decoder_layers=1",
+    "--config.transformer.dropout_rate=0.1", "--config.train.batch_size=8",
+    "--config.train.eval_batch_size=4",
+    f"--config.train.steps={SEQ2SEQ_STEPS}",
+    f"--config.train.eval_every={SEQ2SEQ_STEPS}",
+    "--config.train.checkpoint_every=3", "--config.train.seed=3",
+    "--config.train.progress=False"]
+
+
+def _free_port() -> int:
+  with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    return s.getsockname()[1]
+
+
+class Launch:
+  """One run of an experiment module: 1 process x 4 devices, or
+  `num_processes` processes x (4 / num_processes) devices on localhost."""
+
+  def __init__(self, module, args, workdir, num_processes, cache_dir,
+               log_stem):
+    self.procs, self.logs = [], []
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               XLA_FLAGS=(f"{FAST_XLA} --xla_force_host_platform_device_count"
+                          f"={4 // num_processes}"),
+               JAX_COMPILATION_CACHE_DIR=cache_dir,
+               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+    command = [sys.executable, "-m", module, f"--checkpoint_path={workdir}",
+               *args]
+    if num_processes > 1:
+      command += ["--distributed",
+                  f"--coordinator_address=127.0.0.1:{_free_port()}",
+                  f"--num_processes={num_processes}"]
+    for i in range(num_processes):
+      log = open(f"{log_stem}_{i}.log", "w")
+      self.logs.append(log)
+      self.procs.append(subprocess.Popen(
+          command + ([f"--process_id={i}"] if num_processes > 1 else []),
+          cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT))
+
+  def output(self, i) -> str:
+    if not self.logs[i].closed:
+      self.logs[i].flush()
+    with open(self.logs[i].name) as f:
+      return f.read()
+
+  def wait(self, timeout=LAUNCH_TIMEOUT_S):
+    deadline = time.time() + timeout
+    for i, proc in enumerate(self.procs):
+      try:
+        code = proc.wait(timeout=max(1.0, deadline - time.time()))
+      except subprocess.TimeoutExpired:
+        self.kill()
+        pytest.fail(f"process {i} ran past {timeout} s:\n"
+                    + self.output(i)[-3000:])
+      assert code == 0, f"process {i} exited {code}:\n{self.output(i)[-3000:]}"
+
+  def kill(self):
+    for proc in self.procs:
+      if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    for log in self.logs:
+      log.close()
+
+
+def run(module, args, workdir, num_processes, cache_dir, log_stem):
+  launch = Launch(module, args, workdir, num_processes, cache_dir, log_stem)
+  try:
+    launch.wait()
+    return launch
+  finally:
+    launch.kill()
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+  return str(tmp_path_factory.mktemp("xla_cache"))
+
+
+@pytest.fixture(scope="module")
+def tsv_dir(tmp_path_factory):
+  """A tiny copy-and-capitalise task: 40 training pairs (5 batches of 8)."""
+  directory = tmp_path_factory.mktemp("tsv")
+  rng = np.random.default_rng(0)
+  def pairs(num):
+    rows = []
+    for _ in range(num):
+      words = rng.choice(list("abcdef"), rng.integers(1, 6))
+      rows.append(" ".join(words) + "\t" + " ".join(w.upper() for w in words))
+    return "\n".join(rows) + "\n"
+  (directory / "train.tsv").write_text(pairs(40))
+  (directory / "test.tsv").write_text(pairs(4))
+  return str(directory)
+
+
+def _losses(results_path, experiment):
+  with open(results_path) as f:
+    results = json.load(f)
+  if experiment == "clrs":
+    return results["algorithms"]["bellman_ford"]["runs"][0]["losses"]
+  return results["losses"]
+
+
+def test_clrs_two_processes_train_as_one(tmp_path, cache_dir):
+  losses = {}
+  for n in (1, 2):
+    workdir = str(tmp_path / f"clrs_{n}proc")
+    run("experiments.clrs_train", CLRS_ARGS, workdir, n, cache_dir,
+        str(tmp_path / f"clrs_{n}proc"))
+    losses[n] = _losses(os.path.join(workdir, "results.json"), "clrs")
+  assert len(losses[1]) == len(losses[2]) == 10
+  np.testing.assert_allclose(losses[2], losses[1], rtol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def seq2seq_two_process_run(tmp_path_factory, cache_dir, tsv_dir):
+  """The uninterrupted 2-process seq2seq run: (its losses, its log)."""
+  directory = tmp_path_factory.mktemp("seq2seq_2proc")
+  workdir = str(directory / "run")
+  launch = run("experiments.seq2seq_train",
+               SEQ2SEQ_ARGS + [f"--config.data.data_path={tsv_dir}"], workdir,
+               2, cache_dir, str(directory / "log"))
+  return _losses(os.path.join(workdir, "results.json"), "seq2seq"), launch
+
+
+def test_seq2seq_two_processes_train_as_one(tmp_path, cache_dir, tsv_dir,
+                                            seq2seq_two_process_run):
+  workdir = str(tmp_path / "seq2seq_1proc")
+  run("experiments.seq2seq_train",
+      SEQ2SEQ_ARGS + [f"--config.data.data_path={tsv_dir}",
+                      "--config.train.stop_at_step=10"],
+      workdir, 1, cache_dir, str(tmp_path / "seq2seq_1proc"))
+  with open(os.path.join(workdir, "results.json")) as f:
+    one = json.load(f)
+  two, launch = seq2seq_two_process_run
+  assert one["num_devices"] == 4 and len(one["losses"]) == 10
+  assert "4 device(s)" in launch.output(0)
+  np.testing.assert_allclose(two[:10], one["losses"], rtol=1e-5)
+
+
+def test_seq2seq_killed_process_and_restart_resumes_exactly(
+    tmp_path, cache_dir, tsv_dir, seq2seq_two_process_run):
+  workdir = str(tmp_path / "run")
+  args = SEQ2SEQ_ARGS + [f"--config.data.data_path={tsv_dir}"]
+  latest = os.path.join(workdir, "checkpoints", "latest")
+  first = Launch("experiments.seq2seq_train", args, workdir, 2, cache_dir,
+                 str(tmp_path / "killed"))
+  try:  # Kill process 1 as soon as a checkpoint exists, then the other.
+    deadline = time.time() + LAUNCH_TIMEOUT_S
+    while not (os.path.isdir(latest)
+               and any(d.isdigit() for d in os.listdir(latest))):
+      assert time.time() < deadline, "no checkpoint written in time"
+      assert all(p.poll() is None for p in first.procs), first.output(0)[-3000:]
+      time.sleep(0.02)
+    first.procs[1].send_signal(signal.SIGKILL)
+    first.procs[1].wait(timeout=30)
+  finally:
+    first.kill()
+  assert not os.path.exists(os.path.join(workdir, "results.json")), (
+      "the run finished before it was killed")
+  resumed = run("experiments.seq2seq_train", args, workdir, 2, cache_dir,
+                str(tmp_path / "resumed"))
+  step = int(re.search(r"resumed at step (\d+)", resumed.output(0)).group(1))
+  assert 0 < step < SEQ2SEQ_STEPS
+  assert f"resumed at step {step}" in resumed.output(1)
+  losses = _losses(os.path.join(workdir, "results.json"), "seq2seq")
+  uninterrupted, _ = seq2seq_two_process_run
+  assert len(losses) == len(uninterrupted) == SEQ2SEQ_STEPS
+  np.testing.assert_array_equal(losses, uninterrupted)
