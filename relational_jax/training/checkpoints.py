@@ -88,11 +88,17 @@ def abstract_like(tree: Any, sharding: Any = None) -> Any:
   return jax.tree_util.tree_map(one, tree)
 
 
+@jax.jit
+def _all_finite(leaves: List[Any]) -> jax.Array:
+  return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in leaves]))
+
+
 def is_finite(tree: Any) -> bool:
-  """True when every floating-point leaf of `tree` is finite."""
-  flags = [jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree)
-           if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
-  return bool(jnp.all(jnp.stack(flags))) if flags else True
+  """True when every floating-point leaf of `tree` is finite (one jitted
+  computation, whatever the number of leaves)."""
+  leaves = [x for x in jax.tree_util.tree_leaves(tree)
+            if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
+  return bool(_all_finite(leaves)) if leaves else True
 
 
 def _leaf_checksum(x) -> jax.Array:

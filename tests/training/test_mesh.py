@@ -105,3 +105,49 @@ def test_four_devices_match_one_device():
   np.testing.assert_allclose(losses4, losses1, rtol=1e-5)
   np.testing.assert_allclose(w4, w1, rtol=1e-5, atol=1e-6)
   assert "global batch size 6 is not divisible by the number of devices 4" in out["error"]
+
+
+def test_process_rows_and_shard_process_batch_in_one_process():
+  # One process holds every row; a share of the wrong size is refused.
+  mesh = mesh_lib.make_data_mesh()
+  assert mesh_lib.process_rows(8, mesh) == slice(0, 8)
+  hints = np.arange(24.0).reshape(3, 8)  # time-major: batch on axis 1
+  sharded = mesh_lib.shard_process_batch({"h": hints}, mesh, 8, batch_axis=1)
+  assert sharded["h"].sharding.spec == P(None, "data")
+  np.testing.assert_array_equal(sharded["h"], hints)
+  np.testing.assert_array_equal(
+      mesh_lib.take_rows(hints, slice(2, 4), batch_axis=1), hints[:, 2:4])
+  with pytest.raises(ValueError, match=r"must give its 8 rows \(0:8\) of the "
+                     r"global batch of 8, got 4"):
+    mesh_lib.shard_process_batch({"x": np.zeros((4, 2))}, mesh, 8)
+
+
+def test_distributed_flags(monkeypatch):
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import distributed  # pylint: disable=g-import-not-at-top
+  calls = []
+  monkeypatch.setattr(jax.distributed, "initialize", lambda **kw: calls.append(kw))
+
+  def parsed(*argv):
+    values = flags.FlagValues()
+    distributed.define_flags(values)
+    values(["prog", *argv])
+    return values
+  assert distributed.initialize_from_flags(parsed()) is False
+  with pytest.raises(ValueError, match="--coordinator_address, --process_id "
+                     "given without --distributed"):
+    distributed.initialize_from_flags(parsed("--coordinator_address=h:1",
+                                             "--process_id=0"))
+  with pytest.raises(ValueError, match="--process_id=2 must be below "
+                     "--num_processes=2"):
+    distributed.initialize_from_flags(parsed(
+        "--distributed", "--num_processes=2", "--process_id=2"))
+  assert not calls
+  assert distributed.initialize_from_flags(parsed(
+      "--distributed", "--coordinator_address=10.0.0.1:1234",
+      "--num_processes=2", "--process_id=1"))
+  assert distributed.initialize_from_flags(parsed("--distributed"))  # env
+  assert calls == [{"coordinator_address": "10.0.0.1:1234",
+                    "num_processes": 2, "process_id": 1}, {}]
+  assert distributed.is_primary()
+  distributed.barrier("one process: returns at once")
