@@ -6,8 +6,9 @@ forced host devices against 1 process x 4 devices, same config and seed.
 Checked: the per-step losses of the first 10 steps agree to 1e-5 relative
 (CLRS and seq2seq; the runs' results JSON, written by process 0); a seq2seq
 run whose process 1 is killed mid-run (SIGKILL) and whose processes are then
-all restarted resumes from its checkpoint and ends with the losses of the
-uninterrupted 2-process run. Every launch has a time limit and every process
+all restarted (after its newest checkpoint is truncated) falls back to the
+previous checkpoint and ends with the losses of the uninterrupted 2-process
+run. Every launch has a time limit and every process
 is killed in a `finally`.
 
 Cost (the launches are compile- and start-up-bound): the launches share a
@@ -228,18 +229,27 @@ def test_seq2seq_two_processes_train_as_one(one_process_runs,
   np.testing.assert_allclose(two[:10], one["losses"], rtol=1e-5)
 
 
+def _steps(directory):
+  return sorted(int(d) for d in os.listdir(directory) if d.isdigit())
+
+
 def test_seq2seq_killed_process_and_restart_resumes_exactly(
     tmp_path, cache_dir, tsv_dir, seq2seq_two_process_run):
+  """Process 1 killed once two checkpoints exist, the other then killed too;
+  the newest checkpoint is truncated (as a kill during its write could
+  leave it); all restarted: process 0 moves it aside, every process resumes
+  from the one before, saves that step again, and the run ends with the
+  uninterrupted run's losses, bit for bit."""
+  from tests.training.test_checkpoints import _truncate_array  # pylint: disable=g-import-not-at-top
   workdir = str(tmp_path / "run")
   args = SEQ2SEQ_ARGS + [f"--config.data.data_path={tsv_dir}"]
   latest = os.path.join(workdir, "checkpoints", "latest")
   first = Launch("experiments.seq2seq_train", args, workdir, 2, cache_dir,
                  str(tmp_path / "killed"))
-  try:  # Kill process 1 as soon as a checkpoint exists, then the other.
+  try:
     deadline = time.time() + LAUNCH_TIMEOUT_S
-    while not (os.path.isdir(latest)
-               and any(d.isdigit() for d in os.listdir(latest))):
-      assert time.time() < deadline, "no checkpoint written in time"
+    while not (os.path.isdir(latest) and len(_steps(latest)) >= 2):
+      assert time.time() < deadline, "no checkpoints written in time"
       assert all(p.poll() is None for p in first.procs), first.output(0)[-3000:]
       time.sleep(0.02)
     first.procs[1].send_signal(signal.SIGKILL)
@@ -248,12 +258,20 @@ def test_seq2seq_killed_process_and_restart_resumes_exactly(
     first.kill()
   assert not os.path.exists(os.path.join(workdir, "results.json")), (
       "the run finished before it was killed")
+  *_, previous, newest = _steps(latest)
+  assert newest < SEQ2SEQ_STEPS
+  newest_path = os.path.join(latest, str(newest))
+  _truncate_array(newest_path)
   resumed = run("experiments.seq2seq_train", args, workdir, 2, cache_dir,
                 str(tmp_path / "resumed"))
-  step = int(re.search(r"resumed at step (\d+)", resumed.output(0)).group(1))
-  assert 0 < step < SEQ2SEQ_STEPS
-  assert f"resumed at step {step}" in resumed.output(1)
-  losses = _losses(os.path.join(workdir, "results.json"), "seq2seq")
+  for i in (0, 1):
+    assert f"resumed at step {previous} " in resumed.output(i)
+    assert re.search(f"checkpoint {re.escape(newest_path)} could not be "
+                     "restored", resumed.output(i))
+  with open(os.path.join(workdir, "results.json")) as f:
+    results = json.load(f)
+  assert [f["step"] for f in results["checkpoint_fallbacks"]] == [newest]
+  assert os.path.isdir(results["checkpoint_fallbacks"][0]["moved_to"])
   uninterrupted, _ = seq2seq_two_process_run
-  assert len(losses) == len(uninterrupted) == SEQ2SEQ_STEPS
-  np.testing.assert_array_equal(losses, uninterrupted)
+  assert len(results["losses"]) == len(uninterrupted) == SEQ2SEQ_STEPS
+  np.testing.assert_array_equal(results["losses"], uninterrupted)
