@@ -19,8 +19,19 @@ D_1^c D_0 x in the binarised tree.
 Decoding ([SQ19] sec. 4): every symbol is annotated with its number of
 children; `TreeDecoderState` follows the emitted (symbol, arity) sequence in
 DFS (pre-order) or BFS order and returns the position of the next node to be
-generated. The start token's position is zero (= the root's position: the
-start token is the input that predicts the root); see `TreeDecoderState`.
+generated. Two alignments of positions with decoder inputs (`ALIGNMENTS`):
+  'output'  [SQ19] sec. 4 (the default): "a zero vector for the start
+            token's positional encoding, and ... the appropriate positional
+            encoding for each autoregressed output": decoder input t >= 1
+            (the node emitted at step t - 1) carries that node's own
+            position;
+  'next'    decoder input t carries the position of the node generated at
+            step t (the start token the root's, which is zero too).
+`decoder_positions` gives either for teacher forcing.
+
+Encoding a tree input (tree2tree): `node_positions` turns an annotated
+(arity) sequence into the position of every node, raising a clear error if
+the sequence is not exactly one tree or is deeper than k.
 
 This module is numpy / pure Python except `TreePositionalEncoding` (Flax).
 """
@@ -37,6 +48,7 @@ import numpy as np
 from relational_jax.layers import shapes
 
 ORDERS = ("dfs", "bfs")
+ALIGNMENTS = ("output", "next")
 
 Path = Tuple[int, ...]
 
@@ -108,6 +120,8 @@ def binary_path(general_path: Sequence[int]) -> Path:
 def binarize_lcrs(tree: Tree) -> Tree:
   """Left-child-right-sibling binarisation ([SQ19] sec. 5): each node's left
   child is its first child and its right child is its next sibling."""
+
+  check_general_tree(tree)
 
   def convert(siblings: Sequence[Tree]) -> Optional[Tree]:
     if not siblings:
@@ -212,11 +226,12 @@ class TreeDecoderState:
 
   Feed it the emitted (symbol, arity) pairs one at a time with `push`;
   `next_position()` is the tree position of the node the decoder generates
-  next. Alignment: the decoder input at step t (the start token at t = 0,
-  then the symbol emitted at t - 1) carries the position of the node
-  generated at step t, so the start token's position is zero, the root's.
-  Once the tree is complete (`done`), the next position is zero too (the
-  step that should emit EOS) and further pushes are ignored.
+  next; `push` returns the position of the node it records. So with the
+  'output' alignment ([SQ19] sec. 4) a decoder feeds the start token with
+  zero and every emitted token with what `push` returned for it; with
+  'next' it feeds every input with `next_position()`. Once the tree is
+  complete (`done`), the next position is zero (the step that should emit
+  EOS) and further pushes are ignored (and return zero).
 
   DFS is pre-order (first child first); BFS is level order. Positions are in
   the LCRS-binarised tree (`binarize=True`, n = 2) or in a regular n-ary tree
@@ -256,18 +271,21 @@ class TreeDecoderState:
       raise ValueError(f"child index in {path} exceeds n-1={self.n - 1}.")
     return position_from_path(path, self.n, self.k)
 
-  def push(self, symbol: Any, arity: int) -> None:
-    """Records the next node and opens its `arity` child slots."""
+  def push(self, symbol: Any, arity: int):
+    """Records the next node and opens its `arity` child slots; returns the
+    node's `n*k` position (zero if the tree was already complete)."""
     if arity < 0:
       raise ValueError(f"arity must be non-negative, got {arity}.")
     if not self.binarize and arity > self.n:
       raise ValueError(f"arity {arity} exceeds n={self.n} (binarize=False).")
     if self.done:
-      return
+      return np.zeros(self.n * self.k, np.float32)
+    position_P = self.next_position()
     path = self._open.popleft() if self.order == "bfs" else self._open.pop()
     self.nodes.append((symbol, path, arity))
     kids = [path + (c,) for c in range(arity)]
     self._open.extend(kids if self.order == "bfs" else reversed(kids))
+    return position_P
 
   def to_tree(self) -> Tree:
     """The (possibly partial) tree built so far; open slots are left out."""
@@ -282,21 +300,123 @@ class TreeDecoderState:
 
 def decoder_positions(arities: Sequence[int], order: str = "dfs",
                       k: int = 32, n: int = 2, binarize: bool = True,
-                      length: Optional[int] = None):
+                      length: Optional[int] = None,
+                      alignment: str = "output"):
   """Teacher-forcing input positions for an emitted arity sequence.
 
-  Row t is the position fed with decoder input t (start token at t = 0), i.e.
-  the position of node t; rows after the tree is complete (EOS, padding) are
-  zero. Returns `length x n*k` (length defaults to len(arities) + 1).
+  Decoder input 0 is the start token, input t >= 1 the token emitted at step
+  t - 1. alignment 'output' ([SQ19] sec. 4): row 0 is zero and row t >= 1 is
+  the position of node t - 1 (each fed-back output carries its own
+  position); 'next': row t is the position of node t, the node generated at
+  step t. Rows of tokens that are not nodes of the tree (after it is
+  complete: EOS, padding, extra tokens) are zero. Returns `length x n*k`
+  (length defaults to len(arities) + 1).
   """
+  shapes.check_choice(alignment, ALIGNMENTS, "tree alignment")
   length = len(arities) + 1 if length is None else length
   state = TreeDecoderState(order, k, n, binarize)
+  node_P = []  # Position of each emitted token's node (zero if none).
+  for arity in arities[:length]:
+    node_P.append(state.next_position())
+    state.push(None, int(arity))
+  next_P = node_P + [state.next_position()]
   out = np.zeros((length, n * k), np.float32)
-  for t in range(length):
-    out[t] = state.next_position()
-    if t < len(arities):
-      state.push(None, int(arities[t]))
+  if alignment == "next":
+    rows = next_P[:length]
+  else:
+    rows = ([np.zeros(n * k, np.float32)] + node_P)[:length]
+  if rows:
+    out[:len(rows)] = np.stack(rows)
   return out
+
+
+def node_positions(arities: Sequence[int], order: str = "dfs", k: int = 32,
+                   what: str = "tree", strict: bool = True):
+  """`N x 2k` positions, in the LCRS-binarised tree ([SQ19] sec. 5), of the
+  N nodes of a general tree given as its annotated arity sequence in
+  `order`.
+
+  strict: raises ValueError if the arities do not describe exactly one tree
+  (too few nodes to fill the announced children, or nodes left over) or if
+  the binarised tree is deeper than k (its positions would lose their
+  oldest steps, [SQ19] sec. 3.2). `what` names the sequence in the
+  messages. Not strict (e.g. a model's input that may hold unknown
+  tokens): nodes after the tree is complete get zero, missing children are
+  ignored and deeper nodes keep their last k steps.
+  """
+  shapes.check_choice(order, ORDERS, "tree order")
+  if k <= 0:
+    raise ValueError(f"tree depth k must be positive, got k={k}.")
+  num = len(arities)
+  if num == 0:
+    raise ValueError(f"{what}: an empty sequence is not a tree.")
+  open_paths = collections.deque([()])  # Binary paths still to be filled.
+  out = np.zeros((num, 2 * k), np.float32)
+  for t, arity in enumerate(arities):
+    arity = int(arity)
+    if arity < 0:
+      raise ValueError(f"{what}: node {t} has negative arity {arity}.")
+    if not open_paths:
+      if not strict:
+        break
+      raise ValueError(
+          f"{what}: the arity annotations do not describe one tree: the "
+          f"tree is complete after {t} nodes but the sequence has {num}.")
+    path = open_paths.popleft() if order == "bfs" else open_paths.pop()
+    if len(path) > k and strict:
+      raise ValueError(
+          f"{what}: node {t} lies at depth {len(path)} of the binarised tree, "
+          f"beyond the tree positional encoding's depth k={k}; use a larger "
+          f"k (tree_depth) or shallower trees.")
+    for slot, b in enumerate(reversed(path[-k:])):  # Slot 0: last step.
+      out[t, 2 * slot + b] = 1.0
+    # Child c of a general-tree node: D_1^c D_0 in the LCRS tree.
+    kids = [path + (0,) + (1,) * c for c in range(arity)]
+    open_paths.extend(kids if order == "bfs" else reversed(kids))
+  if open_paths and strict:
+    raise ValueError(
+        f"{what}: the arity annotations do not describe one tree: "
+        f"{len(open_paths)} announced child(ren) missing after the last of "
+        f"{num} nodes.")
+  return out
+
+
+def tree_from_annotated(tokens: Sequence[str], order: str = "dfs") -> Tree:
+  """Rebuilds the general tree of annotated tokens 'symbol/arity' in
+  `order`; raises ValueError if they are not exactly one tree."""
+  pairs = [split_annotation(t) for t in tokens]
+  node_positions([a for _, a in pairs], order, k=max(1, 2 * len(pairs)),
+                 what="annotated tokens")  # Checks the tree shape.
+  state = TreeDecoderState(order, k=1, n=2, binarize=True)
+  for symbol, arity in pairs:
+    state.push(symbol, arity)
+  return state.to_tree()
+
+
+def check_general_tree(tree: Tree) -> None:
+  """Raises ValueError if `tree` cannot be LCRS-binarised: a missing (None)
+  child, or a symbol annotated 'symbol/arity' whose arity disagrees with its
+  number of children."""
+
+  def visit(node, path):
+    if node is None:
+      raise ValueError(f"cannot binarise: missing child (None) at root path "
+                       f"{path}; a general tree lists only present children.")
+    symbol = str(node.symbol)
+    if "/" in symbol:
+      try:
+        _, arity = split_annotation(symbol)
+      except ValueError:
+        arity = None
+      if arity is not None and arity != len(node.children):
+        raise ValueError(
+            f"cannot binarise: node {symbol!r} at root path {path} is "
+            f"annotated with {arity} children but has "
+            f"{len(node.children)}.")
+    for i, c in enumerate(node.children):
+      visit(c, path + (i,))
+
+  visit(tree, ())
 
 
 # ---------------------------------------------------------------------------

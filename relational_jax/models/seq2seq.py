@@ -13,8 +13,19 @@ One config (`Seq2SeqConfig`) selects:
                         decoder self-attention (Csordas et al. 2021 appendix
                         C); cross-attention has no positions;
             'tree'      seq2tree (Shiv & Quirk 2019): source tokens take the
-                        sinusoidal PE, decoder inputs the learned tree PE of
-                        the node they generate (sec. 3.2 and 4);
+                        sinusoidal PE, decoder inputs the learned tree PE
+                        (sec. 3.2) of their node; `tree_alignment` 'output'
+                        (sec. 4, default): the start token has the zero
+                        position and every fed-back output its own; 'next':
+                        each input the position of the node it generates.
+                        With `tree_encoder` (tree2tree, sec. 5.1) the source
+                        tokens, a tree's annotated DFS sequence, take the
+                        tree PE of their node too. The tree PE is
+                        `tree_pos_width` wide (the paper's d_pos, 2048 with
+                        d_model 256 in sec. 5.1.1; 0 = d_model); a width
+                        other than d_model is mapped to d_model by a learned
+                        bias-free linear map (the paper does not say how
+                        d_pos meets d_model: our choice);
   tied                  one encoder layer and one decoder layer applied L
                         times (Universal Transformer without ACT or timestep
                         embedding, as in Csordas et al. 2021);
@@ -93,10 +104,13 @@ class Seq2SeqConfig:
   edge_scorer: str = "mlp"         # One of relation_aware.SCORERS.
   max_src_len: int = 128
   max_tgt_len: int = 128
-  tree_depth: int = 8              # k of Shiv & Quirk; d_model % (n*k) == 0.
+  tree_depth: int = 32             # k of Shiv & Quirk (sec. 5: k = 32).
   tree_arity: int = 2              # n; 2 after LCRS binarisation.
   tree_order: str = "dfs"          # One of tree.ORDERS.
   tree_binarize: bool = True
+  tree_alignment: str = "output"   # One of tree.ALIGNMENTS (sec. 4).
+  tree_encoder: bool = False       # Tree PE on the source too (tree2tree).
+  tree_pos_width: int = 0          # d_pos; 0 = d_model; % (n*k) == 0.
   pre_norm: bool = False
   tie_embeddings: bool = False     # Decoder output = h E^T.
   pad_id: int = 0                  # Default src_mask is src != pad_id.
@@ -114,6 +128,9 @@ class Seq2SeqConfig:
       value = getattr(self, name)
       if not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value!r}.")
+    if self.tree_pos_width < 0:
+      raise ValueError(f"tree_pos_width must be >= 0 (0: d_model), got "
+                       f"{self.tree_pos_width}.")
     if self.num_edge_labels < 0:
       raise ValueError(
           f"num_edge_labels must be >= 0, got {self.num_edge_labels}.")
@@ -125,6 +142,8 @@ class Seq2SeqConfig:
     shapes.check_choice(self.positions, POSITIONS, "positions")
     shapes.check_choice(self.scaling, pe_lib.SCALINGS, "scaling")
     shapes.check_choice(self.tree_order, tree_lib.ORDERS, "tree_order")
+    shapes.check_choice(self.tree_alignment, tree_lib.ALIGNMENTS,
+                        "tree_alignment")
     shapes.check_choice(self.edge_scorer, ra_lib.SCORERS, "edge_scorer")
     shapes.check_choice(self.encoder, tuple(ENCODERS), "encoder")
     shapes.check_divides(self.d_model, self.num_heads, "d_model")
@@ -137,14 +156,29 @@ class Seq2SeqConfig:
       if self.tree_binarize and self.tree_arity != 2:
         raise ValueError(f"tree_binarize=True gives binary trees: tree_arity "
                          f"must be 2, got {self.tree_arity}.")
-      if self.d_model % (self.tree_arity * self.tree_depth):
+      if self.tree_width % (self.tree_arity * self.tree_depth):
         raise ValueError(
-            f"positions='tree' needs d_model ({self.d_model}) to be a multiple "
-            f"of tree_arity*tree_depth ({self.tree_arity}*{self.tree_depth}).")
+            f"positions='tree' needs the tree PE width (tree_pos_width, or "
+            f"d_model when 0: {self.tree_width}) to be a multiple of "
+            f"tree_arity*tree_depth ({self.tree_arity}*{self.tree_depth}).")
+      if self.tree_encoder and self.encoder != "transformer":
+        raise ValueError(f"tree_encoder=True needs encoder='transformer', got "
+                         f"encoder={self.encoder!r}.")
+      if self.tree_encoder and self.relation_aware:
+        raise ValueError("tree_encoder=True and relation_aware=True both "
+                         "define the source positions; choose one.")
+    elif self.tree_encoder:
+      raise ValueError(f"tree_encoder=True needs positions='tree', got "
+                       f"positions={self.positions!r}.")
 
   @property
   def tree_position_dim(self) -> int:
     return self.tree_arity * self.tree_depth
+
+  @property
+  def tree_width(self) -> int:
+    """Width of the tree PE before its map to d_model (d_pos)."""
+    return self.tree_pos_width or self.d_model
 
 
 # ---------------------------------------------------------------------------
@@ -266,6 +300,25 @@ def _residual(h, update, norm, pre_norm: bool):
   return h + update if pre_norm else norm(h + update)
 
 
+class TreeEmbedding(nn.Module):
+  """Raw n*k tree positions -> d_model features: the learned tree PE of
+  Shiv & Quirk sec. 3.2 (`tree.TreePositionalEncoding`), `tree_width` wide,
+  then, if that is not d_model, a bias-free linear map to d_model."""
+  config: Seq2SeqConfig
+
+  @nn.compact
+  def __call__(self, x_BxNxP):
+    c = self.config
+    shapes.check_shape(x_BxNxP, ("B", "N", c.tree_position_dim),
+                       "tree positions")
+    pe_BxNxW = tree_lib.TreePositionalEncoding(
+        c.tree_width, c.tree_depth, c.tree_arity, name="encoding")(
+            jnp.asarray(x_BxNxP, jnp.float32))
+    if c.tree_width == c.d_model:
+      return pe_BxNxW
+    return nn.Dense(c.d_model, use_bias=False, name="to_d_model")(pe_BxNxW)
+
+
 # ---------------------------------------------------------------------------
 # Stacks.
 
@@ -283,6 +336,8 @@ class TransformerEncoder(nn.Module):
     c = self.config
     self.embed = pe_lib.TokenEmbedding(c.src_vocab_size, c.d_model,
                                         c.scaling)
+    if c.tree_encoder:
+      self.tree_pe = TreeEmbedding(c)
     num_modules = 1 if c.tied else c.num_encoder_layers
     self.layers = [EncoderLayer(c) for _ in range(num_modules)]
     if c.pre_norm:
@@ -290,7 +345,7 @@ class TransformerEncoder(nn.Module):
     self.dropout = nn.Dropout(c.dropout_rate)
 
   def __call__(self, src_BxS, src_mask_BxS, src_relations_BxSxS=None,
-               deterministic: bool = True):
+               deterministic: bool = True, src_tree_pos_BxSxP=None):
     c = self.config
     shapes.check_shape(src_BxS, ("B", "S"), "src")
     num_b, num_s = src_BxS.shape
@@ -303,9 +358,19 @@ class TransformerEncoder(nn.Module):
         src_relations_BxSxS = jnp.zeros((num_b, num_s, num_s), jnp.int32)
       shapes.check_shape(src_relations_BxSxS, (num_b, num_s, num_s),
                          "src_relations")
-    pe_SxD = (None if c.positions == "relative"
-              else pe_lib.sinusoidal(num_s, c.d_model))
-    h_BxSxD = self.dropout(self.embed(src_BxS, pe_SxD), deterministic)
+    if c.tree_encoder:
+      if src_tree_pos_BxSxP is None:
+        raise ValueError("tree_encoder=True needs the source tokens' tree "
+                         "positions (src_tree_pos_BxSxP; see "
+                         "tree.node_positions).")
+      shapes.check_shape(src_tree_pos_BxSxP,
+                         (num_b, num_s, c.tree_position_dim), "src_tree_pos")
+      pe = self.tree_pe(src_tree_pos_BxSxP)
+    elif c.positions == "relative":
+      pe = None
+    else:
+      pe = pe_lib.sinusoidal(num_s, c.d_model)
+    h_BxSxD = self.dropout(self.embed(src_BxS, pe), deterministic)
     for l in _layer_schedule(c.num_encoder_layers, c.tied):
       h_BxSxD = self.layers[l](h_BxSxD, src_mask_BxS, src_relations_BxSxS,
                                deterministic)
@@ -336,8 +401,7 @@ class TransformerDecoder(nn.Module):
     self.embed = pe_lib.TokenEmbedding(c.tgt_vocab_size, c.d_model,
                                         c.scaling)
     if c.positions == "tree":
-      self.tree_pe = tree_lib.TreePositionalEncoding(c.d_model, c.tree_depth,
-                                                     c.tree_arity)
+      self.tree_pe = TreeEmbedding(c)
     num_modules = 1 if c.tied else c.num_decoder_layers
     self.layers = [DecoderLayer(c) for _ in range(num_modules)]
     if c.pre_norm:
@@ -358,7 +422,7 @@ class TransformerDecoder(nn.Module):
                          "tree.decoder_positions / TreeDecoderState).")
       shapes.check_shape(tree_pos_BxTxP, (num_b, num_t, c.tree_position_dim),
                          "tgt_tree_pos")
-      pe = self.tree_pe(jnp.asarray(tree_pos_BxTxP, jnp.float32))
+      pe = self.tree_pe(tree_pos_BxTxP)
     else:
       pe = None
     return self.dropout(self.embed(tokens_BxT, pe), deterministic)
@@ -434,10 +498,16 @@ class Seq2SeqTransformer(nn.Module):
     return jnp.asarray(src_mask_BxS).astype(bool)
 
   def encode(self, src_BxS, src_mask_BxS=None, src_relations_BxSxS=None,
-             deterministic: bool = True):
-    """-> (memory_BxMxD, memory_mask_BxM)."""
+             deterministic: bool = True, src_tree_pos_BxSxP=None):
+    """-> (memory_BxMxD, memory_mask_BxM). src_tree_pos_BxSxP: raw tree
+    positions of the source tokens (tree_encoder only)."""
+    extras = {}
+    if self.config.tree_encoder:
+      extras["src_tree_pos_BxSxP"] = src_tree_pos_BxSxP
+    elif src_tree_pos_BxSxP is not None:
+      raise ValueError("src_tree_pos_BxSxP given but tree_encoder=False.")
     return self.encoder(src_BxS, self._src_mask(src_BxS, src_mask_BxS),
-                        src_relations_BxSxS, deterministic)
+                        src_relations_BxSxS, deterministic, **extras)
 
   def decode(self, memory_BxMxD, memory_mask_BxM, tgt_in_BxT, tgt_mask_BxT=None,
              tgt_tree_pos_BxTxP=None, deterministic: bool = True):
@@ -463,7 +533,7 @@ class Seq2SeqTransformer(nn.Module):
 
   def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT=None, *,
                src_relations_BxSxS=None, tgt_tree_pos_BxTxP=None,
-               deterministic: bool = True):
+               src_tree_pos_BxSxP=None, deterministic: bool = True):
     """Teacher forcing: logits BxTxV for the next token after each input.
 
     Args:
@@ -473,11 +543,15 @@ class Seq2SeqTransformer(nn.Module):
       tgt_mask_BxT: optional key mask for decoder self-attention.
       src_relations_BxSxS: relation ids (relation_aware only; default 0).
       tgt_tree_pos_BxTxP: raw tree positions (n*k) of the decoder inputs
-        (positions='tree' only), from `tree.decoder_positions`.
+        (positions='tree' only), from `tree.decoder_positions` with the
+        config's tree_alignment.
+      src_tree_pos_BxSxP: raw tree positions of the source tokens
+        (tree_encoder only), from `tree.node_positions` (DFS).
       deterministic: False enables dropout (needs a 'dropout' rng).
     """
     memory_BxMxD, memory_mask_BxM = self.encode(
-        src_BxS, src_mask_BxS, src_relations_BxSxS, deterministic)
+        src_BxS, src_mask_BxS, src_relations_BxSxS, deterministic,
+        src_tree_pos_BxSxP)
     if self.config.num_edge_labels > 0 and self.is_initializing():
       self.edge_scorer(memory_BxMxD)  # Create the edge head's parameters.
     return self.decode(memory_BxMxD, memory_mask_BxM, tgt_in_BxT,
@@ -491,18 +565,21 @@ class Seq2SeqTransformer(nn.Module):
   def greedy_decode(self, params, src_BxS, max_len: int, bos: int, eos: int,
                     *, src_mask_BxS=None, src_relations_BxSxS=None,
                     arities: Optional[Sequence[int]] = None,
-                    pad_id: Optional[int] = None):
+                    pad_id: Optional[int] = None, src_tree_pos_BxSxP=None):
     """See `greedy_decode`."""
     return greedy_decode(self, params, src_BxS, max_len, bos, eos,
                          src_mask_BxS=src_mask_BxS,
                          src_relations_BxSxS=src_relations_BxSxS,
-                         arities=arities, pad_id=pad_id)
+                         arities=arities, pad_id=pad_id,
+                         src_tree_pos_BxSxP=src_tree_pos_BxSxP)
 
 
 @functools.partial(jax.jit, static_argnames=("model",))
-def _encode_jit(model, params, src_BxS, src_mask_BxS, src_relations_BxSxS):
+def _encode_jit(model, params, src_BxS, src_mask_BxS, src_relations_BxSxS,
+                src_tree_pos_BxSxP=None):
   return model.apply({"params": params}, src_BxS, src_mask_BxS,
-                     src_relations_BxSxS, method=Seq2SeqTransformer.encode)
+                     src_relations_BxSxS, True, src_tree_pos_BxSxP,
+                     method=Seq2SeqTransformer.encode)
 
 
 @functools.partial(jax.jit, static_argnames=("model",))
@@ -557,7 +634,7 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
                   bos: int, eos: int, *, src_mask_BxS=None,
                   src_relations_BxSxS=None,
                   arities: Optional[Sequence[int]] = None,
-                  pad_id: Optional[int] = None):
+                  pad_id: Optional[int] = None, src_tree_pos_BxSxP=None):
   """Greedy decoding with the incremental self-attention cache.
 
   Returns BxT int32 tokens (T = max_len, BOS not included); each row ends at
@@ -565,11 +642,14 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
   after it. Sequence positions run the whole loop on device; tree positions
   run a host loop, one jitted step per token, with one `TreeDecoderState`
   per row that turns the emitted (token, arities[token]) pairs into the next
-  input's tree position (Shiv & Quirk 2019 sec. 4).
+  input's tree position (Shiv & Quirk 2019 sec. 4) under the config's
+  tree_alignment ('output': the start token at zero, each fed-back token at
+  its own node's position; 'next': each input at the next node's).
 
   Args:
     arities: positions='tree' only: number of children of every target
       vocabulary entry (len tgt_vocab_size; 0 for special tokens).
+    src_tree_pos_BxSxP: tree_encoder only: the source tokens' positions.
   """
   c = model.config
   if max_len <= 0 or max_len > c.max_tgt_len:
@@ -578,7 +658,8 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
   pad = c.pad_id if pad_id is None else pad_id
   src_BxS = jnp.asarray(src_BxS)
   memory_BxMxD, memory_mask_BxM = _encode_jit(
-      model, params, src_BxS, src_mask_BxS, src_relations_BxSxS)
+      model, params, src_BxS, src_mask_BxS, src_relations_BxSxS,
+      None if src_tree_pos_BxSxP is None else jnp.asarray(src_tree_pos_BxSxP))
   if c.positions != "tree":
     return _greedy_loop(model, params, memory_BxMxD, memory_mask_BxM, max_len,
                         bos, eos, pad)
@@ -596,17 +677,23 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
   out_BxT = np.full((num_b, max_len), pad, np.int32)
   last_B = np.full((num_b,), bos, np.int32)
   finished_B = np.zeros((num_b,), bool)
+  # 'output' alignment: the input's own node position (zero for the start).
+  own_BxP = np.zeros((num_b, c.tree_position_dim), np.float32)
   for t in range(max_len):
-    tree_pos_Bx1xP = np.stack([s.next_position() for s in states])[:, None]
+    if c.tree_alignment == "output":
+      tree_pos_Bx1xP = own_BxP[:, None]
+    else:
+      tree_pos_Bx1xP = np.stack([s.next_position() for s in states])[:, None]
     logits_Bx1xV, cache = _decode_step_jit(
         model, params, memory_BxMxD, memory_mask_BxM,
         jnp.asarray(last_B[:, None]), cache, jnp.asarray(tree_pos_Bx1xP))
     next_B = np.asarray(jnp.argmax(logits_Bx1xV[:, 0], axis=-1), np.int32)
     next_B = np.where(finished_B, pad, next_B)
     out_BxT[:, t] = next_B
+    own_BxP = np.zeros_like(own_BxP)
     for b in range(num_b):
       if not finished_B[b] and next_B[b] != eos:
-        states[b].push(int(next_B[b]), int(arities[next_B[b]]))
+        own_BxP[b] = states[b].push(int(next_B[b]), int(arities[next_B[b]]))
     finished_B |= next_B == eos
     last_B = next_B
     if finished_B.all():

@@ -109,12 +109,19 @@ def test_decoder_state_rebuilds_tree(order, binarize):
   assert state.done
   np.testing.assert_array_equal(state.next_position(), np.zeros(8))
   assert state.to_tree() == tree
-  # Teacher-forcing positions: row t is node t's; then zeros (EOS, padding).
   arities = [a for _, a in tree_lib.linearize(tree, order)]
+  # 'next' alignment: row t is node t's; then zeros (EOS, padding).
   tf = tree_lib.decoder_positions(arities, order, k=4, binarize=binarize,
-                                  length=8)
+                                  length=8, alignment="next")
   np.testing.assert_array_equal(tf[:6], want_pos)
   np.testing.assert_array_equal(tf[6:], 0)
+  # 'output' (the default, [SQ19] sec. 4): start token zero, then input t
+  # (node t - 1 fed back) at node t - 1's position; padding zero.
+  tf = tree_lib.decoder_positions(arities, order, k=4, binarize=binarize,
+                                  length=8)
+  np.testing.assert_array_equal(tf[0], 0)
+  np.testing.assert_array_equal(tf[1:7], want_pos)
+  np.testing.assert_array_equal(tf[7:], 0)
 
 
 def test_decoder_state_rejects_bad_arity():
@@ -148,3 +155,70 @@ def test_parameterised_encoding_bad_width():
   enc = tree_lib.TreePositionalEncoding(d_model=10, k=3, n=2)
   with pytest.raises(ValueError, match="multiple of n\\*k=6"):
     enc.init(jax.random.key(0), jnp.zeros((1, 1, 6)))
+
+
+def test_decoder_alignment_hand_worked_example():
+  """[SQ19] sec. 4: "a zero vector for the start token's positional
+  encoding, and ... the appropriate positional encoding for each
+  autoregressed output". Target A(B, C(D)), DFS, LCRS, k = 3 (6 features,
+  stack slot 0 = the last step, one-hot [left, right]):
+    A  root                 -> 0
+    B  first child: D_0 0   -> [1,0, 0,0, 0,0]
+    C  B's sibling: D_1 D_0 -> [0,1, 1,0, 0,0]
+    D  C's first child: D_0 D_1 D_0 -> [1,0, 0,1, 1,0]
+  Decoder inputs <s> A B C D (the last predicts EOS): the start token is
+  zero and each fed-back output carries its own position."""
+  tree = Tree("A", [Tree("B"), Tree("C", [Tree("D")])])
+  arities = [a for _, a in tree_lib.linearize(tree, "dfs")]
+  assert arities == [2, 0, 1, 0]
+  a = [0, 0, 0, 0, 0, 0]
+  b = [1, 0, 0, 0, 0, 0]
+  c = [0, 1, 1, 0, 0, 0]
+  d = [1, 0, 0, 1, 1, 0]
+  zero = [0] * 6
+  paper = tree_lib.decoder_positions(arities, "dfs", k=3, length=6)
+  np.testing.assert_array_equal(paper, [zero, a, b, c, d, zero])
+  nxt = tree_lib.decoder_positions(arities, "dfs", k=3, length=6,
+                                   alignment="next")
+  np.testing.assert_array_equal(nxt, [a, b, c, d, zero, zero])
+  # The incremental state gives the same: push returns the node's own
+  # position, next_position the next node's.
+  state = tree_lib.TreeDecoderState("dfs", k=3)
+  own = [state.push(s, n) for s, n in tree_lib.linearize(tree, "dfs")]
+  np.testing.assert_array_equal(own, [a, b, c, d])
+  np.testing.assert_array_equal(state.push("extra", 0), zero)  # Done.
+  with pytest.raises(ValueError, match="tree alignment 'previous'"):
+    tree_lib.decoder_positions(arities, alignment="previous")
+
+
+def test_node_positions_and_bad_trees():
+  tree = _example_tree()
+  arities = [a for _, a in tree_lib.linearize(tree, "bfs")]
+  _, want = tree_lib.tree_positions(tree, "bfs", k=4)
+  np.testing.assert_array_equal(
+      tree_lib.node_positions(arities, "bfs", k=4), want)
+  tokens = [tree_lib.annotate(s, a)
+            for s, a in tree_lib.linearize(tree, "dfs")]
+  assert tree_lib.tree_from_annotated(tokens, "dfs") == tree
+  # Arity annotations that disagree with the sequence: not one tree.
+  with pytest.raises(ValueError, match="1 announced child\\(ren\\) missing"):
+    tree_lib.node_positions([2, 0], "dfs", k=4)
+  with pytest.raises(ValueError, match="complete after 1 nodes but the "
+                                       "sequence has 2"):
+    tree_lib.node_positions([0, 0], "dfs", k=4)
+  with pytest.raises(ValueError, match="not describe one tree"):
+    tree_lib.tree_from_annotated(["A/2", "B/0"])
+  # Depth beyond k: the chain A(B(C)) is 2 deep.
+  with pytest.raises(ValueError, match="depth 2 of the binarised tree, "
+                                       "beyond .* k=1"):
+    tree_lib.node_positions([1, 1, 0], "dfs", k=1)
+  loose = tree_lib.node_positions([1, 1, 0, 0], "dfs", k=1, strict=False)
+  np.testing.assert_array_equal(loose, [[0, 0], [1, 0], [1, 0], [0, 0]])
+  # Unbinarisable general trees: a missing child; an arity annotation that
+  # disagrees with the children.
+  with pytest.raises(ValueError, match="missing child \\(None\\) at root "
+                                       "path \\(1,\\)"):
+    tree_lib.binarize_lcrs(Tree("A", [Tree("B"), None]))
+  with pytest.raises(ValueError, match="'f/2' at root path \\(\\) is "
+                                       "annotated with 2 children but has 1"):
+    tree_lib.binarize_lcrs(Tree("f/2", [Tree("x/0")]))

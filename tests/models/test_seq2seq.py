@@ -88,6 +88,10 @@ def param_count(config):
      "relation_aware=True needs positions in"),
     (dict(positions="tree", tree_depth=3), "multiple of tree_arity"),
     (dict(positions="tree", tree_arity=3), "tree_arity must be 2"),
+    (dict(positions="tree", tree_alignment="previous"),
+     "tree_alignment 'previous'.*'output', 'next'"),
+    (dict(positions="tree", tree_pos_width=12), "tree PE width .* 12"),
+    (dict(tree_encoder=True), "tree_encoder=True needs positions='tree'"),
 ])
 def test_bad_config_raises(overrides, match):
   with pytest.raises(ValueError, match=match):
@@ -289,3 +293,42 @@ def test_greedy_tree_decode_uses_tree_positions():
   np.testing.assert_array_equal(
       _teacher_forced_argmax(model, params, src, jnp.asarray(out),
                              jnp.asarray(tree_pos)), out)
+
+
+def test_tree2tree_encoder_positions_and_next_alignment_decoding():
+  """tree_encoder: source tokens take the tree PE (here 32 wide, mapped to
+  d_model 16) of their node; greedy decoding with the 'next' alignment
+  equals teacher forcing with tree.decoder_positions(alignment='next')."""
+  config = tiny(positions="tree", tree_encoder=True, tree_pos_width=32,
+                tree_alignment="next")
+  model = seq2seq.Seq2SeqTransformer(config)
+  src, tgt_in, _, extra = copy_batch(config, batch=2)
+  extra["tgt_tree_pos_BxTxP"] = jnp.asarray(np.stack([
+      tree_lib.decoder_positions([ARITIES[t] for t in row], "dfs", 4,
+                                 length=tgt_in.shape[1], alignment="next")
+      for row in np.asarray(src)]))
+  src_pos = jnp.asarray(np.stack([
+      tree_lib.node_positions([ARITIES[t] for t in row], "dfs", 4)
+      for row in np.asarray(src)]))
+  params = random_params(model, src, None, tgt_in, src_tree_pos_BxSxP=src_pos,
+                         seed=6, scale=1.0, **extra)
+  assert params["encoder"]["tree_pe"]["to_d_model"]["kernel"].shape == (32, 16)
+  assert params["decoder"]["tree_pe"]["encoding"]["theta"].shape == (4,)
+  encode = jit(lambda p, pos: model.apply({"params": p}, src, None, None,
+                                          True, pos, method=model.encode))
+  assert not np.allclose(np.asarray(encode(params, src_pos)[0]),
+                         np.asarray(encode(params, src_pos[:, ::-1])[0]))
+  with pytest.raises(ValueError, match="needs the source tokens' tree"):
+    model.apply({"params": params}, src, None, tgt_in, **extra)
+  out = np.asarray(model.greedy_decode(params, src, 6, BOS, eos=-1,
+                                       arities=ARITIES,
+                                       src_tree_pos_BxSxP=src_pos))
+  tree_pos = np.stack([
+      tree_lib.decoder_positions([ARITIES[t] for t in row], "dfs", 4,
+                                 length=6, alignment="next") for row in out])
+  tgt = jnp.concatenate([jnp.full((2, 1), BOS, jnp.int32),
+                         jnp.asarray(out[:, :-1])], axis=1)
+  logits = jit(lambda p: model.apply(
+      {"params": p}, src, None, tgt, src_tree_pos_BxSxP=src_pos,
+      tgt_tree_pos_BxTxP=jnp.asarray(tree_pos)))(params)
+  np.testing.assert_array_equal(np.asarray(jnp.argmax(logits, -1)), out)
