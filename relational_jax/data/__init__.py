@@ -6,12 +6,15 @@ Pure Python + numpy (no JAX import).
   its grammar, with the simple / length / add-primitive splits and the
   length-cutoff resplit of Csordas et al. (2021).
 * :mod:`relational_jax.data.tsv` -- COGS/PCFG/CFQ-style TSV loaders.
+* :mod:`relational_jax.data.for2lam` -- For2Lam program translation (FOR ->
+  LAMBDA) generated from the grammars, with a rule-based compiler.
 * :mod:`relational_jax.data.vocab` -- whitespace tokeniser and vocabulary.
 """
 
 from relational_jax.data import scan, tsv, vocab
 from relational_jax.data import clutrr  # noqa: F401  (CLUTRR graphs: loader, generator)
 from relational_jax.data import cogs_graph  # COGS as per-token graphs (seqtag form)
+from relational_jax.data import for2lam  # noqa: F401  (FOR -> LAMBDA programs)
 from relational_jax.data.scan import (
     ACTIONS as SCAN_ACTIONS,
     SPLITS as SCAN_SPLITS,

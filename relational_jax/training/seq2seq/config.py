@@ -2,7 +2,8 @@
 
   config.data              what to train and evaluate on (`data.load_data`):
                            dataset, split, cutoff, data_dir, data_path,
-                           scan_official_order, max_eval_examples
+                           scan_official_order, max_eval_examples,
+                           num_train / num_test (generated sets: for2lam)
   config.model             'transformer' | 'edge_transformer': which of the
                            two model sections builds the model
   config.transformer       `Seq2SeqConfig` fields, handed on unchanged
@@ -35,6 +36,7 @@ them (and the two flags that are not plain paths).
 import os
 from typing import Optional
 
+from relational_jax.data import for2lam as for2lam_lib
 from relational_jax.data import scan as scan_lib
 from relational_jax.layers.shapes import check_choice
 from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
@@ -48,8 +50,9 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 DEFAULT_DATA_DIR = os.path.normpath(os.path.join(_REPO_ROOT, "..", "shared",
                                                  "data"))
 
-DATASETS = ("scan", "cogs", "tsv")
-DEFAULT_SPLIT = {"scan": "length_cutoff", "cogs": "default", "tsv": "default"}
+DATASETS = ("scan", "cogs", "tsv", "for2lam")
+DEFAULT_SPLIT = {"scan": "length_cutoff", "cogs": "default", "tsv": "default",
+                 "for2lam": "long"}
 # config.model -> the model config dataclass its section instantiates.
 MODEL_CONFIGS = {"transformer": Seq2SeqConfig,
                  "edge_transformer": ETSeq2SeqConfig}
@@ -85,7 +88,9 @@ def default_config() -> ConfigDict:
       data_dir=DEFAULT_DATA_DIR,    # SCAN tasks.txt, cogs/*.tsv.
       data_path="",                 # dataset='tsv': directory of TSV files.
       scan_official_order=True,
-      max_eval_examples=0))         # > 0: a fixed random subset per set.
+      max_eval_examples=0,          # > 0: a fixed random subset per set.
+      num_train=100_000,            # for2lam: generated training programs
+      num_test=10_000))             # and test programs (Shiv & Quirk 5.1).
   c.model = "transformer"
   # Csordas et al. 2021, Table 4 (SCAN).
   t = c.transformer = config_lib.section(Seq2SeqConfig, exclude=DATA_DERIVED)
@@ -152,6 +157,11 @@ def validate(config: ConfigDict, *, data: bool = True,
         raise ValueError(
             f"invalid SCAN length cutoff {d.cutoff!r}; valid cutoffs are "
             f"{scan_lib.CUTOFF_MIN}..{scan_lib.CUTOFF_MAX}.")
+    elif d.dataset == "for2lam":
+      check_choice(split, for2lam_lib.SIZES, "for2lam split")
+      for name in ("num_train", "num_test"):
+        if d[name] < 1:
+          raise ValueError(f"data.{name} must be >= 1, got {d[name]}.")
     else:
       check_choice(split, ("default",), f"{d.dataset} split")
     if d.dataset == "tsv" and not d.data_path:
@@ -181,15 +191,33 @@ def validate(config: ConfigDict, *, data: bool = True,
                      f"got {t.warmup_steps}.")
 
 
+def _flat(record: dict, prefix: str = "") -> dict:
+  """{dotted path: leaf value} of a nested config record."""
+  out = {}
+  for key, value in record.items():
+    if isinstance(value, dict):
+      out.update(_flat(value, f"{prefix}{key}."))
+    else:
+      out[f"{prefix}{key}"] = value
+  return out
+
+
 def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   """{path: (saved, now)} of the fields that forbid resuming a run saved
   with config record `saved` under `config` (see RESUMABLE_CHANGES; the
   model section that `config.model` does not select is ignored)."""
   unused = [m for m in MODELS if m != config.model]
+  defaults = _flat(config_lib.to_dict(default_config()))
+  # A field added after the run was saved (absent there) at its default
+  # value does not change the run.
+  added_at_default = lambda path, values: (
+      values[0] is None and path in defaults
+      and values[1] == defaults[path])
   return {path: values for path, values in
           config_lib.diff(saved, config_lib.to_dict(config)).items()
           if path not in RESUMABLE_CHANGES
-          and path.split(".")[0] not in unused}
+          and path.split(".")[0] not in unused
+          and not added_at_default(path, values)}
 
 
 def describe_model(config: ConfigDict) -> str:

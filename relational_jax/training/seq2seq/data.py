@@ -15,6 +15,13 @@ Data (`load_data(config.data)`; no files are copied into the repository):
         `Seq2SeqData.categories['gen']` (21 categories x 1,000 rows).
   tsv   `<data_path>/{train,dev,test,gen,gen_dev}.tsv`, the COGS layout (a
         third column of gen.tsv / gen_dev.tsv is kept as categories too).
+  for2lam  `relational_jax.data.for2lam` (Chen et al. 2018; Shiv & Quirk
+        2019 sec. 5.1.1): FOR -> LAMBDA program translation generated from
+        the grammars with `train.seed`-independent seed 0; split 'short' or
+        'long'; `num_train` / `num_test` programs (default 100,000 / 10,000,
+        the paper's sizes); sources are annotated DFS token sequences,
+        targets annotated sequences in `target_order` (the decoder's
+        traversal, `transformer.tree_order`). The test set is 'iid'.
 
 Per-category scores: for every evaluation set with categories, the loop
 reports `<set>_by_category` = {category: exact match} next to the total
@@ -38,9 +45,11 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from relational_jax.data import for2lam as for2lam_lib
 from relational_jax.data import scan as scan_lib
 from relational_jax.data import tsv as tsv_lib
-from relational_jax.data.vocab import Vocab
+from relational_jax.data.vocab import EOS_ID, PAD_ID, Vocab
+from relational_jax.layers import shapes
 from relational_jax.layers import tree as tree_lib
 from relational_jax.training.seq2seq import config as config_lib
 
@@ -97,12 +106,24 @@ class Seq2SeqData:
                          f"must be non-empty strings.")
 
 
-def load_data(data_config) -> Seq2SeqData:
-  """Training pairs and evaluation sets of `config.data` (module docstring)."""
+def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
+  """Training pairs and evaluation sets of `config.data` (module docstring);
+  `target_order` is the target traversal of generated trees (for2lam)."""
   c = data_config
   split = config_lib.resolved_split(c)
   notes = []
   categories = {}
+  if c.dataset == "for2lam":
+    sets = for2lam_lib.generate_sets(split, c.num_train, c.num_test, seed=0,
+                                     target_order=target_order)
+    lo, hi = for2lam_lib.LENGTHS[split]
+    data = Seq2SeqData(
+        sets["train"], {"iid": sets["test"]},
+        f"For2Lam {split} ({lo}-{hi} FOR nodes), target {target_order}",
+        [f"generated: {c.num_train} train / {c.num_test} test distinct "
+         f"programs, seed 0 (relational_jax.data.for2lam)."])
+    data.check()
+    return data
   if c.dataset == "scan":
     scan_dir = os.path.join(c.data_dir, "scan")
     order, data_dir = None, None
@@ -183,9 +204,10 @@ def subset(pairs: Pairs, limit: int) -> Pairs:
   return [pairs[i] for i in subset_indices(len(pairs), limit)]
 
 
-def target_arities(tgt_vocab: Vocab) -> np.ndarray:
-  """Arity of every target vocabulary entry for positions='tree': tokens
-  must be annotated 'symbol/arity' (tree.annotate); specials have 0."""
+def target_arities(tgt_vocab: Vocab, side: str = "target") -> np.ndarray:
+  """Arity of every vocabulary entry for positions='tree' (`side`: which
+  sequences, in messages): tokens must be annotated 'symbol/arity'
+  (tree.annotate); specials have 0."""
   arities = np.zeros(len(tgt_vocab), np.int32)
   for i, token in enumerate(tgt_vocab.tokens):
     if i < 4:  # PAD, BOS, EOS, UNK.
@@ -194,9 +216,9 @@ def target_arities(tgt_vocab: Vocab) -> np.ndarray:
       arities[i] = tree_lib.split_annotation(token)[1]
     except ValueError as e:
       raise ValueError(
-          f"positions='tree' needs targets that are trees linearised with "
+          f"positions='tree' needs {side}s that are trees linearised with "
           f"annotated tokens 'symbol/arity' (tree.annotate, tree.linearize); "
-          f"target token {token!r} is not annotated. Use positions "
+          f"{side} token {token!r} is not annotated. Use positions "
           f"'absolute' or 'relative' for plain sequences.") from e
   return arities
 
@@ -204,31 +226,72 @@ def target_arities(tgt_vocab: Vocab) -> np.ndarray:
 @dataclasses.dataclass
 class EncodedSet:
   """Fixed-shape arrays of one set: src NxS, tgt_in/tgt_out NxT (tgt_out
-  ends with EOS, then PAD), optional tree positions NxTxP."""
+  ends with EOS, then PAD). With `tree_args` (positions='tree'), the tree
+  positions of a batch are computed when asked for (`tree_extras`): stored
+  for every example they would take N x T x 2k floats."""
   src: np.ndarray
   tgt_in: np.ndarray
   tgt_out: np.ndarray
-  tree_pos: Optional[np.ndarray] = None
+  tree_args: Optional[Dict] = None
 
   def __len__(self):
     return self.src.shape[0]
 
+  def tree_extras(self, indices, strict: bool = True) -> Dict[str, np.ndarray]:
+    """{'tgt_tree_pos': BxTxP decoder-input positions (tree.decoder_positions
+    alignment `tree_args['alignment']`), and with `tree_args['src_arities']`
+    'src_tree_pos': BxSxP source-node positions (DFS, tree.node_positions)}
+    for rows `indices`; {} without tree_args. strict: a sequence that is not
+    one tree of depth <= k raises (training data); not strict for model
+    inputs that may hold unknown tokens (evaluation sources)."""
+    a = self.tree_args
+    if a is None:
+      return {}
+    k = a["k"]
+    out = {}
+    tgt_BxTxP = np.zeros(self.tgt_out[indices].shape + (2 * k,), np.float32)
+    for row, i in enumerate(np.asarray(indices).reshape(-1)):
+      tokens = self.tgt_out[i]
+      num = int(np.argmax(tokens == EOS_ID)) if EOS_ID in tokens else len(
+          tokens)
+      nodes_NxP = tree_lib.node_positions(
+          a["arities"][tokens[:num]], a["order"], k, what=f"target row {i}",
+          strict=strict)
+      if a["alignment"] == "next":
+        tgt_BxTxP[row, :num] = nodes_NxP
+      else:  # 'output': start token zero, input t at node t - 1.
+        width = min(num, tgt_BxTxP.shape[1] - 1)
+        tgt_BxTxP[row, 1:1 + width] = nodes_NxP[:width]
+    out["tgt_tree_pos"] = tgt_BxTxP
+    if a.get("src_arities") is not None:
+      src_BxSxP = np.zeros(self.src[indices].shape + (2 * k,), np.float32)
+      for row, i in enumerate(np.asarray(indices).reshape(-1)):
+        tokens = self.src[i]
+        num = int(np.sum(tokens != PAD_ID))
+        src_BxSxP[row, :num] = tree_lib.node_positions(
+            a["src_arities"][tokens[:num]], "dfs", k,
+            what=f"source row {i}", strict=strict)
+      out["src_tree_pos"] = src_BxSxP
+    return out
+
 
 def encode_set(pairs: Pairs, src_vocab: Vocab, tgt_vocab: Vocab, src_len: int,
                tgt_len: int, tree_args: Optional[Dict] = None) -> EncodedSet:
-  """Encodes pairs to src (len src_len) and tgt_in/tgt_out (len tgt_len)."""
+  """Encodes pairs to src (len src_len) and tgt_in/tgt_out (len tgt_len).
+
+  tree_args (positions='tree'): {'arities': per target token, 'order',
+  'k', 'alignment' (tree.ALIGNMENTS; default 'output'), optional
+  'src_arities': per source token (tree_encoder)}; see
+  `EncodedSet.tree_extras`."""
   src, _ = src_vocab.encode_batch([s for s, _ in pairs], length=src_len)
   full, _ = tgt_vocab.encode_batch([t for _, t in pairs], add_bos=True,
                                    add_eos=True, length=tgt_len + 1)
-  tree_pos = None
   if tree_args is not None:
-    arities = tree_args["arities"]
-    tree_pos = np.stack([
-        tree_lib.decoder_positions(
-            [int(arities[i]) for i in tgt_vocab.encode(t)],
-            tree_args["order"], tree_args["k"], 2, True, length=tgt_len)
-        for _, t in pairs]).astype(np.float32)
-  return EncodedSet(src, full[:, :-1], full[:, 1:], tree_pos)
+    tree_args = dict(tree_args)
+    tree_args.setdefault("alignment", "output")
+    shapes.check_choice(tree_args["alignment"], tree_lib.ALIGNMENTS,
+                                 "tree alignment")
+  return EncodedSet(src, full[:, :-1], full[:, 1:], tree_args)
 
 
 class BatchStream:

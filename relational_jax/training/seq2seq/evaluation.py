@@ -4,7 +4,8 @@ model-selection set.
 Exact match compares the greedy decoding (EOS included, PAD after it) with
 the target row by row. The model is called as `model.greedy_decode(params,
 src_BxS, max_len, bos, eos, src_mask_BxS=...)` (plus `arities=` for tree
-positions) and returns BxL int tokens.
+positions and `src_tree_pos_BxSxP=` for a tree encoder) and returns BxL
+int tokens.
 
 Unknown tokens: the vocabularies are built from the training pairs, so an
 evaluation token never seen in training encodes to UNK (`Vocab.encode`). A
@@ -50,8 +51,13 @@ def exact_match_rows(model, params, eval_set: EncodedSet, decode_len: int,
     real = len(idx)
     idx = np.concatenate([idx, np.full(batch_size - real, idx[0])])
     src = mesh_lib.shard_batch(s.src[idx], mesh)
+    tree = s.tree_extras(idx, strict=False)  # Sources may hold UNK.
+    src_tree = ({} if "src_tree_pos" not in tree else {
+        "src_tree_pos_BxSxP": mesh_lib.shard_batch(tree["src_tree_pos"],
+                                                   mesh)})
     pred = model.greedy_decode(params, src, decode_len, BOS_ID, EOS_ID,
-                               src_mask_BxS=src != PAD_ID, **extras)
+                               src_mask_BxS=src != PAD_ID, **extras,
+                               **src_tree)
     if jax.process_count() > 1:  # Gather the other processes' rows.
       pred = multihost_utils.process_allgather(pred, tiled=True)
     pred = np.asarray(pred)[:real]

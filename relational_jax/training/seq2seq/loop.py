@@ -126,7 +126,7 @@ class Experiment:
                              "evaluation batch size")
 
     if data is None:
-      data = data_lib.load_data(c.data)
+      data = data_lib.load_data(c.data, c.transformer.tree_order)
     else:
       data.check()
     self.data = data
@@ -138,7 +138,11 @@ class Experiment:
                     if _uses_tree_positions(c, model is not None) else None)
     tree_args = (None if self.arities is None else
                  {"arities": self.arities, "order": c.transformer.tree_order,
-                  "k": c.transformer.tree_depth})
+                  "k": c.transformer.tree_depth,
+                  "alignment": c.transformer.tree_alignment,
+                  "src_arities": (data_lib.target_arities(self.src_vocab,
+                                                          "source")
+                                  if c.transformer.tree_encoder else None)})
 
     eval_pairs, self.eval_categories = {}, {}
     for k, v in self.data.evals.items():
@@ -159,7 +163,7 @@ class Experiment:
     self.decode_len = max(tgt_len(p) for p in eval_pairs.values())
     self.eval_sets = {k: data_lib.encode_set(p, self.src_vocab,
                                              self.tgt_vocab, eval_src_len,
-                                             self.decode_len)
+                                             self.decode_len, tree_args)
                       for k, p in eval_pairs.items()}
     self.user_model = model is not None
     self.model_config, self.model = build_model(
@@ -206,8 +210,7 @@ class Experiment:
     out = {"src": s.src[indices], "tgt_in": s.tgt_in[indices],
            "tgt_out": tgt_out,
            "weights": (tgt_out != PAD_ID).astype(np.float32)}
-    if s.tree_pos is not None:
-      out["tgt_tree_pos"] = s.tree_pos[indices]
+    out.update(s.tree_extras(indices))  # Tree positions, if any.
     return out
 
   def sharded_batch(self, indices):

@@ -10,7 +10,8 @@ over a data mesh (params replicated, batch split over 'data';
 The train state is {params, opt_state, step, rng}. The model is called as
 `model.apply({'params': p}, src_BxS, src_mask_BxS, tgt_in_BxT,
 deterministic=..., rngs={'dropout': key})` -> logits BxTxV (plus
-`tgt_tree_pos_BxTxP=` when the batch has tree positions).
+`tgt_tree_pos_BxTxP=` / `src_tree_pos_BxSxP=` when the batch has tree
+positions).
 """
 
 import functools
@@ -78,8 +79,12 @@ def as_transformation(spec: OptimizerSpec) -> optax.GradientTransformation:
 
 def _model_extras(batch) -> Dict:
   """Keyword inputs only some models take (tree positions)."""
-  tree_pos = batch.get("tgt_tree_pos")
-  return {} if tree_pos is None else {"tgt_tree_pos_BxTxP": tree_pos}
+  extras = {}
+  if batch.get("tgt_tree_pos") is not None:
+    extras["tgt_tree_pos_BxTxP"] = batch["tgt_tree_pos"]
+  if batch.get("src_tree_pos") is not None:
+    extras["src_tree_pos_BxSxP"] = batch["src_tree_pos"]
+  return extras
 
 
 def loss_and_metrics(model, params, batch, dropout_rng, deterministic=False):

@@ -4,6 +4,7 @@ import pytest
 
 from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
+from relational_jax.training import config as config_lib
 from relational_jax.training import seq2seq
 from tests.training.seq2seq.common import TINY_ET, tiny
 
@@ -14,7 +15,7 @@ def test_default_config_layout_and_models():
                               "results_path", "train", "transformer"]
   assert sorted(c.data.keys()) == sorted(
       ["dataset", "split", "cutoff", "data_dir", "data_path",
-       "scan_official_order", "max_eval_examples"])
+       "scan_official_order", "max_eval_examples", "num_train", "num_test"])
   assert sorted(c.train.keys()) == sorted(
       ["learning_rate", "schedule", "warmup_steps", "steps", "clip",
        "batch_size", "eval_batch_size", "eval_every", "checkpoint_every",
@@ -37,7 +38,7 @@ def test_default_config_layout_and_models():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"data.dataset": "mnist"}, r"Unknown dataset 'mnist'; valid choices are \['scan', 'cogs', 'tsv'\]"),
+    ({"data.dataset": "mnist"}, r"Unknown dataset 'mnist'; valid choices are \['scan', 'cogs', 'tsv', 'for2lam'\]"),
     ({"data.split": "lenght"}, r"Unknown SCAN split 'lenght'; valid choices are \['simple', .*'length_cutoff'\]"),
     ({"data.cutoff": 50}, r"invalid SCAN length cutoff 50; valid cutoffs are 22..40"),
     ({"data.dataset": "cogs", "data.split": "length"}, r"Unknown cogs split 'length'; valid choices are \['default'\]"),
@@ -52,7 +53,8 @@ def test_default_config_layout_and_models():
     ({"transformer.num_heads": 3}, r"num_heads=3 must divide the d_model 16"),
     ({"transformer.dropout_rate": 1.0}, r"dropout_rate must be in \[0, 1\), got 1.0"),
     ({"data.dataset": "tsv", "data.split": ""}, r"dataset='tsv' needs data_path"),
-    ({"transformer.positions": "tree"}, r"target token 'I_JUMP' is not annotated"),
+    ({"transformer.positions": "tree", "transformer.tree_depth": 4},
+     r"target token 'I_JUMP' is not annotated"),
 ])
 def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
   with pytest.raises(ValueError, match=message):
@@ -62,3 +64,14 @@ def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
 def test_unknown_path_is_a_clear_error():
   with pytest.raises(ValueError, match=r"unknown config path 'train.lr'"):
     tiny({"train.lr": 1e-3})
+
+
+def test_fields_added_after_a_run_resume_only_at_their_defaults():
+  c = seq2seq.default_config()
+  saved = config_lib.to_dict(c)
+  del saved["data"]["num_train"]  # A run saved before the field existed.
+  del saved["transformer"]["tree_alignment"]
+  assert seq2seq.config.resume_conflicts(saved, c) == {}
+  c.data.num_train = 5
+  assert seq2seq.config.resume_conflicts(saved, c) == {
+      "data.num_train": (None, 5)}
