@@ -32,11 +32,19 @@ def test_list_names_every_reproduction_with_its_paper_and_number():
 def test_budgets_scale_only_length_evaluation_and_seeds():
   allowed = ("protocol.", "train.steps", "train.eval_every", "train.progress",
              "train.batch_size", "train.eval_batch_size",
-             "data.max_eval_examples", "seeds", "algorithms")
+             "data.max_eval_examples", "data.num_train", "data.num_test",
+             "seeds", "algorithms")
+  # Smoke runs of For2Lam may also share one data split (its short / long
+  # variants of a model share one smoke run, see smoke_workdirs) and shrink
+  # the model (test_for2lam_paper_configs_build checks the paper sizes).
+  smoke_only = ("data.split", "transformer.d_model",
+                "transformer.num_encoder_layers",
+                "transformer.num_decoder_layers")
   for r in reproductions.REPRODUCTIONS.values():
     for budget, overrides in r.budgets.items():
       for path in overrides:
-        assert path.startswith(allowed), (r.name, budget, path)
+        ok = allowed + (smoke_only if budget == "smoke" else ())
+        assert path.startswith(ok), (r.name, budget, path)
       r.build(budget)  # every override names a real path
   with pytest.raises(ValueError, match=r"Unknown budget 'fast'; valid budgets are"):
     reproductions.get("rt_clrs_core8").build("fast")
@@ -53,6 +61,40 @@ def test_paper_budgets_follow_the_papers():
   assert len(reproductions.get("rt_clrs_all30").build("paper").algorithms) == 30
   scan = reproductions.get("scan_cutoff26_relative_universal").build("paper")
   assert scan.train.steps == 50_000 and scan.transformer.positions == "relative"
+
+
+def test_for2lam_paper_configs_build():
+  """Shiv & Quirk sec. 5.1.1 sizes: the paper-budget models validate and
+  their parameters have the paper's widths (traced, not compiled)."""
+  import jax
+  import jax.numpy as jnp
+  from relational_jax.training.seq2seq import config as seq2seq_config
+  from relational_jax.training.seq2seq import loop
+  for name in ("for2lam_long_tree_dfs", "for2lam_short_tree_bfs",
+               "for2lam_long_seq"):
+    c = reproductions.get(name).build("paper")
+    t = c.transformer
+    assert (t.d_model, t.num_encoder_layers, t.num_decoder_layers) == (
+        256, 4, 4)
+    assert c.train.batch_size == 128 and c.train.clip == 10.0
+    assert (c.data.num_train, c.data.num_test) == (100_000, 10_000)
+    _, model = loop.build_model(c, 40, 50, 80, 150)
+    src, tgt = jnp.zeros((1, 80), jnp.int32), jnp.zeros((1, 150), jnp.int32)
+    extras = {}
+    if t.positions == "tree":
+      assert (t.ffn_dim, t.tree_pos_width, t.tree_depth) == (512, 2048, 32)
+      assert t.tree_encoder and t.tree_alignment == "output"
+      extras = {"src_tree_pos_BxSxP": jnp.zeros((1, 80, 64)),
+                "tgt_tree_pos_BxTxP": jnp.zeros((1, 150, 64))}
+    else:
+      assert t.ffn_dim == 1024
+    params = jax.eval_shape(model.init, jax.random.key(0), src, None, tgt,
+                            **extras)["params"]
+    if t.positions == "tree":
+      assert params["encoder"]["tree_pe"]["to_d_model"]["kernel"].shape == (
+          2048, 256)
+      assert params["decoder"]["tree_pe"]["encoding"]["theta"].shape == (32,)
+    assert seq2seq_config.resolved_split(c.data) in ("short", "long")
 
 
 @pytest.fixture(scope="module")
