@@ -34,7 +34,8 @@ Several processes (`training.distributed`): every process creates the
 managers require (orbax writes each array's data once, the shared metadata
 from process 0, and synchronises the processes). The integrity record
 travels inside the JSON record, which orbax writes from process 0; every
-process reads and checks it. A checkpoint that fails is moved aside by
+process reads and checks it, and the processes check that they all
+restored the same checkpoint. A checkpoint that fails is moved aside by
 process 0 alone, then all processes pass a barrier and reload their
 managers.
 """
@@ -51,6 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+from jax.experimental import multihost_utils
 
 from relational_jax.layers import shapes
 from relational_jax.training import distributed
@@ -309,6 +311,7 @@ class RunCheckpoints:
         if step is not None:
           break
         continue
+      self._check_agreement(source, s)
       if failures:
         for failure in failures:
           failure["moved_to"] = self._move_aside(failure["which"],
@@ -327,12 +330,32 @@ class RunCheckpoints:
       self.skipped = failures
       return state, meta
     self.skipped = failures
+    self._check_agreement(None, None)
     raise CorruptCheckpointError(
         f"{len(failures)} checkpoint(s) in {self.directory} exist but none "
         "could be restored: "
         + "; ".join(f"{f['path']}: {f['error']}" for f in failures)
         + ". Refusing to start from scratch: move them away (or use a new "
         "directory) to train afresh.")
+
+  def _check_agreement(self, which: Optional[str],
+                       step: Optional[int]) -> None:
+    """With several processes: raises CorruptCheckpointError unless every
+    process restored the same checkpoint (`which`, `step`; None: none), so
+    that a checkpoint read differently by different processes stops the run
+    instead of leaving the processes out of step."""
+    if jax.process_count() == 1:
+      return
+    mine = np.array([-1 if which is None else WHICH.index(which),
+                     -1 if step is None else step], np.int64)
+    every = np.asarray(multihost_utils.process_allgather(mine))
+    if not np.all(every == every[0]):
+      restored = ", ".join(
+          f"process {i}: " + ("none" if w < 0 else f"{WHICH[w]} step {t}")
+          for i, (w, t) in enumerate(every.tolist()))
+      raise CorruptCheckpointError(
+          f"the processes restored different checkpoints of {self.directory}"
+          f" ({restored}); check the files every process reads.")
 
   def close(self) -> None:
     for mgr in self._managers.values():

@@ -275,3 +275,40 @@ def test_seq2seq_killed_process_and_restart_resumes_exactly(
   uninterrupted, _ = seq2seq_two_process_run
   assert len(results["losses"]) == len(uninterrupted) == SEQ2SEQ_STEPS
   np.testing.assert_array_equal(results["losses"], uninterrupted)
+
+
+_DISAGREE = """
+import sys
+from relational_jax.training import checkpoints, mesh
+mesh.maybe_initialize_distributed(True, coordinator_address=sys.argv[1],
+                                  num_processes=2, process_id=int(sys.argv[2]))
+with checkpoints.RunCheckpoints(sys.argv[3]) as ckpts:
+  ckpts._check_agreement("latest", 3)  # Both the same: passes.
+  try:  # Process 1 restored another step than process 0.
+    ckpts._check_agreement("latest", 3 + 3 * int(sys.argv[2]))
+  except checkpoints.CorruptCheckpointError as e:
+    print("REFUSED", e)
+"""
+
+
+def test_processes_that_restore_different_checkpoints_stop(tmp_path):
+  address = f"127.0.0.1:{_free_port()}"
+  env = dict(os.environ, JAX_PLATFORMS="cpu")
+  procs = []
+  try:
+    for i in (0, 1):
+      procs.append(subprocess.Popen(
+          [sys.executable, "-c", _DISAGREE, address, str(i),
+           str(tmp_path / "ck")], cwd=REPO, env=env, text=True,
+          stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+    outputs = [p.communicate(timeout=120)[0] for p in procs]
+  finally:
+    for p in procs:
+      if p.poll() is None:
+        p.kill()
+        p.wait(timeout=30)
+  for output in outputs:
+    assert ("REFUSED the processes restored different checkpoints of "
+            f"{tmp_path / 'ck'} (process 0: latest step 3, process 1: latest "
+            "step 6)") in output, output[-3000:]
+
