@@ -204,7 +204,12 @@ def test_clrs_two_processes_train_as_one(tmp_path, cache_dir,
   one = one_process_runs["clrs"]["algorithms"]["bellman_ford"]["runs"][0]
   assert len(one["losses"]) == len(two) == 10
   np.testing.assert_allclose(two, one["losses"], rtol=1e-5)
-  # Process 0 alone wrote the files; both processes evaluated the same.
+  # Evaluation gathers every process's predictions: the same scores.
+  with open(os.path.join(workdir, "results.json")) as f:
+    run_two = json.load(f)["algorithms"]["bellman_ford"]["runs"][0]
+  assert [h["val"] for h in run_two["history"]] == [
+      h["val"] for h in one["history"]]
+  assert run_two["test"] == one["test"]
   assert os.path.exists(os.path.join(workdir, "results_validation.png"))
   assert launch.output(1).count("test n=5") == 1
 
