@@ -2,6 +2,8 @@ r"""Run one comparison: `python -m experiments.compare NAME --reference=DIR`.
 
   python -m experiments.compare clutrr_et --reference=/tmp/peers/et \
       --reference_python=/tmp/torchvenv/bin/python --budget=cpu
+  python -m experiments.compare scan_relative_universal --reference=/tmp/cs \
+      --reference_python=/tmp/torchvenv/bin/python --budget=cpu
 
 Our side runs in this process, the authors' side in `--reference_python`
 (a venv with their dependencies; for PyTorch code `pip install torch==2.13.0
@@ -11,6 +13,7 @@ theirs: the evaluation log, reused once finished), so the same command
 resumes. Writes `--output_dir/NAME.json` and `NAME.png`.
 """
 
+import inspect
 import os
 import sys
 import threading
@@ -21,10 +24,12 @@ from absl import flags
 from experiments.compare import clutrr_et
 from experiments.compare import curves
 from experiments.compare import reference as reference_lib
+from experiments.compare import scan_relative_universal
 from relational_jax.layers.shapes import check_choice
 from relational_jax.training import reporting
 
-COMPARISONS = {"clutrr_et": clutrr_et}
+COMPARISONS = {"clutrr_et": clutrr_et,
+               "scan_relative_universal": scan_relative_universal}
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 _SHARED = os.path.normpath(os.path.join(_REPO, "..", "shared", "data"))
@@ -39,13 +44,27 @@ flags.DEFINE_string("output_dir", "results/compare", "JSON and PNG go here.")
 flags.DEFINE_string("test_csv", os.path.join(
     _SHARED, "clutrr", "gen_train23_test2to10", "test.csv"),
                     "clutrr_et: the official test file.")
+flags.DEFINE_string("shared_data", _SHARED,
+                    "scan_relative_universal: holds scan/tasks.txt.")
 flags.DEFINE_integer("reference_threads", 1, "torch threads of their side.")
 FLAGS = flags.FLAGS
 
 
+def data_options(module, **available):
+  """The keyword arguments of `available` that `module.prepare_data` takes
+  after (budget, scratch): each comparison names the data paths it needs."""
+  names = list(inspect.signature(module.prepare_data).parameters)[2:]
+  missing = [n for n in names if n not in available]
+  if missing:
+    raise ValueError(f"{module.__name__}.prepare_data needs {missing}; the "
+                     f"entry point provides {sorted(available)}.")
+  return {n: available[n] for n in names}
+
+
 def run(name: str, reference: str, budget_name: str, workdir: str,
         output_dir: str, reference_python: str, test_csv: str,
-        seeds: int = 0, reference_threads: int = 1, log=print):
+        seeds: int = 0, reference_threads: int = 1, log=print,
+        shared_data: str = _SHARED):
   check_choice(name, tuple(COMPARISONS), "comparison")
   module = COMPARISONS[name]
   check_choice(budget_name, tuple(module.BUDGETS), "budget")
@@ -55,7 +74,9 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
   seeds = seeds or budget.seeds
   workdir = os.path.abspath(workdir)
   scratch = os.path.join(workdir, "scratch")
-  data_dir = module.prepare_data(budget, scratch, test_csv)
+  data_dir = module.prepare_data(
+      budget, scratch, **data_options(module, test_csv=test_csv,
+                                      shared_data=shared_data))
   theirs, errors = {}, []
 
   def reference_side():
@@ -63,7 +84,7 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
       for seed in range(seeds):
         theirs[seed] = module.run_theirs(
             budget, seed, reference, scratch, reference_python,
-            os.path.join(workdir, f"theirs_seed{seed}.log"),
+            os.path.join(workdir, f"theirs_seed{seed}"),
             threads=reference_threads)
         log(f"[{name}] theirs seed {seed} done")
     except Exception as e:  # pylint: disable=broad-except
@@ -109,7 +130,8 @@ def main(argv):
         FLAGS.workdir or os.path.join("runs", "compare",
                                       f"{name}_{FLAGS.budget}"),
         FLAGS.output_dir, FLAGS.reference_python, FLAGS.test_csv,
-        FLAGS.num_seeds, FLAGS.reference_threads)
+        FLAGS.num_seeds, FLAGS.reference_threads,
+        shared_data=FLAGS.shared_data)
   except reference_lib.MissingReferenceError as e:
     print(e, file=sys.stderr)
     sys.exit(2)

@@ -140,42 +140,44 @@ def run_ours(budget: Budget, seed: int, data_dir: str, workdir: str,
 
 
 def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
-               python: str, log_path: str, threads: int = 1) -> List[Dict]:
-  """Runs the authors' side in `python` (their environment); returns its
-  evaluation points. A finished run's log is reused; an unfinished one is
-  run again from the start (their code has no checkpoints)."""
-  points = _read_curve(log_path)
+               python: str, out_dir: str, threads: int = 1) -> List[Dict]:
+  """Runs (or resumes, or reuses) the authors' side in `python` (their
+  environment); returns its evaluation points. The wrapper checkpoints into
+  `out_dir` at every evaluation; its output goes to `out_dir/log.txt`."""
+  curve = os.path.join(out_dir, "curve.jsonl")
+  points = read_curve(curve)
   if points and points[-1]["step"] == budget.steps:
     return points
+  os.makedirs(out_dir, exist_ok=True)
   script = os.path.join(os.path.dirname(__file__), "refs", "clutrr_et_torch.py")
   cmd = [python, script, f"--reference={reference}", f"--scratch={scratch}",
          f"--data_path={DATA_PATH}", f"--seed={seed}",
          f"--steps={budget.steps}", f"--eval_every={budget.eval_every}",
-         f"--threads={threads}",
+         f"--threads={threads}", f"--out_dir={out_dir}",
          "--authors_flags=" + " ".join(reference_flags())]
-  with open(log_path + ".tmp", "w") as out:
+  log_path = os.path.join(out_dir, "log.txt")
+  # Their label ids come from list(set(names)): the order follows Python's
+  # string hash, random per process unless PYTHONHASHSEED is fixed.
+  env = dict(os.environ, PYTHONHASHSEED=str(seed))
+  with open(log_path, "a") as out:
     proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                          check=False)
+                          check=False, env=env)
   if proc.returncode:
-    with open(log_path + ".tmp") as f:
+    with open(log_path) as f:
       tail = f.read()[-3000:]
     raise RuntimeError(f"the authors' side failed (exit {proc.returncode}): "
                        f"{' '.join(cmd)}\n{tail}")
-  os.replace(log_path + ".tmp", log_path)
-  return _read_curve(log_path)
+  return read_curve(curve)
 
 
-def _read_curve(path: str) -> List[Dict]:
+def read_curve(path: str) -> List[Dict]:
+  """The evaluation points of the wrapper's curve.jsonl ([] if absent)."""
   if not os.path.isfile(path):
     return []
-  points = []
   with open(path) as f:
-    for line in f:
-      if line.startswith("CURVE "):
-        entry = json.loads(line[len("CURVE "):])
-        points.append({"step": entry["step"],
-                       "metrics": metrics_of(entry["tests"])})
-  return points
+    entries = [json.loads(line) for line in f if line.strip()]
+  return [{"step": e["step"], "metrics": metrics_of(e["tests"])}
+          for e in entries]
 
 
 def metric_names() -> Sequence[str]:
@@ -194,7 +196,10 @@ def describe(budget: Budget) -> Dict:
               "seeded permutation per epoch",
               "80/20 split and initialisation drawn by each side's RNG",
               "their Lightning Trainer replaced by the equivalent plain loop "
-              "(refs/clutrr_et_torch.py); DataLoader workers 0 instead of 8"]}
+              "(refs/clutrr_et_torch.py); DataLoader workers 0 instead of 8",
+              "their edge/target label ids follow list(set(names)), i.e. "
+              "Python's string hash: PYTHONHASHSEED is set to the seed so "
+              "their runs are reproducible and resumable"]}
 
 
 if __name__ == "__main__":

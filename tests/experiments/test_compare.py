@@ -102,11 +102,12 @@ def test_clutrr_et_settings_translate_field_by_field(tmp_path):
 
 
 def test_reference_curve_log_is_parsed(tmp_path):
-  log = tmp_path / "theirs.log"
+  log = tmp_path / "curve.jsonl"
   entry = {"step": 50, "loss": 1.0, "tests": {"test": {
       "all": 0.5, "per_k": {"2": 1.0, "3": 0.0}, "count_per_k": {}}}}
-  log.write_text("noise\nCURVE " + json.dumps(entry) + "\n")
-  points = clutrr_et._read_curve(str(log))
+  log.write_text(json.dumps(entry) + "\n")
+  assert clutrr_et.read_curve(str(tmp_path / "absent.jsonl")) == []
+  points = clutrr_et.read_curve(str(log))
   assert points == [{"step": 50, "metrics": {"test_all": 0.5, "test_k2": 1.0,
                                              "test_k3": 0.0}}]
 

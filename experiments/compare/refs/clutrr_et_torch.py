@@ -28,7 +28,11 @@ decay follow the shortened budget as on our side). Every `--eval_every`
 steps the model is scored on every test file, per k (`task_name`), in
 eval mode without gradients.
 
-Prints one JSON object per evaluation point on stdout, prefixed `CURVE `.
+Every evaluation point is appended to `<out_dir>/curve.jsonl`, and the run
+is checkpointed there (`checkpoint.pt`: model, optimiser, scheduler, step
+and torch's RNG state) at the same moment, so a killed run resumes exactly
+where its last evaluation left it (their batches are in a fixed order, so the
+step fixes the next batch).
 """
 
 import argparse
@@ -50,6 +54,10 @@ def _args():
   p.add_argument("--steps", type=int, required=True)
   p.add_argument("--eval_every", type=int, required=True)
   p.add_argument("--threads", type=int, default=1)
+  p.add_argument("--stop_at", type=int, default=0,
+                 help="Stop after the checkpoint of this step (a resume test).")
+  p.add_argument("--out_dir", required=True,
+                 help="curve.jsonl and checkpoint.pt go here.")
   p.add_argument("--authors_flags", default="",
                  help="Extra flags for their train.py parser, space separated.")
   return p.parse_args()
@@ -113,10 +121,41 @@ def main():
     model.train()
     return out
 
-  step, started = 0, time.time()
+  os.makedirs(a.out_dir, exist_ok=True)
+  ckpt_path = os.path.join(a.out_dir, "checkpoint.pt")
+  curve_path = os.path.join(a.out_dir, "curve.jsonl")
+  step = 0
+  if os.path.isfile(ckpt_path):
+    ckpt = torch.load(ckpt_path, weights_only=False)
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+    scheduler.load_state_dict(ckpt["scheduler"])
+    torch.set_rng_state(ckpt["torch_rng"])
+    step = ckpt["step"]
+    with open(curve_path) as f:  # Drop points written after the checkpoint.
+      kept = [l for l in f if json.loads(l)["step"] <= step]
+    with open(curve_path, "w") as f:
+      f.writelines(kept)
+    print(f"resumed at step {step}", flush=True)
+  elif os.path.exists(curve_path):
+    os.remove(curve_path)
+
+  def save(point):
+    with open(curve_path, "a") as f:
+      f.write(json.dumps(point) + "\n")
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(), "step": step,
+                "torch_rng": torch.get_rng_state()}, ckpt_path + ".tmp")
+    os.replace(ckpt_path + ".tmp", ckpt_path)
+
+  started = time.time()
   model.train()
+  skip = step % len(loader)  # Batches of the current epoch already done.
   while step < a.steps:
     for batch in loader:
+      if skip:
+        skip -= 1
+        continue
       loss, _ = model._calculate_loss(batch)
       optimizer.zero_grad()
       loss.backward()
@@ -125,11 +164,13 @@ def main():
       scheduler.step()
       step += 1
       if step % a.eval_every == 0 or step == a.steps:
-        seconds = time.time() - started
-        print("CURVE " + json.dumps({"step": step, "loss": float(loss),
-                                     "train_seconds": seconds,
-                                     "tests": evaluate()}), flush=True)
+        point = {"step": step, "loss": float(loss.detach()),
+                 "train_seconds": time.time() - started, "tests": evaluate()}
+        save(point)
+        print(f"step {step}: loss {point['loss']:.4f}", flush=True)
         started = time.time()
+        if step == a.stop_at:
+          return
       if step >= a.steps:
         break
 
