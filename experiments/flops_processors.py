@@ -1,0 +1,90 @@
+r"""FLOPs of one CLRS training step per processor, from XLA's cost analysis.
+
+  python -m experiments.flops_processors --entries=et,mpnn512,rt \
+      --output=results/flops_processors.json
+
+Speed ratios between processors (experiments.bench_peers) are bounded by
+the work each step does. This compiles the same training step the
+benchmarks time (`CarryModel.jitted_feedback`: forward, backward and Adam
+update over the hint trajectory of one batch; `bench_processors` flags:
+algorithm, batch_size, train_length) and reads XLA's own count
+(`Compiled.cost_analysis()['flops']`, the optimised HLO, per device) without
+running it, so the numbers do not depend on machine load. Also reports
+bytes accessed and each entry's FLOPs relative to the first entry.
+"""
+
+import json
+import os
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+import jax
+import numpy as np
+
+from experiments import bench_processors
+from relational_jax.training import reporting
+from relational_jax.training.clrs import config as clrs_config
+from relational_jax.training.clrs import data as clrs_data
+from relational_jax.training.clrs import loop as clrs_loop
+
+FLAGS = flags.FLAGS
+FLAGS.set_default("entries", ["mpnn512", "et", "rt", "triplet_gmpnn"])
+FLAGS.set_default("output", "results/flops_processors.json")
+
+
+def train_step_cost(name: str) -> dict:
+  """XLA's cost analysis of entry `name`'s jitted training step."""
+  config = clrs_config.from_legacy(bench_processors.ENTRIES[name])
+  stream = clrs_data.TrainStream(FLAGS.algorithm, [FLAGS.train_length],
+                                 FLAGS.batch_size, seed=0)
+  feedback = next(stream)
+  model = clrs_loop.build_model(config, stream.spec, feedback,
+                                "/tmp/flops_clrs")
+  model.init(feedback.features, seed=0)
+  started = time.perf_counter()
+  compiled = model.jitted_feedback.lower(
+      model._device_params,  # pylint: disable=protected-access
+      jax.device_put(jax.random.PRNGKey(0), model._replicated),  # pylint: disable=protected-access
+      model.shard_feedback(feedback),
+      model._device_opt_state, 0).compile()  # pylint: disable=protected-access
+  cost = compiled.cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  return {"config": bench_processors.ENTRIES[name],
+          "params": int(sum(np.size(x) for x in
+                            jax.tree_util.tree_leaves(model.params))),
+          "hint_steps_train": int(feedback.features.hints[0].data.shape[0]),
+          "train_step_gflops": float(cost["flops"]) / 1e9,
+          "train_step_gbytes_accessed": float(
+              cost.get("bytes accessed", float("nan"))) / 1e9,
+          "compile_s": time.perf_counter() - started}
+
+
+def main(argv):
+  del argv
+  if not FLAGS["verbosity"].present:
+    logging.set_verbosity(logging.WARNING)
+  unknown = [e for e in FLAGS.entries if e not in bench_processors.ENTRIES]
+  if unknown:
+    raise ValueError(f"Unknown entries {unknown}; valid entries are "
+                     f"{list(bench_processors.ENTRIES)}.")
+  entries = {}
+  for name in FLAGS.entries:
+    entries[name] = train_step_cost(name)
+    print(name, json.dumps({k: v for k, v in entries[name].items()
+                            if k != "config"}), flush=True)
+  first = FLAGS.entries[0]
+  for e in entries.values():
+    e[f"flops_over_{first}"] = (e["train_step_gflops"]
+                                / entries[first]["train_step_gflops"])
+  reporting.write_json(FLAGS.output, {
+      "algorithm": FLAGS.algorithm, "batch_size": FLAGS.batch_size,
+      "train_length": FLAGS.train_length, "jax": jax.__version__,
+      "device_kind": jax.devices()[0].device_kind,
+      "source": "XLA Compiled.cost_analysis() of CarryModel.jitted_feedback",
+      "entries": entries})
+
+
+if __name__ == "__main__":
+  app.run(main)
