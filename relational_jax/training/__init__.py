@@ -11,12 +11,15 @@
 * :mod:`relational_jax.training.errors` -- `NonFiniteLossError`.
 * :mod:`relational_jax.training.mesh` -- data parallelism with one device mesh
   and NamedShardings (`make_data_mesh`, `replicated`, `batch_sharded`,
-  `shard_batch`, `maybe_initialize_distributed`).
+  `shard_batch`, `maybe_initialize_distributed`; with several processes
+  `process_rows`, `shard_process_batch`).
+* :mod:`relational_jax.training.distributed` -- several processes, one run:
+  JAX's multi-process flags, process 0 writes the files, `barrier`.
 * :mod:`relational_jax.training.checkpoints` -- orbax latest/best checkpoints
   of a pytree state plus a JSON record, for exact resume (`RunCheckpoints`).
 """
 
-from relational_jax.training import checkpoints, mesh
+from relational_jax.training import checkpoints, distributed, mesh
 from relational_jax.training.checkpoints import (
     NonFiniteStateError,
     RunCheckpoints,
@@ -30,13 +33,16 @@ from relational_jax.training.mesh import (
     make_data_mesh,
     maybe_initialize_distributed,
     num_data_shards,
+    process_rows,
     replicate,
     replicated,
     shard_batch,
+    shard_process_batch,
 )
 
 __all__ = [
     "checkpoints",
+    "distributed",
     "mesh",
     "NonFiniteStateError",
     "RunCheckpoints",
@@ -48,7 +54,9 @@ __all__ = [
     "make_data_mesh",
     "maybe_initialize_distributed",
     "num_data_shards",
+    "process_rows",
     "replicate",
     "replicated",
     "shard_batch",
+    "shard_process_batch",
 ]
