@@ -1,0 +1,276 @@
+"""SCAN length cutoff 26, relative Universal Transformer: ours beside
+RobertCsordas/transformer_generalization (Csordas et al. 2021).
+
+Same data on both sides: the official SCAN `tasks.txt` (`<data_dir>/scan/`),
+resplit by output length as the authors do (`dataset/scan_length_resplit.py`:
+training pool = outputs of at most 26 tokens, 10% of it held out as the IID
+test set by `RandomState(1234)` over the file's line order; the
+generalisation set = every output longer than 26). Our side reads it with
+`relational_jax.data.scan` (`scan_official_order`, the same draw); their
+side finds the same file linked into their cache directory
+(`<scratch>/cache/scan_resplit/tasks.txt`), so their code does not download
+it. Both sides report the sizes of the three sets.
+
+Hyperparameters: `AUTHORS`, their `main.py` flags of the cell
+`transformer.variant=relative_universal, scan.length_cutoff=26` of their
+sweep `sweeps/scan_trafo_length_cutoff.yaml` with profile `trafo_scan` (d
+128, 8 heads, FFN 2 x 128, 3+3 tied layers, dropout 0.5, batch 256, Adam lr
+1e-3 constant, clip 5, tied decoder embedding), passed to their code as
+flags (`reference_flags`) and translated to our config field by field
+(`our_config`, which refuses values it cannot translate). Both sides score
+IID and generalisation exact match (greedy decoding) every `eval_every`
+steps.
+
+Known differences, kept (they do not change the function trained):
+* batch sampling: theirs draws every example independently with
+  replacement (their `InfiniteSampler`), ours a seeded permutation per epoch
+  (`BatchStream`);
+* initialisation and dropout masks come from each side's own RNG;
+* the smoke budget scores a 16-example subset of each set, chosen by each
+  side differently (the cpu and paper budgets score the full sets).
+
+Differences in the network, found by listing both sides' parameters (ours
+366,848, theirs 365,831) and NOT yet resolved (`DIFFERENCES`): they change
+the function trained, so a mismatch of the curves may come from them.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from typing import Dict, List, Mapping, Sequence
+
+from relational_jax.layers.shapes import check_choice
+
+REPOSITORY = "RobertCsordas/transformer_generalization"
+MARKER = "main.py"
+REPRODUCTION = "scan_cutoff26_relative_universal"
+METRICS = ("iid", "gen")
+
+# Their main.py flags (name: value) of the sweep cell: the trafo_scan profile,
+# the sweep's task / variant / cutoff, and main.py's defaults of the other
+# flags that shape training, spelled out.
+AUTHORS = {
+    "task": "scan_resplit_transformer",
+    "transformer.variant": "relative_universal",
+    "scan.length_cutoff": 26,
+    "state_size": 128,
+    "transformer.n_heads": 8,
+    "transformer.ff_multiplier": 2.0,
+    "transformer.encoder_n_layers": 3,
+    "transformer.decoder_n_layers": 3,
+    "transformer.tied_embedding": True,
+    "dropout": 0.5,
+    "batch_size": 256,
+    "test_batch_size": 2048,
+    "lr": 1e-3,
+    "grad_clip": 5.0,
+    "optimizer": "adam",
+    "adam.betas": "0.9,0.999",
+    "wd": 0.0,
+    "lr_sched.type": "step",
+    "lr_sched.steps": "",
+    "lr_warmup": 0,
+    "label_smoothing": 0.0,
+}
+PROFILE = "trafo_scan"
+# Found by comparing the two sides' parameter lists (their
+# TransformerEncDecModel with UniversalRelativeTransformer, our Seq2Seq with
+# positions='relative', tied=True); to be made options whose default is
+# theirs.
+DIFFERENCES = (
+    "source EOS: their interface appends EOS to every source (add_eos), "
+    "so their encoder sees one more token; ours encodes the bare source",
+    "attention output projection: ours has a bias (nn.DenseGeneral 'out'), "
+    "theirs none (multi_head_merge, bias=False): +128 per attention x 3",
+    "decoder output: theirs adds a bias to the tied output map "
+    "(output_map.bias), ours none",
+    "embedding rows: ours 4 specials + words (src 17, tgt 10), theirs "
+    "words + EOS + SOS (src 15) and words + SOS/EOS (tgt 7); the extra rows are "
+    "unused, but their xavier bound depends on the row count",
+)
+# transformer.variant -> (our transformer.positions, transformer.tied).
+VARIANTS = {"relative_universal": ("relative", True),
+            "relative": ("relative", False)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  steps: int
+  eval_every: int
+  seeds: int
+  batch_size: int = 0          # 0: the authors' (256).
+  max_eval_examples: int = 0   # 0: the full evaluation sets.
+
+
+# cpu: 3 seeds x 2 sides of 1,000 steps of batch 256, scored on the full IID
+# and generalisation sets at steps 500 and 1,000, about 1.6 h per side with
+# the two sides running side by side on the 2 cores (one core each): measured
+# on this CPU, one core each, ours 1.70 s and theirs 1.49 s per training step
+# (results/bench_scan_step_threads1.json conditions), one evaluation of both
+# sets ~100 s ours and ~190 s theirs (untrained models, loaded machine).
+# smoke: the harness end to end in minutes.
+BUDGETS = {"paper": Budget(50_000, 500, 5),
+           "cpu": Budget(1_000, 500, 3),
+           "smoke": Budget(4, 2, 2, batch_size=32, max_eval_examples=16)}
+
+
+def reference_flags(hp: Mapping = AUTHORS, budget: Budget = None) -> List[str]:
+  """Their main.py command line for `hp` (and the budget's batch size):
+  `-profile trafo_scan`, then every flag explicitly (booleans as 0/1, their
+  parser's form); an empty value (their default, e.g. lr_sched.steps) is
+  left to their default."""
+  hp = dict(hp)
+  if budget is not None and budget.batch_size:
+    hp["batch_size"] = budget.batch_size
+  flags = ["-profile", PROFILE]
+  for name, value in hp.items():
+    if value == "":
+      continue
+    flags += [f"-{name}", str(int(value) if isinstance(value, bool)
+                              else value)]
+  return flags
+
+
+def our_config(budget: Budget, seed: int, data_dir: str, hp: Mapping = AUTHORS):
+  """Our seq2seq config matching `hp` (their flag names).
+
+  Raises:
+    ValueError: for a value of theirs we do not translate (naming it and
+      the supported values).
+  """
+  from experiments import reproductions  # pylint: disable=g-import-not-at-top
+  check_choice(hp["task"], ("scan_resplit_transformer",), "their task")
+  check_choice(hp["transformer.variant"], tuple(VARIANTS),
+               "their transformer.variant")
+  check_choice(hp["optimizer"], ("adam",), "their optimizer")
+  check_choice(hp["lr_sched.type"], ("step",), "their lr_sched.type")
+  for name, supported in (("adam.betas", "0.9,0.999"), ("wd", 0.0),
+                          ("label_smoothing", 0.0), ("lr_sched.steps", "")):
+    if hp[name] != supported:
+      raise ValueError(f"their {name}={hp[name]!r} has no counterpart in our "
+                       f"seq2seq loop; supported: {supported!r}.")
+  c = reproductions.get(REPRODUCTION).config()
+  c.data.dataset, c.data.split = "scan", "length_cutoff"
+  c.data.cutoff = hp["scan.length_cutoff"]
+  c.data.data_dir = data_dir
+  c.data.scan_official_order = True
+  c.data.max_eval_examples = budget.max_eval_examples
+  c.model = "transformer"
+  t = c.transformer
+  t.positions, t.tied = VARIANTS[hp["transformer.variant"]]
+  t.d_model = hp["state_size"]
+  t.num_heads = hp["transformer.n_heads"]
+  t.ffn_dim = int(hp["transformer.ff_multiplier"] * hp["state_size"])
+  t.num_encoder_layers = hp["transformer.encoder_n_layers"]
+  t.num_decoder_layers = hp["transformer.decoder_n_layers"]
+  t.tie_embeddings = bool(hp["transformer.tied_embedding"])
+  t.dropout_rate = hp["dropout"]
+  tr = c.train
+  tr.learning_rate, tr.clip = hp["lr"], float(hp["grad_clip"])
+  # Their 'step' schedule with no steps: constant lr after lr_warmup steps
+  # of linear warmup (lr * (step + 1) / warmup), as our 'constant'.
+  tr.schedule, tr.warmup_steps = "constant", hp["lr_warmup"]
+  tr.batch_size = budget.batch_size or hp["batch_size"]
+  tr.eval_batch_size = min(hp["test_batch_size"], 2048)
+  tr.steps, tr.eval_every = budget.steps, budget.eval_every
+  tr.seed, tr.select_on, tr.progress = seed, "last", False
+  return c
+
+
+def prepare_data(budget: Budget, scratch: str, shared_data: str) -> str:
+  """Links the official tasks.txt into their cache directory under
+  `scratch`; returns our data_dir (`shared_data`, holding scan/tasks.txt)."""
+  del budget
+  scan_file = os.path.join(shared_data, "scan", "tasks.txt")
+  if not os.path.isfile(scan_file):
+    raise FileNotFoundError(f"the official SCAN tasks.txt is not at "
+                            f"{scan_file} (pass --shared_data).")
+  cache = os.path.join(scratch, "cache", "scan_resplit")
+  os.makedirs(cache, exist_ok=True)
+  link = os.path.join(cache, "tasks.txt")
+  if not os.path.exists(link):
+    os.symlink(os.path.abspath(scan_file), link)
+  return shared_data
+
+
+def run_ours(budget: Budget, seed: int, data_dir: str, workdir: str,
+             log=print) -> List[Dict]:
+  """Trains (or resumes) our side; its evaluation points."""
+  from relational_jax.training import seq2seq  # pylint: disable=g-import-not-at-top
+  results = seq2seq.train_and_evaluate(our_config(budget, seed, data_dir),
+                                       workdir, log=log)
+  return [{"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
+          for h in results["history"]]
+
+
+def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
+               python: str, out_dir: str, threads: int = 1) -> List[Dict]:
+  """Runs the authors' side in `python`; its evaluation points. Its output
+  goes to `out_dir/log.txt`; a finished run's log is reused, an unfinished
+  one is run again from the start (their code has no mid-run resume here)."""
+  log_path = os.path.join(out_dir, "log.txt")
+  points = _read_curve(log_path)
+  if points and points[-1]["step"] == budget.steps:
+    return points
+  os.makedirs(out_dir, exist_ok=True)
+  script = os.path.join(os.path.dirname(__file__), "refs",
+                        "scan_csordas_torch.py")
+  cmd = [python, script, f"--reference={reference}", f"--scratch={scratch}",
+         "--scan_file=" + os.path.join(scratch, "cache", "scan_resplit",
+                                       "tasks.txt"),
+         "--mode=train", f"--seed={seed}", f"--steps={budget.steps}",
+         f"--eval_every={budget.eval_every}", f"--threads={threads}",
+         f"--max_eval_examples={budget.max_eval_examples}",
+         "--authors_flags=" + " ".join(reference_flags(AUTHORS, budget))]
+  with open(log_path + ".tmp", "w") as out:
+    proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                          check=False)
+  if proc.returncode:
+    with open(log_path + ".tmp") as f:
+      tail = f.read()[-3000:]
+    raise RuntimeError(f"the authors' side failed (exit {proc.returncode}): "
+                       f"{' '.join(cmd)}\n{tail}")
+  os.replace(log_path + ".tmp", log_path)
+  return _read_curve(log_path)
+
+
+def _read_curve(path: str) -> List[Dict]:
+  if not os.path.isfile(path):
+    return []
+  points = []
+  with open(path) as f:
+    for line in f:
+      if line.startswith("CURVE "):
+        entry = json.loads(line[len("CURVE "):])
+        points.append({"step": entry["step"],
+                       "metrics": {m: float(entry["accuracy"][m])
+                                   for m in METRICS}})
+  return points
+
+
+def metric_names() -> Sequence[str]:
+  return METRICS
+
+
+def describe(budget: Budget) -> Dict:
+  return {"repository": REPOSITORY, "hyperparameters": dict(AUTHORS),
+          "reference_flags": reference_flags(AUTHORS, budget),
+          "budget": dataclasses.asdict(budget),
+          "data": "the official SCAN tasks.txt, length resplit at output "
+                  "length 26 (IID hold-out: RandomState(1234) over the "
+                  "tasks.txt order, 10%); metrics: exact match of greedy "
+                  "decoding on the IID and generalisation (> 26) sets",
+          "differences": [
+              "batch sampling: theirs with replacement (InfiniteSampler), "
+              "ours a seeded permutation per epoch",
+              "initialisation and dropout masks drawn by each side's RNG",
+              "their TensorBoard server not started, and torch >= 2.2's "
+              "Sampler.__init__ given their data_source argument "
+              "(refs/scan_csordas_torch.py)"],
+          "network_differences_unresolved": list(DIFFERENCES)}
+
+
+if __name__ == "__main__":
+  sys.exit("run `python -m experiments.compare scan_relative_universal`")
