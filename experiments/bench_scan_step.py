@@ -62,11 +62,14 @@ _REF_SCRIPT = os.path.join(_REPO, "experiments", "compare", "refs",
 FLAGS = flags.FLAGS
 
 
-def our_config(batch_size: int = 256, data_dir=None):
-  """The reproduction's paper config (the Csordas settings)."""
+def our_config(batch_size: int = 256, data_dir=None, dropout_prng=None):
+  """The reproduction's paper config (the Csordas settings); `dropout_prng`
+  overrides its dropout generator (`relational_jax.training.prng`)."""
   from experiments import reproductions  # pylint: disable=g-import-not-at-top
   c = reproductions.get(REPRODUCTION).build("paper")
   c.train.batch_size = batch_size
+  if dropout_prng:
+    c.train.dropout_prng = dropout_prng
   c.train.progress = False
   if data_dir:
     c.data.data_dir = data_dir
@@ -99,11 +102,12 @@ def summarize(times):
 # -- Our side's worker (its own process, like theirs). ------------------------
 
 
-def _serve_ours(batches_path: str, batch_size: int, data_dir=None) -> None:
+def _serve_ours(batches_path: str, batch_size: int, data_dir=None,
+                dropout_prng=None) -> None:
   import jax  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   from relational_jax.training.seq2seq import loop  # pylint: disable=g-import-not-at-top
-  exp = loop.Experiment(our_config(batch_size, data_dir))
+  exp = loop.Experiment(our_config(batch_size, data_dir, dropout_prng))
   index = {tuple(p): i for i, p in enumerate(exp.data.train)}
   with open(batches_path) as f:
     batches = [exp.sharded_batch(np.asarray([index[tuple(p)] for p in b]))
@@ -175,9 +179,9 @@ class _Worker:
 def run_benchmark(reference: str, reference_python: str, threads: int,
                   warmup: int, rounds: int, steps_per_round: int,
                   num_batches: int, batch_size: int, data_dir=None,
-                  log=print):
+                  log=print, dropout_prng=None):
   """Both workers, alternated; the result dictionary."""
-  config = our_config(batch_size, data_dir)
+  config = our_config(batch_size, data_dir, dropout_prng)
   available = sorted(os.sched_getaffinity(0))
   if not 1 <= threads <= len(available):
     raise ValueError(f"--threads={threads}: valid values are 1.."
@@ -200,6 +204,7 @@ def run_benchmark(reference: str, reference_python: str, threads: int,
               f"--batch_size={batch_size}"]
   if data_dir:
     ours_cmd.append(f"--data_dir={data_dir}")
+  ours_cmd.append(f"--dropout_prng={config.train.dropout_prng}")
   log(f"[bench_scan_step] starting both workers on cpus {sorted(cpus)}; "
       f"logs in {scratch}")
   workers = {"ours": _Worker("ours", ours_cmd, cpus, env,
@@ -231,6 +236,7 @@ def run_benchmark(reference: str, reference_python: str, threads: int,
       "reproduction": REPRODUCTION, "authors_flags": AUTHORS_FLAGS,
       "reference": {"repository": REPOSITORY, "path": reference},
       "batch_size": batch_size, "threads": threads, "cpus": sorted(cpus),
+      "ours_dropout_prng": config.train.dropout_prng,
       "warmup_steps": warmup, "rounds": rounds,
       "steps_per_round": steps_per_round, "num_batches": num_batches,
       "workers": {n: w.info for n, w in workers.items()},
@@ -249,7 +255,8 @@ def main(argv):
   if FLAGS.worker:
     if FLAGS.worker != "ours":
       raise app.UsageError(f"--worker={FLAGS.worker!r}: valid value 'ours'.")
-    _serve_ours(FLAGS.batches, FLAGS.batch_size, FLAGS.data_dir)
+    _serve_ours(FLAGS.batches, FLAGS.batch_size, FLAGS.data_dir,
+                FLAGS.dropout_prng)
     return
   from experiments.compare import reference as reference_lib  # pylint: disable=g-import-not-at-top
   try:
@@ -260,7 +267,8 @@ def main(argv):
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
   result = run_benchmark(reference, FLAGS.reference_python, FLAGS.threads,
                          FLAGS.warmup, FLAGS.rounds, FLAGS.steps_per_round,
-                         FLAGS.num_batches, FLAGS.batch_size, FLAGS.data_dir)
+                         FLAGS.num_batches, FLAGS.batch_size, FLAGS.data_dir,
+                         dropout_prng=FLAGS.dropout_prng)
   os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)), exist_ok=True)
   reporting.write_json(FLAGS.output, result)
   print(f"ours {result['ours']['median_s']:.3f} s/step, theirs "
@@ -283,6 +291,8 @@ def define_flags():
   flags.DEFINE_string("data_dir", None, "Holds scan/tasks.txt (default: the "
                       "seq2seq config's data_dir, ../shared/data).")
   flags.DEFINE_string("output", "results/bench_scan_step.json", "JSON output.")
+  flags.DEFINE_string("dropout_prng", None, "Our dropout generator "
+                      "(threefry | counter_hash; default: the reproduction's).")
   flags.DEFINE_string("worker", "", "Internal: 'ours' runs our side's worker.")
   flags.DEFINE_string("batches", "", "Internal: the batches JSON file.")
 

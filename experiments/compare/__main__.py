@@ -34,20 +34,25 @@ _REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 _SHARED = os.path.normpath(os.path.join(_REPO, "..", "shared", "data"))
 
-flags.DEFINE_string("reference", None, "Checkout of the authors' repository.")
-flags.DEFINE_string("reference_python", sys.executable,
-                    "Python of the authors' environment.")
-flags.DEFINE_string("budget", "cpu", "paper | cpu | smoke.")
-flags.DEFINE_integer("num_seeds", 0, "Seeds per side (0: the budget's).")
-flags.DEFINE_string("workdir", None, "Default runs/compare/NAME_BUDGET.")
-flags.DEFINE_string("output_dir", "results/compare", "JSON and PNG go here.")
-flags.DEFINE_string("test_csv", os.path.join(
-    _SHARED, "clutrr", "gen_train23_test2to10", "test.csv"),
-                    "clutrr_et: the official test file.")
-flags.DEFINE_string("shared_data", _SHARED,
-                    "scan_relative_universal: holds scan/tasks.txt.")
-flags.DEFINE_integer("reference_threads", 1, "torch threads of their side.")
 FLAGS = flags.FLAGS
+
+
+def define_flags():
+  """The entry point's flags, defined only when it runs (importing this
+  module, e.g. in tests beside experiments.reproduce, defines none)."""
+  flags.DEFINE_string("reference", None, "Checkout of the authors' repository.")
+  flags.DEFINE_string("reference_python", sys.executable,
+                      "Python of the authors' environment.")
+  flags.DEFINE_string("budget", "cpu", "paper | cpu | smoke.")
+  flags.DEFINE_integer("num_seeds", 0, "Seeds per side (0: the budget's).")
+  flags.DEFINE_string("workdir", None, "Default runs/compare/NAME_BUDGET.")
+  flags.DEFINE_string("output_dir", "results/compare", "JSON and PNG go here.")
+  flags.DEFINE_string("test_csv", os.path.join(
+      _SHARED, "clutrr", "gen_train23_test2to10", "test.csv"),
+                      "clutrr_et: the official test file.")
+  flags.DEFINE_string("shared_data", _SHARED,
+                      "scan_relative_universal: holds scan/tasks.txt.")
+  flags.DEFINE_integer("reference_threads", 1, "torch threads of their side.")
 
 
 def data_options(module, **available):
@@ -138,4 +143,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)

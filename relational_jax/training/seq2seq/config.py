@@ -42,6 +42,7 @@ from relational_jax.layers.shapes import check_choice
 from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
 from relational_jax.training import config as config_lib
+from relational_jax.training import prng
 
 ConfigDict = config_lib.ConfigDict
 
@@ -115,6 +116,9 @@ def default_config() -> ConfigDict:
       eval_every=1000,
       checkpoint_every=0,           # 0: = eval_every.
       seed=0,
+      dropout_prng="threefry",      # One of prng.DROPOUT_PRNGS; 'counter_hash'
+                                    # draws the same masks' distribution ~6x
+                                    # cheaper on CPU (training/prng.py).
       select_on="auto",             # One of SELECT_ON.
       devices=0,                    # 0: all devices (jax.devices()).
       progress=True,
@@ -170,6 +174,7 @@ def validate(config: ConfigDict, *, data: bool = True,
   if model:
     model_config(config)  # The model config's own checks.
   check_choice(t.schedule, SCHEDULES, "schedule")
+  check_choice(t.dropout_prng, prng.DROPOUT_PRNGS, "train.dropout_prng")
   check_choice(t.select_on, SELECT_ON, "select_on")
   for name in ("batch_size", "steps", "eval_every"):
     if t[name] < 1:

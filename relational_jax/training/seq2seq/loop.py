@@ -178,8 +178,8 @@ class Experiment:
     self.optimizer = (step_lib.optimizer_args(t) if optimizer is None
                       else optimizer)
     self.tx = step_lib.as_transformation(self.optimizer)
-    self.train_step = step_lib.compiled_train_step(self.model, self.optimizer,
-                                                   self.mesh)
+    self.train_step = step_lib.compiled_train_step(
+        self.model, self.optimizer, self.mesh, t.dropout_prng)
 
   # -- State. ----------------------------------------------------------------
 

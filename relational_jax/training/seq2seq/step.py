@@ -25,6 +25,7 @@ import optax
 from relational_jax.data.vocab import PAD_ID
 from relational_jax.layers.shapes import check_choice
 from relational_jax.training import mesh as mesh_lib
+from relational_jax.training import prng
 from relational_jax.training.seq2seq.config import SCHEDULES
 
 # Built-in optimiser arguments (learning_rate, schedule, warmup_steps, steps,
@@ -105,9 +106,12 @@ def loss_and_metrics(model, params, batch, dropout_rng, deterministic=False):
 
 
 @functools.lru_cache(maxsize=16)
-def compiled_train_step(model, optimizer: OptimizerSpec, mesh):
-  """One jitted, sharded train step per (model, optimiser, mesh); cached so
-  that repeated runs in one process reuse the compilation.
+def compiled_train_step(model, optimizer: OptimizerSpec, mesh,
+                        dropout_prng: str = "threefry"):
+  """One jitted, sharded train step per (model, optimiser, mesh,
+  dropout_prng); cached so that repeated runs in one process reuse the
+  compilation. `dropout_prng` picks the dropout masks' generator
+  (`relational_jax.training.prng`); the state's key stays raw uint32[2].
 
   step(state, batch) -> (state, {loss, token_accuracy, grad_norm}); the
   input state is donated."""
@@ -116,6 +120,7 @@ def compiled_train_step(model, optimizer: OptimizerSpec, mesh):
 
   def step(state, batch):
     rng, dropout_rng = jax.random.split(state["rng"])
+    dropout_rng = prng.dropout_key(dropout_rng, dropout_prng)
     grad_fn = jax.value_and_grad(
         lambda p: loss_and_metrics(model, p, batch, dropout_rng), has_aux=True)
     (loss, accuracy), grads = grad_fn(state["params"])

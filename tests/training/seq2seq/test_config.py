@@ -19,7 +19,8 @@ def test_default_config_layout_and_models():
   assert sorted(c.train.keys()) == sorted(
       ["learning_rate", "schedule", "warmup_steps", "steps", "clip",
        "batch_size", "eval_batch_size", "eval_every", "checkpoint_every",
-       "seed", "select_on", "devices", "progress", "stop_at_step"])
+       "seed", "dropout_prng", "select_on", "devices", "progress",
+       "stop_at_step"])
   for section in ("transformer", "edge_transformer"):
     assert not set(c[section].keys()) & set(seq2seq.config.DATA_DERIVED)
   sizes = dict(src_vocab_size=11, tgt_vocab_size=12, max_src_len=13,

@@ -81,6 +81,19 @@ def test_end_to_end_and_exact_resume(tmp_path):
         resumed_dir)
 
 
+def test_counter_hash_dropout_is_a_config_choice(tmp_path):
+  # The first step's loss sees the dropout masks: other masks, other loss.
+  runs = {prng: seq2seq.train_and_evaluate(
+      tiny({"train.stop_at_step": 1, "train.dropout_prng": prng}),
+      str(tmp_path / prng), **QUIET)["losses"][0]
+          for prng in ("threefry", "counter_hash")}
+  assert all(np.isfinite(list(runs.values()))), runs
+  assert runs["threefry"] != runs["counter_hash"], runs
+  with pytest.raises(ValueError, match="Unknown train.dropout_prng 'fast'"):
+    seq2seq.train_and_evaluate(tiny({"train.dropout_prng": "fast"}),
+                               str(tmp_path / "bad"))
+
+
 def test_edge_transformer_end_to_end_and_exact_resume(tmp_path):
   """The ET encoder-decoder trains, decodes greedily and resumes exactly."""
   fresh = seq2seq.train_and_evaluate(tiny(TINY_ET), str(tmp_path / "fresh"),
