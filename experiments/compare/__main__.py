@@ -53,6 +53,8 @@ def define_flags():
   flags.DEFINE_string("shared_data", _SHARED,
                       "scan_relative_universal: holds scan/tasks.txt.")
   flags.DEFINE_integer("reference_threads", 1, "torch threads of their side.")
+  flags.DEFINE_boolean("report_only", False, "Train nothing: report the seeds "
+                       "both sides have finished in --workdir.")
 
 
 def data_options(module, **available):
@@ -69,15 +71,31 @@ def data_options(module, **available):
 def run(name: str, reference: str, budget_name: str, workdir: str,
         output_dir: str, reference_python: str, test_csv: str,
         seeds: int = 0, reference_threads: int = 1, log=print,
-        shared_data: str = _SHARED):
+        shared_data: str = _SHARED, report_only: bool = False):
+  """Trains both sides (resuming what is there) and writes the comparison;
+  with `report_only`, trains nothing and reports the seeds that both sides
+  have finished (`NAME__partial.json` while some are missing)."""
   check_choice(name, tuple(COMPARISONS), "comparison")
   module = COMPARISONS[name]
   check_choice(budget_name, tuple(module.BUDGETS), "budget")
-  reference = reference_lib.require(name, reference, module.REPOSITORY,
-                                    module.MARKER)
   budget = module.BUDGETS[budget_name]
   seeds = seeds or budget.seeds
   workdir = os.path.abspath(workdir)
+  if report_only:
+    ours, theirs = {}, {}
+    for seed in range(seeds):
+      o = module.finished_ours(budget, os.path.join(workdir, f"ours_seed{seed}"))
+      t = module.finished_theirs(budget,
+                                 os.path.join(workdir, f"theirs_seed{seed}"))
+      if o is not None and t is not None:
+        ours[seed], theirs[seed] = o, t
+    if not ours:
+      raise ValueError(f"report_only: no seed of {workdir} is finished on "
+                       f"both sides (budget {budget_name!r}).")
+    return report(name, module, budget_name, ours, theirs, seeds,
+                  output_dir, log)
+  reference = reference_lib.require(name, reference, module.REPOSITORY,
+                                    module.MARKER)
   scratch = os.path.join(workdir, "scratch")
   data_dir = module.prepare_data(
       budget, scratch, **data_options(module, test_csv=test_csv,
@@ -106,22 +124,35 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
   thread.join()
   if errors:
     raise errors[0]
+  return report(name, module, budget_name, ours, theirs, seeds, output_dir,
+                log)
+
+
+def report(name, module, budget_name, ours, theirs, seeds, output_dir, log):
+  """Aggregates the finished seeds, applies the matching rule, writes the
+  JSON and the PNG."""
+  done = sorted(ours)
   comparison = curves.compare_sides(
-      curves.aggregate([ours[s] for s in range(seeds)]),
-      curves.aggregate([theirs[s] for s in range(seeds)]))
+      curves.aggregate([ours[s] for s in done]),
+      curves.aggregate([theirs[s] for s in done]))
+  budget = module.BUDGETS[budget_name]
   result = {"name": name, "budget_name": budget_name, "seeds": seeds,
-            **module.describe(budget), "comparison": comparison,
+            "seeds_finished": done, **module.describe(budget),
+            "comparison": comparison,
             "runs": {"ours": ours, "theirs": theirs}}
   os.makedirs(output_dir, exist_ok=True)
-  path = os.path.join(output_dir, f"{name}.json" if budget_name == "cpu"
-                      else f"{name}__{budget_name}.json")
+  stem = name if budget_name == "cpu" else f"{name}__{budget_name}"
+  if len(done) < seeds:
+    stem += "__partial"
+  path = os.path.join(output_dir, stem + ".json")
   reporting.write_json(path, result)
   curves.plot(comparison, module.metric_names(),
               os.path.splitext(path)[0] + ".png",
               title=f"{name}: ours vs {module.REPOSITORY} "
-                    f"({seeds} seeds each, mean +- sd)")
+                    f"({len(done)} seeds each, mean +- sd)")
   log(f"[{name}] {comparison['num_matched']}/{comparison['num_points']} "
-      f"points match; unmatched: {comparison['unmatched']}; wrote {path}")
+      f"points match over seeds {done}; unmatched: "
+      f"{comparison['unmatched']}; wrote {path}")
   return result
 
 
@@ -136,7 +167,7 @@ def main(argv):
                                       f"{name}_{FLAGS.budget}"),
         FLAGS.output_dir, FLAGS.reference_python, FLAGS.test_csv,
         FLAGS.num_seeds, FLAGS.reference_threads,
-        shared_data=FLAGS.shared_data)
+        shared_data=FLAGS.shared_data, report_only=FLAGS.report_only)
   except reference_lib.MissingReferenceError as e:
     print(e, file=sys.stderr)
     sys.exit(2)

@@ -180,6 +180,25 @@ def read_curve(path: str) -> List[Dict]:
           for e in entries]
 
 
+def finished_ours(budget: Budget, workdir: str):
+  """A finished run's evaluation points (from its results.json), or None."""
+  path = os.path.join(workdir, "results.json")
+  if not os.path.isfile(path):
+    return None
+  with open(path) as f:
+    history = json.load(f)["history"]
+  if not history or history[-1]["step"] != budget.steps:
+    return None
+  return [{"step": e["step"], "metrics": metrics_of(e["tests"])}
+          for e in history]
+
+
+def finished_theirs(budget: Budget, out_dir: str):
+  """A finished reference run's evaluation points, or None."""
+  points = read_curve(os.path.join(out_dir, "curve.jsonl"))
+  return points if points and points[-1]["step"] == budget.steps else None
+
+
 def metric_names() -> Sequence[str]:
   return ("test_all",) + tuple(f"test_k{k}" for k in METRIC_KS)
 

@@ -250,6 +250,25 @@ def _read_curve(path: str) -> List[Dict]:
   return points
 
 
+def finished_ours(budget: Budget, workdir: str):
+  """A finished run's evaluation points (from its results.json), or None."""
+  path = os.path.join(workdir, "results.json")
+  if not os.path.isfile(path):
+    return None
+  with open(path) as f:
+    history = json.load(f)["history"]
+  if not history or history[-1]["step"] != budget.steps:
+    return None
+  return [{"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
+          for h in history]
+
+
+def finished_theirs(budget: Budget, out_dir: str):
+  """A finished reference run's evaluation points, or None."""
+  points = _read_curve(os.path.join(out_dir, "log.txt"))
+  return points if points and points[-1]["step"] == budget.steps else None
+
+
 def metric_names() -> Sequence[str]:
   return METRICS
 

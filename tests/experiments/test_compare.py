@@ -139,3 +139,38 @@ def test_unknown_comparison_and_budget_name_the_choices(tmp_path):
   with pytest.raises(ValueError, match="smoke"):
     entry.run("clutrr_et", None, "huge", str(tmp_path), str(tmp_path),
               "python", "x.csv")
+
+
+def test_report_only_aggregates_the_seeds_both_sides_finished(tmp_path):
+  from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
+  budget = clutrr_et.BUDGETS["smoke"]  # 4 steps, evaluated every 2.
+
+  def tests(acc):
+    return {"test": {"all": acc, "per_k": {"2": acc}, "count_per_k": {}}}
+
+  work = tmp_path / "w"
+  for seed, acc in ((0, 0.5), (1, 0.7)):
+    (work / f"ours_seed{seed}").mkdir(parents=True)
+    (work / f"ours_seed{seed}" / "results.json").write_text(json.dumps(
+        {"history": [{"step": 2, "tests": tests(acc - 0.1)},
+                     {"step": 4, "tests": tests(acc)}]}))
+  (work / "theirs_seed0").mkdir()
+  (work / "theirs_seed0" / "curve.jsonl").write_text("".join(
+      json.dumps({"step": s, "tests": tests(a)}) + "\n"
+      for s, a in ((2, 0.45), (4, 0.55))))
+  (work / "theirs_seed1").mkdir()  # Unfinished: stopped at step 2.
+  (work / "theirs_seed1" / "curve.jsonl").write_text(
+      json.dumps({"step": 2, "tests": tests(0.6)}) + "\n")
+  out = tmp_path / "out"
+  result = entry.run("clutrr_et", None, "smoke", str(work), str(out), "python",
+                     "unused.csv", report_only=True, log=lambda m: None)
+  assert result["seeds_finished"] == [0] and result["seeds"] == 2
+  assert (out / "clutrr_et__smoke__partial.json").exists()
+  assert (out / "clutrr_et__smoke__partial.png").exists()
+  point = next(p for p in result["comparison"]["points"]
+               if p["metric"] == "test_all" and p["step"] == 4)
+  assert point["ours"]["values"] == [0.5] and point["theirs"]["values"] == [
+      0.55]
+  with pytest.raises(ValueError, match="no seed .* is finished on both sides"):
+    entry.run("clutrr_et", None, "smoke", str(tmp_path / "empty"), str(out),
+              "python", "unused.csv", report_only=True)
