@@ -27,6 +27,8 @@ import subprocess
 import sys
 from typing import Dict, List, Mapping, Sequence
 
+from experiments.compare import curves
+
 REPOSITORY = "bergen/EdgeTransformer"
 MARKER = os.path.join("clutrr", "train.py")
 DATA_PATH = "compare"  # Their --data_path: <scratch>/data/compare.
@@ -182,12 +184,8 @@ def read_curve(path: str) -> List[Dict]:
 
 def finished_ours(budget: Budget, workdir: str):
   """A finished run's evaluation points (from its results.json), or None."""
-  path = os.path.join(workdir, "results.json")
-  if not os.path.isfile(path):
-    return None
-  with open(path) as f:
-    history = json.load(f)["history"]
-  if not history or history[-1]["step"] != budget.steps:
+  history = curves.finished_history(workdir, budget.steps)
+  if history is None:
     return None
   return [{"step": e["step"], "metrics": metrics_of(e["tests"])}
           for e in history]

@@ -14,11 +14,24 @@ difference of the two means. A point where one side has no value is reported
 as unmatched (`missing`), never skipped.
 """
 
+import json
 import math
+import os
 import statistics
 from typing import Dict, List, Mapping, Optional, Sequence
 
 Run = Sequence[Mapping]  # [{"step": int, "metrics": {name: float}}, ...]
+
+
+def finished_history(workdir: str, steps: int) -> Optional[List[Dict]]:
+  """The evaluation `history` of `<workdir>/results.json` when its last
+  point is at `steps` (the run finished), else None."""
+  path = os.path.join(workdir, "results.json")
+  if not os.path.isfile(path):
+    return None
+  with open(path) as f:
+    history = json.load(f)["history"]
+  return history if history and history[-1]["step"] == steps else None
 
 
 def summarize(values: Sequence[float]) -> Dict:

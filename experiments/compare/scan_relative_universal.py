@@ -41,6 +41,7 @@ import subprocess
 import sys
 from typing import Dict, List, Mapping, Sequence
 
+from experiments.compare import curves
 from relational_jax.layers.shapes import check_choice
 
 REPOSITORY = "RobertCsordas/transformer_generalization"
@@ -252,12 +253,8 @@ def _read_curve(path: str) -> List[Dict]:
 
 def finished_ours(budget: Budget, workdir: str):
   """A finished run's evaluation points (from its results.json), or None."""
-  path = os.path.join(workdir, "results.json")
-  if not os.path.isfile(path):
-    return None
-  with open(path) as f:
-    history = json.load(f)["history"]
-  if not history or history[-1]["step"] != budget.steps:
+  history = curves.finished_history(workdir, budget.steps)
+  if history is None:
     return None
   return [{"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
           for h in history]
