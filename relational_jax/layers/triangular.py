@@ -124,6 +124,12 @@ def _aggregate_values(p_BxNxCxNxH, v1_BxNxCxHxK, v2_BxCxNxHxK):
   return acc_BxNxNxHxK
 
 
+# The backward unrolls its sums over the node axes up to this many nodes
+# (CLRS trains at n <= 16); larger graphs take the per-pivot form, whose
+# program does not grow with N (compile time).
+UNROLL_NODES_MAX = 16
+
+
 def _value_grads(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK):
   """Backward of `_aggregate_values` for one chunk (fp32).
 
@@ -136,6 +142,10 @@ def _value_grads(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK):
     dv1_BxNxCxHxK = jnp.einsum("bicjh,bijhk->bichk", p_BxNxCxNxH, do_BxNxNxHxK)
     return dp_BxNxCxNxH, dv1_BxNxCxHxK, jnp.zeros((0,), jnp.float32)
   v2_BxCxNxHxK = v2_BxCxNxHxK.astype(jnp.float32)
+  n = do_BxNxNxHxK.shape[1]
+  if n > UNROLL_NODES_MAX:
+    return _value_grads_per_pivot(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK,
+                                  v2_BxCxNxHxK)
   # dp_icj = sum_k do_ij v1_ic v2_cj: one reduction over the minor axis k
   # for all C pivots (XLA fuses the broadcast product into it).
   dp_BxNxCxNxH = jnp.sum(do_BxNxNxHxK[:, :, None] * v1_BxNxCxHxK[:, :, :, None]
@@ -144,8 +154,8 @@ def _value_grads(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK):
   # sums over the node axes j and i are unrolled, so each is one fused
   # elementwise accumulation over the (i|j, c, h, k) grid, as the forward's
   # `_aggregate_values`. (Per-pivot reductions over the major node axes ran
-  # ~4x slower on XLA:CPU.)
-  n = do_BxNxNxHxK.shape[1]
+  # ~4x slower on XLA:CPU.) The unrolled program grows with N, hence only
+  # up to UNROLL_NODES_MAX nodes.
   dv1_BxNxCxHxK = 0.0
   for j in range(n):
     dv1_BxNxCxHxK = dv1_BxNxCxHxK + (
@@ -157,6 +167,28 @@ def _value_grads(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK):
         p_BxNxCxNxH[:, i, :, :, :, None] * do_BxNxNxHxK[:, None, i]
         * v1_BxNxCxHxK[:, i, :, None])
   return dp_BxNxCxNxH, dv1_BxNxCxHxK, dv2_BxCxNxHxK
+
+
+def _value_grads_per_pivot(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK,
+                           v2_BxCxNxHxK):
+  """`_value_grads` for graphs above UNROLL_NODES_MAX nodes: per pivot c of
+  the chunk (unrolled over C, not N), three broadcast-multiply-reduce ops
+  over the (i, j, h, k) grid, each fused by XLA into its reduction so the
+  products are never stored. The optimization barriers keep XLA from
+  sharing (and so materialising) the broadcasts between them."""
+  barrier = jax.lax.optimization_barrier
+  dp, dv1, dv2 = [], [], []
+  for c in range(p_BxNxCxNxH.shape[2]):
+    p_BxNxNxH = p_BxNxCxNxH[:, :, c]
+    v1_BxNxHxK = v1_BxNxCxHxK[:, :, c]        # V^1 x_ic, indexed by i
+    v2_BxNxHxK = v2_BxCxNxHxK[:, c]           # V^2 x_cj, indexed by j
+    dp.append(jnp.sum(                                             # over k
+        do_BxNxNxHxK * v1_BxNxHxK[:, :, None] * v2_BxNxHxK[:, None], axis=-1))
+    p_, do_, v2_ = barrier((p_BxNxNxH, do_BxNxNxHxK, v2_BxNxHxK))
+    dv1.append(jnp.sum(p_[..., None] * do_ * v2_[:, None], axis=2))  # over j
+    p_, do_, v1_ = barrier((p_BxNxNxH, do_BxNxNxHxK, v1_BxNxHxK))
+    dv2.append(jnp.sum(p_[..., None] * do_ * v1_[:, :, None], axis=1))  # i
+  return jnp.stack(dp, axis=2), jnp.stack(dv1, axis=2), jnp.stack(dv2, axis=1)
 
 
 def _chunking(n, chunk_size):

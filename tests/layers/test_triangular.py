@@ -74,8 +74,12 @@ def _assert_trees_close(a, b, rtol=1e-5, atol=1e-5):
                                atol=atol)
 
 
-@pytest.mark.parametrize("ablation", ["none", "value", "attention"])
-def test_matches_naive_loops_values_and_grads(ablation):
+@pytest.mark.parametrize("ablation, unroll_nodes_max", [
+    ("none", 16), ("value", 16), ("attention", 16),
+    ("none", 0)])  # 0: the per-pivot backward of graphs above the limit.
+def test_matches_naive_loops_values_and_grads(ablation, unroll_nodes_max,
+                                              monkeypatch):
+  monkeypatch.setattr(triangular, "UNROLL_NODES_MAX", unroll_nodes_max)
   n = 3
   x = _x(1, n=n)
   mask = jnp.array([[True, False, True], [True] * n])
