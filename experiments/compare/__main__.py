@@ -21,6 +21,7 @@ import threading
 from absl import app
 from absl import flags
 
+from experiments.compare import clrs_rt
 from experiments.compare import clutrr_et
 from experiments.compare import curves
 from experiments.compare import reference as reference_lib
@@ -28,7 +29,8 @@ from experiments.compare import scan_relative_universal
 from relational_jax.layers.shapes import check_choice
 from relational_jax.training import reporting
 
-COMPARISONS = {"clutrr_et": clutrr_et,
+COMPARISONS = {"clrs_rt": clrs_rt,
+               "clutrr_et": clutrr_et,
                "scan_relative_universal": scan_relative_universal}
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -99,7 +101,9 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
   scratch = os.path.join(workdir, "scratch")
   data_dir = module.prepare_data(
       budget, scratch, **data_options(module, test_csv=test_csv,
-                                      shared_data=shared_data))
+                                      shared_data=shared_data,
+                                      reference=reference,
+                                      reference_python=reference_python))
   theirs, errors = {}, []
 
   def reference_side():

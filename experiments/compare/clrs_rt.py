@@ -1,0 +1,471 @@
+r"""CLRS, Relational Transformer: ours beside the RT authors' CLRS fork.
+
+The authors' side is github.com/CameronDiao/relational-transformer (a 2022
+fork of CLRS, Haiku), driven by `refs/clrs_rt_fork.py` in its own Python:
+
+  /root/.pyenv/versions/3.10.13/bin/python3.10 -m venv /tmp/rtvenv
+  /tmp/rtvenv/bin/pip install jax==0.4.13 jaxlib==0.4.13 dm-haiku==0.0.10 \
+      numpy==1.22.4 scipy==1.10.1 ml_dtypes==0.2.0 optax==0.1.5 chex==0.1.7 \
+      tensorflow-cpu==2.9.1 tensorflow-datasets==4.5.2 absl-py attrs requests
+
+(their environment.yml pins jax/jaxlib 0.3.14, dm-haiku 0.0.6, optax 0.1.2,
+chex 0.1.3, numpy 1.22.4, tensorflow 2.9.1; jaxlib 0.3.14 is no longer on
+PyPI, so this is the oldest jax/jaxlib there with the Haiku, optax and chex
+of its time. Python 3.10, not their 3.9: their `filter_null_grads` tests
+`isinstance(x, chex.Array)`, a `typing.Union` in chex 0.1.7, which only
+Python >= 3.10 accepts. Nothing of theirs is edited or stubbed.)
+
+Same data on both sides (the fork's samplers are not dm-clrs 2.0.3's, see
+`describe()`): their run.py's datasets, built by their own
+`clrs.build_sampler` (train: seed 1, `train_size` samples at n = 16; val:
+seed 2 at n = 16; test: seed 3 at n = 64; run.py's set sizes: 32 x the
+algorithm's multiplier, 2048 for binary_search) and written once by the
+wrapper's `data` command to `<scratch>/data/*.npz`. Our side reads those
+arrays and draws its training batches as their `Sampler.next` does
+(`RandomState.choice(train_size, (batch,), replace=True)` from the state
+their train sampler had after building its dataset), so both sides train on
+the same batches in the same order. The evaluation sets are the first
+`max_eval_samples` samples of theirs (0: all), on both sides.
+
+Hyperparameters (`AUTHORS`, their run.py defaults = the RT paper's Table 2
+CLRS values): RT, 3 layers, 12 heads of 16, d_nh 32, d_eh1 16, d_eh2 8,
+LayerNorm, graph_vec cat, pointers decoded from edges, hint mode
+encoded_decoded_nodiff with teacher-forcing noise 0.5, batch 4, Adam lr
+2.5e-4 without clipping, no dropout. Seed s: their `--model_seed=42+s`
+(run.py's default for s = 0) and our init seed 43+s (their `init` uses
+model_seed + 1); the data seeds stay run.py's. Every `eval_every` steps both
+sides score the current parameters on the validation (n = 16) and test
+(n = 64) sets: metrics `<algorithm>/val`, `<algorithm>/test`.
+"""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Dict, List, Mapping, Sequence, Tuple
+
+import numpy as np
+
+from experiments.compare import curves
+
+REPOSITORY = "CameronDiao/relational-transformer"
+MARKER = os.path.join("clrs", "examples", "run.py")
+WRAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "refs",
+                       "clrs_rt_fork.py")
+TRAIN_LENGTH, TEST_LENGTH = 16, 64  # run.py's build_sampler lengths.
+MODEL_SEED = 42  # run.py's --model_seed default (seed 0 of the comparison).
+
+# Their run.py flags (name: value), spelled out; the defaults of run.py
+# except eval_batch_size (theirs 1; see refs/clrs_rt_fork.py).
+AUTHORS = {"processor_type": "rt", "num_layers": 3, "nb_heads": 12,
+           "head_size": 16, "node_hid_size": 32, "edge_hid_size_1": 16,
+           "edge_hid_size_2": 8, "use_ln": True, "use_lstm": False,
+           "graph_vec": "cat", "ptr_from_edges": True,
+           "disable_edge_updates": False,
+           "hint_mode": "encoded_decoded_nodiff",
+           "hint_teacher_forcing_noise": 0.5, "dropout_prob": 0.0,
+           "batch_size": 4, "learning_rate": 2.5e-4, "train_seed": 1,
+           "valid_seed": 2, "test_seed": 3, "eval_batch_size": 32}
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  algorithms: Tuple[str, ...]
+  steps: int
+  eval_every: int
+  seeds: int
+  train_size: int  # their --train_size
+  max_eval_samples: int  # first samples of each evaluation set; 0: all
+
+
+BOTH = ("bellman_ford", "binary_search")
+# paper: their 320,000 examples (80,000 steps of 4), run.py's evaluation
+# cadence (320 examples) and full sets. cpu: see the README's measurement.
+BUDGETS = {"paper": Budget(BOTH, 80_000, 80, 3, 10_000, 0),
+           "cpu": Budget(BOTH, 1200, 150, 3, 10_000, 256),
+           "smoke": Budget(("bellman_ford",), 2, 1, 1, 16, 4)}
+
+
+def eval_batch_size(budget: Budget, hp: Mapping = AUTHORS) -> int:
+  """Samples per predict call on both sides: AUTHORS' unless the budget
+  scores fewer samples (their `collect_and_eval` scores whole batches)."""
+  if budget.max_eval_samples and budget.max_eval_samples < hp["eval_batch_size"]:
+    return budget.max_eval_samples
+  return hp["eval_batch_size"]
+
+
+def reference_flags(budget: Budget, seed: int, hp: Mapping = AUTHORS) -> List[str]:
+  """Their run.py flags for seed `seed` of `budget`."""
+  hp = dict(hp, eval_batch_size=eval_batch_size(budget, hp),
+            train_size=budget.train_size, model_seed=MODEL_SEED + seed)
+  # Their booleans are strings, 'True' / 'False', which str() writes.
+  return [f"--{name}={value}" for name, value in hp.items()]
+
+
+def our_config(budget: Budget, seed: int, algorithm: str, hp: Mapping = AUTHORS):
+  """Our `relational_jax.training.clrs` config matching their flags `hp`
+  (refuses values it cannot translate)."""
+  from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
+  if hp["processor_type"] != "rt" or hp["disable_edge_updates"]:
+    raise ValueError(f"this comparison translates processor_type 'rt' with "
+                     f"edge updates; got {hp['processor_type']!r}, "
+                     f"disable_edge_updates={hp['disable_edge_updates']}.")
+  if hp["hint_mode"] != "encoded_decoded_nodiff":
+    raise ValueError(f"hint_mode {hp['hint_mode']!r}: only "
+                     f"'encoded_decoded_nodiff' (dm-clrs 2.0.3's "
+                     f"'encoded_decoded', which has no diffs) translates.")
+  if hp["use_lstm"]:
+    raise ValueError("use_lstm=True is not part of this comparison.")
+  c = clrs_config.default_config()
+  c.algorithms, c.seeds = (algorithm,), (MODEL_SEED + seed + 1,)
+  c.processor_type, c.hint_mode = "rt", "encoded_decoded"
+  p = c.protocol
+  p.train_lengths, p.test_lengths = (TRAIN_LENGTH,), (TEST_LENGTH,)
+  p.batch_size, p.eval_batch_size = hp["batch_size"], eval_batch_size(budget,
+                                                                      hp)
+  p.train_steps, p.eval_every = budget.steps, budget.eval_every
+  p.max_eval_samples, p.progress = budget.max_eval_samples, False
+  m = c.model
+  m.hidden_dim = hp["nb_heads"] * hp["head_size"]  # run.py's hidden_size
+  m.learning_rate = hp["learning_rate"]
+  m.grad_clip_max_norm = 0.0  # their optax.adam, no clipping
+  m.dropout_prob = hp["dropout_prob"]
+  # Their noise is the probability of feeding back the prediction; ours
+  # the probability of feeding the ground truth. Theirs re-encodes hard
+  # (argmax / threshold) predictions.
+  m.hint_teacher_forcing = 1.0 - hp["hint_teacher_forcing_noise"]
+  m.hint_repred_mode = "hard"
+  m.use_lstm, m.nb_msg_passing_steps = False, 1
+  m.encoder_init = "default"  # their 2022 encoders: Haiku's default init
+  m.carry_state, m.ptr_from_edges = True, hp["ptr_from_edges"]
+  c.processor.use_ln, c.processor.graph_vec = hp["use_ln"], hp["graph_vec"]
+  r = c.rt
+  r.num_layers, r.num_heads, r.head_dim = (hp["num_layers"], hp["nb_heads"],
+                                           hp["head_size"])
+  r.node_ffn_dim, r.edge_msg_dim, r.edge_ffn_dim = (
+      hp["node_hid_size"], hp["edge_hid_size_1"], hp["edge_hid_size_2"])
+  r.use_ln = hp["use_ln"]
+  return c
+
+
+# --- Data: their datasets, read into dm-clrs 2.0.3 structures. -------------
+
+
+def data_path(data_dir: str, budget: Budget, algorithm: str) -> str:
+  return os.path.join(data_dir, f"{algorithm}_train{budget.train_size}.npz")
+
+
+def prepare_data(budget: Budget, scratch: str, reference: str,
+                 reference_python: str) -> str:
+  """Has their wrapper write each algorithm's datasets once (see the
+  module docstring); returns the directory."""
+  data_dir = os.path.join(scratch, "data")
+  os.makedirs(data_dir, exist_ok=True)
+  for algorithm in budget.algorithms:
+    path = data_path(data_dir, budget, algorithm)
+    if os.path.isfile(path):
+      continue
+    cmd = [reference_python, WRAPPER, "data", f"--reference={reference}",
+           f"--algorithm={algorithm}", f"--out={path}",
+           "--authors_flags=" + " ".join(reference_flags(budget, 0))]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode:
+      raise RuntimeError(f"their data command failed (exit "
+                         f"{proc.returncode}): {' '.join(cmd)}\n"
+                         f"{proc.stdout[-1500:]}{proc.stderr[-3000:]}")
+  return data_dir
+
+
+@dataclasses.dataclass
+class ForkData:
+  """One algorithm's datasets as the fork's samplers built them."""
+  spec: Dict[str, Tuple[str, str, str]]
+  arrays: Dict[str, np.ndarray]
+  train_rng_state: tuple
+  train_size: int
+
+  @classmethod
+  def load(cls, path: str) -> "ForkData":
+    with np.load(path) as f:
+      arrays = {k: f[k] for k in f.files}
+    meta = json.loads(arrays.pop("meta_json").tobytes().decode())
+    pos, has_gauss, cached = arrays.pop("train_rng_rest").tolist()
+    state = (meta["rng_kind"], arrays.pop("train_rng_keys").astype(np.uint32),
+             int(pos), int(has_gauss), float(cached))
+    spec = {k: tuple(v) for k, v in meta["spec"].items()}
+    return cls(spec, arrays, state, int(meta["train_size"]))
+
+  def feedback(self, split: str, idx=None):
+    """The `split` set (or its samples `idx`) as a dm-clrs `Feedback`."""
+    import clrs  # pylint: disable=g-import-not-at-top
+    def points(stage):
+      out = []
+      for name, (st, loc, typ) in self.spec.items():
+        if st != stage:
+          continue
+        data = self.arrays[f"{split}/{stage}/{name}"]
+        if idx is not None:
+          data = np.take(data, idx, axis=1 if stage == "hint" else 0)
+        out.append(clrs.DataPoint(name=name, location=loc, type_=typ,
+                                  data=data))
+      return out
+    lengths = self.arrays[f"{split}/lengths"]
+    if idx is not None:
+      lengths = np.take(lengths, idx, axis=0)
+    return clrs.Feedback(
+        features=clrs.Features(inputs=points("input"), hints=points("hint"),
+                               lengths=lengths),
+        outputs=points("output"))
+
+  def num_samples(self, split: str) -> int:
+    return int(self.arrays[f"{split}/lengths"].shape[0])
+
+  def eval_set(self, algorithm: str, split: str, batch_size: int,
+               max_samples: int):
+    """The first `max_samples` (0: all) samples of `split` as our EvalSet."""
+    from relational_jax.training.clrs import data as clrs_data  # pylint: disable=g-import-not-at-top
+    n = self.num_samples(split)
+    n = min(n, max_samples) if max_samples > 0 else n
+    return clrs_data.EvalSet(
+        algorithm, TRAIN_LENGTH if split == "val" else TEST_LENGTH, split,
+        self.feedback(split, np.arange(n)), self.spec, batch_size)
+
+
+def metric_names_of(algorithms: Sequence[str]) -> Tuple[str, ...]:
+  return tuple(f"{a}/{s}" for a in algorithms for s in ("val", "test"))
+
+
+# --- Our side. ---------------------------------------------------------------
+
+
+def _rng_state(rng: np.random.RandomState) -> list:
+  kind, keys, pos, has_gauss, cached = rng.get_state()
+  return [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)]
+
+
+def train_ours_one(budget: Budget, seed: int, algorithm: str, data: ForkData,
+                   run_dir: str, log=print, stop_at: int = 0) -> List[Dict]:
+  """Trains (or resumes) our model on their data; its evaluation points
+  [{"step", "loss", "val", "test"}]. Checkpointed at every evaluation
+  (params, Adam state, the batch generator's state, the history)."""
+  import jax  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.checkpoints import RunCheckpoints  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
+  config = our_config(budget, seed, algorithm)
+  clrs_config.validate(config)
+  p = config.protocol
+  val_set = data.eval_set(algorithm, "val", p.eval_batch_size,
+                          budget.max_eval_samples)
+  test_set = data.eval_set(algorithm, "test", p.eval_batch_size,
+                           budget.max_eval_samples)
+  dummy, _ = next(val_set.batches())
+  os.makedirs(run_dir, exist_ok=True)
+  model = loop.build_model(config, data.spec, dummy,
+                           os.path.join(run_dir, "clrs"))
+  model.init(dummy.features, config.seeds[0])
+  rng = np.random.RandomState()
+  rng.set_state(data.train_rng_state)
+  ckpt = RunCheckpoints(os.path.join(run_dir, "checkpoints"))
+  try:
+    meta = loop.restore_model(model, ckpt, "latest")
+    if meta is None:
+      meta = {"step": 0, "history": []}
+    else:
+      rng.set_state(tuple(meta["batch_rng"][:1]) + (
+          np.asarray(meta["batch_rng"][1], np.uint32),)
+                    + tuple(meta["batch_rng"][2:]))
+      log(f"[clrs_rt ours {algorithm} seed {seed}] resumed at step "
+          f"{meta['step']}")
+    key = jax.random.PRNGKey(MODEL_SEED + seed)
+    step = meta["step"]
+    started = time.time()
+    while step < budget.steps:
+      idx = rng.choice(data.train_size, (p.batch_size,), replace=True)
+      loss = float(model.feedback(jax.random.fold_in(key, step),
+                                  data.feedback("train", idx)))
+      step += 1
+      if step % budget.eval_every and step != budget.steps:
+        continue
+      train_seconds = time.time() - started
+      point = {"step": step, "loss": loss,
+               "val": evaluation.evaluate(model, val_set, jax.random.fold_in(
+                   key, 10**9 + step))["score"],
+               "test": evaluation.evaluate(model, test_set, jax.random.fold_in(
+                   key, 2 * 10**9 + step))["score"],
+               "train_seconds": train_seconds,
+               "eval_seconds": time.time() - started - train_seconds}
+      meta["history"].append(point)
+      meta.update(step=step, batch_rng=_rng_state(rng))
+      ckpt.save(step, {"params": model.params, "opt_state": model.opt_state},
+                meta)
+      log(f"[clrs_rt ours {algorithm} seed {seed}] step {step}: loss "
+          f"{loss:.4f} val {point['val']:.4f} test {point['test']:.4f} "
+          f"({train_seconds:.1f} s train, {point['eval_seconds']:.1f} s eval)")
+      started = time.time()
+      if step == stop_at:
+        break
+  finally:
+    ckpt.close()
+  return meta["history"]
+
+
+def merge(per_algorithm: Mapping[str, Sequence[Mapping]]) -> List[Dict]:
+  """Evaluation points {"step", "metrics": {"<algo>/val", "<algo>/test"}}
+  of one seed, from each algorithm's [{"step", "val", "test"}]."""
+  steps: Dict[int, Dict[str, float]] = {}
+  for algorithm, points in per_algorithm.items():
+    for point in points:
+      metrics = steps.setdefault(int(point["step"]), {})
+      metrics[f"{algorithm}/val"] = float(point["val"])
+      metrics[f"{algorithm}/test"] = float(point["test"])
+  return [{"step": s, "metrics": steps[s]} for s in sorted(steps)]
+
+
+def run_ours(budget: Budget, seed: int, data_dir: str, workdir: str,
+             log=print) -> List[Dict]:
+  """Trains (or resumes) our side on every algorithm of `budget`; writes
+  `<workdir>/results.json` ({"history": merged points}) when finished."""
+  from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
+  per_algorithm = {}
+  for algorithm in budget.algorithms:
+    data = ForkData.load(data_path(data_dir, budget, algorithm))
+    per_algorithm[algorithm] = train_ours_one(
+        budget, seed, algorithm, data, os.path.join(workdir, algorithm), log)
+  history = merge(per_algorithm)
+  reporting.write_json(os.path.join(workdir, "results.json"),
+                       {"history": history, "budget": dataclasses.asdict(budget)})
+  return history
+
+
+# --- Their side. -------------------------------------------------------------
+
+
+def reference_env(threads: int = 1) -> Dict[str, str]:
+  """Their process's environment: XLA on `threads` CPU threads."""
+  env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", JAX_PLATFORMS="cpu")
+  if threads == 1:
+    env["XLA_FLAGS"] = ("--xla_cpu_multi_thread_eigen=false "
+                        "intra_op_parallelism_threads=1")
+  return env
+
+
+def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
+               python: str, out_dir: str, threads: int = 1) -> List[Dict]:
+  """Runs (or resumes, or reuses) their side, one algorithm after the other
+  under `out_dir/<algorithm>`; returns the merged evaluation points."""
+  per_algorithm = {}
+  for algorithm in budget.algorithms:
+    run_dir = os.path.join(out_dir, algorithm)
+    curve = os.path.join(run_dir, "curve.jsonl")
+    points = read_curve(curve)
+    if not (points and points[-1]["step"] == budget.steps):
+      os.makedirs(run_dir, exist_ok=True)
+      cmd = [python, WRAPPER, "train", f"--reference={reference}",
+             f"--algorithm={algorithm}", f"--out_dir={run_dir}",
+             f"--steps={budget.steps}", f"--eval_every={budget.eval_every}",
+             f"--max_eval_samples={budget.max_eval_samples}",
+             "--authors_flags=" + " ".join(reference_flags(budget, seed))]
+      log_path = os.path.join(run_dir, "log.txt")
+      with open(log_path, "a") as out:
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
+                              check=False, env=reference_env(threads),
+                              cwd=scratch)
+      if proc.returncode:
+        with open(log_path) as f:
+          tail = f.read()[-3000:]
+        raise RuntimeError(f"the authors' side failed (exit "
+                           f"{proc.returncode}): {' '.join(cmd)}\n{tail}")
+      points = read_curve(curve)
+    per_algorithm[algorithm] = points
+  return merge(per_algorithm)
+
+
+def read_curve(path: str) -> List[Dict]:
+  """The wrapper's evaluation points ({"step", "val", "test", ...}; [] if
+  absent)."""
+  if not os.path.isfile(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
+
+
+def finished_ours(budget: Budget, workdir: str):
+  """A finished run's merged evaluation points, or None."""
+  history = curves.finished_history(workdir, budget.steps)
+  if history is None or set(history[-1]["metrics"]) != set(
+      metric_names_of(budget.algorithms)):
+    return None
+  return history
+
+
+def finished_theirs(budget: Budget, out_dir: str):
+  """A finished reference run's merged evaluation points, or None."""
+  per_algorithm = {}
+  for algorithm in budget.algorithms:
+    points = read_curve(os.path.join(out_dir, algorithm, "curve.jsonl"))
+    if not points or points[-1]["step"] != budget.steps:
+      return None
+    per_algorithm[algorithm] = points
+  return merge(per_algorithm)
+
+
+def metric_names() -> Sequence[str]:
+  return metric_names_of(BOTH)
+
+
+DIFFERENCES = [
+    "decoder inputs: their nets.py decodes from [edge_fts, previous edge "
+    "hidden, new edge hidden] (edges; pointers from edges read these) and "
+    "[graph_fts, previous graph hidden, new graph hidden] (graph), ours "
+    "(processors/nets.py CarryNet) from [edge_fts, new edge hidden] and "
+    "graph_fts: different decoder weight shapes, a different function "
+    "(not changed here: processors/ is outside this comparison's files)",
+    "re-encoded hint predictions (teacher-forcing noise and evaluation): "
+    "their postprocess passes scalar predictions with their gradient, "
+    "ours ('hard', dm-clrs 2.0.3) stops the gradient of scalars; pointers, "
+    "masks and categoricals are hard (argmax / threshold) on both sides",
+    "teacher-forcing coin and evaluation keys come from each side's own "
+    "key chain (theirs: run.py's split chain from PRNGKey(model_seed); ours: "
+    "fold_in(PRNGKey(42 + seed), step)); parameter initialisation from each "
+    "side's own RNG",
+    "run.py evaluates every 320 examples (80 steps) plus after the first "
+    "step, and the test set once at the end with the best-validation "
+    "parameters; here both sides score val and test with the current "
+    "parameters every eval_every steps",
+    "evaluation batch 32 on both sides (run.py: 1; predictions do not "
+    "depend on the other samples of a batch)",
+    "their environment: jax/jaxlib 0.4.13, dm-haiku 0.0.10, optax 0.1.5, "
+    "chex 0.1.7 under Python 3.10 (their environment.yml: jax 0.3.14, haiku "
+    "0.0.6, optax 0.1.2, chex 0.1.3 under Python 3.9; jaxlib 0.3.14 is no "
+    "longer on PyPI)",
+]
+
+
+def describe(budget: Budget) -> Dict:
+  return {"repository": REPOSITORY, "hyperparameters": dict(AUTHORS),
+          "reference_flags_seed0": reference_flags(budget, 0),
+          "budget": dataclasses.asdict(budget),
+          "data": "their run.py datasets from their own samplers (train "
+                  "seed 1, train_size samples at n=16; val seed 2 at n=16; "
+                  "test seed 3 at n=64), dumped once by "
+                  "refs/clrs_rt_fork.py data; our side reads the arrays and "
+                  "draws the same training batches (their Sampler.next "
+                  "index stream); evaluation on the first max_eval_samples "
+                  "of each set (0: all) on both sides",
+          "data_vs_dm_clrs_2_0_3": (
+              "the fork's samplers.py is not dm-clrs 2.0.3's: 2.0.3's graph "
+              "samplers draw p with self._rng.choice(p) (one extra draw per "
+              "sample, so the same seed gives other graphs), 2.0.3 pads "
+              "hints to a tracked maximum length, and the fork has no "
+              "random 'pos', no pred_h-as-input and no permutation "
+              "processing (run.py builds raw samplers at n=16 only). Our "
+              "side therefore reads the fork's datasets."),
+          "differences": DIFFERENCES}
+
+
+if __name__ == "__main__":
+  sys.exit("run `python -m experiments.compare clrs_rt`")

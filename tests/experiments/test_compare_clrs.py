@@ -1,0 +1,176 @@
+"""The CLRS RT comparison (`experiments.compare clrs_rt`): matched-setting
+translation, the missing-reference message, the fork-data reader, the
+curve files, and (only where the authors' checkout and their Python exist,
+never in CI) a smoke run of both sides end to end."""
+
+import dataclasses
+import json
+import os
+
+import numpy as np
+import pytest
+
+from experiments.compare import __main__ as entry
+from experiments.compare import clrs_rt
+from experiments.compare import reference
+
+RT_CHECKOUT = os.environ.get("CLRS_RT_REFERENCE", "/tmp/peers/rt")
+RT_PYTHON = os.environ.get("CLRS_RT_PYTHON", "/tmp/rtvenv/bin/python")
+
+
+def test_clrs_rt_settings_translate_field_by_field():
+  hp = clrs_rt.AUTHORS
+  budget = clrs_rt.BUDGETS["cpu"]
+  c = clrs_rt.our_config(budget, seed=2, algorithm="binary_search")
+  m, p, r = c.model, c.protocol, c.rt
+  assert c.processor_type == hp["processor_type"] == "rt"
+  assert c.algorithms == ("binary_search",) and c.seeds == (45,)
+  assert c.hint_mode == "encoded_decoded"  # 2.0.3 has no diffs: = nodiff
+  assert (r.num_layers, r.num_heads, r.head_dim) == (
+      hp["num_layers"], hp["nb_heads"], hp["head_size"])
+  assert (r.node_ffn_dim, r.edge_msg_dim, r.edge_ffn_dim) == (
+      hp["node_hid_size"], hp["edge_hid_size_1"], hp["edge_hid_size_2"])
+  assert m.hidden_dim == hp["nb_heads"] * hp["head_size"] == 192
+  assert r.use_ln is c.processor.use_ln is hp["use_ln"] is True
+  assert c.processor.graph_vec == hp["graph_vec"] == "cat"
+  assert m.learning_rate == hp["learning_rate"] == 2.5e-4
+  assert m.grad_clip_max_norm == 0.0 and m.dropout_prob == hp["dropout_prob"]
+  assert m.hint_teacher_forcing == 1 - hp["hint_teacher_forcing_noise"] == 0.5
+  assert m.hint_repred_mode == "hard" and m.encoder_init == "default"
+  assert m.carry_state and m.ptr_from_edges is hp["ptr_from_edges"] is True
+  assert not m.use_lstm and m.nb_msg_passing_steps == 1
+  assert p.batch_size == hp["batch_size"] == 4
+  assert (p.train_lengths, p.test_lengths) == ((16,), (64,))
+  assert (p.train_steps, p.eval_every) == (budget.steps, budget.eval_every)
+  from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
+  clrs_config.validate(c)
+
+
+def test_clrs_rt_reference_flags_carry_every_value_and_the_seed():
+  budget = clrs_rt.BUDGETS["cpu"]
+  flags = clrs_rt.reference_flags(budget, seed=1)
+  for name, value in clrs_rt.AUTHORS.items():
+    if name != "eval_batch_size":
+      assert f"--{name}={value}" in flags
+  assert "--ptr_from_edges=True" in flags and "--use_lstm=False" in flags
+  assert "--model_seed=43" in flags
+  assert f"--train_size={budget.train_size}" in flags
+  assert "--eval_batch_size=32" in flags
+  # A budget scoring fewer samples than a batch scores them in one batch.
+  assert "--eval_batch_size=4" in clrs_rt.reference_flags(
+      clrs_rt.BUDGETS["smoke"], 0)
+
+
+@pytest.mark.parametrize("name,value,match", [
+    ("hint_mode", "encoded_decoded", "nodiff"),
+    ("disable_edge_updates", True, "edge updates"),
+    ("processor_type", "mpnn", "'rt'"),
+    ("use_lstm", True, "use_lstm")])
+def test_clrs_rt_untranslatable_values_are_refused(name, value, match):
+  hp = dict(clrs_rt.AUTHORS, **{name: value})
+  with pytest.raises(ValueError, match=match):
+    clrs_rt.our_config(clrs_rt.BUDGETS["smoke"], 0, "bellman_ford", hp)
+
+
+def test_clrs_rt_missing_reference_names_what_to_fetch(tmp_path):
+  assert entry.COMPARISONS["clrs_rt"] is clrs_rt
+  with pytest.raises(reference.MissingReferenceError,
+                     match="fetch github:CameronDiao/relational-transformer"):
+    entry.run("clrs_rt", None, "smoke", str(tmp_path / "w"),
+              str(tmp_path / "o"), "python", "x.csv")
+  with pytest.raises(reference.MissingReferenceError,
+                     match="has no clrs/examples/run.py"):
+    entry.run("clrs_rt", str(tmp_path), "smoke", str(tmp_path / "w"),
+              str(tmp_path / "o"), "python", "x.csv")
+  assert not os.path.exists(tmp_path / "o")
+
+
+def _fake_fork_npz(path):
+  """Two samples of a tiny spec in the wrapper's `data` layout."""
+  spec = {"x": ["input", "node", "scalar"], "h": ["hint", "node", "mask"],
+          "y": ["output", "node", "pointer"]}
+  rng = np.random.RandomState(5)
+  kind, keys, pos, has_gauss, cached = rng.get_state()
+  arrays = {"train_rng_keys": keys,
+            "train_rng_rest": np.array([pos, has_gauss, cached], np.float64),
+            "meta_json": np.frombuffer(json.dumps(
+                {"spec": spec, "rng_kind": kind, "train_size": 3,
+                 "batch_size": 2, "algorithm": "t"}).encode(), np.uint8)}
+  for split in ("train", "val", "test"):
+    arrays[f"{split}/input/x"] = np.arange(12.).reshape(3, 4)
+    arrays[f"{split}/hint/h"] = np.arange(24.).reshape(2, 3, 4)  # time first
+    arrays[f"{split}/output/y"] = np.arange(12).reshape(3, 4) % 4
+    arrays[f"{split}/lengths"] = np.array([2., 1., 2.])
+  np.savez(path, **arrays)
+
+
+def test_fork_data_batches_follow_their_sampler_index_stream(tmp_path):
+  path = str(tmp_path / "t.npz")
+  _fake_fork_npz(path)
+  data = clrs_rt.ForkData.load(path)
+  assert data.train_size == 3 and data.spec["h"] == ("hint", "node", "mask")
+  rng = np.random.RandomState()
+  rng.set_state(data.train_rng_state)
+  idx = rng.choice(3, (2,), replace=True)
+  assert list(idx) == list(np.random.RandomState(5).choice(3, (2,),
+                                                           replace=True))
+  fb = data.feedback("train", idx)
+  (x,), (h,), (y,) = fb.features.inputs, fb.features.hints, fb.outputs
+  np.testing.assert_array_equal(x.data, np.arange(12.).reshape(3, 4)[idx])
+  np.testing.assert_array_equal(h.data,
+                                np.arange(24.).reshape(2, 3, 4)[:, idx])
+  assert (y.name, y.location, y.type_) == ("y", "node", "pointer")
+  assert list(fb.features.lengths) == list(np.array([2., 1., 2.])[idx])
+  eval_set = data.eval_set("t", "test", batch_size=2, max_samples=2)
+  assert eval_set.num_samples == 2 and eval_set.length == 64
+
+
+def test_clrs_rt_curves_merge_and_finish_per_algorithm(tmp_path):
+  budget = dataclasses.replace(clrs_rt.BUDGETS["smoke"],
+                               algorithms=clrs_rt.BOTH)
+  out = tmp_path / "theirs_seed0"
+  for algorithm, acc in (("bellman_ford", 0.5), ("binary_search", 0.25)):
+    (out / algorithm).mkdir(parents=True)
+    (out / algorithm / "curve.jsonl").write_text("".join(
+        json.dumps({"step": s, "val": acc * s, "test": acc}) + "\n"
+        for s in (1, 2)))
+  points = clrs_rt.finished_theirs(budget, str(out))
+  assert points[1] == {"step": 2, "metrics": {
+      "bellman_ford/val": 1.0, "bellman_ford/test": 0.5,
+      "binary_search/val": 0.5, "binary_search/test": 0.25}}
+  # One algorithm short of the last step: not finished.
+  (out / "binary_search" / "curve.jsonl").write_text(
+      json.dumps({"step": 1, "val": 0.1, "test": 0.1}) + "\n")
+  assert clrs_rt.finished_theirs(budget, str(out)) is None
+  assert clrs_rt.finished_ours(budget, str(tmp_path / "absent")) is None
+
+
+@pytest.mark.skipif(
+    not (os.path.isfile(os.path.join(RT_CHECKOUT, clrs_rt.MARKER))
+         and os.path.isfile(RT_PYTHON)),
+    reason=f"needs the authors' checkout ({RT_CHECKOUT}, "
+           f"github.com/{clrs_rt.REPOSITORY}) and their Python ({RT_PYTHON}; "
+           f"install command in experiments/compare/clrs_rt.py); CI has "
+           f"neither")
+def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
+  result = entry.run("clrs_rt", RT_CHECKOUT, "smoke", str(tmp_path / "w"),
+                     str(tmp_path / "o"), RT_PYTHON, "x.csv",
+                     log=lambda m: None)
+  budget = clrs_rt.BUDGETS["smoke"]
+  for side in ("ours", "theirs"):
+    points = result["runs"][side][0]
+    assert [p["step"] for p in points] == [1, 2]
+    for p in points:
+      assert 0.0 <= p["metrics"]["bellman_ford/val"] <= 1.0
+      assert 0.0 <= p["metrics"]["bellman_ford/test"] <= 1.0
+  assert os.path.isfile(tmp_path / "o" / "clrs_rt__smoke.json")
+  # The fork's sampler is not dm-clrs 2.0.3's: same seed, other graphs.
+  import clrs  # pylint: disable=g-import-not-at-top
+  data = clrs_rt.ForkData.load(clrs_rt.data_path(
+      str(tmp_path / "w" / "scratch" / "data"), budget, "bellman_ford"))
+  ours, _ = clrs.build_sampler("bellman_ford", num_samples=budget.train_size,
+                               length=16, seed=1)
+  theirs_a = data.arrays["train/input/A"]
+  ours_a = next(dp for dp in ours._inputs if dp.name == "A").data  # pylint: disable=protected-access
+  assert theirs_a.shape == ours_a.shape
+  assert not np.array_equal(theirs_a, ours_a)
