@@ -164,13 +164,30 @@ def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
       assert 0.0 <= p["metrics"]["bellman_ford/val"] <= 1.0
       assert 0.0 <= p["metrics"]["bellman_ford/test"] <= 1.0
   assert os.path.isfile(tmp_path / "o" / "clrs_rt__smoke.json")
-  # The fork's sampler is not dm-clrs 2.0.3's: same seed, other graphs.
+  # With run.py's arguments the fork's samplers and dm-clrs 2.0.3's give
+  # the same arrays and the same batch stream.
+  data_dir = str(tmp_path / "w" / "scratch" / "data")
+  clrs_rt.prepare_data(dataclasses.replace(budget, algorithms=clrs_rt.BOTH),
+                       str(tmp_path / "w" / "scratch"), RT_CHECKOUT, RT_PYTHON)
   import clrs  # pylint: disable=g-import-not-at-top
-  data = clrs_rt.ForkData.load(clrs_rt.data_path(
-      str(tmp_path / "w" / "scratch" / "data"), budget, "bellman_ford"))
-  ours, _ = clrs.build_sampler("bellman_ford", num_samples=budget.train_size,
-                               length=16, seed=1)
-  theirs_a = data.arrays["train/input/A"]
-  ours_a = next(dp for dp in ours._inputs if dp.name == "A").data  # pylint: disable=protected-access
-  assert theirs_a.shape == ours_a.shape
-  assert not np.array_equal(theirs_a, ours_a)
+  for algorithm, n_eval in (("bellman_ford", 32), ("binary_search", 2048)):
+    data = clrs_rt.ForkData.load(clrs_rt.data_path(data_dir, budget,
+                                                   algorithm))
+    for split, seed, num, length in (("train", 1, budget.train_size, 16),
+                                     ("val", 2, n_eval, 16),
+                                     ("test", 3, n_eval, 64)):
+      ours, spec = clrs.build_sampler(algorithm, num_samples=num,
+                                      length=length, seed=seed)
+      assert {k: tuple(v) for k, v in spec.items()} == data.spec
+      for stage, dps in (("input", ours._inputs), ("hint", ours._hints),  # pylint: disable=protected-access
+                         ("output", ours._outputs)):  # pylint: disable=protected-access
+        for dp in dps:
+          np.testing.assert_array_equal(
+              data.arrays[f"{split}/{stage}/{dp.name}"], dp.data)
+      np.testing.assert_array_equal(data.arrays[f"{split}/lengths"],
+                                    ours._lengths)  # pylint: disable=protected-access
+      if split == "train":
+        theirs_rng = np.random.RandomState()
+        theirs_rng.set_state(data.train_rng_state)
+        assert list(theirs_rng.choice(num, (8,))) == list(
+            ours._rng.choice(num, (8,)))  # pylint: disable=protected-access
