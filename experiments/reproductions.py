@@ -242,6 +242,8 @@ def _cogs_edge_transformer() -> ConfigDict:
   graph version of Ontanon et al. 2021)."""
   c = seq2seq_config.default_config()
   c.data.dataset = "cogs"
+  c.data.source_markers = "none"  # The ET encoder reads the bare sentence.
+  c.data.target_start = "bos"
   c.model = "edge_transformer"
   et = c.edge_transformer
   et.et.num_heads, et.et.head_dim, et.et.ffn_dim = 4, 16, 256  # width 64
@@ -458,6 +460,8 @@ def _for2lam(size: str, model: str) -> Callable[[], ConfigDict]:
     c = seq2seq_config.default_config()
     c.data.dataset, c.data.split = "for2lam", size
     c.data.num_train, c.data.num_test = 100_000, 10_000
+    c.data.source_markers = "none"  # Source trees carry tree positions.
+    c.data.target_start = "bos"
     c.model = "transformer"
     t = c.transformer
     t.d_model, t.num_heads = 256, 8

@@ -59,6 +59,7 @@ GOLDEN_DIR = REPO / "tests" / "fidelity" / "goldens"
 README_JSON = GOLDEN_DIR / "README.json"
 RT_URL = "https://github.com/CameronDiao/relational-transformer"
 ET_URL = "https://github.com/bergen/EdgeTransformer"
+CS_URL = "https://github.com/RobertCsordas/transformer_generalization"
 MAX_BYTES = 200_000
 
 FETCH_HELP = f"""\
@@ -431,6 +432,146 @@ def make_et(reference, commit):
 
 
 # ----------------------------------------------------------------------------
+# CS: Csordas et al.'s PyTorch seq2seq Transformer (python with torch).
+# ----------------------------------------------------------------------------
+
+CS_SHIM = ("their repository root on sys.path; their `models` and `layers` "
+           "packages imported unchanged")
+
+
+def _import_cs(reference):
+  root = pathlib.Path(reference).resolve()
+  if not (root / "models" / "transformer_enc_dec.py").exists():
+    raise SystemExit(f"{root / 'models' / 'transformer_enc_dec.py'} not found: "
+                     f"is --cs_reference a checkout of {CS_URL}?")
+  sys.path.insert(0, str(root))
+  import torch  # pylint: disable=g-import-not-at-top
+  from layers import transformer as layers  # pylint: disable=g-import-not-at-top
+  from models import encoder_decoder, transformer_enc_dec  # pylint: disable=g-import-not-at-top
+  return torch, layers, transformer_enc_dec, encoder_decoder
+
+
+def make_cs(reference, commit):
+  """Their TransformerEncDecModel as their `transformer_mixin` builds it for
+  the relative variants (no input positional encoding, Xavier embeddings),
+  driven as their TransformerEncDecInterface drives it: EOS appended to the
+  source (`add_eos`), the model prepends the encoder SOS and feeds the
+  decoder [SOS/EOS, y...]. Outputs: teacher-forced logits and greedy
+  tokens (eval mode)."""
+  torch, layers, enc_dec, encoder_decoder = _import_cs(reference)
+  torch.manual_seed(0)
+  torch.set_num_threads(1)
+  rng = np.random.default_rng(20261124)
+  b, d, heads, ff_mult, n_layers = 2, 16, 2, 2.0, 2
+  n_in, n_out = 6, 4        # words; their tables: n_in + 2 and n_out + 1 rows
+  dropout = 0.3             # eval() must switch it off
+  cases = {}
+  for name, variant, tied_embedding in (
+      ("cs_relative_universal", layers.UniversalRelativeTransformer, True),
+      ("cs_relative", layers.RelativeTransformer, False)):
+    model = enc_dec.TransformerEncDecModel(
+        n_in, n_out, d, ff_multiplier=ff_mult, transformer=variant,
+        tied_embedding=tied_embedding, nhead=heads,
+        num_encoder_layers=n_layers, num_decoder_layers=n_layers,
+        dropout=dropout, pos_embeddig=(lambda x, offset: x),
+        embedding_init="xavier")
+    model.eval()
+    params = {}
+    with torch.no_grad():
+      for pname, p in model.named_parameters():
+        value = _random_like(rng, pname, tuple(p.shape))
+        p.copy_(torch.from_numpy(value))
+        params[pname] = value
+    src_len = np.array([5, 3])
+    tgt_len = np.array([4, 2])
+    src = rng.integers(0, n_in, (b, src_len.max())).astype(np.int64)
+    tgt = rng.integers(0, n_out, (b, tgt_len.max())).astype(np.int64)
+    for row in range(b):
+      src[row, src_len[row]:] = 0
+      tgt[row, tgt_len[row]:] = 0
+    # As their interface: time-major add_eos, lengths + 1.
+    src_eos = encoder_decoder.add_eos(torch.from_numpy(src.T.copy()),
+                                      torch.from_numpy(src_len),
+                                      model.encoder_eos).T.contiguous()
+    tgt_eos = encoder_decoder.add_eos(torch.from_numpy(tgt.T.copy()),
+                                      torch.from_numpy(tgt_len),
+                                      model.decoder_sos_eos).T.contiguous()
+    with torch.no_grad():
+      forced = model(src_eos, torch.from_numpy(src_len + 1), tgt_eos,
+                     torch.from_numpy(tgt_len + 1), teacher_forcing=True)
+      greedy_len = int(tgt_len.max() + 3)
+      greedy = model(src_eos, torch.from_numpy(src_len + 1), tgt_eos,
+                     torch.from_numpy(tgt_len + 1), teacher_forcing=False,
+                     max_len=greedy_len)
+    meta = dict(
+        reference="cs", repository=CS_URL, commit=commit,
+        function=(f"models/transformer_enc_dec.py TransformerEncDecModel "
+                  f"({variant.__name__}, tied_embedding={tied_embedding}, "
+                  f"relative-variant args of tasks/transformer_mixin.py), "
+                  f"inputs as interfaces/transformer/encoder_decoder_"
+                  f"interface.py"),
+        sizes=dict(batch=b, width=d, heads=heads, ffn=int(ff_mult * d),
+                   num_layers=n_layers, universal=variant.__name__.startswith(
+                       "Universal"), tied_embedding=tied_embedding,
+                   src_rows=n_in + 2, tgt_rows=n_out + 1,
+                   encoder_eos=model.encoder_eos,
+                   encoder_sos=model.encoder_sos,
+                   decoder_sos_eos=model.decoder_sos_eos,
+                   greedy_len=greedy_len),
+        eval_mode=True, config_dropout=dropout, layer_norm_epsilon=1e-5,
+        shim=CS_SHIM)
+    _save(name, meta,
+          {"src_eos": src_eos.numpy().astype(np.int32),
+           "src_len": src_len.astype(np.int32),
+           "tgt_eos": tgt_eos.numpy().astype(np.int32),
+           "tgt_len": tgt_len.astype(np.int32)},
+          params,
+          {"logits": forced.data.numpy(),
+           "greedy_logits": greedy.data.numpy(),
+           "greedy_tokens": greedy.data.argmax(-1).numpy().astype(np.int32),
+           "greedy_len": greedy.length.numpy().astype(np.int32)})
+    cases[name] = {"function": meta["function"]}
+  _cs_init_stats(torch, layers, enc_dec, commit)
+  _update_readme("cs", CS_URL, commit, cases, CS_SHIM)
+
+
+def _cs_init_stats(torch, layers, enc_dec, commit):
+  """Their initialisation at the SCAN length-cutoff size (trafo_scan profile:
+  d 128, 8 heads, FFN 256, relative Universal, tied embedding; SCAN's 13
+  input and 6 output words): per parameter its shape and the mean, standard
+  deviation and max |value| over 5 seeds of their `reset_parameters`, into
+  goldens/cs_init_scan.json."""
+  stats = {}
+  for seed in range(5):
+    torch.manual_seed(seed)
+    model = enc_dec.TransformerEncDecModel(
+        13, 6, 128, ff_multiplier=2.0,
+        transformer=layers.UniversalRelativeTransformer, tied_embedding=True,
+        nhead=8, num_encoder_layers=3, num_decoder_layers=3, dropout=0.5,
+        pos_embeddig=(lambda x, offset: x), embedding_init="xavier")
+    for pname, p in model.named_parameters():
+      v = p.detach().double()
+      entry = stats.setdefault(pname, {"shape": list(p.shape), "mean": [],
+                                       "std": [], "absmax": []})
+      entry["mean"].append(float(v.mean()))
+      entry["std"].append(float(v.std(unbiased=False)))
+      entry["absmax"].append(float(v.abs().max()))
+  out = {"about": ("Initial parameters of their TransformerEncDecModel "
+                   "(UniversalRelativeTransformer, the relative-variant args of "
+                   "tasks/transformer_mixin.py) at the SCAN trafo_scan size, "
+                   "5 seeds; written by scripts/make_peer_goldens.py "
+                   "--cs_reference"),
+         "repository": CS_URL, "commit": commit,
+         "sizes": {"src_words": 13, "tgt_words": 6, "width": 128, "heads": 8,
+                   "ffn": 256, "layers": 3, "universal": True,
+                   "tied_embedding": True},
+         "parameters": stats}
+  path = GOLDEN_DIR / "cs_init_scan.json"
+  path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+  print(f"wrote {path.relative_to(REPO)}")
+
+
+# ----------------------------------------------------------------------------
 # --record: ours vs theirs (main python), into README.json.
 # ----------------------------------------------------------------------------
 
@@ -461,17 +602,21 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rt_reference", help=f"checkout of {RT_URL}")
   parser.add_argument("--et_reference", help=f"checkout of {ET_URL}")
+  parser.add_argument("--cs_reference", help=f"checkout of {CS_URL}")
   parser.add_argument("--commit", help="commit of the checkout, if not a git work tree")
   parser.add_argument("--record", action="store_true",
                       help="measure ours vs each golden; write README.json")
   args = parser.parse_args()
-  if not (args.rt_reference or args.et_reference or args.record):
+  if not (args.rt_reference or args.et_reference or args.cs_reference or
+          args.record):
     print(FETCH_HELP, file=sys.stderr)
     return 2
   if args.rt_reference:
     make_rt(args.rt_reference, _commit_of(args.rt_reference, args.commit))
   if args.et_reference:
     make_et(args.et_reference, _commit_of(args.et_reference, args.commit))
+  if args.cs_reference:
+    make_cs(args.cs_reference, _commit_of(args.cs_reference, args.commit))
   if args.record:
     record()
   return 0

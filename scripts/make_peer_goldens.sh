@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Regenerates tests/fidelity/goldens/ from the RT and ET authors' own code and
+# Regenerates tests/fidelity/goldens/ from the RT, ET and Csordas et al.'s own code and
 # records ours-vs-theirs max abs differences in tests/fidelity/goldens/README.json.
-# Needs checkouts of both repositories and a CPU torch; CI only reads the goldens.
-#   RT_REF=/tmp/peers/rt ET_REF=/tmp/peers/et TORCH_PYTHON=/tmp/torchvenv/bin/python \
+# Needs checkouts of the three repositories and a CPU torch (their seq2seq code
+# also needs the packages of their requirements.txt that it imports); CI only
+# reads the goldens.
+#   RT_REF=/tmp/peers/rt ET_REF=/tmp/peers/et CS_REF=/tmp/cs TORCH_PYTHON=/tmp/torchvenv/bin/python \
 #     bash scripts/make_peer_goldens.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PEERS=${PEERS:-/tmp/peers}
 RT_REF=${RT_REF:-$PEERS/rt}
 ET_REF=${ET_REF:-$PEERS/et}
+CS_REF=${CS_REF:-$PEERS/cs}
 TORCH_PYTHON=${TORCH_PYTHON:-/tmp/torchvenv/bin/python}
 PYTHON=${PYTHON:-python3}
 
-for ref in "$RT_REF:CameronDiao/relational-transformer" "$ET_REF:bergen/EdgeTransformer"; do
+for ref in "$RT_REF:CameronDiao/relational-transformer" "$ET_REF:bergen/EdgeTransformer" "$CS_REF:RobertCsordas/transformer_generalization"; do
   if [ ! -d "${ref%%:*}" ]; then
     echo "Reference checkout ${ref%%:*} is missing: check out github.com/${ref#*:} there (a snapshot, never vendored into this repo)." >&2
     exit 2
@@ -22,7 +25,8 @@ if [ ! -x "$TORCH_PYTHON" ]; then
   "$PYTHON" -m venv "$(dirname "$(dirname "$TORCH_PYTHON")")"
   "$TORCH_PYTHON" -m pip install torch==2.13.0 numpy
 fi
-# Pass RT_COMMIT / ET_COMMIT when the checkouts are not git work trees.
+# Pass RT_COMMIT / ET_COMMIT / CS_COMMIT when the checkouts are not git work trees.
 JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --rt_reference="$RT_REF" ${RT_COMMIT:+--commit=$RT_COMMIT}
 "$TORCH_PYTHON" scripts/make_peer_goldens.py --et_reference="$ET_REF" ${ET_COMMIT:+--commit=$ET_COMMIT}
+"$TORCH_PYTHON" scripts/make_peer_goldens.py --cs_reference="$CS_REF" ${CS_COMMIT:+--commit=$CS_COMMIT}
 JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --record

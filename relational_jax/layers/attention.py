@@ -21,7 +21,9 @@ Attention layers here share one contract:
     Transformer that applies one layer L times simply keeps L caches.
 """
 
+import functools
 import math
+from typing import Callable
 
 import flax.linen as nn
 import jax
@@ -94,15 +96,19 @@ class MultiHeadAttention(nn.Module):
   num_heads: int
   dropout_rate: float = 0.0
   causal: bool = False
+  out_bias: bool = True  # Bias of the output map W_O ([C21]'s code: none).
+  kernel_init: Callable = nn.linear.default_kernel_init  # Every map's kernel.
 
   def setup(self):
     self.head_dim = shapes.check_divides(self.d_model, self.num_heads,
                                          "d_model")
     hk = (self.num_heads, self.head_dim)
-    self.query = nn.DenseGeneral(hk, use_bias=False, name="query")
-    self.key = nn.DenseGeneral(hk, use_bias=False, name="key")
-    self.value = nn.DenseGeneral(hk, use_bias=False, name="value")
-    self.out = nn.DenseGeneral(self.d_model, axis=(-2, -1), name="out")
+    dense = functools.partial(nn.DenseGeneral, kernel_init=self.kernel_init)
+    self.query = dense(hk, use_bias=False, name="query")
+    self.key = dense(hk, use_bias=False, name="key")
+    self.value = dense(hk, use_bias=False, name="value")
+    self.out = dense(self.d_model, axis=(-2, -1), use_bias=self.out_bias,
+                     name="out")
     self.dropout = nn.Dropout(self.dropout_rate)
 
   def _attend(self, q_BxTxHxK, k_BxSxHxK, v_BxSxHxK, mask_Bx1xTxS,
@@ -166,18 +172,22 @@ class RelativeMultiHeadAttention(nn.Module):
   num_heads: int
   dropout_rate: float = 0.0
   causal: bool = False
+  out_bias: bool = True  # Bias of the output map W_O ([C21]'s code: none).
+  kernel_init: Callable = nn.linear.default_kernel_init  # Every map's kernel.
 
   def setup(self):
     self.head_dim = shapes.check_divides(self.d_model, self.num_heads,
                                          "d_model")
     hk = (self.num_heads, self.head_dim)
-    self.query = nn.DenseGeneral(hk, use_bias=False, name="query")
-    self.key = nn.DenseGeneral(hk, use_bias=False, name="key")
-    self.value = nn.DenseGeneral(hk, use_bias=False, name="value")
-    self.pos_proj = nn.DenseGeneral(hk, use_bias=False, name="pos_proj")
+    dense = functools.partial(nn.DenseGeneral, kernel_init=self.kernel_init)
+    self.query = dense(hk, use_bias=False, name="query")
+    self.key = dense(hk, use_bias=False, name="key")
+    self.value = dense(hk, use_bias=False, name="value")
+    self.pos_proj = dense(hk, use_bias=False, name="pos_proj")
     self.u_bias_HxK = self.param("u_bias", nn.initializers.zeros, hk)
     self.v_bias_HxK = self.param("v_bias", nn.initializers.zeros, hk)
-    self.out = nn.DenseGeneral(self.d_model, axis=(-2, -1), name="out")
+    self.out = dense(self.d_model, axis=(-2, -1), use_bias=self.out_bias,
+                     name="out")
     self.dropout = nn.Dropout(self.dropout_rate)
 
   def _attend(self, x_BxTxD, k_BxSxHxK, v_BxSxHxK, kv_mask_BxS, query_offset,

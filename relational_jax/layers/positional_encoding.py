@@ -10,6 +10,7 @@ Axis letters: see `relational_jax.layers.shapes`.
 """
 
 import math
+from typing import Callable, Optional
 
 import flax.linen as nn
 import jax.numpy as jnp
@@ -98,12 +99,14 @@ class TokenEmbedding(nn.Module):
   vocab_size: int
   d_model: int
   scaling: str = "ped"
+  # None: embedding_init(scaling, d_model). (Not `init`: Module.init.)
+  table_init: Optional[Callable] = None
 
   def setup(self):
     shapes.check_choice(self.scaling, SCALINGS, "scaling")
-    self.embedding_VxD = self.param(
-        "embedding", embedding_init(self.scaling, self.d_model),
-        (self.vocab_size, self.d_model))
+    init = self.table_init or embedding_init(self.scaling, self.d_model)
+    self.embedding_VxD = self.param("embedding", init,
+                                    (self.vocab_size, self.d_model))
 
   def __call__(self, tokens_BxN, pe_BxNxD=None):
     shapes.check_shape(tokens_BxN, ("B", "N"), "tokens")

@@ -63,6 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from relational_jax.layers import attention as attn_lib
+from relational_jax.layers import init as init_lib
 from relational_jax.layers import positional_encoding as pe_lib
 from relational_jax.layers import relation_aware as ra_lib
 from relational_jax.layers import shapes
@@ -86,6 +87,26 @@ class Seq2SeqConfig:
   ffn_dim is the feed-forward hidden width F; tied applies one encoder and
   one decoder layer num_*_layers times (Universal Transformer); ln_epsilon is
   the LayerNorm epsilon, 1e-5 as the authors' code (Flax's default is 1e-6).
+
+  Four fields follow Csordas et al.'s released code
+  (RobertCsordas/transformer_generalization, the [C21] models) by default;
+  each is an option because other codebases differ:
+    attention_out_bias  their attention output map has no bias
+                        (`multi_head_merge`, bias=False); applies to the plain
+                        and relative attention (relation-aware attention keeps
+                        its own map).
+    output_bias         their output layer has a bias, tied to the embedding
+                        or not (`TiedEmbedding.bias`, zeros at init).
+    embedding_dropout   dropout on the embedded inputs. Negative (default):
+                        theirs, 0.1 where an absolute encoding is added
+                        (their `PositionalEncoding` has a fixed p=0.1; tree
+                        positions count as absolute), none with relative
+                        positions (their relative variants add nothing). Not
+                        dropout_rate.
+    init                'csordas': their layers' initialisation ('flax':
+                        Flax's defaults); see `layers.init`.
+  tests/fidelity/test_peer_goldens.py checks that the defaults compute their
+  TransformerEncDecModel.
   """
   src_vocab_size: int
   tgt_vocab_size: int
@@ -113,6 +134,11 @@ class Seq2SeqConfig:
   tree_pos_width: int = 0          # d_pos; 0 = d_model; % (n*k) == 0.
   pre_norm: bool = False
   tie_embeddings: bool = False     # Decoder output = h E^T.
+  # Csordas et al.'s code (their defaults, see the class docstring):
+  attention_out_bias: bool = False  # Bias on attention's output map W_O.
+  output_bias: bool = True         # Bias on the output logits (tied too).
+  embedding_dropout: float = -1.0  # < 0: 0.1 with added positions, else 0.
+  init: str = "csordas"            # One of init.INITS (parameter init).
   pad_id: int = 0                  # Default src_mask is src != pad_id.
   encoder: str = "transformer"     # A name given to register_encoder.
   ln_epsilon: float = 1e-5
@@ -137,10 +163,14 @@ class Seq2SeqConfig:
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(
           f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+    if not self.embedding_dropout < 1.0:
+      raise ValueError(f"embedding_dropout must be < 1 (negative: the "
+                       f"authors' rule), got {self.embedding_dropout}.")
     if not self.ln_epsilon > 0.0:
       raise ValueError(f"ln_epsilon must be positive, got {self.ln_epsilon}.")
     shapes.check_choice(self.positions, POSITIONS, "positions")
     shapes.check_choice(self.scaling, pe_lib.SCALINGS, "scaling")
+    shapes.check_choice(self.init, init_lib.INITS, "init")
     shapes.check_choice(self.tree_order, tree_lib.ORDERS, "tree_order")
     shapes.check_choice(self.tree_alignment, tree_lib.ALIGNMENTS,
                         "tree_alignment")
@@ -172,6 +202,13 @@ class Seq2SeqConfig:
                        f"positions={self.positions!r}.")
 
   @property
+  def embedding_dropout_rate(self) -> float:
+    """The embedding dropout in effect (see the class docstring)."""
+    if self.embedding_dropout >= 0.0:
+      return self.embedding_dropout
+    return 0.0 if self.positions == "relative" else 0.1
+
+  @property
   def tree_position_dim(self) -> int:
     return self.tree_arity * self.tree_depth
 
@@ -186,17 +223,23 @@ class Seq2SeqConfig:
 
 
 class FeedForward(nn.Module):
+  """max(0, h W_1 + b_1) W_2 + b_2 ([V17] eq. 2), dropout after the ReLU."""
   d_model: int
   ffn_dim: int
   dropout_rate: float = 0.0
+  init_scheme: str = "flax"  # One of init.INITS (not `init`: Module.init).
 
   @nn.compact
   def __call__(self, h_BxNxD, deterministic: bool = True):
     shapes.check_shape(h_BxNxD, ("B", "N", self.d_model), "inputs")
-    u_BxNxF = jax.nn.relu(nn.Dense(self.ffn_dim, name="hidden")(h_BxNxD))
+    i = init_lib.feed_forward(self.init_scheme, self.d_model, self.ffn_dim)
+    u_BxNxF = jax.nn.relu(nn.Dense(
+        self.ffn_dim, kernel_init=i["hidden_kernel"],
+        bias_init=i["hidden_bias"], name="hidden")(h_BxNxD))
     u_BxNxF = nn.Dropout(self.dropout_rate)(u_BxNxF,
                                             deterministic=deterministic)
-    return nn.Dense(self.d_model, name="out")(u_BxNxF)
+    return nn.Dense(self.d_model, kernel_init=i["out_kernel"],
+                    bias_init=i["out_bias"], name="out")(u_BxNxF)
 
 
 class EncoderLayer(nn.Module):
@@ -210,11 +253,15 @@ class EncoderLayer(nn.Module):
           c.d_model, c.num_heads, c.num_relations, c.dropout_rate)
     elif c.positions == "relative":
       self.self_attn = attn_lib.RelativeMultiHeadAttention(
-          c.d_model, c.num_heads, c.dropout_rate, causal=False)
+          c.d_model, c.num_heads, c.dropout_rate, causal=False,
+          out_bias=c.attention_out_bias,
+          kernel_init=init_lib.attention_kernel(c.init, relative=True))
     else:
       self.self_attn = attn_lib.MultiHeadAttention(
-          c.d_model, c.num_heads, c.dropout_rate, causal=False)
-    self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate)
+          c.d_model, c.num_heads, c.dropout_rate, causal=False,
+          out_bias=c.attention_out_bias,
+          kernel_init=init_lib.attention_kernel(c.init, relative=False))
+    self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate, c.init)
     self.attn_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.ff_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.dropout = nn.Dropout(c.dropout_rate)
@@ -247,13 +294,19 @@ class DecoderLayer(nn.Module):
     c = self.config
     if c.positions == "relative":
       self.self_attn = attn_lib.RelativeMultiHeadAttention(
-          c.d_model, c.num_heads, c.dropout_rate, causal=True)
+          c.d_model, c.num_heads, c.dropout_rate, causal=True,
+          out_bias=c.attention_out_bias,
+          kernel_init=init_lib.attention_kernel(c.init, relative=True))
     else:
       self.self_attn = attn_lib.MultiHeadAttention(
-          c.d_model, c.num_heads, c.dropout_rate, causal=True)
+          c.d_model, c.num_heads, c.dropout_rate, causal=True,
+          out_bias=c.attention_out_bias,
+          kernel_init=init_lib.attention_kernel(c.init, relative=False))
     self.cross_attn = attn_lib.MultiHeadAttention(
-        c.d_model, c.num_heads, c.dropout_rate, causal=False)
-    self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate)
+        c.d_model, c.num_heads, c.dropout_rate, causal=False,
+        out_bias=c.attention_out_bias,
+        kernel_init=init_lib.attention_kernel(c.init, relative=False))
+    self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate, c.init)
     self.self_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.cross_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.ff_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
@@ -334,15 +387,16 @@ class TransformerEncoder(nn.Module):
 
   def setup(self):
     c = self.config
-    self.embed = pe_lib.TokenEmbedding(c.src_vocab_size, c.d_model,
-                                        c.scaling)
+    self.embed = pe_lib.TokenEmbedding(
+        c.src_vocab_size, c.d_model, c.scaling,
+        init_lib.embedding(c.init, c.scaling, c.positions, c.d_model))
     if c.tree_encoder:
       self.tree_pe = TreeEmbedding(c)
     num_modules = 1 if c.tied else c.num_encoder_layers
     self.layers = [EncoderLayer(c) for _ in range(num_modules)]
     if c.pre_norm:
       self.final_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
-    self.dropout = nn.Dropout(c.dropout_rate)
+    self.dropout = nn.Dropout(c.embedding_dropout_rate)
 
   def __call__(self, src_BxS, src_mask_BxS, src_relations_BxSxS=None,
                deterministic: bool = True, src_tree_pos_BxSxP=None):
@@ -398,8 +452,9 @@ class TransformerDecoder(nn.Module):
 
   def setup(self):
     c = self.config
-    self.embed = pe_lib.TokenEmbedding(c.tgt_vocab_size, c.d_model,
-                                        c.scaling)
+    self.embed = pe_lib.TokenEmbedding(
+        c.tgt_vocab_size, c.d_model, c.scaling,
+        init_lib.embedding(c.init, c.scaling, c.positions, c.d_model))
     if c.positions == "tree":
       self.tree_pe = TreeEmbedding(c)
     num_modules = 1 if c.tied else c.num_decoder_layers
@@ -407,8 +462,14 @@ class TransformerDecoder(nn.Module):
     if c.pre_norm:
       self.final_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     if not c.tie_embeddings:
-      self.out = nn.Dense(c.tgt_vocab_size, name="out")
-    self.dropout = nn.Dropout(c.dropout_rate)
+      i = init_lib.output_map(c.init, c.d_model)
+      self.out = nn.Dense(c.tgt_vocab_size, use_bias=c.output_bias,
+                          kernel_init=i["kernel"], bias_init=i["bias"],
+                          name="out")
+    elif c.output_bias:
+      self.out_bias_V = self.param("out_bias", nn.initializers.zeros,
+                                   (c.tgt_vocab_size,))
+    self.dropout = nn.Dropout(c.embedding_dropout_rate)
 
   def _embed(self, tokens_BxT, offset, tree_pos_BxTxP, deterministic):
     c = self.config
@@ -432,7 +493,8 @@ class TransformerDecoder(nn.Module):
     if c.pre_norm:
       h_BxTxD = self.final_norm(h_BxTxD)
     if c.tie_embeddings:
-      return self.embed.attend(h_BxTxD)
+      logits_BxTxV = self.embed.attend(h_BxTxD)
+      return logits_BxTxV + self.out_bias_V if c.output_bias else logits_BxTxV
     return self.out(h_BxTxD)
 
   def __call__(self, tgt_in_BxT, memory_BxMxD, memory_mask_BxM,

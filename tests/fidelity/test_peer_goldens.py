@@ -3,8 +3,11 @@
 Goal: our RT layer, stack and CLRS processor equal the RT authors' Haiku code
 (github.com/CameronDiao/relational-transformer), and our ET triangular
 attention, layer and stacks (layout='released_code') equal the ET authors'
-PyTorch code (github.com/bergen/EdgeTransformer), to TOLERANCE max abs
-difference in fp32. CI has neither torch nor the reference checkouts, so
+PyTorch code (github.com/bergen/EdgeTransformer), and our seq2seq
+Transformer with its default (authors') options equals Csordas et al.'s
+TransformerEncDecModel (github.com/RobertCsordas/transformer_generalization;
+relative and relative Universal, teacher forcing and greedy decoding), to
+TOLERANCE max abs difference in fp32. CI has neither torch nor the reference checkouts, so
 `scripts/make_peer_goldens.py` ran their functions once, on seeded random
 inputs and seeded random parameters, and stored inputs, their parameters
 (under their own names) and their outputs in goldens/*.npz; goldens/README.json
@@ -40,6 +43,8 @@ from relational_jax.models.edge_transformer import GraphEdgeEmbedding
 from relational_jax.models.edge_transformer import SequenceEdgeEmbedding
 from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
+from relational_jax.models.seq2seq import Seq2SeqConfig
+from relational_jax.models.seq2seq import Seq2SeqTransformer
 
 GOLDEN_DIR = pathlib.Path(__file__).resolve().parent / "goldens"
 TOLERANCE = 1e-5
@@ -51,7 +56,8 @@ ET_CASES = ("et_attention", "et_attention_value_ablation",
             "et_attention_attention_ablation", "et_layer",
             "et_stack_untied_sequence", "et_stack_tied_graph",
             "et_stack_untied_graph")
-CASES = RT_CASES + ET_CASES
+CS_CASES = ("cs_relative_universal", "cs_relative")
+CASES = RT_CASES + ET_CASES + CS_CASES
 
 
 def available_cases():
@@ -433,6 +439,127 @@ def _run_et_stack_graph(meta, inputs, params):
   return {"y": stack.apply({"params": ours}, x, node_mask, deterministic=True)}
 
 
+# ----------------------------------------------------------------------------
+# Csordas et al.'s TransformerEncDecModel (relative variants) -> our
+# Seq2SeqTransformer(positions='relative', scaling='none'), defaults
+# otherwise (attention_out_bias=False, output_bias=True).
+# input_embedding / output_embedding -> encoder / decoder embed table (same
+# ids: our vocabulary sizes are their row counts); output_map.bias ->
+# decoder out_bias (tied) or output_map -> decoder out (untied).
+# trafo.{encoder,decoder}.layer. (Universal) -> layers_0, .layers.{i}. ->
+# layers_{i}. Attention: data_to_q -> query; data_to_kv (rows per head h:
+# [h*2K, h*2K+K) keys, [h*2K+K, (h+1)*2K) values, their transform_data
+# layout) -> key / value; pos_to_pq -> pos_proj; global_content_bias /
+# global_pos_bias -> u_bias / v_bias; multi_head_merge -> out (no bias).
+# Encoder norm1 / norm2 -> attn_norm / ff_norm; decoder norm1 / norm2 / norm3
+# -> self_norm / cross_norm / ff_norm, multihead_attn -> cross_attn.
+# linear1 / linear2 -> ff hidden / out.
+# ----------------------------------------------------------------------------
+
+
+def _map_cs_attention(params, prefix, heads, relative):
+  q = params[f"{prefix}data_to_q.weight"]
+  d = q.shape[1]
+  k_dim = q.shape[0] // heads
+  kv_DxHx2xK = params[f"{prefix}data_to_kv.weight"].T.reshape(d, heads, 2,
+                                                              k_dim)
+  tree = {"query": {"kernel": q.T.reshape(d, heads, k_dim)},
+          "key": {"kernel": kv_DxHx2xK[:, :, 0]},
+          "value": {"kernel": kv_DxHx2xK[:, :, 1]},
+          "out": {"kernel": params[f"{prefix}multi_head_merge.weight"].T
+                            .reshape(heads, k_dim, d)}}
+  if relative:
+    tree["pos_proj"] = {"kernel": params[f"{prefix}pos_to_pq.weight"].T
+                                  .reshape(d, heads, k_dim)}
+    tree["u_bias"] = params[f"{prefix}global_content_bias"]
+    tree["v_bias"] = params[f"{prefix}global_pos_bias"]
+  return tree
+
+
+def _map_cs_ff(params, prefix):
+  return {"hidden": _torch_dense(params, f"{prefix}linear1"),
+          "out": _torch_dense(params, f"{prefix}linear2")}
+
+
+def _map_cs_model(params, sizes):
+  heads = sizes["heads"]
+  n = 1 if sizes["universal"] else sizes["num_layers"]
+
+  def prefix(side, i):
+    return (f"trafo.{side}.layer." if sizes["universal"]
+            else f"trafo.{side}.layers.{i}.")
+
+  encoder = {"embed": {"embedding": params["input_embedding.weight"]}}
+  decoder = {"embed": {"embedding": params["output_embedding.weight"]}}
+  for i in range(n):
+    e, d = prefix("encoder", i), prefix("decoder", i)
+    encoder[f"layers_{i}"] = {
+        "self_attn": _map_cs_attention(params, f"{e}self_attn.", heads, True),
+        "attn_norm": _torch_ln(params, f"{e}norm1"),
+        "ff": _map_cs_ff(params, e),
+        "ff_norm": _torch_ln(params, f"{e}norm2")}
+    decoder[f"layers_{i}"] = {
+        "self_attn": _map_cs_attention(params, f"{d}self_attn.", heads, True),
+        "self_norm": _torch_ln(params, f"{d}norm1"),
+        "cross_attn": _map_cs_attention(params, f"{d}multihead_attn.", heads,
+                                        False),
+        "cross_norm": _torch_ln(params, f"{d}norm2"),
+        "ff": _map_cs_ff(params, d),
+        "ff_norm": _torch_ln(params, f"{d}norm3")}
+  if sizes["tied_embedding"]:
+    decoder["out_bias"] = params["output_map.bias"]
+  else:
+    decoder["out"] = _torch_dense(params, "output_map")
+  return {"encoder": encoder, "decoder": decoder}
+
+
+def _run_cs_model(meta, inputs, params):
+  """Teacher forcing and greedy decoding (fed every step's argmax, for
+  greedy_len steps, as their run_greedy), from the inputs their interface
+  builds: [SOS] src [EOS] on the encoder, [SOS/EOS] y on the decoder."""
+  sizes = meta["sizes"]
+  config = Seq2SeqConfig(
+      src_vocab_size=sizes["src_rows"], tgt_vocab_size=sizes["tgt_rows"],
+      d_model=sizes["width"], num_heads=sizes["heads"], ffn_dim=sizes["ffn"],
+      num_encoder_layers=sizes["num_layers"],
+      num_decoder_layers=sizes["num_layers"], positions="relative",
+      scaling="none", tied=sizes["universal"],
+      tie_embeddings=sizes["tied_embedding"], dropout_rate=DROPOUT)
+  model = Seq2SeqTransformer(config)
+  src_eos = inputs["src_eos"]
+  num_b = src_eos.shape[0]
+  src = np.concatenate([np.full((num_b, 1), sizes["encoder_sos"]), src_eos],
+                       axis=1).astype(np.int32)
+  src_mask = np.arange(src.shape[1])[None] < (inputs["src_len"] + 2)[:, None]
+  sos = sizes["decoder_sos_eos"]
+  tgt_in = np.concatenate([np.full((num_b, 1), sos),
+                           inputs["tgt_eos"][:, :-1]], axis=1).astype(np.int32)
+  ours = _map_cs_model(params, sizes)
+  _check_tree(ours, model.init(jax.random.PRNGKey(0), src, src_mask,
+                               tgt_in)["params"], "Seq2SeqTransformer")
+  variables = {"params": ours}
+  logits = model.apply(variables, src, src_mask, tgt_in)
+  memory, memory_mask = model.apply(variables, src, src_mask,
+                                    method=Seq2SeqTransformer.encode)
+  cache = model.init_cache(num_b, sizes["greedy_len"])
+  last = np.full((num_b, 1), sos, np.int32)
+  steps = []
+  for _ in range(sizes["greedy_len"]):
+    step_logits, cache = model.apply(variables, memory, memory_mask, last,
+                                     cache,
+                                     method=Seq2SeqTransformer.decode_step)
+    steps.append(step_logits[:, 0])
+    last = np.asarray(jnp.argmax(step_logits, axis=-1), np.int32)
+  greedy_logits = jnp.stack(steps, axis=1)
+  tokens = np.asarray(jnp.argmax(greedy_logits, axis=-1), np.int32)
+  # Their out_len: steps before the first SOS/EOS (all steps if none).
+  ended = tokens == sos
+  lengths = np.where(ended.any(1), ended.argmax(1),
+                     tokens.shape[1]).astype(np.int32)
+  return {"logits": logits, "greedy_logits": greedy_logits,
+          "greedy_tokens": tokens, "greedy_len": lengths}
+
+
 RUNNERS = {
     "rt_layer": _run_rt_layer,
     "rt_layer_no_edge_update": _run_rt_layer,
@@ -446,6 +573,8 @@ RUNNERS = {
     "et_stack_untied_sequence": _run_et_stack_sequence,
     "et_stack_tied_graph": _run_et_stack_graph,
     "et_stack_untied_graph": _run_et_stack_graph,
+    "cs_relative_universal": _run_cs_model,
+    "cs_relative": _run_cs_model,
 }
 
 
@@ -458,7 +587,9 @@ def max_abs_diffs(case):
   diffs = {}
   for name, reference in theirs.items():
     value = np.asarray(ours[name])
-    assert value.dtype == np.float32, (case, name, value.dtype)
+    expected = (reference.dtype if np.issubdtype(reference.dtype, np.integer)
+                else np.float32)  # integer outputs: tokens, lengths
+    assert value.dtype == expected, (case, name, value.dtype)
     assert value.shape == reference.shape, (case, name, value.shape,
                                             reference.shape)
     if "padding" in inputs:  # compare each graph's real x real block
@@ -466,7 +597,8 @@ def max_abs_diffs(case):
       diffs[name] = max(float(np.max(np.abs(value[b, :m, :m] - reference[b, :m, :m])))
                         for b, m in enumerate(lengths))
     else:
-      diffs[name] = float(np.max(np.abs(value - reference)))
+      diffs[name] = float(np.max(np.abs(value.astype(np.float64) -
+                                        reference.astype(np.float64))))
   return diffs
 
 
@@ -475,7 +607,7 @@ def test_all_goldens_present():
   assert not missing, (
       f"goldens missing: {missing}; regenerate with scripts/make_peer_goldens.sh")
   readme = json.loads((GOLDEN_DIR / "README.json").read_text())
-  for side in ("rt", "et"):
+  for side in ("rt", "et", "cs"):
     assert len(readme["references"][side]["commit"]) == 40
 
 

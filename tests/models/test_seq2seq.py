@@ -92,10 +92,36 @@ def param_count(config):
      "tree_alignment 'previous'.*'output', 'next'"),
     (dict(positions="tree", tree_pos_width=12), "tree PE width .* 12"),
     (dict(tree_encoder=True), "tree_encoder=True needs positions='tree'"),
+    (dict(embedding_dropout=1.0), "embedding_dropout must be < 1"),
+    (dict(init="xavier"), "init 'xavier'.*'csordas', 'flax'"),
 ])
 def test_bad_config_raises(overrides, match):
   with pytest.raises(ValueError, match=match):
     tiny(**overrides)
+
+
+def test_authors_options_change_parameters_and_embedding_dropout():
+  """Csordas et al.'s defaults: no attention output bias, a bias on the
+  (tied) output, embedding dropout 0.1 with absolute positions and none
+  with relative ones (not dropout_rate); each can be switched."""
+  def leaves(config):
+    src = jnp.ones((1, 3), jnp.int32)
+    params = seq2seq.Seq2SeqTransformer(config).init(
+        jax.random.PRNGKey(0), src, None, src)["params"]
+    return {"/".join(str(k.key) for k in path)
+            for path, _ in jax.tree_util.tree_flatten_with_path(params)[0]}
+  default = leaves(tiny(tie_embeddings=True))
+  assert "decoder/out_bias" in default
+  assert not any(p.endswith("attn/out/bias") for p in default)
+  other = leaves(tiny(tie_embeddings=True, attention_out_bias=True,
+                      output_bias=False))
+  assert "decoder/out_bias" not in other
+  assert "encoder/layers_0/self_attn/out/bias" in other
+  assert "decoder/layers_0/cross_attn/out/bias" in other
+  assert tiny(dropout_rate=0.5).embedding_dropout_rate == 0.1
+  assert tiny(positions="relative",
+              dropout_rate=0.5).embedding_dropout_rate == 0.0
+  assert tiny(embedding_dropout=0.3).embedding_dropout_rate == 0.3
 
 
 def test_tied_has_one_layer_of_parameters():

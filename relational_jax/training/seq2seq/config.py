@@ -3,6 +3,7 @@
   config.data              what to train and evaluate on (`data.load_data`):
                            dataset, split, cutoff, data_dir, data_path,
                            scan_official_order, max_eval_examples,
+                           source_markers, target_start (data.encode_set),
                            num_train / num_test (generated sets: for2lam)
   config.model             'transformer' | 'edge_transformer': which of the
                            two model sections builds the model
@@ -59,6 +60,10 @@ MODEL_CONFIGS = {"transformer": Seq2SeqConfig,
                  "edge_transformer": ETSeq2SeqConfig}
 MODELS = tuple(MODEL_CONFIGS)
 SCHEDULES = ("constant", "cosine", "noam")
+# data.source_markers: what the encoder sees around the source tokens;
+# data.target_start: the decoder's first input (data.encode_set).
+SOURCE_MARKERS = ("none", "eos", "bos_eos")
+TARGET_STARTS = ("bos", "eos")
 SELECT_ON = ("auto", "last", "iid", "iid_val", "gen_val")
 # TSV layout (COGS names): file -> evaluation-set role.
 TSV_FILES = {"train.tsv": "train", "test.tsv": "iid", "gen.tsv": "gen",
@@ -89,6 +94,8 @@ def default_config() -> ConfigDict:
       data_dir=DEFAULT_DATA_DIR,    # SCAN tasks.txt, cogs/*.tsv.
       data_path="",                 # dataset='tsv': directory of TSV files.
       scan_official_order=True,
+      source_markers="bos_eos",     # BOS src EOS, as Csordas et al.'s code;
+      target_start="eos",           # their decoder starts from EOS (SOS=EOS).
       max_eval_examples=0,          # > 0: a fixed random subset per set.
       num_train=100_000,            # for2lam: generated training programs
       num_test=10_000))             # and test programs (Shiv & Quirk 5.1).
@@ -153,6 +160,15 @@ def validate(config: ConfigDict, *, data: bool = True,
   d, t = config.data, config.train
   if data:
     check_choice(d.dataset, DATASETS, "dataset")
+    check_choice(d.source_markers, SOURCE_MARKERS, "data.source_markers")
+    check_choice(d.target_start, TARGET_STARTS, "data.target_start")
+    if d.source_markers != "none" and (
+        model and config.model == "transformer" and
+        config.transformer.tree_encoder):
+      raise ValueError(
+          f"data.source_markers={d.source_markers!r} adds BOS/EOS to the "
+          f"source, which has no tree position: tree_encoder=True needs "
+          f"data.source_markers='none'.")
     split = resolved_split(d)
     if d.dataset == "scan":
       check_choice(split, scan_lib.SPLITS, "SCAN split")

@@ -48,7 +48,7 @@ import numpy as np
 from relational_jax.data import for2lam as for2lam_lib
 from relational_jax.data import scan as scan_lib
 from relational_jax.data import tsv as tsv_lib
-from relational_jax.data.vocab import EOS_ID, PAD_ID, Vocab
+from relational_jax.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from relational_jax.layers import shapes
 from relational_jax.layers import tree as tree_lib
 from relational_jax.training.seq2seq import config as config_lib
@@ -226,13 +226,15 @@ def target_arities(tgt_vocab: Vocab, side: str = "target") -> np.ndarray:
 @dataclasses.dataclass
 class EncodedSet:
   """Fixed-shape arrays of one set: src NxS, tgt_in/tgt_out NxT (tgt_out
-  ends with EOS, then PAD). With `tree_args` (positions='tree'), the tree
+  ends with EOS, then PAD; tgt_in starts with `start_id`, the token greedy
+  decoding starts from). With `tree_args` (positions='tree'), the tree
   positions of a batch are computed when asked for (`tree_extras`): stored
   for every example they would take N x T x 2k floats."""
   src: np.ndarray
   tgt_in: np.ndarray
   tgt_out: np.ndarray
   tree_args: Optional[Dict] = None
+  start_id: int = BOS_ID
 
   def __len__(self):
     return self.src.shape[0]
@@ -275,15 +277,38 @@ class EncodedSet:
     return out
 
 
+def num_source_markers(source_markers: str) -> int:
+  """Tokens `source_markers` adds to every source (see `encode_set`)."""
+  return {"none": 0, "eos": 1, "bos_eos": 2}[source_markers]
+
+
 def encode_set(pairs: Pairs, src_vocab: Vocab, tgt_vocab: Vocab, src_len: int,
-               tgt_len: int, tree_args: Optional[Dict] = None) -> EncodedSet:
+               tgt_len: int, tree_args: Optional[Dict] = None,
+               source_markers: str = "none",
+               target_start: str = "bos") -> EncodedSet:
   """Encodes pairs to src (len src_len) and tgt_in/tgt_out (len tgt_len).
+
+  source_markers: 'none' encodes the bare source; 'eos' appends EOS;
+  'bos_eos' also prepends BOS, as Csordas et al.'s code feeds its encoder
+  (their interface appends EOS, their TransformerEncDecModel prepends an
+  encoder SOS). src_len counts the markers.
+  target_start: the decoder's first input, 'bos' or 'eos' (Csordas et
+  al.'s code: one SOS/EOS token, so the start is the EOS token).
 
   tree_args (positions='tree'): {'arities': per target token, 'order',
   'k', 'alignment' (tree.ALIGNMENTS; default 'output'), optional
   'src_arities': per source token (tree_encoder)}; see
   `EncodedSet.tree_extras`."""
-  src, _ = src_vocab.encode_batch([s for s, _ in pairs], length=src_len)
+  shapes.check_choice(source_markers, config_lib.SOURCE_MARKERS,
+                      "source_markers")
+  shapes.check_choice(target_start, config_lib.TARGET_STARTS, "target_start")
+  if source_markers != "none" and (tree_args or {}).get("src_arities") \
+      is not None:
+    raise ValueError(f"source_markers={source_markers!r} has no tree "
+                     f"position: a tree encoder needs source_markers='none'.")
+  src, _ = src_vocab.encode_batch([s for s, _ in pairs], length=src_len,
+                                  add_bos=source_markers == "bos_eos",
+                                  add_eos=source_markers != "none")
   full, _ = tgt_vocab.encode_batch([t for _, t in pairs], add_bos=True,
                                    add_eos=True, length=tgt_len + 1)
   if tree_args is not None:
@@ -291,7 +316,10 @@ def encode_set(pairs: Pairs, src_vocab: Vocab, tgt_vocab: Vocab, src_len: int,
     tree_args.setdefault("alignment", "output")
     shapes.check_choice(tree_args["alignment"], tree_lib.ALIGNMENTS,
                                  "tree alignment")
-  return EncodedSet(src, full[:, :-1], full[:, 1:], tree_args)
+  start_id = BOS_ID if target_start == "bos" else EOS_ID
+  tgt_in = full[:, :-1].copy()
+  tgt_in[:, 0] = start_id
+  return EncodedSet(src, tgt_in, full[:, 1:], tree_args, start_id)
 
 
 class BatchStream:

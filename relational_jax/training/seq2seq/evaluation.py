@@ -32,7 +32,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from relational_jax.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+from relational_jax.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from relational_jax.training import mesh as mesh_lib
 from relational_jax.training.seq2seq.data import EncodedSet
 
@@ -55,7 +55,7 @@ def exact_match_rows(model, params, eval_set: EncodedSet, decode_len: int,
     src_tree = ({} if "src_tree_pos" not in tree else {
         "src_tree_pos_BxSxP": mesh_lib.shard_batch(tree["src_tree_pos"],
                                                    mesh)})
-    pred = model.greedy_decode(params, src, decode_len, BOS_ID, EOS_ID,
+    pred = model.greedy_decode(params, src, decode_len, s.start_id, EOS_ID,
                                src_mask_BxS=src != PAD_ID, **extras,
                                **src_tree)
     if jax.process_count() > 1:  # Gather the other processes' rows.

@@ -152,18 +152,22 @@ class Experiment:
       eval_pairs[k] = [v[i] for i in idx]
       if k in self.data.categories:  # The categories of the chosen rows.
         self.eval_categories[k] = [self.data.categories[k][i] for i in idx]
-    src_len = lambda ps: max(len(s.split()) for s, _ in ps)
+    markers = c.data.source_markers
+    src_len = lambda ps: (max(len(s.split()) for s, _ in ps) +
+                          data_lib.num_source_markers(markers))
     tgt_len = lambda ps: max(len(t.split()) for _, t in ps) + 1  # + EOS.
     self.train_set = data_lib.encode_set(
         self.data.train, self.src_vocab, self.tgt_vocab,
-        src_len(self.data.train), tgt_len(self.data.train), tree_args)
+        src_len(self.data.train), tgt_len(self.data.train), tree_args,
+        markers, c.data.target_start)
     # One source length and one decoding length for every evaluation set:
     # a single compilation of the greedy decoder.
     eval_src_len = max(src_len(p) for p in eval_pairs.values())
     self.decode_len = max(tgt_len(p) for p in eval_pairs.values())
     self.eval_sets = {k: data_lib.encode_set(p, self.src_vocab,
                                              self.tgt_vocab, eval_src_len,
-                                             self.decode_len, tree_args)
+                                             self.decode_len, tree_args,
+                                             markers, c.data.target_start)
                       for k, p in eval_pairs.items()}
     self.user_model = model is not None
     self.model_config, self.model = build_model(

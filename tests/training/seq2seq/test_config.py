@@ -15,7 +15,9 @@ def test_default_config_layout_and_models():
                               "results_path", "train", "transformer"]
   assert sorted(c.data.keys()) == sorted(
       ["dataset", "split", "cutoff", "data_dir", "data_path",
-       "scan_official_order", "max_eval_examples", "num_train", "num_test"])
+       "scan_official_order", "source_markers", "target_start",
+       "max_eval_examples",
+       "num_train", "num_test"])
   assert sorted(c.train.keys()) == sorted(
       ["learning_rate", "schedule", "warmup_steps", "steps", "clip",
        "batch_size", "eval_batch_size", "eval_every", "checkpoint_every",

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from relational_jax.data import scan as scan_lib
+from relational_jax.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from relational_jax.training import seq2seq
+from relational_jax.training.seq2seq import config as config_lib
 from tests.training.seq2seq.common import tiny
 
 
@@ -94,3 +96,46 @@ def test_batch_stream_is_resumable():
   np.testing.assert_array_equal(c.next_indices(), first[2])
   with pytest.raises(ValueError, match="batch size 11 is larger than the training set"):
     seq2seq.BatchStream(10, 11, seed=1)
+
+
+def test_source_markers_and_target_start():
+  """'bos_eos' / 'eos' wrap the source as Csordas et al.'s encoder sees it
+  (BOS w1 .. wn EOS); target_start='eos' starts the decoder from EOS (their
+  single SOS/EOS token), 'bos' from BOS; outputs are the same."""
+  pairs = [("a b", "X"), ("b", "Y X")]
+  src_vocab = Vocab.build(s for s, _ in pairs)
+  tgt_vocab = Vocab.build(t for _, t in pairs)
+  a, b = src_vocab.encode("a")[0], src_vocab.encode("b")[0]
+  x, y = tgt_vocab.encode("X")[0], tgt_vocab.encode("Y")[0]
+  both = seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 4, 3,
+                            source_markers="bos_eos", target_start="eos")
+  np.testing.assert_array_equal(both.src, [[BOS_ID, a, b, EOS_ID],
+                                           [BOS_ID, b, EOS_ID, PAD_ID]])
+  np.testing.assert_array_equal(both.tgt_in, [[EOS_ID, x, EOS_ID],
+                                              [EOS_ID, y, x]])
+  np.testing.assert_array_equal(both.tgt_out, [[x, EOS_ID, PAD_ID],
+                                               [y, x, EOS_ID]])
+  assert both.start_id == EOS_ID
+  plain = seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 3, 3,
+                             source_markers="eos")
+  np.testing.assert_array_equal(plain.src, [[a, b, EOS_ID],
+                                            [b, EOS_ID, PAD_ID]])
+  assert plain.start_id == BOS_ID and (plain.tgt_in[:, 0] == BOS_ID).all()
+  np.testing.assert_array_equal(plain.tgt_out, both.tgt_out)
+  with pytest.raises(ValueError, match="source_markers.*'bos_eos'"):
+    seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 4, 3,
+                       source_markers="sos")
+  with pytest.raises(ValueError, match="target_start.*'eos'"):
+    seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 4, 3, target_start="sos")
+
+
+def test_source_markers_need_a_sequence_encoder():
+  c = config_lib.default_config()
+  c.data.dataset, c.data.split = "for2lam", "short"
+  c.transformer.positions, c.transformer.tree_encoder = "tree", True
+  c.transformer.tree_pos_width = 2 * 32 * 2
+  with pytest.raises(ValueError, match="tree_encoder=True needs "
+                     "data.source_markers='none'"):
+    config_lib.validate(c)
+  c.data.source_markers = "none"
+  config_lib.validate(c)

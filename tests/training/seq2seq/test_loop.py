@@ -195,7 +195,8 @@ def test_per_category_accuracies_of_a_subset(tmp_path):
   table = (0, 0, 0, 3, 4, 5, 6, 7, 7)
   config = tiny({"train.steps": 1, "train.eval_every": 1,
                  "train.batch_size": 4, "train.eval_batch_size": 4,
-                 "data.max_eval_examples": 6})
+                 "data.max_eval_examples": 6,
+                 "data.source_markers": "none"})  # The table reads bare words.
   result = seq2seq.train_and_evaluate(
       config, str(tmp_path), data=data, optimizer=optax.sgd(0.0),
       model=lambda tgt_vocab_size, **_: TableModel(tgt_vocab_size, table),
@@ -353,7 +354,8 @@ def test_user_model_data_and_optimizer(tmp_path):
 
   config = tiny({"train.steps": 60, "train.eval_every": 30,
                  "train.batch_size": 16, "train.eval_batch_size": 16,
-                 "data.max_eval_examples": 0})
+                 "data.max_eval_examples": 0,
+                 "data.source_markers": "none"})  # Position-wise: bare words.
   run = dict(model=factory, data=data, optimizer=optax.adam(3e-2))
   result = seq2seq.train_and_evaluate(config, str(tmp_path / "full"), **run,
                                       **QUIET)

@@ -1,0 +1,110 @@
+"""Parameter initialisers of the seq2seq Transformer: Flax's or the authors'.
+
+`INITS` names the schemes a `Seq2SeqConfig.init` may take:
+
+  'csordas'  Csordas et al.'s released code ([C21],
+             RobertCsordas/transformer_generalization), i.e. PyTorch's
+             `reset_parameters` of their layers:
+               attention maps (q, k, v, output)  Xavier uniform over the
+                 flattened D x (H*K) map, except in relative self-attention:
+                 their `FixedRelativeMultiheadAttention` never calls its
+                 `reset_parameters`, so its q, k, v, position and output
+                 maps keep PyTorch's Linear default U(-1/sqrt(fan_in),
+                 1/sqrt(fan_in)) (tests/fidelity/goldens/cs_init_scan.json
+                 records their initial statistics);
+               feed-forward  Xavier uniform, gain sqrt(2) (ReLU) on the
+                 first map, gain 1 on the second; biases PyTorch's Linear
+                 default U(-1/sqrt(fan_in), 1/sqrt(fan_in));
+               untied output map  Xavier uniform, bias as PyTorch's Linear;
+               embeddings  by the variant (their `transformer_mixin.py`):
+                 relative positions Xavier uniform; absolute positions by
+                 the scaling: TEU ('opennmt') Xavier uniform, PED
+                 ('scaledinit') Kaiming normal N(0, 2/D), none PyTorch's
+                 N(0, 1).
+  'flax'     Flax's defaults: LeCun-normal kernels, zero biases; embeddings
+             by `positional_encoding.embedding_init` ([C21] appendix D as
+             the paper prints it).
+
+Xavier on a Flax `DenseGeneral` kernel is over the flattened 2-D map (Flax
+initialises DenseGeneral kernels in their flattened shape), which is the
+fan of their `torch.nn.Linear`.
+"""
+
+import math
+from typing import Callable, Dict
+
+import flax.linen as nn
+import jax
+
+from relational_jax.layers import positional_encoding as pe_lib
+from relational_jax.layers import shapes
+
+INITS = ("csordas", "flax")
+Initializer = Callable
+
+
+def xavier_uniform(gain: float = 1.0) -> Initializer:
+  """U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)) (PyTorch's
+  `xavier_uniform_`)."""
+  return nn.initializers.variance_scaling(gain ** 2, "fan_avg", "uniform")
+
+
+def torch_linear_bias(fan_in: int) -> Initializer:
+  """PyTorch's `Linear` bias default: U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+  bound = 1.0 / math.sqrt(fan_in)
+
+  def init(key, shape, dtype=jax.numpy.float32):
+    return jax.random.uniform(key, shape, dtype, -bound, bound)
+  return init
+
+
+def torch_linear_kernel() -> Initializer:
+  """PyTorch's `Linear` weight default, kaiming_uniform(a=sqrt(5)):
+  U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+  return nn.initializers.variance_scaling(1.0 / 3.0, "fan_in", "uniform")
+
+
+def attention_kernel(init: str, relative: bool) -> Initializer:
+  """Kernel initialiser of the attention maps W_q, W_k, W_v, (W_R,) W_O of
+  a relative (`relative=True`) or a plain multi-head attention."""
+  shapes.check_choice(init, INITS, "init")
+  if init == "flax":
+    return nn.linear.default_kernel_init
+  return torch_linear_kernel() if relative else xavier_uniform()
+
+
+def feed_forward(init: str, d_model: int, ffn_dim: int) -> Dict[str, Initializer]:
+  """{hidden,out}_{kernel,bias} initialisers of the D -> F -> D block."""
+  shapes.check_choice(init, INITS, "init")
+  if init == "flax":
+    return {"hidden_kernel": nn.linear.default_kernel_init,
+            "hidden_bias": nn.initializers.zeros,
+            "out_kernel": nn.linear.default_kernel_init,
+            "out_bias": nn.initializers.zeros}
+  return {"hidden_kernel": xavier_uniform(math.sqrt(2.0)),
+          "hidden_bias": torch_linear_bias(d_model),
+          "out_kernel": xavier_uniform(),
+          "out_bias": torch_linear_bias(ffn_dim)}
+
+
+def output_map(init: str, d_model: int) -> Dict[str, Initializer]:
+  """kernel / bias initialisers of the untied D -> V output layer."""
+  shapes.check_choice(init, INITS, "init")
+  if init == "flax":
+    return {"kernel": nn.linear.default_kernel_init,
+            "bias": nn.initializers.zeros}
+  return {"kernel": xavier_uniform(), "bias": torch_linear_bias(d_model)}
+
+
+def embedding(init: str, scaling: str, positions: str,
+              d_model: int) -> Initializer:
+  """Initialiser of a VxD token-embedding table (module docstring)."""
+  shapes.check_choice(init, INITS, "init")
+  shapes.check_choice(scaling, pe_lib.SCALINGS, "scaling")
+  if init == "flax":
+    return pe_lib.embedding_init(scaling, d_model)
+  if positions == "relative" or scaling == "teu":
+    return xavier_uniform()
+  if scaling == "ped":
+    return nn.initializers.normal(stddev=math.sqrt(2.0 / d_model))
+  return nn.initializers.normal(stddev=1.0)
