@@ -38,6 +38,12 @@ def test_scan_settings_translate_field_by_field(tmp_path):
   assert tr.warmup_steps == hp["lr_warmup"]
   assert (tr.steps, tr.eval_every, tr.seed) == (budget.steps,
                                                 budget.eval_every, 2)
+  # Their code's behaviour, found by the fidelity goldens (scan.RESOLVED).
+  assert (d.source_markers, d.target_start) == ("bos_eos", "eos")
+  assert (t.attention_out_bias, t.output_bias, t.init) == (False, True,
+                                                           "csordas")
+  assert t.embedding_dropout < 0
+  assert seq2seq_config.model_config(c).embedding_dropout_rate == 0.0
   # Everything that shapes training equals the reproduction's paper config.
   paper = config_lib.to_dict(reproductions.get(scan.REPRODUCTION).config())
   diff = config_lib.diff(paper, config_lib.to_dict(c))
@@ -80,13 +86,16 @@ def test_scan_budgets_have_three_seeds_and_curve_points():
   assert cpu.eval_every == scan.BUDGETS["paper"].eval_every == 500
 
 
-def test_scan_reference_curve_log_is_parsed(tmp_path):
-  log = tmp_path / "theirs.log"
+def test_scan_reference_curve_is_parsed(tmp_path):
+  curve = tmp_path / "curve.jsonl"
   entry_ = {"step": 200, "loss": 0.3, "accuracy": {"iid": 0.5, "gen": 0.0},
             "sizes": {"train": 16458, "iid": 1828, "gen": 2624}}
-  log.write_text("noise\nCURVE " + json.dumps(entry_) + "\n")
-  assert scan._read_curve(str(log)) == [
+  curve.write_text(json.dumps(entry_) + "\n")
+  assert scan._read_curve(str(curve)) == [
       {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}]
+  assert scan.finished_theirs(scan.Budget(200, 100, 1), str(tmp_path)) == [
+      {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}]
+  assert scan.finished_theirs(scan.Budget(400, 100, 1), str(tmp_path)) is None
 
 
 def test_each_comparison_gets_the_data_paths_it_names(tmp_path):

@@ -29,12 +29,21 @@ Four things are replaced by this wrapper, none of them inside the step:
   excludes data loading; `--mode=train` uses their own loader.
 
 Modes:
-  train  trains `--steps` steps and prints, every `--eval_every` steps and
-         at the last, one line `CURVE {"step", "loss", "train_seconds",
-         "accuracy": {"iid": ..., "gen": ...}, "sizes"}` (their 'iid' and
-         'val' sets; 'val' is the generalisation set of the length split;
-         sizes are the full sets' even when `--max_eval_examples` scores
-         only their first examples).
+  train  trains `--steps` steps and writes, every `--eval_every` steps and
+         at the last, one line `{"step", "loss", "train_seconds",
+         "accuracy": {"iid": ..., "gen": ...}, "sizes"}` to
+         `<out_dir>/curve.jsonl` (and prints it after `CURVE `) (their 'iid'
+         and 'val' sets; 'val' is the generalisation set of the length
+         split; sizes are the full sets' even when `--max_eval_examples`
+         scores only their first examples). At the same moment it
+         checkpoints `<out_dir>/checkpoint.pt`: model, Adam state, their
+         step counter (`helper.state.iter`, which drives their learning-rate
+         schedule) and torch's RNG state (dropout). A killed run resumes
+         exactly: their loader is rebuilt and advanced by the steps done
+         (their `InfiniteSampler` draws from its own seeded RandomState, so
+         the same batches come next), then the RNG state is restored.
+         `--stop_at=S` stops after the checkpoint of step S (a resume
+         test).
   bench  builds the model, then answers commands on stdin: `run N` (N timed
          steps; replies `TIMES [seconds per step]`), `quit`. Prints
          `READY {...}` (shapes, threads, parameters) first.
@@ -64,6 +73,10 @@ def _args():
   p.add_argument("--max_eval_examples", type=int, default=0,
                  help="train: > 0 scores only the first N examples of each "
                       "evaluation set (smoke runs).")
+  p.add_argument("--out_dir", default="",
+                 help="train: curve.jsonl and checkpoint.pt go here.")
+  p.add_argument("--stop_at", type=int, default=0,
+                 help="train: stop after the checkpoint of this step.")
   p.add_argument("--batches", default="",
                  help="bench: JSON file, a list of batches, each a list of "
                       "[source, target] strings of the training set.")
@@ -174,7 +187,11 @@ def bench(a):
 
 
 def train(a):
-  _, task = build_task(a)
+  import torch  # pylint: disable=import-outside-toplevel
+  if not a.out_dir:
+    sys.exit("--mode=train needs --out_dir (curve.jsonl, checkpoint.pt).")
+  out_dir = os.path.abspath(a.out_dir)  # build_task changes directory.
+  helper, task = build_task(a)
   sizes = {"train": len(task.train_set), "iid": len(task.valid_sets.iid),
            "gen": len(task.valid_sets.val)}
   if a.max_eval_examples > 0:
@@ -182,20 +199,51 @@ def train(a):
       vset = task.valid_sets[name]
       vset.my_indices = vset.my_indices[:a.max_eval_examples]
       task.replace_valid_set(name, vset)
+  os.makedirs(out_dir, exist_ok=True)
+  ckpt_path = os.path.join(out_dir, "checkpoint.pt")
+  curve_path = os.path.join(out_dir, "curve.jsonl")
   task.data_iter = iter(task.train_loader)
+  step = 0
+  if os.path.isfile(ckpt_path):
+    ckpt = torch.load(ckpt_path, weights_only=False)
+    task.model.load_state_dict(ckpt["model"])
+    task.optimizer.load_state_dict(ckpt["optimizer"])
+    step = helper.state.iter = ckpt["step"]
+    for _ in range(step):  # The batches already trained on.
+      next(task.data_iter)
+    torch.set_rng_state(ckpt["torch_rng"])
+    with open(curve_path) as f:  # Drop points written after the checkpoint.
+      kept = [l for l in f if json.loads(l)["step"] <= step]
+    with open(curve_path, "w") as f:
+      f.writelines(kept)
+    print(f"resumed at step {step}", flush=True)
+  elif os.path.exists(curve_path):
+    os.remove(curve_path)
   task.model.train()
   start = time.time()
-  for step in range(1, a.steps + 1):
+  while step < a.steps:
     res, _ = task.train_step()
+    step += 1
+    print(f"LOSS {step} {float(res.loss):.6f}", flush=True)
     if step % a.eval_every == 0 or step == a.steps:
       seconds = time.time() - start
       accuracy = {}
       for ours, theirs in (("iid", "iid"), ("gen", "val")):
         test, _ = task.validate_on_name(theirs)
         accuracy[ours] = float(test.accuracy)
-      print("CURVE " + json.dumps({
-          "step": step, "loss": float(res.loss), "train_seconds": seconds,
-          "accuracy": accuracy, "sizes": sizes}), flush=True)
+      task.model.train()
+      point = {"step": step, "loss": float(res.loss),
+               "train_seconds": seconds, "accuracy": accuracy,
+               "sizes": sizes}
+      torch.save({"model": task.model.state_dict(),
+                  "optimizer": task.optimizer.state_dict(), "step": step,
+                  "torch_rng": torch.get_rng_state()}, ckpt_path + ".tmp")
+      os.replace(ckpt_path + ".tmp", ckpt_path)
+      with open(curve_path, "a") as f:
+        f.write(json.dumps(point) + "\n")
+      print("CURVE " + json.dumps(point), flush=True)
+      if step == a.stop_at:
+        return
       start = time.time()
 
 
