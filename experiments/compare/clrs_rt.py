@@ -448,12 +448,19 @@ def metric_names() -> Sequence[str]:
 
 
 DIFFERENCES = [
-    "decoder inputs: their nets.py decodes from [edge_fts, previous edge "
-    "hidden, new edge hidden] (edges; pointers from edges read these) and "
-    "[graph_fts, previous graph hidden, new graph hidden] (graph), ours "
-    "(processors/nets.py CarryNet) from [edge_fts, new edge hidden] and "
-    "graph_fts: different decoder weight shapes, a different function "
-    "(not changed here: processors/ is outside this comparison's files)",
+    "pointer decoders (ptr_from_edges): theirs w . [edge_fts, previous "
+    "edge hidden, new edge hidden] + b (their nets.py passes the "
+    "concatenation of all three to the decoders: 576 weights), ours "
+    "(processors/nets.py EdgePointerDecoder) w . [edge_fts, new edge "
+    "hidden] (384 weights); the bias does not change the softmax. This is "
+    "the only parameter difference for these tasks "
+    "(results/compare_clrs_rt_params.json: processor parameters 1,098,408 "
+    "on both sides; totals theirs 1,103,404 / ours 1,103,018 for "
+    "bellman_ford (pi, pi_h), 1,103,981 / 1,103,788 for binary_search "
+    "(pred_h)); their edge and graph decoders read the previous hiddens "
+    "too, but neither task has edge- or graph-located outputs or hints. "
+    "A different function, not changed here (processors/ is outside this "
+    "comparison's files)",
     "re-encoded hint predictions (teacher-forcing noise and evaluation): "
     "their postprocess passes scalar predictions with their gradient, "
     "ours ('hard', dm-clrs 2.0.3) stops the gradient of scalars; pointers, "
