@@ -4,10 +4,12 @@ r"""Run one comparison: `python -m experiments.compare NAME --reference=DIR`.
       --reference_python=/tmp/torchvenv/bin/python --budget=cpu
   python -m experiments.compare scan_relative_universal --reference=/tmp/cs \
       --reference_python=/tmp/torchvenv/bin/python --budget=cpu
+  python -m experiments.compare clrs_rt --reference=/tmp/peers/rt \
+      --reference_python=/tmp/rtvenv/bin/python --budget=cpu
 
 Our side runs in this process, the authors' side in `--reference_python`
 (a venv with their dependencies; for PyTorch code `pip install torch==2.13.0
-pytorch_lightning transformers`), in a thread beside ours, seed after seed.
+pytorch_lightning transformers`; for the RT fork see `clrs_rt.py`), in a thread beside ours, seed after seed.
 Every run is kept under `--workdir` (ours: orbax checkpoints, exact resume;
 theirs: the evaluation log, reused once finished), so the same command
 resumes. Writes `--output_dir/NAME.json` and `NAME.png`.
