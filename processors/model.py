@@ -26,17 +26,22 @@ class CarryModel(baselines.BaselineModel):
     ptr_from_edges: decode node pointers from edge vectors only.
     carry_state: carry our processors' edge and graph hiddens (False gives
       stock CLRS behaviour on the mesh).
+    decode_previous_hiddens: with carried state, edge and graph decoders
+      also read the previous step's hidden (the RT authors' nets.py; see
+      `processors.nets`).
     mesh: the device mesh (default: all local devices on axis 'data').
   """
 
   def __init__(self, *args, ptr_from_edges: bool = False,
-               carry_state: bool = True, mesh=None, **kwargs):
+               carry_state: bool = True, decode_previous_hiddens: bool = True,
+               mesh=None, **kwargs):
     if kwargs.get("debug", False):
       raise ValueError("CarryModel does not support debug=True.")
     if ptr_from_edges and not carry_state:
       raise ValueError("ptr_from_edges=True needs carry_state=True.")
     self.ptr_from_edges = ptr_from_edges
     self.carry_state = carry_state
+    self.decode_previous_hiddens = decode_previous_hiddens
     self.mesh = mesh if mesh is not None else mesh_lib.make_data_mesh()
     self._replicated = mesh_lib.replicated(self.mesh)
     super().__init__(*args, **kwargs)
@@ -54,7 +59,9 @@ class CarryModel(baselines.BaselineModel):
                       hint_teacher_forcing, hint_repred_mode, self.nb_dims,
                       self.nb_msg_passing_steps, self.debug,
                       ptr_from_edges=self.ptr_from_edges,
-                      carry_state=self.carry_state)(*args, **kwargs)
+                      carry_state=self.carry_state,
+                      decode_previous_hiddens=self.decode_previous_hiddens)(
+                          *args, **kwargs)
 
     self.net_fn = hk.transform(_use_net)
     # Sharded inputs make the gradient a global-batch mean: no pmean needed.

@@ -5,7 +5,15 @@ to the next; the processor's edge output reaches that step's decoders and is
 dropped. Following the RT paper (section 5.1, "framework extensions"), this
 subclass carries the processor's edge and graph hiddens too, and can decode
 node pointers from edge vectors alone (`ptr_from_edges`):
-logit_ij = w . e_t[i, j], softmax over j, with e_t = [edge_fts, edge_hidden].
+logit_ij = w . e_t[i, j] + b, softmax over j.
+
+Decoder inputs with carried state (`decode_previous_hiddens`, default as the
+RT authors' nets.py): e_t = [edge_fts, previous edge hidden, new edge hidden]
+and g_t = [graph_fts, previous graph hidden, new graph hidden] (zeros for the
+previous hiddens at the first step), as CLRS feeds node decoders
+[node_fts, previous node hidden, new node hidden]. With
+`decode_previous_hiddens=False`, e_t = [edge_fts, new edge hidden] and the
+graph decoders see graph_fts, as stock CLRS.
 
 The carried state lives in the scan state's `hiddens` field as a dict
 {'node', 'edge', 'graph'}; at the first step CLRS hands us its zero node
@@ -31,9 +39,11 @@ class CarryNet(nets.Net):
   """A CLRS `Net` whose processor state (nodes, edges, graph) persists."""
 
   def __init__(self, *args, ptr_from_edges: bool = False,
-               carry_state: bool = True, **kwargs):
+               carry_state: bool = True, decode_previous_hiddens: bool = True,
+               **kwargs):
     super().__init__(*args, **kwargs)
     self.carry_state = carry_state
+    self.decode_previous_hiddens = decode_previous_hiddens
     if self.debug:
       raise ValueError("CarryNet does not support debug=True (its hiddens are "
                        "a dict of node/edge/graph arrays).")
@@ -100,8 +110,20 @@ class CarryNet(nets.Net):
       nxt_lstm_state = None
 
     h_t = jnp.concatenate([node_fts, state["node"], node_h], axis=-1)
-    e_t = (edge_fts if nxt_edge is None
-           else jnp.concatenate([edge_fts, nxt_edge], axis=-1))
+    previous = carries and self.decode_previous_hiddens
+    if nxt_edge is None:
+      e_t = edge_fts
+    elif previous:
+      prev_edge = (state["edge"] if state.get("edge") is not None
+                   else jnp.zeros_like(nxt_edge))
+      e_t = jnp.concatenate([edge_fts, prev_edge, nxt_edge], axis=-1)
+    else:
+      e_t = jnp.concatenate([edge_fts, nxt_edge], axis=-1)
+    g_t = graph_fts
+    if previous and graph_h is not None:
+      prev_graph = (state["graph"] if state.get("graph") is not None
+                    else jnp.zeros_like(graph_h))
+      g_t = jnp.concatenate([graph_fts, prev_graph, graph_h], axis=-1)
 
     # DECODE: CLRS decoders, except node pointers when ptr_from_edges.
     edge_ptr_names = [name for name, dec in decs.items()
@@ -109,7 +131,7 @@ class CarryNet(nets.Net):
     stock_decs = {k: v for k, v in decs.items() if k not in edge_ptr_names}
     hint_preds, output_preds = decoders.decode_fts(
         decoders=stock_decs, spec=spec, h_t=h_t, adj_mat=adj_mat,
-        edge_fts=e_t, graph_fts=graph_fts,
+        edge_fts=e_t, graph_fts=g_t,
         inf_bias=self.processor.inf_bias,
         inf_bias_edge=self.processor.inf_bias_edge, repred=repred)
     for name in edge_ptr_names:
@@ -129,7 +151,10 @@ class CarryNet(nets.Net):
 
 
 class EdgePointerDecoder(hk.Module):
-  """Node-pointer logits from edge vectors only: logit[b, i, j] = w . e_t[b, i, j].
+  """Node-pointer logits from edge vectors only:
+  logit[b, i, j] = w . e_t[b, i, j] + c (the RT authors' decoders.py,
+  `ptr_from_edges`; c shifts every logit of a row alike, so the softmax
+  ignores it, but their Linear has it).
 
   Node i points to node j with probability softmax_j(logit[b, i, :]). For
   permutation pointers the logits go through the same log-Sinkhorn operator
@@ -141,9 +166,7 @@ class EdgePointerDecoder(hk.Module):
     self.typ = typ
 
   def __call__(self, e_t_BxNxNxF, repred: bool):
-    # No bias: a constant shift of the logits is invisible to the softmax.
-    logits_BxNxN = jnp.squeeze(
-        hk.Linear(1, with_bias=False, name="linear")(e_t_BxNxNxF), -1)
+    logits_BxNxN = jnp.squeeze(hk.Linear(1, name="linear")(e_t_BxNxNxF), -1)
     if self.typ == _Type.PERMUTATION_POINTER:
       logits_BxNxN = decoders.log_sinkhorn(
           x=logits_BxNxN, steps=10, temperature=0.1, zero_diagonal=True,

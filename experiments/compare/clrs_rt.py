@@ -447,20 +447,19 @@ def metric_names() -> Sequence[str]:
   return metric_names_of(BOTH)
 
 
+# Found by this comparison and resolved in our network (what, our setting).
+RESOLVED = [
+    ("decoder inputs with carried state: their nets.py feeds edge and graph "
+     "decoders [features, previous hidden, new hidden], so pointers from "
+     "edges are w . [edge_fts, previous edge hidden, new edge hidden] + b "
+     "(576 weights and a bias); ours read [edge_fts, new edge hidden] "
+     "without bias (results/compare_clrs_rt_params.json: totals theirs "
+     "1,103,404 / ours 1,103,018 on bellman_ford, 1,103,981 / 1,103,788 on "
+     "binary_search, processors equal)",
+     "model.decode_previous_hiddens=True (default) and a bias on "
+     "EdgePointerDecoder: our totals are now theirs"),
+]
 DIFFERENCES = [
-    "pointer decoders (ptr_from_edges): theirs w . [edge_fts, previous "
-    "edge hidden, new edge hidden] + b (their nets.py passes the "
-    "concatenation of all three to the decoders: 576 weights), ours "
-    "(processors/nets.py EdgePointerDecoder) w . [edge_fts, new edge "
-    "hidden] (384 weights); the bias does not change the softmax. This is "
-    "the only parameter difference for these tasks "
-    "(results/compare_clrs_rt_params.json: processor parameters 1,098,408 "
-    "on both sides; totals theirs 1,103,404 / ours 1,103,018 for "
-    "bellman_ford (pi, pi_h), 1,103,981 / 1,103,788 for binary_search "
-    "(pred_h)); their edge and graph decoders read the previous hiddens "
-    "too, but neither task has edge- or graph-located outputs or hints. "
-    "A different function, not changed here (processors/ is outside this "
-    "comparison's files)",
     "re-encoded hint predictions (teacher-forcing noise and evaluation): "
     "their postprocess passes scalar predictions with their gradient, "
     "ours ('hard', dm-clrs 2.0.3) stops the gradient of scalars; pointers, "
@@ -500,7 +499,9 @@ def describe(budget: Budget) -> Dict:
               "training samples and the full val/test sets); our usual "
               "pipeline (lengths 4..16, p in 0.1..0.9, random pos, pred_h "
               "as input) is not used here: both sides follow run.py"),
-          "differences": DIFFERENCES}
+          "differences": DIFFERENCES,
+          "resolved": [{"theirs": what, "ours": how}
+                       for what, how in RESOLVED]}
 
 
 if __name__ == "__main__":

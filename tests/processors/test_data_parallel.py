@@ -33,8 +33,15 @@ _SCRIPT = textwrap.dedent("""
     four, losses4 = run(jax.devices())
     assert four.num_devices == 4 and one.num_devices == 1
     np.testing.assert_allclose(losses4, losses1, rtol=1e-4)
-    for a, b in zip(jax.tree_util.tree_leaves(four.params), jax.tree_util.tree_leaves(one.params)):
-      np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    for module, leaves in one.params.items():
+      for name, b in leaves.items():
+        if "ptr_from_edges" in module and name == "b":
+          # The edge pointer decoder's bias shifts a whole row of logits:
+          # the softmax ignores it, its gradient is rounding noise, which
+          # Adam scales up to lr-sized steps; it differs by design.
+          continue
+        np.testing.assert_allclose(four.params[module][name], b, rtol=1e-4,
+                                   atol=1e-5, err_msg=module + "/" + name)
     sharding = jax.tree_util.tree_leaves(four._device_params)[0].sharding
     assert sharding.is_fully_replicated
     odd = clrs_data.TrainStream("bellman_ford", [5], batch_size=6, seed=0)

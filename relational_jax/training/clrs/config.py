@@ -51,7 +51,8 @@ def default_config() -> ConfigDict:
       learning_rate=2.5e-4, grad_clip_max_norm=1.0, dropout_prob=0.0,
       hint_teacher_forcing=0.0, hint_repred_mode="soft", use_lstm=False,
       nb_msg_passing_steps=1, encoder_init="xavier_on_scalars",
-      carry_state=True, ptr_from_edges=True))
+      carry_state=True, ptr_from_edges=True,
+      decode_previous_hiddens=True))  # As the RT authors' nets.py.
   c.processor = ConfigDict(dict(
       use_ln=True, nb_triplet_fts=8, nb_heads=12, graph_vec="cat",
       node_readout="diagonal"))
