@@ -51,6 +51,8 @@ import pickle
 import sys
 import time
 
+import curve_file  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
+
 
 def _args():
   p = argparse.ArgumentParser()
@@ -190,13 +192,10 @@ def train(a):
     model.params, model.opt_state = ckpt["params"], ckpt["opt_state"]
     rng_key, step = jax.numpy.asarray(ckpt["rng_key"]), ckpt["step"]
     train_sampler._rng.set_state(ckpt["sampler_rng"])  # pylint: disable=protected-access
-    with open(curve_path) as f:  # Drop points written after the checkpoint.
-      kept = [l for l in f if json.loads(l)["step"] <= step]
-    with open(curve_path, "w") as f:
-      f.writelines(kept)
+    curve_file.restart(curve_path, step)
     print(f"resumed at step {step}", flush=True)
-  elif os.path.exists(curve_path):
-    os.remove(curve_path)
+  else:
+    curve_file.restart(curve_path, None)
 
   def score(sampler, count, key):
     return float(run.collect_and_eval(sampler, model.predict, count, key,
@@ -221,8 +220,7 @@ def train(a):
              "test": score(test_sampler, test_size, jax.random.PRNGKey(3)),
              "val_samples": val_size, "test_samples": test_size,
              "eval_seconds": time.time() - started - train_seconds}
-    with open(curve_path, "a") as f:
-      f.write(json.dumps(point) + "\n")
+    curve_file.append(curve_path, point)
     state = {"params": jax.device_get(model.params),
              "opt_state": jax.device_get(model.opt_state),
              "rng_key": np.asarray(rng_key), "step": step,

@@ -37,10 +37,11 @@ step fixes the next batch).
 
 import argparse
 import csv
-import json
 import os
 import sys
 import time
+
+import curve_file  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
 
 
 def _args():
@@ -132,17 +133,13 @@ def main():
     scheduler.load_state_dict(ckpt["scheduler"])
     torch.set_rng_state(ckpt["torch_rng"])
     step = ckpt["step"]
-    with open(curve_path) as f:  # Drop points written after the checkpoint.
-      kept = [l for l in f if json.loads(l)["step"] <= step]
-    with open(curve_path, "w") as f:
-      f.writelines(kept)
+    curve_file.restart(curve_path, step)
     print(f"resumed at step {step}", flush=True)
-  elif os.path.exists(curve_path):
-    os.remove(curve_path)
+  else:
+    curve_file.restart(curve_path, None)
 
   def save(point):
-    with open(curve_path, "a") as f:
-      f.write(json.dumps(point) + "\n")
+    curve_file.append(curve_path, point)
     torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(), "step": step,
                 "torch_rng": torch.get_rng_state()}, ckpt_path + ".tmp")

@@ -55,6 +55,8 @@ import os
 import sys
 import time
 
+import curve_file  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
+
 
 def _args():
   p = argparse.ArgumentParser()
@@ -212,13 +214,10 @@ def train(a):
     for _ in range(step):  # The batches already trained on.
       next(task.data_iter)
     torch.set_rng_state(ckpt["torch_rng"])
-    with open(curve_path) as f:  # Drop points written after the checkpoint.
-      kept = [l for l in f if json.loads(l)["step"] <= step]
-    with open(curve_path, "w") as f:
-      f.writelines(kept)
+    curve_file.restart(curve_path, step)
     print(f"resumed at step {step}", flush=True)
-  elif os.path.exists(curve_path):
-    os.remove(curve_path)
+  else:
+    curve_file.restart(curve_path, None)
   task.model.train()
   start = time.time()
   while step < a.steps:
@@ -239,8 +238,7 @@ def train(a):
                   "optimizer": task.optimizer.state_dict(), "step": step,
                   "torch_rng": torch.get_rng_state()}, ckpt_path + ".tmp")
       os.replace(ckpt_path + ".tmp", ckpt_path)
-      with open(curve_path, "a") as f:
-        f.write(json.dumps(point) + "\n")
+      curve_file.append(curve_path, point)
       print("CURVE " + json.dumps(point), flush=True)
       if step == a.stop_at:
         return
