@@ -46,7 +46,7 @@ forward kernel (impl='pallas') shares that backward.
 
 import functools
 import math
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import flax.linen as nn
 import jax
@@ -426,12 +426,18 @@ def triangular_attention_reference(q_BxNxLxHxK: Array,
                                    node_mask_BxL: Optional[Array] = None,
                                    *,
                                    node_time_BxL: Optional[Array] = None,
-                                   key_ij: bool = False) -> Array:
+                                   key_ij: bool = False,
+                                   attention_dropout: Optional[
+                                       Tuple[float, Array]] = None) -> Array:
   """Materialising reference of eq. 4-8 (as in the authors' einsum code).
 
   Builds the full score tensor B x N x L x N x H and the value tensor
-  v_BxNxLxNxHxK (B*N^3*D entries); plain autodiff. For tests and benchmarks
-  only: memory is O(B N^3 D).
+  v_BxNxLxNxHxK (B*N^3*D entries); plain autodiff. Memory is O(B N^3 D).
+
+  attention_dropout: (rate, key): inverted dropout on the attention weights
+  alpha_BxNxLxNxH after the softmax, as the ET authors' code applies
+  `nn.Dropout` to `att` (a keep mask `jax.random.bernoulli(key, 1 - rate,
+  alpha.shape)`, kept weights scaled by 1 / (1 - rate)).
   """
   if node_mask_BxL is None:
     node_mask_BxL = jnp.ones(q_BxNxLxHxK.shape[:2], bool)
@@ -452,6 +458,12 @@ def triangular_attention_reference(q_BxNxLxHxK: Array,
   s_BxNxLxNxH = jnp.where(pivot, s_BxNxLxNxH, _NEG)
   alpha_BxNxLxNxH = jax.nn.softmax(s_BxNxLxNxH, axis=2)
   alpha_BxNxLxNxH = jnp.where(pivot, alpha_BxNxLxNxH, 0.0)
+  if attention_dropout is not None:
+    rate, key = attention_dropout
+    keep_BxNxLxNxH = jax.random.bernoulli(key, 1.0 - rate,
+                                          alpha_BxNxLxNxH.shape)
+    alpha_BxNxLxNxH = jnp.where(keep_BxNxLxNxH,
+                                alpha_BxNxLxNxH / (1.0 - rate), 0.0)
   if v2_BxLxNxHxK is None:
     o = jnp.einsum("biljh,bilhk->bijhk", alpha_BxNxLxNxH,
                    v1_BxNxLxHxK.astype(jnp.float32))
@@ -648,6 +660,12 @@ class TriangularAttention(nn.Module):
     pallas_block_size: (i, j) tile of the Pallas kernel (a power of two).
     interpret: run the Pallas kernel in interpret mode (CPU tests).
     use_bias: biases on the five projections.
+    attention_dropout_rate: dropout on the attention weights alpha after the
+      softmax, as the ET authors' code (`att = self.dropout(att)`); active
+      only when `aggregate` gets deterministic=False (and a 'dropout' rng).
+      The weights are then materialised: training with it runs the
+      'reference' computation (O(B N^3 D) memory) whatever `impl` is;
+      deterministic calls use `impl`.
     dtype: computation dtype (None: the input's); softmax stats stay fp32.
     param_dtype: parameter dtype.
 
@@ -662,6 +680,7 @@ class TriangularAttention(nn.Module):
   pallas_block_size: int = 16
   interpret: bool = False
   use_bias: bool = True
+  attention_dropout_rate: float = 0.0
   dtype: Optional[Any] = None
   param_dtype: Any = jnp.float32
   kernel_init: Any = nn.initializers.lecun_normal()
@@ -713,14 +732,16 @@ class TriangularAttention(nn.Module):
 
   def __call__(self, x_BxNxNxD: Array,
                node_mask_BxN: Optional[Array] = None,
-               node_time_BxN: Optional[Array] = None) -> Array:
+               node_time_BxN: Optional[Array] = None,
+               deterministic: bool = True) -> Array:
     """Returns a_BxNxNxD (eq. 9): `output(aggregate(x, ...))`."""
     return self.output(self.aggregate(x_BxNxNxD, node_mask_BxN,
-                                      node_time_BxN))
+                                      node_time_BxN, deterministic))
 
   def aggregate(self, x_BxNxNxD: Array,
                 node_mask_BxN: Optional[Array] = None,
-                node_time_BxN: Optional[Array] = None) -> Array:
+                node_time_BxN: Optional[Array] = None,
+                deterministic: bool = True) -> Array:
     """The heads before W^o: o_BxNxNxHxK, o^h_ij = sum_l alpha^h_ilj v^h_ilj.
 
     Args:
@@ -731,9 +752,13 @@ class TriangularAttention(nn.Module):
       node_time_BxN: optional integer node times: causal masking, edge (i, j)
         attends over pivots l with t_l <= max(t_i, t_j) (module docstring).
         impl='pallas' does not support it.
+      deterministic: False applies `attention_dropout_rate` (if > 0).
     """
     shapes.check_choice(self.ablation, ABLATIONS, "ablation")
     shapes.check_choice(self.impl, IMPLS, "impl")
+    if not 0.0 <= self.attention_dropout_rate < 1.0:
+      raise ValueError(f"attention_dropout_rate must be in [0, 1), got "
+                       f"{self.attention_dropout_rate}.")
     shapes.check_shape(x_BxNxNxD, ("B", "N", "N", "D"), "x_BxNxNxD")
     b, n, n2, d = x_BxNxNxD.shape
     shapes.check_equal(
@@ -763,6 +788,12 @@ class TriangularAttention(nn.Module):
     q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK = self.project(x_BxNxNxD)
     key_ij = self.ablation == "attention"
 
+    if not deterministic and self.attention_dropout_rate > 0.0:
+      return triangular_attention_reference(
+          q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
+          node_time_BxL=node_time_BxN, key_ij=key_ij,
+          attention_dropout=(self.attention_dropout_rate,
+                             self.make_rng("dropout")))
     if self.impl == "chunked":
       o_BxNxNxHxK = triangular_attention_core(
           q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,

@@ -75,6 +75,9 @@ class ETConfig:
     ffn_chunk_size: rows per block of the row-chunked, rematerialised FFN
       (None: one block); see `EdgeTransformerLayer`.
     dropout_rate: dropout on the attention output and the FFN hidden.
+    attention_dropout_rate: dropout on the triangular attention weights (the
+      ET authors' code uses dropout_rate there too; see
+      `TriangularAttention.attention_dropout_rate`).
     ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's default
       is 1e-6).
   """
@@ -89,6 +92,7 @@ class ETConfig:
   layout: str = "paper"
   ffn_chunk_size: Optional[int] = 4
   dropout_rate: float = 0.0
+  attention_dropout_rate: float = 0.0
   ln_epsilon: float = 1e-5
 
   def __post_init__(self):
@@ -101,9 +105,10 @@ class ETConfig:
     shapes.check_choice(self.ablation, ABLATIONS, "ablation")
     shapes.check_choice(self.impl, IMPLS, "impl")
     shapes.check_choice(self.layout, LAYOUTS, "layout")
-    if not 0.0 <= self.dropout_rate < 1.0:
-      raise ValueError(f"ETConfig.dropout_rate must be in [0, 1), got "
-                       f"{self.dropout_rate}.")
+    for name in ("dropout_rate", "attention_dropout_rate"):
+      if not 0.0 <= getattr(self, name) < 1.0:
+        raise ValueError(f"ETConfig.{name} must be in [0, 1), got "
+                         f"{getattr(self, name)}.")
     if not self.ln_epsilon > 0.0:
       raise ValueError(f"ETConfig.ln_epsilon must be positive, got "
                        f"{self.ln_epsilon}.")
@@ -146,6 +151,8 @@ class EdgeTransformerLayer(nn.Module):
     ffn_dim: FFN hidden width F (any positive int); None: 4 D.
     dropout_rate: dropout on the attention output and the FFN hidden (and,
       with layout='released_code', the FFN output).
+    attention_dropout_rate: dropout on the attention weights (passed to
+      `TriangularAttention`).
     ablation, chunk_size, impl: passed to `TriangularAttention`.
     layout: 'paper' or 'released_code' (see the module docstring).
     ffn_chunk_size: rows i per block of the "transition" LN_2 -> FFN
@@ -161,6 +168,7 @@ class EdgeTransformerLayer(nn.Module):
   num_heads: int
   ffn_dim: Optional[int] = None
   dropout_rate: float = 0.0
+  attention_dropout_rate: float = 0.0
   ablation: str = "none"
   chunk_size: Optional[int] = 8
   impl: str = "chunked"
@@ -174,7 +182,9 @@ class EdgeTransformerLayer(nn.Module):
   def from_config(cls, config: ETConfig, **kwargs) -> "EdgeTransformerLayer":
     """The layer of `config` (kwargs: name, dtype, param_dtype)."""
     return cls(num_heads=config.num_heads, ffn_dim=config.ffn_dim,
-               dropout_rate=config.dropout_rate, ablation=config.ablation,
+               dropout_rate=config.dropout_rate,
+               attention_dropout_rate=config.attention_dropout_rate,
+               ablation=config.ablation,
                chunk_size=config.chunk_size, impl=config.impl,
                layout=config.layout, ffn_chunk_size=config.ffn_chunk_size,
                ln_epsilon=config.ln_epsilon, **kwargs)
@@ -196,7 +206,8 @@ class EdgeTransformerLayer(nn.Module):
         ln_attention=norm("ln_attention"),
         attention=TriangularAttention(
             num_heads=self.num_heads, ablation=self.ablation,
-            chunk_size=self.chunk_size, impl=self.impl, dtype=dtype,
+            chunk_size=self.chunk_size, impl=self.impl,
+            attention_dropout_rate=self.attention_dropout_rate, dtype=dtype,
             param_dtype=self.param_dtype, name="attention"),
         ln_ffn=norm("ln_ffn"),
         ffn_hidden=nn.Dense(self._ffn_width(width), dtype=dtype,
@@ -281,7 +292,8 @@ class EdgeTransformerLayer(nn.Module):
     # Eq. 3: the heads of TA(LN_1(X)) before W^o (eq. 4-8), then `update`
     # (W^o of eq. 9, the residual and the transition).
     o_BxNxNxHxK = attention.aggregate(self._norm_attention(x_BxNxNxD),
-                                      node_mask_BxN, node_time_BxN)
+                                      node_mask_BxN, node_time_BxN,
+                                      deterministic)
     return self.update(x_BxNxNxD, o_BxNxNxHxK, deterministic)
 
 

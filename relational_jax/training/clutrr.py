@@ -111,6 +111,7 @@ def default_config() -> ConfigDict:
   et = c.edge_transformer = config_lib.section(ETConfig)
   et.num_layers, et.num_heads, et.head_dim = 8, 4, 50  # d = 200.
   et.tied, et.dropout_rate, et.layout = True, 0.2, "released_code"
+  et.attention_dropout_rate = 0.2  # Their EdgeAttention drops `att` too.
   et.chunk_size = et.ffn_chunk_size = None  # Graphs of <= 11 nodes.
   r = c.rat = config_lib.section(models.RATConfig)
   r.num_layers, r.num_heads, r.d_model = 8, 8, 320  # Table 1, RAT.

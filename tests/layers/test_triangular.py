@@ -313,3 +313,51 @@ def test_chunked_memory_has_no_cubic_buffer():
   cubic_buffer = b * n ** 3 * h * k * 4     # one B x N x N x N x D fp32 tensor
   assert naive >= cubic_buffer              # the reference does hold one
   assert chunked < cubic_buffer / 4, (chunked, cubic_buffer)
+
+
+def test_attention_dropout_matches_naive_loops():
+  """attention_dropout=(rate, key): the softmax weights alpha_ilj^h are
+  dropped with the keep mask bernoulli(key, 1 - rate, BxNxLxNxH) and scaled
+  by 1 / (1 - rate) (the ET authors' `att = self.dropout(att)`)."""
+  rate, key = 0.4, jax.random.PRNGKey(7)
+  ks = jax.random.split(jax.random.PRNGKey(3), 4)
+  q, k, v1, v2 = (jax.random.normal(kk, (B, N, N, H, D // H)) for kk in ks)
+  mask = jnp.array([[True] * N, [True] * (N - 1) + [False]])
+  got = triangular.triangular_attention_reference(
+      q, k, v1, v2, mask, attention_dropout=(rate, key))
+  keep = np.asarray(jax.random.bernoulli(key, 1.0 - rate, (B, N, N, N, H)))
+  qn, kn, v1n, v2n = (np.asarray(a, np.float64) for a in (q, k, v1, v2))
+  want = np.zeros((B, N, N, H, D // H))
+  for b in range(B):
+    for i in range(N):
+      for j in range(N):
+        for h in range(H):
+          s = np.array([qn[b, i, l, h] @ kn[b, l, j, h] for l in range(N)])
+          s = s / np.sqrt(D // H)
+          s = np.where(np.asarray(mask[b]), s, -np.inf)
+          alpha = np.exp(s - s.max())
+          alpha /= alpha.sum()
+          alpha = alpha * keep[b, i, :, j, h] / (1.0 - rate)
+          want[b, i, j, h] = sum(alpha[l] * v1n[b, i, l, h] * v2n[b, l, j, h]
+                                 for l in range(N))
+  np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+
+def test_attention_dropout_only_in_training():
+  """deterministic=True ignores attention_dropout_rate (equal to the
+  chunked layer); deterministic=False drops weights (needs a dropout rng)."""
+  x = _x(0)
+  plain = TriangularAttention(num_heads=H)
+  dropping = TriangularAttention(num_heads=H, attention_dropout_rate=0.5)
+  params = _init(plain, x)
+  eval_out = dropping.apply(params, x)
+  np.testing.assert_allclose(np.asarray(eval_out),
+                             np.asarray(plain.apply(params, x)), rtol=1e-5,
+                             atol=1e-6)
+  train_out = dropping.apply(params, x, deterministic=False,
+                             rngs={"dropout": jax.random.PRNGKey(1)})
+  assert np.all(np.isfinite(np.asarray(train_out)))
+  assert not np.allclose(np.asarray(train_out), np.asarray(eval_out))
+  with pytest.raises(ValueError, match="attention_dropout_rate must be in"):
+    TriangularAttention(num_heads=H, attention_dropout_rate=1.0).apply(
+        params, x)
