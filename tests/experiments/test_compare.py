@@ -174,3 +174,27 @@ def test_report_only_aggregates_the_seeds_both_sides_finished(tmp_path):
   with pytest.raises(ValueError, match="no seed .* is finished on both sides"):
     entry.run("clutrr_et", None, "smoke", str(tmp_path / "empty"), str(out),
               "python", "unused.csv", report_only=True)
+
+
+def test_markdown_table_of_a_comparison():
+  from experiments.compare import table  # pylint: disable=g-import-not-at-top
+  ours = [[{"step": 10, "metrics": {"acc": 0.5}},
+           {"step": 20, "metrics": {"acc": 0.7}}],
+          [{"step": 10, "metrics": {"acc": 0.7}},
+           {"step": 20, "metrics": {"acc": 0.9}}]]
+  theirs = [[{"step": 10, "metrics": {"acc": 0.1}},
+             {"step": 20, "metrics": {"acc": 0.8}}],
+            [{"step": 10, "metrics": {"acc": 0.1}},
+             {"step": 20, "metrics": {"acc": 0.8}}]]
+  result = {"comparison": curves.compare_sides(curves.aggregate(ours),
+                                               curves.aggregate(theirs)),
+            "seeds_finished": [0, 1]}
+  text = table.markdown(result)
+  lines = text.splitlines()
+  assert lines[0] == "| step | acc: ours / theirs |"
+  # Step 10: |0.6 - 0.1| = 0.5 > max(ranges 0.2, 0; 2 se) -> fails.
+  assert lines[2] == ("| 10 | 0.600 +- 0.141 / 0.100 +- 0.000 **x** |")
+  assert lines[3] == "| 20 | 0.800 +- 0.141 / 0.800 +- 0.000 |"
+  assert "1 of 2 points match" in text
+  with pytest.raises(ValueError, match="unknown metrics \\['loss'\\]"):
+    table.markdown(result, ["loss"])
