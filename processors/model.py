@@ -29,12 +29,15 @@ class CarryModel(baselines.BaselineModel):
     decode_previous_hiddens: with carried state, edge and graph decoders
       also read the previous step's hidden (the RT authors' nets.py; see
       `processors.nets`).
+    scalar_hint_gradient: hard-postprocessed SCALAR hints fed back keep
+      their gradient (the RT authors' fork; False: dm-clrs 2.0.3 stops it;
+      see `processors.nets`).
     mesh: the device mesh (default: all local devices on axis 'data').
   """
 
   def __init__(self, *args, ptr_from_edges: bool = False,
                carry_state: bool = True, decode_previous_hiddens: bool = True,
-               mesh=None, **kwargs):
+               scalar_hint_gradient: bool = True, mesh=None, **kwargs):
     if kwargs.get("debug", False):
       raise ValueError("CarryModel does not support debug=True.")
     if ptr_from_edges and not carry_state:
@@ -42,6 +45,7 @@ class CarryModel(baselines.BaselineModel):
     self.ptr_from_edges = ptr_from_edges
     self.carry_state = carry_state
     self.decode_previous_hiddens = decode_previous_hiddens
+    self.scalar_hint_gradient = scalar_hint_gradient
     self.mesh = mesh if mesh is not None else mesh_lib.make_data_mesh()
     self._replicated = mesh_lib.replicated(self.mesh)
     super().__init__(*args, **kwargs)
@@ -60,7 +64,8 @@ class CarryModel(baselines.BaselineModel):
                       self.nb_msg_passing_steps, self.debug,
                       ptr_from_edges=self.ptr_from_edges,
                       carry_state=self.carry_state,
-                      decode_previous_hiddens=self.decode_previous_hiddens)(
+                      decode_previous_hiddens=self.decode_previous_hiddens,
+                      scalar_hint_gradient=self.scalar_hint_gradient)(
                           *args, **kwargs)
 
     self.net_fn = hk.transform(_use_net)

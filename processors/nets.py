@@ -15,6 +15,13 @@ previous hiddens at the first step), as CLRS feeds node decoders
 `decode_previous_hiddens=False`, e_t = [edge_fts, new edge hidden] and the
 graph decoders see graph_fts, as stock CLRS.
 
+Re-encoded SCALAR hint predictions (`scalar_hint_gradient`): with hard
+postprocessing (`hint_repred_mode='hard'`), dm-clrs 2.0.3 stops the gradient
+through a SCALAR hint prediction that is fed back as the next step's input;
+the RT authors' 2022 fork (its decoders.postprocess passes scalars through)
+does not. Default True, as the fork: the gradient flows. Soft
+postprocessing keeps it either way, as in CLRS.
+
 The carried state lives in the scan state's `hiddens` field as a dict
 {'node', 'edge', 'graph'}; at the first step CLRS hands us its zero node
 hidden and the processor treats the missing edge and graph hiddens as zeros.
@@ -28,6 +35,7 @@ import jax.numpy as jnp
 from clrs._src import decoders
 from clrs._src import encoders
 from clrs._src import nets
+from clrs._src import probing
 from clrs._src import specs
 
 _Location = specs.Location
@@ -40,8 +48,9 @@ class CarryNet(nets.Net):
 
   def __init__(self, *args, ptr_from_edges: bool = False,
                carry_state: bool = True, decode_previous_hiddens: bool = True,
-               **kwargs):
+               scalar_hint_gradient: bool = True, **kwargs):
     super().__init__(*args, **kwargs)
+    self.scalar_hint_gradient = scalar_hint_gradient
     self.carry_state = carry_state
     self.decode_previous_hiddens = decode_previous_hiddens
     if self.debug:
@@ -62,6 +71,19 @@ class CarryNet(nets.Net):
             decs[name] = EdgePointerDecoder(
                 typ, name=f"algo_{algo_idx}_{name}_ptr_from_edges")
     return encoders_, decoders_
+
+  def _msg_passing_step(self, *args, **kwargs):
+    """CLRS's step; with `scalar_hint_gradient` its hard postprocessing of
+    fed-back hints keeps the SCALAR predictions' gradient (see the module
+    docstring). CLRS's step looks `decoders` up in its module at call time,
+    so it sees `_SCALAR_GRADIENT_DECODERS` while this call traces it."""
+    if not self.scalar_hint_gradient or nets.decoders is not decoders:
+      return super()._msg_passing_step(*args, **kwargs)
+    nets.decoders = _SCALAR_GRADIENT_DECODERS
+    try:
+      return super()._msg_passing_step(*args, **kwargs)
+    finally:
+      nets.decoders = decoders
 
   def _one_step_pred(self, inputs, hints, hidden, batch_size, nb_nodes,
                      lstm_state, spec, encs, decs, repred):
@@ -172,3 +194,28 @@ class EdgePointerDecoder(hk.Module):
           x=logits_BxNxN, steps=10, temperature=0.1, zero_diagonal=True,
           noise_rng_key=None if repred else hk.next_rng_key())
     return logits_BxNxN
+
+
+class _ScalarGradientDecodersModule:
+  """`clrs._src.decoders` with a `postprocess` whose SCALAR results keep
+  their gradient (the RT authors' fork); every other name is CLRS's."""
+
+  def __getattr__(self, name):
+    return getattr(decoders, name)
+
+  @staticmethod
+  def postprocess(spec, preds, **kwargs):
+    result = decoders.postprocess(spec, preds, **kwargs)
+    for name, point in result.items():
+      if spec[name][2] == _Type.SCALAR:
+        result[name] = _with_data(point, preds[name])
+    return result
+
+
+def _with_data(point, data):
+  """`point` with its data replaced by `data`."""
+  return probing.DataPoint(name=point.name, location=point.location,
+                           type_=point.type_, data=data)
+
+
+_SCALAR_GRADIENT_DECODERS = _ScalarGradientDecodersModule()

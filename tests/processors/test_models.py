@@ -104,6 +104,29 @@ def test_carry_model_with_a_clrs_kind_matches_stock(data):
     np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-6)
 
 
+def test_scalar_hint_gradient_off_is_stock_clrs(data):
+  """Hard-postprocessed SCALAR hints fed back (bellman_ford's `d`): with
+  scalar_hint_gradient=False the loss and every gradient are stock CLRS's
+  (its stop_gradient). The default True (the RT authors' fork, whose
+  gradient flows there) is checked against their code in
+  tests/fidelity (rt_net_bellman_ford, noisy_grad/*). hint_teacher_forcing
+  0: every step feeds its predictions back."""
+  spec, feedback = data
+  opts = dict(kind="mpnn", hint_teacher_forcing=0.0, hint_repred_mode="hard")
+  stock = _model(clrs.models.BaselineModel, spec, feedback, **opts)
+  ours = _model(processors.CarryModel, spec, feedback,
+                scalar_hint_gradient=False, **opts)
+  results = []
+  for model in (stock, ours):
+    fn = jax.value_and_grad(model._loss)  # pylint: disable=protected-access
+    results.append(fn(stock.params, jax.random.PRNGKey(0), feedback, 0))
+  (want_loss, want), (loss, got) = results
+  np.testing.assert_allclose(loss, want_loss, rtol=1e-6)
+  for a, b in zip(jax.tree_util.tree_leaves(got),
+                  jax.tree_util.tree_leaves(want)):
+    np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("kind, model_cls", [
     ("et", clrs.models.BaselineModel),
     ("rt_triangular", clrs.models.BaselineModel),

@@ -52,7 +52,10 @@ def default_config() -> ConfigDict:
       hint_teacher_forcing=0.0, hint_repred_mode="soft", use_lstm=False,
       nb_msg_passing_steps=1, encoder_init="xavier_on_scalars",
       carry_state=True, ptr_from_edges=True,
-      decode_previous_hiddens=True))  # As the RT authors' nets.py.
+      decode_previous_hiddens=True,  # As the RT authors' nets.py.
+      # Hard-postprocessed SCALAR hints fed back keep their gradient, as the
+      # RT authors' fork (dm-clrs 2.0.3 stops it: False).
+      scalar_hint_gradient=True))
   c.processor = ConfigDict(dict(
       use_ln=True, nb_triplet_fts=8, nb_heads=12, graph_vec="cat",
       node_readout="diagonal"))
