@@ -22,9 +22,15 @@ References (check them out anywhere, e.g. under /tmp/peers):
       embedding, padding mask and `share_layers`). Runs under a python with
       numpy + torch only (e.g. /tmp/torchvenv/bin/python).
 
+RT net (--rt_net_reference, run in their Python, e.g. /tmp/rtvenv: it
+imports their whole clrs package, TensorFlow included): their BaselineModel
+at run.py's RT settings, tiny sizes, on binary_search and bellman_ford
+(loss, gradients, evaluation predictions; see make_rt_net).
+
 Usage (see scripts/make_peer_goldens.sh for the whole recipe):
   python scripts/make_peer_goldens.py --rt_reference=/tmp/peers/rt
   /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --et_reference=/tmp/peers/et
+  /tmp/rtvenv/bin/python scripts/make_peer_goldens.py --rt_net_reference=/tmp/peers/rt
   python scripts/make_peer_goldens.py --record    # ours vs theirs -> README.json
 
 Compatibility shims (nothing in the reference checkouts is edited):
@@ -276,6 +282,144 @@ def make_rt(reference, commit):
     _save(name, meta, inputs, params, outputs)
     cases[name] = {"function": meta["function"]}
   _update_readme("rt", RT_URL, commit, cases, RT_SHIM)
+
+
+# ----------------------------------------------------------------------------
+# RT net: their whole CLRS model (their Python, e.g. /tmp/rtvenv).
+# ----------------------------------------------------------------------------
+
+RT_NET_SHIM = ("their checkout first on sys.path; their whole clrs package "
+               "(with TensorFlow) imported unchanged; jax.random.bernoulli "
+               "wrapped to return a fixed teacher-forcing mask for the "
+               "(batch,)-shaped draw of the noisy case only")
+RT_NET_ALGORITHMS = ("binary_search", "bellman_ford")
+RT_NET_FORCE_MASK = (False, True)  # noisy case: sample 0 fed back, 1 forced
+
+
+def make_rt_net(reference, commit):
+  """Their BaselineModel (clrs/_src/baselines.py, nets.py) as run.py builds
+  it for the clrs_rt comparison (RT processor, graph_vec 'cat', LayerNorm,
+  pointers decoded from edges, hints encoded and decoded, no diffs, no LSTM,
+  dropout 0), at tiny sizes, on one training batch and one evaluation batch
+  drawn by their own samplers (n = 5, batch 2). Outputs: the training loss
+  and every parameter's gradient with teacher forcing on (noise 0), the
+  evaluation predictions (repred=True: raw output and per-step hint logits),
+  and the loss and gradients with noise 0.5 under a fixed force mask
+  RT_NET_FORCE_MASK (their `jax.random.bernoulli` draw of shape (batch,)
+  replaced; every other draw, i.e. dropout at rate 0, untouched)."""
+  os.environ.setdefault("JAX_PLATFORMS", "cpu")
+  root = pathlib.Path(reference).resolve()
+  if not (root / "clrs" / "_src" / "nets.py").exists():
+    raise SystemExit(f"{root}/clrs/_src/nets.py not found: is --rt_net_reference "
+                     f"a checkout of {RT_URL}?")
+  sys.path.insert(0, str(root))
+  import clrs  # pylint: disable=g-import-not-at-top
+  if not pathlib.Path(clrs.__file__).resolve().is_relative_to(root):
+    raise SystemExit(f"imported clrs from {clrs.__file__}, not {root}: run this "
+                     f"side in their Python (e.g. /tmp/rtvenv/bin/python).")
+  import jax  # pylint: disable=g-import-not-at-top
+  import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
+
+  b, n, heads, head_size = 2, 5, 2, 4
+  node_hid, edge_hid1, edge_hid2, nb_layers = 7, 6, 5, 2
+  sizes = dict(batch=b, nodes=n, nb_heads=heads, head_size=head_size,
+               hidden_dim=heads * head_size, node_hid_size=node_hid,
+               edge_hid_size_1=edge_hid1, edge_hid_size_2=edge_hid2,
+               num_layers=nb_layers, graph_vec="cat", use_ln=True,
+               ptr_from_edges=True, disable_edge_updates=False,
+               hint_mode="encoded_decoded_nodiff", dropout_prob=0.0,
+               force_mask=list(RT_NET_FORCE_MASK))
+  original_bernoulli = jax.random.bernoulli
+
+  def fixed_mask_bernoulli(key, p=0.5, shape=None):
+    if shape is not None and tuple(shape) == (b,):
+      return jnp.asarray(RT_NET_FORCE_MASK)
+    return original_bernoulli(key, p, shape)
+
+  cases = {}
+  for index, algorithm in enumerate(RT_NET_ALGORITHMS):
+    rng = np.random.default_rng(20261124 + index)
+    samplers, seeds = {}, {}
+    for split, seed in (("train", 1), ("eval", 1001)):
+      # The first seed whose samples all run >= 3 steps (so noisy teacher
+      # forcing acts and hints are fed back at evaluation).
+      while True:
+        sampler, spec = clrs.build_sampler(algorithm, num_samples=b,
+                                           length=n, seed=seed)
+        feedback = sampler.next()  # the whole (2-sample) dataset
+        if np.min(feedback.features.lengths) >= 3:
+          break
+        seed += 1
+      samplers[split], seeds[split] = feedback, seed
+    factory = clrs.get_processor_factory(
+        "rt", use_ln=True, nb_layers=nb_layers, nb_heads=heads,
+        node_hid_size=node_hid, edge_hid_size_1=edge_hid1,
+        edge_hid_size_2=edge_hid2, graph_vec="cat", disable_edge_updates=False)
+
+    def model_with(noise):
+      return clrs.models.BaselineModel(
+          spec=spec, dummy_trajectory=samplers["train"],
+          processor_factory=factory, hidden_dim=heads * head_size,
+          encode_hints=True, decode_hints=True, decode_diffs=False,
+          ptr_from_edges=True, use_lstm=False, learning_rate=1e-3,
+          checkpoint_path="/tmp/unused_rt_net_checkpoints",
+          freeze_processor=False, dropout_prob=0.0,
+          hint_teacher_forcing_noise=noise)
+
+    model = model_with(0.0)
+    model.init(samplers["train"].features, 43)
+    params, nested = {}, {}
+    for module, group in sorted(model.params.items()):
+      for key, value in sorted(group.items()):
+        name = f"{module}/{key}"
+        params[name] = _random_like(rng, name, value.shape)
+        nested.setdefault(module, {})[key] = jnp.asarray(params[name])
+    key = jax.random.PRNGKey(7)
+    train = samplers["train"]
+    loss, grads = jax.value_and_grad(model._loss)(nested, key, train, 0)  # pylint: disable=protected-access
+    outputs = {"loss": np.float32(loss)}
+    for module, group in grads.items():
+      for name, value in group.items():
+        outputs[f"grad/{module}/{name}"] = np.asarray(value)
+    out_preds, hint_preds, _, _ = model.net_fn_apply(
+        nested, key, [samplers["eval"].features], repred=True,
+        algorithm_index=0)
+    for name, value in out_preds.items():
+      outputs[f"eval_output/{name}"] = np.asarray(value)
+    for name in hint_preds[0]:
+      outputs[f"eval_hint/{name}"] = np.stack(
+          [np.asarray(step[name]) for step in hint_preds])
+    jax.random.bernoulli = fixed_mask_bernoulli
+    try:
+      noisy = model_with(0.5)
+      loss, grads = jax.value_and_grad(noisy._loss)(nested, key, train, 0)  # pylint: disable=protected-access
+    finally:
+      jax.random.bernoulli = original_bernoulli
+    outputs["noisy_loss"] = np.float32(loss)
+    for module, group in grads.items():
+      for name, value in group.items():
+        outputs[f"noisy_grad/{module}/{name}"] = np.asarray(value)
+
+    inputs = {}
+    for split, feedback in samplers.items():
+      for stage, dps in (("input", feedback.features.inputs),
+                         ("hint", feedback.features.hints),
+                         ("output", feedback.outputs)):
+        for dp in dps:
+          inputs[f"{split}/{stage}/{dp.name}"] = np.asarray(dp.data)
+      inputs[f"{split}/lengths"] = np.asarray(feedback.features.lengths)
+    name = f"rt_net_{algorithm}"
+    meta = dict(reference="rt", repository=RT_URL, commit=commit,
+                function=f"clrs._src.baselines.BaselineModel (run.py's RT "
+                f"settings) on {algorithm}: loss, gradients, predictions",
+                algorithm=algorithm, sampler_seeds=seeds,
+                spec={k: list(v) for k, v in spec.items()}, sizes=sizes,
+                layer_norm_epsilon=1e-5, shim=RT_NET_SHIM,
+                versions={"jax": jax.__version__,
+                          "haiku": __import__("haiku").__version__})
+    _save(name, meta, inputs, params, outputs)
+    cases[name] = {"function": meta["function"]}
+  _update_readme("rt_net", RT_URL, commit, cases, RT_NET_SHIM)
 
 
 # ----------------------------------------------------------------------------
@@ -585,34 +729,59 @@ def record():
   rows = []
   for case in fidelity.available_cases():
     diffs = fidelity.max_abs_diffs(case)
-    worst = max(diffs.values())
+    if case in fidelity.RT_NET_CASES:
+      # Whole-net goldens: per group (loss, grad/*, eval_hint/*, ...), the
+      # max abs difference and the test's scaled one (see max_abs_diffs).
+      scaled = fidelity.max_abs_diffs(case, scaled=True)
+      grouped, grouped_scaled = {}, {}
+      for key, value in diffs.items():
+        group = key.split("/", 1)[0]
+        grouped[group] = max(grouped.get(group, 0.0), value)
+        grouped_scaled[group] = max(grouped_scaled.get(group, 0.0),
+                                    scaled[key])
+      diffs = grouped
+      goldens.setdefault(case, {})["max_scaled_diff"] = {
+          k: float(f"{v:.3g}") for k, v in grouped_scaled.items()}
+      worst = max(grouped_scaled.values())
+    else:
+      worst = max(diffs.values())
     goldens.setdefault(case, {})["max_abs_diff"] = {
         k: float(f"{v:.3g}") for k, v in diffs.items()}
     rows.append((case, worst, diffs))
   readme["tolerance"] = fidelity.TOLERANCE
+  readme["tolerance_rt_net_scaled"] = fidelity.RT_NET_TOLERANCE
   README_JSON.write_text(json.dumps(readme, indent=2, sort_keys=True) + "\n")
-  print(f"\n{'golden':36s} {'max |ours - theirs|':>20s}  per output")
+  print(f"\n{'golden':36s} {'max |ours - theirs|':>20s}  per output "
+        f"(rt_net_*: scaled, per group)")
   for case, worst, diffs in rows:
     detail = ", ".join(f"{k} {v:.2e}" for k, v in diffs.items())
-    flag = "" if worst <= fidelity.TOLERANCE else "  > tolerance"
+    tolerance = (fidelity.RT_NET_TOLERANCE if case in fidelity.RT_NET_CASES
+                 else fidelity.TOLERANCE)
+    flag = "" if worst <= tolerance else "  > tolerance"
     print(f"{case:36s} {worst:20.2e}  {detail}{flag}")
 
 
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rt_reference", help=f"checkout of {RT_URL}")
+  parser.add_argument("--rt_net_reference",
+                      help=f"checkout of {RT_URL}; run in their Python "
+                      f"(their whole clrs package, TensorFlow included)")
   parser.add_argument("--et_reference", help=f"checkout of {ET_URL}")
   parser.add_argument("--cs_reference", help=f"checkout of {CS_URL}")
   parser.add_argument("--commit", help="commit of the checkout, if not a git work tree")
   parser.add_argument("--record", action="store_true",
                       help="measure ours vs each golden; write README.json")
   args = parser.parse_args()
-  if not (args.rt_reference or args.et_reference or args.cs_reference or
-          args.record):
+  if not (args.rt_reference or args.rt_net_reference or args.et_reference or
+          args.cs_reference or args.record):
     print(FETCH_HELP, file=sys.stderr)
     return 2
   if args.rt_reference:
     make_rt(args.rt_reference, _commit_of(args.rt_reference, args.commit))
+  if args.rt_net_reference:
+    make_rt_net(args.rt_net_reference,
+                _commit_of(args.rt_net_reference, args.commit))
   if args.et_reference:
     make_et(args.et_reference, _commit_of(args.et_reference, args.commit))
   if args.cs_reference:

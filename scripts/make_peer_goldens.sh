@@ -27,6 +27,9 @@ if [ ! -x "$TORCH_PYTHON" ]; then
 fi
 # Pass RT_COMMIT / ET_COMMIT / CS_COMMIT when the checkouts are not git work trees.
 JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --rt_reference="$RT_REF" ${RT_COMMIT:+--commit=$RT_COMMIT}
+# Their whole CLRS model needs their package's Python (see experiments/compare/clrs_rt.py).
+RT_PYTHON=${RT_PYTHON:-/tmp/rtvenv/bin/python}
+JAX_PLATFORMS=cpu "$RT_PYTHON" scripts/make_peer_goldens.py --rt_net_reference="$RT_REF" ${RT_COMMIT:+--commit=$RT_COMMIT}
 "$TORCH_PYTHON" scripts/make_peer_goldens.py --et_reference="$ET_REF" ${ET_COMMIT:+--commit=$ET_COMMIT}
 "$TORCH_PYTHON" scripts/make_peer_goldens.py --cs_reference="$CS_REF" ${CS_COMMIT:+--commit=$CS_COMMIT}
 JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --record
