@@ -68,11 +68,10 @@ from relational_jax.layers.shapes import check_choice
 from relational_jax.models import clutrr as models
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.relational_transformer import RTConfig
-from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
+from relational_jax.training import loop as loop_lib
 from relational_jax.training import mesh as mesh_lib
 from relational_jax.training import reporting
-from relational_jax.training.errors import NonFiniteLossError
 
 ConfigDict = config_lib.ConfigDict
 
@@ -85,7 +84,7 @@ MODEL_CONFIGS = {"edge_transformer": ETConfig, "rat": models.RATConfig,
                  "rt": RTConfig}
 MODELS = tuple(MODEL_CONFIGS)
 SCHEDULES = ("linear", "constant")
-SELECT_ON = ("last", "val")
+SELECT_ON = loop_lib.SELECT_ON
 GENERATED = "generated"
 # Paths that may differ when a run is resumed; every other path of the
 # saved config must match.
@@ -175,17 +174,7 @@ def validate(config: ConfigDict) -> None:
     raise ValueError(f"head.layers must be 1 or 2, got {config.head.layers}.")
   t, p = config.train, config.protocol
   check_choice(t.schedule, SCHEDULES, "train.schedule")
-  check_choice(t.select_on, SELECT_ON, "train.select_on")
-  for name in ("steps", "batch_size", "eval_every"):
-    if t[name] < 1:
-      raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
-  for name in ("warmup_steps", "eval_batch_size", "checkpoint_every",
-               "devices", "stop_at_step"):
-    if t[name] < 0:
-      raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
-  if not t.learning_rate > 0:
-    raise ValueError(f"train.learning_rate must be positive, got "
-                     f"{t.learning_rate}.")
+  loop_lib.validate_train_config(t)
   if not 0.0 <= p.val_fraction < 1.0:
     raise ValueError(f"protocol.val_fraction must be in [0, 1), got "
                      f"{p.val_fraction}.")
@@ -330,24 +319,9 @@ def _loss(model, params, batch, rng, deterministic):
 
 
 def make_train_step(model, tx, mesh):
-  """step(state, batch) -> (state, {loss, accuracy, grad_norm}); jitted over
-  the mesh, the input state donated. Dropout key = fold_in(rng, step)."""
-  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
-
-  def step(state, batch):
-    rng = jax.random.fold_in(state["rng"], state["step"])
-    (loss, acc), grads = jax.value_and_grad(
-        lambda p: _loss(model, p, batch, rng, False), has_aux=True)(
-            state["params"])
-    updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
-    new_state = {"params": optax.apply_updates(state["params"], updates),
-                 "opt_state": opt_state, "step": state["step"] + 1,
-                 "rng": state["rng"]}
-    return new_state, {"loss": loss, "accuracy": acc,
-                       "grad_norm": optax.tree.norm(grads)}
-
-  return jax.jit(step, in_shardings=(rep, bsh), out_shardings=(rep, rep),
-                 donate_argnums=0)
+  """`loop.make_train_step` of the CLUTRR loss (training mode, dropout on)."""
+  return loop_lib.make_train_step(
+      lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh)
 
 
 def make_predict(model, mesh):
@@ -434,88 +408,33 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
       f"{[k for k in data if k != 'train']}; {steps_per_epoch} steps/epoch")
 
   def batch_at(step: int):
-    epoch, i = divmod(step, steps_per_epoch)
-    perm = np.random.default_rng([t_cfg.seed, epoch]).permutation(num_train)
-    idx = perm[i * t_cfg.batch_size:(i + 1) * t_cfg.batch_size]
+    idx = loop_lib.epoch_indices(step, num_train, t_cfg.batch_size, t_cfg.seed)
     rows = _pad_rows({k: v[idx] for k, v in train_arrays.items()},
                      t_cfg.batch_size)
     return mesh_lib.shard_batch(_model_inputs(rows), mesh)
 
   model = build_model(config)
   tx = make_optimizer(t_cfg)
-  example = {k: v[:1] for k, v in train_arrays.items()}
-
-  def init(key):
-    init_key, rng = jax.random.split(key)
-    params = model.init(init_key, example["edge_labels"], example["query"],
-                        example["node_mask"])["params"]
-    return {"params": params, "opt_state": tx.init(params),
-            "step": jnp.zeros((), jnp.int32), "rng": rng}
-
-  rep = mesh_lib.replicated(mesh)
-  abstract = ckpt_lib.abstract_like(
-      jax.eval_shape(init, jax.random.PRNGKey(0)), rep)
-  step_fn = make_train_step(model, tx, mesh)
+  init = _state_init(model, tx, {k: v[:1] for k, v in train_arrays.items()})
   predict = make_predict(model, mesh)
 
-  with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
-    restored = ckpts.restore(abstract)
-    if restored is None:
-      state = jax.jit(init, out_shardings=rep)(jax.random.PRNGKey(t_cfg.seed))
-      meta = {"history": [], "best_val": None, "train_seconds": 0.0}
-    else:
-      state, meta = restored
-      log(f"resumed at step {int(state['step'])}")
-    num_params = int(sum(np.prod(x.shape) for x in
-                         jax.tree_util.tree_leaves(state["params"])))
-    step = int(state["step"])
-    stop = min(t_cfg.steps, t_cfg.stop_at_step or t_cfg.steps)
-    save_every = t_cfg.checkpoint_every or t_cfg.eval_every
-    started = time.time()
-    while step < stop:
-      state, metrics = step_fn(state, batch_at(step))
-      step += 1
-      evaluate_now = step % t_cfg.eval_every == 0 or step == t_cfg.steps
-      if evaluate_now or step % save_every == 0 or step == stop:
-        loss = float(metrics["loss"])
-        if not math.isfinite(loss):
-          raise NonFiniteLossError(
-              f"loss {loss} at step {step}; the last good checkpoint "
-              f"(step {ckpts.latest_step()}) in {workdir} is kept.")
-        meta["train_seconds"] += time.time() - started
-        started = time.time()
-        best = False
-        if evaluate_now:
-          entry = {"step": step, "loss": loss,
-                   "train_accuracy": float(metrics["accuracy"])}
-          if "val" in data:
-            entry["val_accuracy"] = accuracy_by_k(
-                predict, state["params"], data["val"], eval_batch, mesh)["all"]
-            best = (meta["best_val"] is None
-                    or entry["val_accuracy"] > meta["best_val"])
-            if best:
-              meta["best_val"] = entry["val_accuracy"]
-          if t_cfg.eval_tests:  # Learning curves on the test sets.
-            entry["tests"] = {
-                name: accuracy_by_k(predict, state["params"], examples,
-                                    eval_batch, mesh)
-                for name, examples in data.items()
-                if name not in ("train", "val")}
-          meta["history"].append(entry)
-          log(f"step {step}: loss {loss:.4f}, " + ", ".join(
-              f"{k} {v:.4f}" for k, v in entry.items()
-              if k.endswith("accuracy")))
-        ckpts.save(step, state, meta, best=best)
-    meta["train_seconds"] += time.time() - started
-    if step < t_cfg.steps:
-      log(f"stopped at step {step} (train.stop_at_step); rerun to resume")
-      return {"stopped_at": step}
-    selected = "last"
-    params = state["params"]
-    if t_cfg.select_on == "val" and ckpts.latest_step("best") is not None:
-      best_state, _ = ckpts.restore(abstract, "best")
-      params, selected = best_state["params"], (
-          f"val (step {ckpts.latest_step('best')})")
+  def evaluate(params) -> Dict:
+    entry = {}
+    if "val" in data:
+      entry["val_accuracy"] = accuracy_by_k(predict, params, data["val"],
+                                            eval_batch, mesh)["all"]
+    if t_cfg.eval_tests:  # Learning curves on the test sets.
+      entry["tests"] = {
+          name: accuracy_by_k(predict, params, examples, eval_batch, mesh)
+          for name, examples in data.items() if name not in ("train", "val")}
+    return entry
+
+  done = loop_lib.run(init=init, step_fn=make_train_step(model, tx, mesh),
+                      batch_at=batch_at, evaluate=evaluate,
+                      train_config=t_cfg, workdir=workdir, mesh=mesh, log=log)
+  if done.stopped:
+    return {"stopped_at": done.step}
+  params = done.params
 
   evaluations = {}
   started = time.time()
@@ -528,16 +447,17 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
                   for f in config.data.test_files), None)
   primary = primary if primary in evaluations else (
       GENERATED if GENERATED in evaluations else None)
-  final = {"step": step, "selected": selected, "test_set": primary,
+  final = {"step": done.step, "selected": done.selected, "test_set": primary,
            "accuracies": (headline_accuracies(evaluations[primary], train_ks)
                           if primary else {})}
   results = {
-      "model": config.model, "num_params": num_params,
+      "model": config.model, "num_params": done.num_params,
       "config": config_lib.to_dict(config),
       "data": {k: len(v) for k, v in data.items()},
-      "history": meta["history"], "final": final, "best": None,
+      "history": done.meta["history"], "final": final, "best": None,
       "evaluations": evaluations,
-      "train_seconds": meta["train_seconds"], "eval_seconds": eval_seconds,
+      "train_seconds": done.meta["train_seconds"],
+      "eval_seconds": eval_seconds,
       "devices": [str(d) for d in mesh.devices.flat],
   }
   path = results_path(config, workdir)
@@ -568,21 +488,21 @@ def plot_accuracy_by_k(series, path: str, title: str = "",
                         ylabel="accuracy", title=title)
 
 
+def _state_init(model, tx, example: Dict[str, np.ndarray]) -> Callable:
+  """key -> the training state of `model` (shapes from `example`, a batch
+  of `data_lib.to_arrays` rows)."""
+  def init(key):
+    init_key, rng = jax.random.split(key)
+    params = model.init(init_key, example["edge_labels"], example["query"],
+                        example["node_mask"])["params"]
+    return loop_lib.train_state(params, tx, rng)
+  return init
+
+
 def load_params(config: ConfigDict, workdir: str, which: str = "latest"):
   """Parameters of the run's newest `which` checkpoint (None if none)."""
-  model = build_model(config)
   probe = data_lib.to_arrays(data_lib.examples_from_rows(
       data_lib.generate_rows(2, 1, seed=0)))
-  tx = make_optimizer(config.train)
-
-  def init(key):
-    params = model.init(key, probe["edge_labels"], probe["query"],
-                        probe["node_mask"])["params"]
-    return {"params": params, "opt_state": tx.init(params),
-            "step": jnp.zeros((), jnp.int32), "rng": key}
-  abstract = ckpt_lib.abstract_like(
-      jax.eval_shape(init, jax.random.PRNGKey(0)),
-      mesh_lib.replicated(mesh_lib.mesh_of_first(config.train.devices)))
-  with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
-    restored = ckpts.restore(abstract, which)
-  return None if restored is None else restored[0]["params"]
+  init = _state_init(build_model(config), make_optimizer(config.train), probe)
+  return loop_lib.restore_params(
+      init, workdir, mesh_lib.mesh_of_first(config.train.devices), which)

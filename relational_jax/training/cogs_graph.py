@@ -60,16 +60,14 @@ import numpy as np
 import optax
 
 from relational_jax.data import cogs_graph as data_lib
-from relational_jax.layers.shapes import check_choice
 from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
 from relational_jax.models.cogs_graph import HEADS
 from relational_jax.models.edge_transformer import ETConfig
-from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
+from relational_jax.training import loop as loop_lib
 from relational_jax.training import mesh as mesh_lib
 from relational_jax.training import reporting
 from relational_jax.training.clutrr import make_schedule
-from relational_jax.training.errors import NonFiniteLossError
 
 ConfigDict = config_lib.ConfigDict
 
@@ -77,7 +75,7 @@ _REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 DEFAULT_DATA_DIR = os.path.normpath(os.path.join(
     _REPO_ROOT, "..", "shared", "data", "cogs"))
-SELECT_ON = ("last", "val")
+SELECT_ON = loop_lib.SELECT_ON
 TARGETS = ("parent_or_self",) + data_lib.LABEL_FIELDS
 # Paths that may differ when a run is resumed.
 RESUMABLE_CHANGES = ("data.data_dir", "data.eval_files", "data.val_file",
@@ -127,17 +125,7 @@ def validate(config: ConfigDict) -> None:
   """Raises ValueError naming the bad value."""
   model_config(config)
   t, d = config.train, config.data
-  check_choice(t.select_on, SELECT_ON, "train.select_on")
-  for name in ("steps", "batch_size", "eval_every"):
-    if t[name] < 1:
-      raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
-  for name in ("warmup_steps", "eval_batch_size", "checkpoint_every",
-               "devices", "stop_at_step"):
-    if t[name] < 0:
-      raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
-  if not t.learning_rate > 0:
-    raise ValueError(f"train.learning_rate must be positive, got "
-                     f"{t.learning_rate}.")
+  loop_lib.validate_train_config(t)
   if t.weight_decay < 0 or t.clip < 0:
     raise ValueError("train.weight_decay and train.clip must be >= 0.")
   if config.head.max_distance < 0:
@@ -245,24 +233,9 @@ def _loss(model, params, batch, rng, deterministic):
 
 
 def make_train_step(model, tx, mesh):
-  """step(state, batch) -> (state, {loss, accuracy, grad_norm}); jitted over
-  the mesh, state donated; dropout key = fold_in(rng, step)."""
-  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
-
-  def step(state, batch):
-    rng = jax.random.fold_in(state["rng"], state["step"])
-    (loss, acc), grads = jax.value_and_grad(
-        lambda p: _loss(model, p, batch, rng, False), has_aux=True)(
-            state["params"])
-    updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
-    return ({"params": optax.apply_updates(state["params"], updates),
-             "opt_state": opt_state, "step": state["step"] + 1,
-             "rng": state["rng"]},
-            {"loss": loss, "accuracy": acc,
-             "grad_norm": optax.tree.norm(grads)})
-
-  return jax.jit(step, in_shardings=(rep, bsh), out_shardings=(rep, rep),
-                 donate_argnums=0)
+  """`loop.make_train_step` of the graph-COGS loss (training mode)."""
+  return loop_lib.make_train_step(
+      lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh)
 
 
 def make_predict(model, mesh):
@@ -338,9 +311,7 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
       f"{steps_per_epoch} steps/epoch")
 
   def batch_at(step: int):
-    epoch, i = divmod(step, steps_per_epoch)
-    perm = np.random.default_rng([t_cfg.seed, epoch]).permutation(num_train)
-    idx = perm[i * t_cfg.batch_size:(i + 1) * t_cfg.batch_size]
+    idx = loop_lib.epoch_indices(step, num_train, t_cfg.batch_size, t_cfg.seed)
     return mesh_lib.shard_batch(
         make_batch(train_arrays, idx, t_cfg.batch_size, multiple), mesh)
 
@@ -351,85 +322,42 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   def init(key):
     init_key, rng = jax.random.split(key)
     params = model.init(init_key, example["tokens"], example["mask"])["params"]
-    return {"params": params, "opt_state": tx.init(params),
-            "step": jnp.zeros((), jnp.int32), "rng": rng}
+    return loop_lib.train_state(params, tx, rng)
 
-  rep = mesh_lib.replicated(mesh)
-  abstract = ckpt_lib.abstract_like(
-      jax.eval_shape(init, jax.random.PRNGKey(0)), rep)
-  step_fn = make_train_step(model, tx, mesh)
   predict = make_predict(model, mesh)
 
   def score(params, graphs):
     return sentence_accuracy(predict, params, graphs, vocabs, eval_batch,
                              multiple, mesh)
 
-  with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
-    restored = ckpts.restore(abstract)
-    if restored is None:
-      state = jax.jit(init, out_shardings=rep)(jax.random.PRNGKey(t_cfg.seed))
-      meta = {"history": [], "best_val": None, "train_seconds": 0.0}
-    else:
-      state, meta = restored
-      log(f"resumed at step {int(state['step'])}")
-    num_params = int(sum(np.prod(x.shape) for x in
-                         jax.tree_util.tree_leaves(state["params"])))
-    step = int(state["step"])
-    stop = min(t_cfg.steps, t_cfg.stop_at_step or t_cfg.steps)
-    save_every = t_cfg.checkpoint_every or t_cfg.eval_every
-    started = time.time()
-    while step < stop:
-      state, metrics = step_fn(state, batch_at(step))
-      step += 1
-      evaluate_now = step % t_cfg.eval_every == 0 or step == t_cfg.steps
-      if evaluate_now or step % save_every == 0 or step == stop:
-        loss = float(metrics["loss"])
-        if not math.isfinite(loss):
-          raise NonFiniteLossError(
-              f"loss {loss} at step {step}; the last good checkpoint "
-              f"(step {ckpts.latest_step()}) in {workdir} is kept.")
-        meta["train_seconds"] += time.time() - started
-        started = time.time()
-        best = False
-        if evaluate_now:
-          entry = {"step": step, "loss": loss,
-                   "train_accuracy": float(metrics["accuracy"])}
-          if "val" in data:
-            entry["val_accuracy"] = score(state["params"], data["val"])["all"]
-            best = (meta["best_val"] is None
-                    or entry["val_accuracy"] > meta["best_val"])
-            if best:
-              meta["best_val"] = entry["val_accuracy"]
-          meta["history"].append(entry)
-          log(f"step {step}: loss {loss:.4f}, " + ", ".join(
-              f"{k} {v:.4f}" for k, v in entry.items()
-              if k.endswith("accuracy")))
-        ckpts.save(step, state, meta, best=best)
-    meta["train_seconds"] += time.time() - started
-    if step < t_cfg.steps:
-      log(f"stopped at step {step} (train.stop_at_step); rerun to resume")
-      return {"stopped_at": step}
-    selected, params = "last", state["params"]
-    if t_cfg.select_on == "val" and ckpts.latest_step("best") is not None:
-      best_state, _ = ckpts.restore(abstract, "best")
-      params = best_state["params"]
-      selected = f"val (step {ckpts.latest_step('best')})"
+  def evaluate(params) -> Dict:
+    if "val" not in data:
+      return {}
+    return {"val_accuracy": score(params, data["val"])["all"]}
+
+  done = loop_lib.run(init=init, step_fn=make_train_step(model, tx, mesh),
+                      batch_at=batch_at, evaluate=evaluate,
+                      train_config=t_cfg, workdir=workdir, mesh=mesh, log=log)
+  if done.stopped:
+    return {"stopped_at": done.step}
+  params = done.params
 
   started = time.time()
   evaluations = {name: score(params, graphs) for name, graphs in data.items()
                  if name not in ("train", "val")}
   eval_seconds = time.time() - started
-  final = {"step": step, "selected": selected,
+  final = {"step": done.step, "selected": done.selected,
            "accuracies": {k: v["all"] for k, v in evaluations.items()}}
   if "gen" in evaluations:
     final["gen_per_category"] = evaluations["gen"]["per_category"]
   results = {
-      "model": "edge_transformer", "num_params": num_params,
+      "model": "edge_transformer", "num_params": done.num_params,
       "config": config_lib.to_dict(config),
       "data": {k: len(v) for k, v in data.items()},
-      "history": meta["history"], "final": final, "best": None,
+      "history": done.meta["history"], "final": final, "best": None,
       "evaluations": evaluations,
-      "train_seconds": meta["train_seconds"], "eval_seconds": eval_seconds,
+      "train_seconds": done.meta["train_seconds"],
+      "eval_seconds": eval_seconds,
       "devices": [str(d) for d in mesh.devices.flat],
   }
   reporting.write_json(results_path(config, workdir), results)
