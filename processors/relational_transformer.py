@@ -12,6 +12,7 @@ hidden, **kwargs) -> (nodes_BxNxout, edges_BxNxNxE)`. Our extended network
 stock CLRS those arguments are absent and treated as zeros.
 """
 
+import math
 from typing import NamedTuple, Optional
 
 import haiku as hk
@@ -121,13 +122,20 @@ class RelationalTransformerProcessor(CarryingProcessor):
     e_BxUxUxE = None
     if cfg.use_edges:  # the standard-transformer ablation sees no edges
       # A linear map of [edge_fts, edge_hidden (, graph_fts)], computed per
-      # block so the graph term is projected once per graph, not per edge.
-      e_BxUxUxE = hk.Linear(e_size, name="edge_in")(edge_fts)
-      e_BxUxUxE += hk.Linear(e_size, with_bias=False,
-                             name="edge_hidden_in")(edge_hidden)
+      # block so the graph term is projected once per graph, not per edge;
+      # with init 'diao' every block is drawn with the whole map's fan-in,
+      # as the authors' one Linear over the concatenation.
+      fan_in = edge_fts.shape[-1] + e_size
       if self.graph_vec == "cat":
-        e_BxUxUxE += hk.Linear(e_size, with_bias=False,
-                               name="edge_graph_in")(graph_fts)[:, None, None]
+        fan_in += graph_fts.shape[-1]
+      w_init = (hk.initializers.TruncatedNormal(1.0 / math.sqrt(fan_in))
+                if cfg.init == "diao" else None)
+      linear = lambda name, bias=False: hk.Linear(
+          e_size, with_bias=bias, w_init=w_init, name=name)
+      e_BxUxUxE = linear("edge_in", True)(edge_fts)
+      e_BxUxUxE += linear("edge_hidden_in")(edge_hidden)
+      if self.graph_vec == "cat":
+        e_BxUxUxE += linear("edge_graph_in")(graph_fts)[:, None, None]
     adj_BxUxU = adj_mat
     if self.graph_vec == "core":
       g_in_BxZ = jnp.concatenate([graph_fts, graph_hidden], axis=-1)

@@ -1,4 +1,4 @@
-"""Parameter initialisers of the seq2seq Transformer: Flax's or the authors'.
+"""Parameter initialisers: Flax's or the authors' (seq2seq Transformer, RT).
 
 `INITS` names the schemes a `Seq2SeqConfig.init` may take:
 
@@ -25,6 +25,20 @@
              by `positional_encoding.embedding_init` ([C21] appendix D as
              the paper prints it).
 
+`RT_INITS` names the schemes an `RTConfig.init` (the Relational
+Transformer's layers) may take:
+
+  'diao'     Diao & Loynd's released code (CameronDiao/relational-transformer,
+             Haiku): every kernel is Haiku's `hk.Linear` default,
+             TruncatedNormal(stddev = 1/sqrt(fan_in)) cut at +-2 stddev
+             (std 0.88/sqrt(fan_in)), biases zero, where fan_in is the width
+             of the input as *their* code concatenates it: a linear map that
+             we apply per block (the edge update's W_4 over [e_ij, e_ji, n_i,
+             n_j], the processor's edge input over [edge_fts, edge_hidden,
+             graph_fts]) draws every block with the fan-in of the whole.
+  'flax'     Flax's `lecun_normal` per kernel (std 1/sqrt(fan_in) of that
+             kernel's own input), biases zero.
+
 Xavier on a Flax `DenseGeneral` kernel is over the flattened 2-D map (Flax
 initialises DenseGeneral kernels in their flattened shape), which is the
 fan of their `torch.nn.Linear`.
@@ -40,7 +54,27 @@ from relational_jax.layers import positional_encoding as pe_lib
 from relational_jax.layers import shapes
 
 INITS = ("csordas", "flax")
+RT_INITS = ("diao", "flax")
 Initializer = Callable
+
+
+def haiku_linear_kernel(fan_in: int) -> Initializer:
+  """Haiku's `hk.Linear` default kernel initialiser for an input `fan_in`
+  wide: TruncatedNormal(stddev=1/sqrt(fan_in)), cut at +-2 stddev (the
+  stddev is the untruncated distribution's, as in Haiku)."""
+  if fan_in < 1:
+    raise ValueError(f"fan_in must be a positive int, got {fan_in!r}.")
+  return nn.initializers.truncated_normal(stddev=1.0 / math.sqrt(fan_in))
+
+
+def rt_kernel(init: str, fan_in: int) -> Initializer:
+  """Kernel initialiser of an RT linear map (`RT_INITS`): with 'diao', the
+  authors' Haiku default over the concatenated input `fan_in` wide; with
+  'flax', LeCun normal over the kernel's own input axis."""
+  shapes.check_choice(init, RT_INITS, "init")
+  if init == "flax":
+    return nn.linear.default_kernel_init
+  return haiku_linear_kernel(fan_in)
 
 
 def xavier_uniform(gain: float = 1.0) -> Initializer:

@@ -14,6 +14,11 @@ Equations implemented (numbers from the paper):
   eq. 17-18 u_i = LN(m_i W_1 + n_i),  n_i' = LN(ReLU(u_i W_2) W_3 + u_i).
   eq. 5-7   m_ij = ReLU([e_ij, e_ji, n_i', n_j'] W_4),
             u_ij = LN(m_ij W_5 + e_ij),  e_ij' = LN(ReLU(u_ij W_6) W_7 + u_ij).
+
+Initialisation: `init_scheme` (`relational_jax.layers.init.RT_INITS`),
+'diao' by default: the authors' Haiku default over each linear map's
+input as their code concatenates it (W_4's four blocks share the fan-in
+2E + 2D); 'flax' is LeCun normal per kernel.
 """
 
 import functools
@@ -23,6 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from relational_jax.layers import init as init_lib
 from relational_jax.layers import shapes
 from relational_jax.layers.triangular import TriangularAttention
 
@@ -61,10 +67,13 @@ class RelationalAttention(nn.Module):
     num_heads: H.
     head_dim: K; defaults to D // H (D must then divide by H).
     use_edges: condition Q, K, V on e_ij (eq. 4).
+    init_scheme: 'diao' (the authors' initialisation) or 'flax' (module
+      docstring).
   """
   num_heads: int
   head_dim: Optional[int] = None
   use_edges: bool = True
+  init_scheme: str = "diao"
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
@@ -92,22 +101,25 @@ class RelationalAttention(nn.Module):
       shapes.check_shape(e_BxNxNxE, (b, n, n, None), "e_BxNxNxE")
     if mask_BxNxN is not None:
       shapes.check_shape(mask_BxNxN, (None, n, n), "mask_BxNxN")
+    shapes.check_choice(self.init_scheme, init_lib.RT_INITS, "init_scheme")
 
-    def proj(features, name):
-      return nn.DenseGeneral(features, dtype=self.dtype,
-                             param_dtype=self.param_dtype, name=name)
+    def proj(features, name, fan_in):
+      return nn.DenseGeneral(
+          features, dtype=self.dtype, param_dtype=self.param_dtype,
+          kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in), name=name)
 
     # Node terms: n_i W_n for queries, n_j W_n for keys and values.
-    qn_BxNxHxK = proj((h, k_size), "query_node")(n_BxNxD)
-    kn_BxNxHxK = proj((h, k_size), "key_node")(n_BxNxD)
-    vn_BxNxHxK = proj((h, k_size), "value_node")(n_BxNxD)
+    qn_BxNxHxK = proj((h, k_size), "query_node", d)(n_BxNxD)
+    kn_BxNxHxK = proj((h, k_size), "key_node", d)(n_BxNxD)
+    vn_BxNxHxK = proj((h, k_size), "value_node", d)(n_BxNxD)
     scale = 1.0 / jnp.sqrt(jnp.asarray(k_size, jnp.float32))
 
     use_edges = self.use_edges and e_BxNxNxE is not None
     if use_edges:
       # Edge terms e_ij W^Q_e and e_ij W^K_e in one GEMM, added to the node
       # terms (eq. 4); logits are q_ij . k_ij per head.
-      qke_BxNxNx2xHxK = proj((2, h, k_size), "edge_qk")(e_BxNxNxE)
+      qke_BxNxNx2xHxK = proj((2, h, k_size), "edge_qk",
+                             e_BxNxNxE.shape[-1])(e_BxNxNxE)
       q_BxNxNxHxK = qn_BxNxHxK[:, :, None] + qke_BxNxNx2xHxK[..., 0, :, :]
       k_BxNxNxHxK = kn_BxNxHxK[:, None, :] + qke_BxNxNx2xHxK[..., 1, :, :]
       # A multiply-reduce rather than an einsum: XLA fuses the adds above into
@@ -130,7 +142,11 @@ class RelationalAttention(nn.Module):
     m_BxNxHxK = jnp.einsum("bhij,bjhk->bihk", a_BxHxNxN, vn_BxNxHxK)
     if use_edges:
       e_size = e_BxNxNxE.shape[-1]
-      w_ve_ExHxK = self.param("value_edge_kernel", nn.initializers.lecun_normal(),
+      # W^V_e maps E to H*K: its fan-in is E under either scheme.
+      ve_init = (init_lib.haiku_linear_kernel(e_size)
+                 if self.init_scheme == "diao" else
+                 nn.initializers.lecun_normal(in_axis=0, out_axis=(1, 2)))
+      w_ve_ExHxK = self.param("value_edge_kernel", ve_init,
                               (e_size, h, k_size), self.param_dtype)
       b_ve_HxK = self.param("value_edge_bias", nn.initializers.zeros,
                             (h, k_size), self.param_dtype)
@@ -215,11 +231,13 @@ class NodeUpdate(nn.Module):
     ffn_dim: d_nh, the hidden width F of W_2.
     ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
       default is 1e-6).
+    init_scheme: 'diao' or 'flax' (module docstring).
   """
   ffn_dim: int
   dropout_rate: float = 0.0
   use_ln: bool = True
   ln_epsilon: float = 1e-5
+  init_scheme: str = "diao"
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
@@ -227,16 +245,20 @@ class NodeUpdate(nn.Module):
   def __call__(self, m_BxNxD: Array, n_BxNxD: Array,
                deterministic: bool = True) -> Array:
     d = n_BxNxD.shape[-1]
-    dense = lambda size, name: nn.Dense(size, dtype=self.dtype,
-                                        param_dtype=self.param_dtype, name=name)
+    shapes.check_choice(self.init_scheme, init_lib.RT_INITS, "init_scheme")
+    dense = lambda size, name, fan_in: nn.Dense(
+        size, dtype=self.dtype, param_dtype=self.param_dtype,
+        kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in), name=name)
     drop = nn.Dropout(self.dropout_rate)
     norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon,
                                         name=name)
     u_BxNxD = norm("ln_1")(
-        drop(dense(d, "w1")(m_BxNxD), deterministic=deterministic) + n_BxNxD)
-    f_BxNxF = nn.relu(dense(self.ffn_dim, "w2")(u_BxNxD))
+        drop(dense(d, "w1", m_BxNxD.shape[-1])(m_BxNxD),
+             deterministic=deterministic) + n_BxNxD)
+    f_BxNxF = nn.relu(dense(self.ffn_dim, "w2", d)(u_BxNxD))
     return norm("ln_2")(
-        drop(dense(d, "w3")(f_BxNxF), deterministic=deterministic) + u_BxNxD)
+        drop(dense(d, "w3", self.ffn_dim)(f_BxNxF),
+             deterministic=deterministic) + u_BxNxD)
 
 
 class EdgeUpdate(nn.Module):
@@ -261,6 +283,9 @@ class EdgeUpdate(nn.Module):
     chunk_size: pivots per chunk of that triangular attention.
     ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
       default is 1e-6).
+    init_scheme: 'diao' or 'flax' (module docstring); W_4's blocks share
+      the fan-in 2E + 2D under 'diao'. The optional triangular attention
+      (ours) keeps Flax's initialisation.
   """
   msg_dim: int
   ffn_dim: int
@@ -269,6 +294,7 @@ class EdgeUpdate(nn.Module):
   dropout_rate: float = 0.0
   use_ln: bool = True
   ln_epsilon: float = 1e-5
+  init_scheme: str = "diao"
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
@@ -279,21 +305,24 @@ class EdgeUpdate(nn.Module):
     shapes.check_shape(n_BxNxD, ("B", "N", "D"), "n_BxNxD")
     b, n, _ = n_BxNxD.shape
     shapes.check_shape(e_BxNxNxE, (b, n, n, None), "e_BxNxNxE")
-    e_size = e_BxNxNxE.shape[-1]
-    dense = lambda size, name, bias=True: nn.Dense(
+    shapes.check_choice(self.init_scheme, init_lib.RT_INITS, "init_scheme")
+    e_size, d = e_BxNxNxE.shape[-1], n_BxNxD.shape[-1]
+    dense = lambda size, name, fan_in, bias=True: nn.Dense(
         size, use_bias=bias, dtype=self.dtype, param_dtype=self.param_dtype,
-        name=name)
+        kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in), name=name)
+    w4_fan_in = 2 * e_size + 2 * d  # of the concatenated [e_ij, e_ji, n_i, n_j]
     drop = nn.Dropout(self.dropout_rate)
     # Blocks of W_4 acting on e_ij, e_ji, n_i and n_j (eq. 6). The e_ji block
     # is bias-free and linear, so it is applied to e_ij and the G-wide result
     # transposed ((e^T W)_ij = (e W)_ji), not the E-wide edges.
-    pre_BxNxNxG = (dense(self.msg_dim, "w4_e_ij")(e_BxNxNxE)
-                   + jnp.swapaxes(dense(self.msg_dim, "w4_e_ji", False)(
-                       e_BxNxNxE), 1, 2)
-                   + dense(self.msg_dim, "w4_n_i", False)(n_BxNxD)[:, :, None]
-                   + dense(self.msg_dim, "w4_n_j", False)(n_BxNxD)[:, None, :])
+    w4 = lambda name, bias=False: dense(self.msg_dim, name, w4_fan_in, bias)
+    pre_BxNxNxG = (w4("w4_e_ij", True)(e_BxNxNxE)
+                   + jnp.swapaxes(w4("w4_e_ji")(e_BxNxNxE), 1, 2)
+                   + w4("w4_n_i")(n_BxNxD)[:, :, None]
+                   + w4("w4_n_j")(n_BxNxD)[:, None, :])
     m_BxNxNxG = nn.relu(pre_BxNxNxG)
-    res_BxNxNxE = drop(dense(e_size, "w5")(m_BxNxNxG), deterministic=deterministic)
+    res_BxNxNxE = drop(dense(e_size, "w5", self.msg_dim)(m_BxNxNxG),
+                       deterministic=deterministic)
     if self.triangular_heads:
       res_BxNxNxE += drop(TriangularAttention(
           num_heads=self.triangular_heads, chunk_size=self.chunk_size,
@@ -303,10 +332,10 @@ class EdgeUpdate(nn.Module):
     norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon,
                                         name=name)
     u_BxNxNxE = norm("ln_1")(res_BxNxNxE + e_BxNxNxE)
-    f_BxNxNxF = nn.relu(dense(self.ffn_dim, "w6")(u_BxNxNxE))
+    f_BxNxNxF = nn.relu(dense(self.ffn_dim, "w6", e_size)(u_BxNxNxE))
     return norm("ln_2")(
-        drop(dense(e_size, "w7")(f_BxNxNxF), deterministic=deterministic)
-        + u_BxNxNxE)
+        drop(dense(e_size, "w7", self.ffn_dim)(f_BxNxNxF),
+             deterministic=deterministic) + u_BxNxNxE)
 
 
 class RelationalTransformerLayer(nn.Module):
@@ -324,6 +353,7 @@ class RelationalTransformerLayer(nn.Module):
     triangular_heads, chunk_size: see `EdgeUpdate`.
     ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
       default is 1e-6).
+    init_scheme: 'diao' or 'flax' (module docstring).
   """
   num_heads: int
   head_dim: Optional[int] = None
@@ -337,6 +367,7 @@ class RelationalTransformerLayer(nn.Module):
   dropout_rate: float = 0.0
   use_ln: bool = True
   ln_epsilon: float = 1e-5
+  init_scheme: str = "diao"
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
@@ -357,16 +388,17 @@ class RelationalTransformerLayer(nn.Module):
           f"node width D = {d}.")
     kw = dict(dtype=self.dtype, param_dtype=self.param_dtype)
     m_BxNxD = RelationalAttention(self.num_heads, k_size, self.use_edges,
-                                  name="attention", **kw)(
+                                  self.init_scheme, name="attention", **kw)(
                                       n_BxNxD, e_BxNxNxE, mask_BxNxN)
     n_BxNxD = NodeUpdate(self.node_ffn_dim, self.dropout_rate, self.use_ln,
-                         self.ln_epsilon, name="node_update", **kw)(
+                         self.ln_epsilon, self.init_scheme,
+                         name="node_update", **kw)(
                              m_BxNxD, n_BxNxD, deterministic)
     if self.use_edges and self.edge_update and e_BxNxNxE is not None:
       e_BxNxNxE = EdgeUpdate(self.edge_msg_dim, self.edge_ffn_dim,
                              self.triangular_heads, self.chunk_size,
                              self.dropout_rate, self.use_ln, self.ln_epsilon,
-                             name="edge_update", **kw)(e_BxNxNxE, n_BxNxD,
+                             self.init_scheme, name="edge_update", **kw)(e_BxNxNxE, n_BxNxD,
                                                        deterministic,
                                                        node_mask_BxN)
     return n_BxNxD, e_BxNxNxE
