@@ -31,13 +31,13 @@ def test_default_config_layout_and_models():
   assert isinstance(t, Seq2SeqConfig) and t.src_vocab_size == 11
   assert (t.positions, t.tied, t.d_model, t.num_heads, t.ffn_dim,
           t.num_encoder_layers, t.num_decoder_layers, t.dropout_rate) == (
-              "relative", True, 128, 8, 256, 3, 3, 0.5)
+              "relative", True, 128, 8, 256, 3, 3, 0.1)
   c.model = "edge_transformer"
   e = seq2seq.config.model_config(c, **sizes)
   assert isinstance(e, ETSeq2SeqConfig) and e.max_tgt_len == 14
   assert (e.et.tied, e.et.edge_width, e.et.num_heads, e.et.ffn_dim,
           e.et.num_layers, e.num_decoder_layers, e.et.dropout_rate) == (
-              True, 128, 8, 256, 3, 3, 0.5)
+              True, 128, 8, 256, 3, 3, 0.1)
 
 
 @pytest.mark.parametrize("overrides, message", [
