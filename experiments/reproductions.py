@@ -259,9 +259,10 @@ def _cogs_edge_transformer() -> ConfigDict:
 
 
 def _seq2seq_budgets(cpu_steps: int, smoke_batch: Optional[int] = None,
-                     smoke_eval: int = 8):
+                     smoke_eval: int = 8, smoke_model: Optional[Dict] = None):
   smoke = {"train.steps": 2, "train.eval_every": 1,
-           "data.max_eval_examples": smoke_eval, "train.progress": False}
+           "data.max_eval_examples": smoke_eval, "train.progress": False,
+           **(smoke_model or {})}
   if smoke_batch:
     smoke.update({"train.batch_size": smoke_batch,
                   "train.eval_batch_size": smoke_batch})
@@ -289,7 +290,12 @@ _REPRODUCTIONS += [
         "Bergen et al. 2021 (Edge Transformer)", "Table 4 (COGS)",
         "generalisation exact match (gen.tsv)", {"gen": 0.874},
         _cogs_edge_transformer,
-        _seq2seq_budgets(500, smoke_batch=2, smoke_eval=2),
+        _seq2seq_budgets(500, smoke_batch=2, smoke_eval=2,
+                         # One layer a side: compiling the three-layer ET
+                         # decoder for COGS's lengths took ~2 min a test.
+                         smoke_model={"edge_transformer.et.num_layers": 1,
+                                      "edge_transformer.num_decoder_layers":
+                                          1}),
         "The paper's number is graph prediction on the graph version of "
         "COGS; this reproduction decodes the original logical forms as "
         "sequences with the ET encoder-decoder, so it is not the same task."),

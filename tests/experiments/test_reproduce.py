@@ -36,10 +36,13 @@ def test_budgets_scale_only_length_evaluation_and_seeds():
              "seeds", "algorithms")
   # Smoke runs of For2Lam may also share one data split (its short / long
   # variants of a model share one smoke run, see smoke_workdirs) and shrink
-  # the model (test_for2lam_paper_configs_build checks the paper sizes).
+  # the model (test_for2lam_paper_configs_build checks the paper sizes); the
+  # COGS Edge Transformer's smoke run has one layer a side.
   smoke_only = ("data.split", "transformer.d_model",
                 "transformer.num_encoder_layers",
-                "transformer.num_decoder_layers")
+                "transformer.num_decoder_layers",
+                "edge_transformer.et.num_layers",
+                "edge_transformer.num_decoder_layers")
   for r in reproductions.REPRODUCTIONS.values():
     for budget, overrides in r.budgets.items():
       for path in overrides:
