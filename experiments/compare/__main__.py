@@ -16,6 +16,7 @@ resumes. Writes `--output_dir/NAME.json` and `NAME.png`.
 """
 
 import inspect
+import json
 import os
 import sys
 import threading
@@ -59,6 +60,10 @@ def define_flags():
   flags.DEFINE_integer("reference_threads", 1, "torch threads of their side.")
   flags.DEFINE_boolean("report_only", False, "Train nothing: report the seeds "
                        "both sides have finished in --workdir.")
+  flags.DEFINE_string("reuse_reference", None, "An earlier comparison JSON "
+                      "of this NAME and budget: its reference seeds are "
+                      "taken as finished (their code, settings and data "
+                      "must be unchanged: checked against its record).")
 
 
 def data_options(module, **available):
@@ -75,29 +80,34 @@ def data_options(module, **available):
 def run(name: str, reference: str, budget_name: str, workdir: str,
         output_dir: str, reference_python: str, test_csv: str,
         seeds: int = 0, reference_threads: int = 1, log=print,
-        shared_data: str = _SHARED, report_only: bool = False):
+        shared_data: str = _SHARED, report_only: bool = False,
+        reuse_reference: str = None):
   """Trains both sides (resuming what is there) and writes the comparison;
   with `report_only`, trains nothing and reports the seeds that both sides
-  have finished (`NAME__partial.json` while some are missing)."""
+  have finished (`NAME__partial.json` while some are missing). With
+  `reuse_reference` (an earlier comparison JSON), the reference seeds it
+  holds are not rerun (see `reused_reference_runs`)."""
   check_choice(name, tuple(COMPARISONS), "comparison")
   module = COMPARISONS[name]
   check_choice(budget_name, tuple(module.BUDGETS), "budget")
   budget = module.BUDGETS[budget_name]
   seeds = seeds or budget.seeds
   workdir = os.path.abspath(workdir)
+  reused = (reused_reference_runs(reuse_reference, name, module, budget_name)
+            if reuse_reference else {})
   if report_only:
     ours, theirs = {}, {}
     for seed in range(seeds):
       o = module.finished_ours(budget, os.path.join(workdir, f"ours_seed{seed}"))
-      t = module.finished_theirs(budget,
-                                 os.path.join(workdir, f"theirs_seed{seed}"))
+      t = reused.get(seed) or module.finished_theirs(
+          budget, os.path.join(workdir, f"theirs_seed{seed}"))
       if o is not None and t is not None:
         ours[seed], theirs[seed] = o, t
     if not ours:
       raise ValueError(f"report_only: no seed of {workdir} is finished on "
                        f"both sides (budget {budget_name!r}).")
     return report(name, module, budget_name, ours, theirs, seeds,
-                  output_dir, log)
+                  output_dir, log, reuse_reference if reused else None)
   reference = reference_lib.require(name, reference, module.REPOSITORY,
                                     module.MARKER)
   scratch = os.path.join(workdir, "scratch")
@@ -106,11 +116,14 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
                                       shared_data=shared_data,
                                       reference=reference,
                                       reference_python=reference_python))
-  theirs, errors = {}, []
+  theirs, errors = {s: reused[s] for s in range(seeds) if s in reused}, []
 
   def reference_side():
     try:
       for seed in range(seeds):
+        if seed in theirs:
+          log(f"[{name}] theirs seed {seed} reused from {reuse_reference}")
+          continue
         theirs[seed] = module.run_theirs(
             budget, seed, reference, scratch, reference_python,
             os.path.join(workdir, f"theirs_seed{seed}"),
@@ -131,10 +144,31 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
   if errors:
     raise errors[0]
   return report(name, module, budget_name, ours, theirs, seeds, output_dir,
-                log)
+                log, reuse_reference if reused else None)
 
 
-def report(name, module, budget_name, ours, theirs, seeds, output_dir, log):
+def reused_reference_runs(path, name, module, budget_name):
+  """{seed: evaluation points} of the reference side recorded in the
+  comparison JSON `path`. Refused unless it is the same comparison and
+  budget with the same record of their side (`describe`: repository,
+  hyperparameters, their flags, budget, data): a reference run is
+  deterministic given those and its seed, so rerunning it would repeat it."""
+  with open(path) as f:
+    earlier = json.load(f)
+  now = {"name": name, "budget_name": budget_name,
+         **module.describe(module.BUDGETS[budget_name])}
+  keys = [k for k in now if k not in ("differences", "resolved")]
+  changed = [k for k in keys if earlier.get(k) != now[k]]
+  if changed:
+    raise ValueError(f"--reuse_reference={path}: its {changed} differ from "
+                     f"this comparison's ({name}, budget {budget_name!r}); "
+                     f"rerun the reference side instead.")
+  return {int(seed): points
+          for seed, points in earlier["runs"]["theirs"].items()}
+
+
+def report(name, module, budget_name, ours, theirs, seeds, output_dir, log,
+           reused_from=None):
   """Aggregates the finished seeds, applies the matching rule, writes the
   JSON and the PNG."""
   done = sorted(ours)
@@ -146,6 +180,8 @@ def report(name, module, budget_name, ours, theirs, seeds, output_dir, log):
             "seeds_finished": done, **module.describe(budget),
             "comparison": comparison,
             "runs": {"ours": ours, "theirs": theirs}}
+  if reused_from:
+    result["reference_reused_from"] = reused_from
   os.makedirs(output_dir, exist_ok=True)
   stem = name if budget_name == "cpu" else f"{name}__{budget_name}"
   if len(done) < seeds:
@@ -173,7 +209,8 @@ def main(argv):
                                       f"{name}_{FLAGS.budget}"),
         FLAGS.output_dir, FLAGS.reference_python, FLAGS.test_csv,
         FLAGS.num_seeds, FLAGS.reference_threads,
-        shared_data=FLAGS.shared_data, report_only=FLAGS.report_only)
+        shared_data=FLAGS.shared_data, report_only=FLAGS.report_only,
+        reuse_reference=FLAGS.reuse_reference)
   except reference_lib.MissingReferenceError as e:
     print(e, file=sys.stderr)
     sys.exit(2)

@@ -49,6 +49,7 @@ from relational_jax.layers import shapes
 
 ORDERS = ("dfs", "bfs")
 ALIGNMENTS = ("output", "next")
+PE_NORMS = ("paper", "sinusoid")
 
 Path = Tuple[int, ...]
 
@@ -429,15 +430,24 @@ class TreePositionalEncoding(nn.Module):
   For each of m = d_model / (n k) parameters p = tanh(theta), the raw stack
   vector x (`n*k`) is weighted per depth slot l by p^l,
     x' = x * (1_n; p_n; p^2_n; ...),
-  times sqrt(1 - p^2) (approximate normalisation) and sqrt(d_model / 2)
-  (norms like the sinusoidal encoding); the m copies are concatenated to
-  give d_model features.
+  times sqrt(1 - p^2) (approximate normalisation: a node at depth L has
+  |x'|^2 = 1 - p^(2L)) and a scale; the m copies are concatenated to give
+  d_model features. `norm` picks the scale:
+    'paper'     sqrt(d_model / 2), as sec. 3.2 states ("to achieve norms
+                more similar to the original transformer's positional
+                encoding scheme"). The m copies then give a deep node the
+                norm sqrt(m d_model / 2): sqrt(m) times the sinusoid's
+                sqrt(d_model / 2) (m = 32 at the paper's d_pos 2048, k 32);
+    'sinusoid'  sqrt(d_model / (2 m)): a deep node's norm is the
+                sinusoidal encoding's, the stated aim (our option).
   """
   d_model: int
   k: int = 32
   n: int = 2
+  norm: str = "paper"  # One of PE_NORMS.
 
   def setup(self):
+    shapes.check_choice(self.norm, PE_NORMS, "tree positional encoding norm")
     if self.d_model % (self.n * self.k):
       valid_k = [k for k in range(1, self.d_model + 1)
                  if self.d_model % (self.n * k) == 0]
@@ -456,8 +466,10 @@ class TreePositionalEncoding(nn.Module):
     shapes.check_shape(x_BxNxP, ("B", "N", self.n * self.k), "tree positions")
     p_Q = jnp.tanh(self.theta_Q)
     depth_P = jnp.repeat(jnp.arange(self.k), self.n)  # Slot of each feature.
+    scale = math.sqrt(self.d_model / 2.0)
+    if self.norm == "sinusoid":
+      scale /= math.sqrt(self.num_p)
     weight_QxP = p_Q[:, None] ** depth_P[None, :]
-    weight_QxP = (weight_QxP * jnp.sqrt(1.0 - p_Q[:, None] ** 2)
-                  * math.sqrt(self.d_model / 2.0))
+    weight_QxP = weight_QxP * jnp.sqrt(1.0 - p_Q[:, None] ** 2) * scale
     pe_BxNxQxP = x_BxNxP[:, :, None, :] * weight_QxP
     return pe_BxNxQxP.reshape(x_BxNxP.shape[:2] + (self.d_model,))

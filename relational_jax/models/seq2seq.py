@@ -25,7 +25,9 @@ One config (`Seq2SeqConfig`) selects:
                         d_model 256 in sec. 5.1.1; 0 = d_model); a width
                         other than d_model is mapped to d_model by a learned
                         bias-free linear map (the paper does not say how
-                        d_pos meets d_model: our choice);
+                        d_pos meets d_model: our choice); `tree_pe_norm`
+                        'paper' scales it as sec. 3.2 states, 'sinusoid'
+                        to the sinusoid's norm (see the class);
   tied                  one encoder layer and one decoder layer applied L
                         times (Universal Transformer without ACT or timestep
                         embedding, as in Csordas et al. 2021);
@@ -132,6 +134,7 @@ class Seq2SeqConfig:
   tree_alignment: str = "output"   # One of tree.ALIGNMENTS (sec. 4).
   tree_encoder: bool = False       # Tree PE on the source too (tree2tree).
   tree_pos_width: int = 0          # d_pos; 0 = d_model; % (n*k) == 0.
+  tree_pe_norm: str = "paper"      # One of tree.PE_NORMS (sec. 3.2 scale).
   pre_norm: bool = False
   tie_embeddings: bool = False     # Decoder output = h E^T.
   # Csordas et al.'s code (their defaults, see the class docstring):
@@ -174,6 +177,7 @@ class Seq2SeqConfig:
     shapes.check_choice(self.tree_order, tree_lib.ORDERS, "tree_order")
     shapes.check_choice(self.tree_alignment, tree_lib.ALIGNMENTS,
                         "tree_alignment")
+    shapes.check_choice(self.tree_pe_norm, tree_lib.PE_NORMS, "tree_pe_norm")
     shapes.check_choice(self.edge_scorer, ra_lib.SCORERS, "edge_scorer")
     shapes.check_choice(self.encoder, tuple(ENCODERS), "encoder")
     shapes.check_divides(self.d_model, self.num_heads, "d_model")
@@ -365,7 +369,8 @@ class TreeEmbedding(nn.Module):
     shapes.check_shape(x_BxNxP, ("B", "N", c.tree_position_dim),
                        "tree positions")
     pe_BxNxW = tree_lib.TreePositionalEncoding(
-        c.tree_width, c.tree_depth, c.tree_arity, name="encoding")(
+        c.tree_width, c.tree_depth, c.tree_arity, c.tree_pe_norm,
+        name="encoding")(
             jnp.asarray(x_BxNxP, jnp.float32))
     if c.tree_width == c.d_model:
       return pe_BxNxW

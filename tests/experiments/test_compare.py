@@ -176,6 +176,41 @@ def test_report_only_aggregates_the_seeds_both_sides_finished(tmp_path):
               "python", "unused.csv", report_only=True)
 
 
+def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(
+    tmp_path):
+  from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
+
+  def point(step, acc):
+    return {"step": step, "metrics": {"test_all": acc}}
+
+  work = tmp_path / "w"
+  for seed in (0, 1):
+    (work / f"ours_seed{seed}").mkdir(parents=True)
+    (work / f"ours_seed{seed}" / "results.json").write_text(json.dumps(
+        {"history": [{"step": s, "tests": {"test": {"all": 0.5, "per_k": {}}}}
+                     for s in (2, 4)]}))
+  earlier = {"name": "clutrr_et", "budget_name": "smoke",
+             **clutrr_et.describe(clutrr_et.BUDGETS["smoke"]),
+             "runs": {"theirs": {str(s): [point(2, 0.4), point(4, 0.6)]
+                                 for s in (0, 1)}}}
+  path = tmp_path / "earlier.json"
+  path.write_text(json.dumps(earlier))
+  result = entry.run("clutrr_et", None, "smoke", str(work),
+                     str(tmp_path / "out"), "python", "unused.csv",
+                     report_only=True, reuse_reference=str(path),
+                     log=lambda m: None)
+  assert result["seeds_finished"] == [0, 1]
+  assert result["reference_reused_from"] == str(path)
+  assert result["runs"]["theirs"][1][-1] == point(4, 0.6)
+  # A record that differs from this comparison's (their flags) is refused.
+  earlier["reference_flags"] = ["--lr", "0.5"]
+  path.write_text(json.dumps(earlier))
+  with pytest.raises(ValueError, match="\\['reference_flags'\\] differ"):
+    entry.run("clutrr_et", None, "smoke", str(work), str(tmp_path / "out"),
+              "python", "unused.csv", report_only=True,
+              reuse_reference=str(path))
+
+
 def test_markdown_table_of_a_comparison():
   from experiments.compare import table  # pylint: disable=g-import-not-at-top
   ours = [[{"step": 10, "metrics": {"acc": 0.5}},

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from relational_jax.layers import positional_encoding as pe_lib
 from relational_jax.layers import tree as tree_lib
 
 Tree = tree_lib.Tree
@@ -149,6 +150,30 @@ def test_parameterised_encoding_formula():
                                  rtol=1e-5, atol=1e-7)
   init = jax.eval_shape(enc.init, jax.random.key(0), x)
   assert init["params"]["theta"].shape == (2,)
+
+
+def test_encoding_norms_paper_and_sinusoid():
+  """A node at depth L >= k has |x'|^2 = sum_q (1 - p_q^(2k)) scale^2:
+  'paper' scale sqrt(d/2) gives up to m d / 2 (m copies), 'sinusoid'
+  sqrt(d / (2m)) gives up to d / 2, the sinusoidal encoding's |P|^2."""
+  n, k, d_model = 2, 4, 64  # m = 8 copies.
+  m = d_model // (n * k)
+  x = jnp.asarray(tree_lib.position_from_path([0, 1] * k, n, k))[None, None]
+  thetas = jnp.arctanh(jnp.linspace(0.5, 0.95, m))
+  p = np.tanh(np.asarray(thetas, np.float64))
+  depth_sum = np.sum(1.0 - p ** (2 * k))
+  sinusoid = pe_lib.sinusoidal(5, d_model)[3]
+  np.testing.assert_allclose(float(jnp.sum(sinusoid ** 2)), d_model / 2,
+                             rtol=1e-5)
+  for norm, want in (("paper", depth_sum * d_model / 2),
+                     ("sinusoid", depth_sum * d_model / (2 * m))):
+    enc = tree_lib.TreePositionalEncoding(d_model, k=k, n=n, norm=norm)
+    got = enc.apply({"params": {"theta": thetas}}, x)
+    np.testing.assert_allclose(float(jnp.sum(got ** 2)), want, rtol=1e-5)
+  assert depth_sum * d_model / (2 * m) <= d_model / 2
+  enc = tree_lib.TreePositionalEncoding(d_model, k=k, n=n, norm="unit")
+  with pytest.raises(ValueError, match="'unit'.*'paper', 'sinusoid'"):
+    enc.init(jax.random.key(0), x)
 
 
 def test_parameterised_encoding_bad_width():

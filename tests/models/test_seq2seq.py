@@ -90,6 +90,8 @@ def param_count(config):
     (dict(positions="tree", tree_arity=3), "tree_arity must be 2"),
     (dict(positions="tree", tree_alignment="previous"),
      "tree_alignment 'previous'.*'output', 'next'"),
+    (dict(positions="tree", tree_pe_norm="unit"),
+     "tree_pe_norm 'unit'.*'paper', 'sinusoid'"),
     (dict(positions="tree", tree_pos_width=12), "tree PE width .* 12"),
     (dict(tree_encoder=True), "tree_encoder=True needs positions='tree'"),
     (dict(embedding_dropout=1.0), "embedding_dropout must be < 1"),
