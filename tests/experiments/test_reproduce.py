@@ -37,8 +37,11 @@ def test_budgets_scale_only_length_evaluation_and_seeds():
   # Smoke runs of For2Lam may also share one data split (its short / long
   # variants of a model share one smoke run, see smoke_workdirs) and shrink
   # the model (test_for2lam_paper_configs_build checks the paper sizes); the
-  # COGS Edge Transformer's smoke run has one layer a side.
+  # COGS Edge Transformer's smoke run has one layer a side, CLUTRR's one
+  # layer (test_clutrr_paper_configs_build checks the paper sizes).
   smoke_only = ("data.split", "transformer.d_model",
+                "edge_transformer.num_layers", "rat.num_layers",
+                "rt.num_layers",
                 "transformer.num_encoder_layers",
                 "transformer.num_decoder_layers",
                 "edge_transformer.et.num_layers",
@@ -64,6 +67,24 @@ def test_paper_budgets_follow_the_papers():
   assert len(reproductions.get("rt_clrs_all30").build("paper").algorithms) == 30
   scan = reproductions.get("scan_cutoff26_relative_universal").build("paper")
   assert scan.train.steps == 50_000 and scan.transformer.positions == "relative"
+
+
+def test_clutrr_paper_configs_build():
+  """Bergen et al. Table 1 sizes at the paper budget (the smoke runs have
+  one layer); k = 2, 3, 4 trains on 15k generated rows (sec. 4.1)."""
+  for name in ("clutrr_et_k23", "clutrr_et_k234", "clutrr_rat_k234",
+               "clutrr_rt_k234"):
+    c = reproductions.get(name).build("paper")
+    assert (c.edge_transformer.num_layers, c.rat.num_layers,
+            c.rt.num_layers) == (8, 8, 8), name
+  k234 = reproductions.get("clutrr_et_k234").build("paper")
+  assert tuple(k234.protocol.train_ks) == (2, 3, 4)
+  assert 3 * k234.protocol.num_train_per_k == 15_000
+  assert k234.train.steps == 50 * 30  # 12k training rows, batch 400.
+  k23 = reproductions.get("clutrr_et_k23").build("paper")
+  assert tuple(k23.protocol.train_ks) == (2, 3)
+  assert k23.train.steps == 50 * 70  # 28k training rows, batch 400.
+  assert reproductions.get("clutrr_et_untied_k234").published["k6"] == 0.982
 
 
 def test_for2lam_paper_configs_build():
