@@ -3,6 +3,8 @@ r"""Run a named reproduction and store the paper's number beside ours.
   python -m experiments.reproduce --list
   python -m experiments.reproduce rt_clrs_core8 --budget=cpu
   python -m experiments.reproduce scan_cutoff26_relative_universal --budget=paper
+  python -m experiments.reproduce for2lam_short_tree_dfs --budget=cpu \
+      --set=transformer.tree_pe_norm=sinusoid      # a variant of a named config
 
 Writes the run's own results (checkpoints, JSON, PNGs) under --workdir
 (default runs/reproduce/<name>_<budget>) and `<workdir>/reproduction.json`:
@@ -10,18 +12,23 @@ the paper, table, metric, published numbers, ours, and the budget. Running
 the same command again resumes the run exactly.
 """
 
+import ast
+import re
 import sys
+from typing import Dict, Mapping, Optional, Sequence
 
 from absl import app
 from absl import flags
 from absl import logging
 
 from experiments import reproductions
+from relational_jax.training import config as config_lib
 from relational_jax.training import reporting
 
 flags.DEFINE_boolean("list", False, "List the named reproductions and exit.")
 flags.DEFINE_enum("budget", "paper", list(reproductions.BUDGETS), "paper: the paper's protocol; cpu: the README's CPU budget; smoke: seconds, for tests.")
-flags.DEFINE_string("workdir", None, "Work directory (default runs/reproduce/<name>_<budget>).")
+flags.DEFINE_string("workdir", None, "Work directory (default runs/reproduce/<name>_<budget>[__<overrides>]).")
+flags.DEFINE_multi_string("set", [], "PATH=VALUE: a variant of the named config (e.g. transformer.tree_pe_norm=sinusoid); recorded in reproduction.json and its command.")
 FLAGS = flags.FLAGS
 
 
@@ -45,11 +52,45 @@ def ours_from_results(reproduction, results) -> dict:
   return dict(selected["accuracies"])
 
 
-def run(name: str, budget: str, workdir: str = None, log=print) -> dict:
-  """Runs reproduction `name` at `budget`; returns the reproduction record."""
+def parse_overrides(items: Sequence[str]) -> Dict[str, object]:
+  """{path: value} of 'PATH=VALUE' strings; VALUE is a Python literal
+  (1e-3, True, (2, 3), 'x') or else the string as given."""
+  out = {}
+  for item in items:
+    path, sep, text = item.partition("=")
+    if not sep or not path:
+      raise ValueError(f"--set {item!r}: expected PATH=VALUE, e.g. "
+                       f"transformer.tree_pe_norm=sinusoid.")
+    try:
+      out[path] = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+      out[path] = text
+  return out
+
+
+def set_text(value) -> str:
+  """VALUE as --set takes it back: strings bare unless they would parse as
+  another literal."""
+  if isinstance(value, str):
+    return repr(value) if parse_overrides([f"x={value}"])["x"] != value else value
+  return repr(value)
+
+
+def overrides_suffix(overrides: Mapping[str, object]) -> str:
+  """A work-dir suffix naming the overrides ('' for none)."""
+  text = ",".join(f"{p}={v}" for p, v in overrides.items())
+  return "__" + re.sub(r"[^A-Za-z0-9_.,=-]", "", text) if text else ""
+
+
+def run(name: str, budget: str, workdir: str = None, log=print,
+        overrides: Optional[Mapping[str, object]] = None) -> dict:
+  """Runs reproduction `name` at `budget`, with dotted-path `overrides` of
+  its config if given; returns the reproduction record."""
   reproduction = reproductions.get(name)
-  config = reproduction.build(budget)
-  workdir = workdir or f"runs/reproduce/{name}_{budget}"
+  overrides = dict(overrides or {})
+  config = config_lib.override(reproduction.build(budget), overrides)
+  workdir = workdir or (f"runs/reproduce/{name}_{budget}"
+                        + overrides_suffix(overrides))
   if reproduction.task == "clrs":
     from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
     results = loop.train_and_evaluate(config, workdir, log=log)
@@ -72,8 +113,12 @@ def run(name: str, budget: str, workdir: str = None, log=print) -> dict:
       "published": dict(reproduction.published),
       "ours": ours_from_results(reproduction, results),
       "notes": reproduction.notes, "results_path": results_path,
-      "command": f"python -m experiments.reproduce {name} --budget={budget}",
+      "command": f"python -m experiments.reproduce {name} --budget={budget}"
+                 + "".join(f" --set={p}={set_text(v)}"
+                           for p, v in overrides.items()),
   }
+  if overrides:
+    record["overrides"] = overrides
   # The run's own results JSON carries the published number beside ours.
   results["reproduction"] = record
   reporting.write_json(results_path, results)
@@ -89,7 +134,8 @@ def main(argv):
     raise app.UsageError("Give one reproduction name (see --list).")
   if not FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)
-  record = run(argv[1], FLAGS.budget, FLAGS.workdir)
+  record = run(argv[1], FLAGS.budget, FLAGS.workdir,
+               overrides=parse_overrides(FLAGS.set))
   key = "mean" if "mean" in record["published"] else next(iter(record["published"]))
   print(f"{record['name']} ({record['budget']} budget): published "
         f"{key} {record['published'][key]}, ours {record['ours'].get(key)}")

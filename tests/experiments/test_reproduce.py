@@ -58,6 +58,25 @@ def test_budgets_scale_only_length_evaluation_and_seeds():
     reproductions.get("rt")
 
 
+def test_set_overrides_parse_and_reach_the_record_and_the_work_dir():
+  got = reproduce.parse_overrides(["transformer.tree_pe_norm=sinusoid",
+                                   "train.steps=10", "protocol.train_ks=(2, 3)",
+                                   "train.learning_rate=1e-3"])
+  assert got == {"transformer.tree_pe_norm": "sinusoid", "train.steps": 10,
+                 "protocol.train_ks": (2, 3), "train.learning_rate": 1e-3}
+  assert [reproduce.set_text(v) for v in got.values()] == [
+      "sinusoid", "10", "(2, 3)", "0.001"]
+  assert reproduce.set_text("10") == "'10'"  # Stays a string when re-read.
+  assert reproduce.overrides_suffix({"transformer.tree_pe_norm": "sinusoid"}
+                                    ) == "__transformer.tree_pe_norm=sinusoid"
+  assert reproduce.overrides_suffix({}) == ""
+  with pytest.raises(ValueError, match="expected PATH=VALUE"):
+    reproduce.parse_overrides(["transformer.tree_pe_norm"])
+  with pytest.raises(ValueError, match="unknown config path 'transformer.nope'"):
+    reproduce.run("for2lam_short_tree_dfs", "smoke", "/nonexistent",
+                  overrides={"transformer.nope": 1})
+
+
 def test_paper_budgets_follow_the_papers():
   rt = reproductions.get("rt_clrs_core8").build("paper")
   assert rt.protocol.batch_size * rt.protocol.train_steps == 320_000
