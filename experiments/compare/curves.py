@@ -74,6 +74,22 @@ def tolerance(ours: Mapping, theirs: Mapping) -> float:
   return max(ranges, 2.0 * se)
 
 
+def chance_failure_rate(seeds: int = 3, trials: int = 100_000,
+                        seed: int = 0) -> float:
+  """How often the matching rule fails at one point when both sides draw
+  their `seeds` values from the same normal distribution (Monte Carlo,
+  `trials` draws): the rate of failures that need no cause."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  if seeds < 2:
+    raise ValueError(f"seeds must be >= 2 for a seed range, got {seeds}.")
+  rng = np.random.default_rng(seed)
+  ours, theirs = rng.normal(size=(2, trials, seeds))
+  diff = np.abs(ours.mean(-1) - theirs.mean(-1))
+  ranges = np.maximum(np.ptp(ours, -1), np.ptp(theirs, -1))
+  se = np.sqrt((ours.var(-1, ddof=1) + theirs.var(-1, ddof=1)) / seeds)
+  return float(np.mean(diff > np.maximum(ranges, 2.0 * se)))
+
+
 def compare_sides(ours: Mapping[str, Mapping[int, Mapping]],
                   theirs: Mapping[str, Mapping[int, Mapping]]) -> Dict:
   """Per metric and step: both summaries, the difference of means, the

@@ -211,6 +211,16 @@ def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(
               reuse_reference=str(path))
 
 
+def test_chance_failure_rate_of_the_matching_rule():
+  # Same distribution on both sides: the rule still fails now and then
+  # (about 5% of points at 3 seeds), less often with more seeds.
+  three = curves.chance_failure_rate(3, trials=20_000)
+  assert 0.03 < three < 0.07
+  assert curves.chance_failure_rate(5, trials=20_000) < three
+  with pytest.raises(ValueError, match="seeds must be >= 2"):
+    curves.chance_failure_rate(1)
+
+
 def test_markdown_table_of_a_comparison():
   from experiments.compare import table  # pylint: disable=g-import-not-at-top
   ours = [[{"step": 10, "metrics": {"acc": 0.5}},
