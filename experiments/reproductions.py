@@ -345,25 +345,23 @@ def _table5(row: str, table=None) -> Dict[str, float]:
 
 
 def _clutrr(model: str, batch_size: int = 400, train_ks=(2, 3),
-            **et_fields) -> Callable[[], ConfigDict]:
+            rows_per_k: int = 17_500, **et_fields) -> Callable[[], ConfigDict]:
   """The authors' protocol (`clutrr/train.py`, Table 1): 35k generated
   k = 2, 3 rows, 80/20 train/validation, 50 epochs, Adam lr 1e-3, 100 warmup
   steps then linear decay, clip 1.0, dropout 0.2, the last model tested.
-  With train_ks (2, 3, 4): the size of the original CLUTRR k = 2, 3, 4
-  training set they used (15k rows, sec. 4.1), generated here (that file
-  is not available), same training."""
+  For k = 2, 3, 4 the callers give rows_per_k 5,000: the size of the
+  original CLUTRR training set they used (15k rows, sec. 4.1), generated
+  here (that file is not available), same training."""
   def make():
     c = clutrr_training.default_config()
     c.model = model
     for field, value in et_fields.items():
       c.edge_transformer[field] = value
     c.train.batch_size = batch_size
-    c.protocol.train_ks = tuple(train_ks)
-    num_rows = 35_000
-    if tuple(train_ks) == (2, 3, 4):
-      num_rows = 15_000
-      c.protocol.num_train_per_k = num_rows // 3
-    steps_per_epoch = -(-int(num_rows * 0.8) // batch_size)
+    p = c.protocol
+    p.train_ks, p.num_train_per_k = tuple(train_ks), rows_per_k
+    num_train = round(rows_per_k * len(train_ks) * (1.0 - p.val_fraction))
+    steps_per_epoch = -(-num_train // batch_size)
     c.train.steps = 50 * steps_per_epoch
     c.train.eval_every = 5 * steps_per_epoch
     return c
@@ -464,7 +462,8 @@ for _key, _label, _row, _model, _fields in _K234_MODELS:
       f"clutrr_{_key}_k234", "clutrr", BERGEN,
       f"Table 5 ({_label}, train k=2,3,4; test k=6..10)",
       _CLUTRR_METRIC_K234, _table5(_row, _TABLE5_K234),
-      _clutrr(_model, train_ks=(2, 3, 4), **_fields), _CLUTRR_K234_BUDGETS,
+      _clutrr(_model, train_ks=(2, 3, 4), rows_per_k=5_000, **_fields),
+      _CLUTRR_K234_BUDGETS,
       "Their k = 2, 3, 4 models trained on the original CLUTRR training "
       "set (15k rows) and were tested on its own test files; neither is "
       "available here, so ours train on generated rows and are scored on "
@@ -472,14 +471,15 @@ for _key, _label, _row, _model, _fields in _K234_MODELS:
 _REPRODUCTIONS_CLUTRR.append(Reproduction(
     "clutrr_rat_k234", "clutrr", BERGEN, "Figure 3 (RAT, train k=2,3,4)",
     _CLUTRR_METRIC_K234, {f"k{k}": None for k in range(10, 1, -1)},
-    _clutrr("rat", batch_size=200, train_ks=(2, 3, 4)), _CLUTRR_K234_BUDGETS,
+    _clutrr("rat", batch_size=200, train_ks=(2, 3, 4), rows_per_k=5_000),
+    _CLUTRR_K234_BUDGETS,
     _FIG3 + " Data as clutrr_et_k234."))
 _REPRODUCTIONS_CLUTRR.append(Reproduction(
     "clutrr_rt_k234", "clutrr",
     "Diao & Loynd 2023 (Relational Transformer) on Bergen et al.'s task",
     "no published number", _CLUTRR_METRIC_K234,
     {f"k{k}": None for k in range(10, 1, -1)},
-    _clutrr("rt", train_ks=(2, 3, 4)), _CLUTRR_K234_BUDGETS,
+    _clutrr("rt", train_ks=(2, 3, 4), rows_per_k=5_000), _CLUTRR_K234_BUDGETS,
     "The RT paper has no CLUTRR result: None. Data as clutrr_et_k234."))
 REPRODUCTIONS.update({r.name: r for r in _REPRODUCTIONS_CLUTRR})
 
