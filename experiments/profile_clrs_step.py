@@ -1,0 +1,132 @@
+r"""Where one CLRS training step's time goes (XLA:CPU op profile).
+
+  python -m experiments.profile_clrs_step --entry=rt
+  python -m experiments.profile_clrs_step --entry=et --output=results/profile_clrs_step_et.json
+
+Builds the benchmark model of `experiments.bench_processors.ENTRIES[entry]`
+(by default Bellman-Ford, batch 32, n = 16, the paper-tuned sizes), runs `iters` jitted
+training steps (`CarryModel.feedback`: forward over all hint steps, backward,
+Adam) under `jax.profiler.trace`, and sums the executed XLA ops' durations by
+where they come from: the module path in the op's name stack (Haiku and Flax
+scopes, cut to `depth` components after the processor's stack) and by pass
+(forward, or backward: a `transpose(` in the name stack) and kind ('dot' for
+matrix products and convolutions, 'other' for the rest). Op durations on
+several threads overlap, so the shares, not the sums, are the result.
+"""
+
+import collections
+import glob
+import gzip
+import json
+import os
+import re
+import tempfile
+import time
+
+from absl import app
+from absl import flags
+from absl import logging
+import jax
+
+from experiments import bench_processors
+from relational_jax.training.clrs import config as clrs_config
+from relational_jax.training.clrs import data as clrs_data
+from relational_jax.training.clrs import loop as clrs_loop
+
+flags.DEFINE_string("entry", "rt", "Entry of experiments.bench_processors.ENTRIES.")
+flags.DEFINE_integer("iters", 3, "Profiled training steps.")
+flags.DEFINE_integer("depth", 3, "Module-path components kept per group.")
+flags.DEFINE_integer("top", 25, "Groups printed.")
+FLAGS = flags.FLAGS
+# bench_processors defines algorithm, batch_size, train_length and output
+# (among others); we reuse them, with no JSON written unless asked.
+FLAGS.set_default("output", None)
+
+# Name-stack components that carry no module information.
+_NOISE = re.compile(r"^(jit\(.*\)|pjit\(.*\)|while|body|cond|checkpoint|remat|"
+                    r"transpose\(.*\)|jvp\(.*\)|vmap\(.*\)|scan|"
+                    r"[a-z_]+\[.*\])$")
+
+
+def module_path(op_name: str, depth: int) -> str:
+  """The module components of an XLA op_name, up to `depth` of them."""
+  *stack, primitive = op_name.split("/")
+  parts = [p for p in stack if not _NOISE.match(p)]
+  return "/".join(parts[-depth:]) if parts else f"(top level) {primitive}"
+
+
+def op_groups(hlo_text: str):
+  """Maps each HLO instruction name to its op_name metadata."""
+  names = {}
+  for line in hlo_text.split("\n"):
+    m = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = .*op_name=\"([^\"]*)\"", line)
+    if m:
+      names[m.group(1)] = m.group(2)
+  return names
+
+
+def main(argv):
+  del argv
+  if not FLAGS["verbosity"].present:
+    logging.set_verbosity(logging.WARNING)
+  if FLAGS.entry not in bench_processors.ENTRIES:
+    raise ValueError(f"Unknown entry {FLAGS.entry!r}; valid entries are "
+                     f"{list(bench_processors.ENTRIES)}.")
+  overrides = bench_processors.ENTRIES[FLAGS.entry]
+  config = clrs_config.from_legacy(overrides)
+  stream = clrs_data.TrainStream(FLAGS.algorithm, [FLAGS.train_length],
+                                 FLAGS.batch_size, seed=0)
+  feedback = next(stream)
+  model = clrs_loop.build_model(config, stream.spec, feedback,
+                                tempfile.mkdtemp(prefix="profile_clrs_"))
+  model.init(feedback.features, seed=0)
+  key = jax.random.PRNGKey(0)
+  float(model.feedback(key, feedback))  # compile
+  hlo = model.jitted_feedback.lower(
+      model._device_params, key, model.shard_feedback(feedback),  # pylint: disable=protected-access
+      model._device_opt_state, 0).compile().as_text()  # pylint: disable=protected-access
+  names = op_groups(hlo)
+  log_dir = tempfile.mkdtemp(prefix="profile_clrs_trace_")
+  t = time.perf_counter()
+  with jax.profiler.trace(log_dir, create_perfetto_trace=True):
+    for i in range(FLAGS.iters):
+      loss = model.feedback(jax.random.fold_in(key, i), feedback)
+    float(loss)
+  wall_s = (time.perf_counter() - t) / FLAGS.iters
+  trace = glob.glob(f"{log_dir}/**/perfetto_trace.json.gz", recursive=True)[0]
+  events = json.load(gzip.open(trace))
+  events = events["traceEvents"] if isinstance(events, dict) else events
+  totals = collections.Counter()
+  for e in events:
+    name = e.get("name", "")
+    if e.get("ph") != "X" or name not in names or name.startswith("while"):
+      continue
+    op = names[name]
+    kind = "dot" if ("dot_general" in op or "conv" in op) else "other"
+    direction = "backward" if "transpose(" in op else "forward"
+    totals[(direction, module_path(op, FLAGS.depth), kind)] += (
+        e["dur"] / 1e3 / FLAGS.iters)
+  total = sum(totals.values())
+  for label, pick in (("pass", 0), ("kind", 2)):
+    share = collections.Counter()
+    for k, ms in totals.items():
+      share[k[pick]] += ms
+    print(f"by {label}: " + ", ".join(f"{v} {ms / total:.1%}"
+                                      for v, ms in share.most_common()))
+  print(f"{FLAGS.entry}: wall {wall_s:.3f} s per training step (profiled), "
+        f"op time {total / 1e3:.3f} s")
+  for k, ms in totals.most_common(FLAGS.top):
+    print(f"{ms:8.1f} ms  {100 * ms / total:5.1f}%  {' | '.join(k)}")
+  if FLAGS.output:
+    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)), exist_ok=True)
+    with open(FLAGS.output, "w") as f:
+      json.dump({"entry": FLAGS.entry, "config": overrides,
+                 "wall_s_per_step": wall_s, "op_ms_per_step": total,
+                 "device": str(jax.devices()[0]),
+                 "groups": [{"pass": k[0], "module": k[1], "kind": k[2],
+                             "ms": ms, "share": ms / total}
+                            for k, ms in totals.most_common()]}, f, indent=1)
+
+
+if __name__ == "__main__":
+  app.run(main)
