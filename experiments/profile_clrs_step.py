@@ -15,13 +15,10 @@ several threads overlap, so the shares, not the sums, are the result.
 """
 
 import collections
-import glob
-import gzip
 import json
 import os
 import re
 import tempfile
-import time
 
 from absl import app
 from absl import flags
@@ -29,6 +26,7 @@ from absl import logging
 import jax
 
 from experiments import bench_processors
+from experiments import xla_op_profile
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
@@ -55,16 +53,6 @@ def module_path(op_name: str, depth: int) -> str:
   return "/".join(parts[-depth:]) if parts else f"(top level) {primitive}"
 
 
-def op_groups(hlo_text: str):
-  """Maps each HLO instruction name to its op_name metadata."""
-  names = {}
-  for line in hlo_text.split("\n"):
-    m = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = .*op_name=\"([^\"]*)\"", line)
-    if m:
-      names[m.group(1)] = m.group(2)
-  return names
-
-
 def main(argv):
   del argv
   if not FLAGS["verbosity"].present:
@@ -85,27 +73,18 @@ def main(argv):
   hlo = model.jitted_feedback.lower(
       model._device_params, key, model.shard_feedback(feedback),  # pylint: disable=protected-access
       model._device_opt_state, 0).compile().as_text()  # pylint: disable=protected-access
-  names = op_groups(hlo)
-  log_dir = tempfile.mkdtemp(prefix="profile_clrs_trace_")
-  t = time.perf_counter()
-  with jax.profiler.trace(log_dir, create_perfetto_trace=True):
+
+  def run():
     for i in range(FLAGS.iters):
       loss = model.feedback(jax.random.fold_in(key, i), feedback)
     float(loss)
-  wall_s = (time.perf_counter() - t) / FLAGS.iters
-  trace = glob.glob(f"{log_dir}/**/perfetto_trace.json.gz", recursive=True)[0]
-  events = json.load(gzip.open(trace))
-  events = events["traceEvents"] if isinstance(events, dict) else events
+
+  wall_s, ops = xla_op_profile.traced_ops(run, hlo, FLAGS.iters)
   totals = collections.Counter()
-  for e in events:
-    name = e.get("name", "")
-    if e.get("ph") != "X" or name not in names or name.startswith("while"):
-      continue
-    op = names[name]
+  for op, ms in ops:
     kind = "dot" if ("dot_general" in op or "conv" in op) else "other"
     direction = "backward" if "transpose(" in op else "forward"
-    totals[(direction, module_path(op, FLAGS.depth), kind)] += (
-        e["dur"] / 1e3 / FLAGS.iters)
+    totals[(direction, module_path(op, FLAGS.depth), kind)] += ms
   total = sum(totals.values())
   for label, pick in (("pass", 0), ("kind", 2)):
     share = collections.Counter()

@@ -13,16 +13,12 @@ sums, are the result.
 """
 
 import collections
-import glob
-import gzip
-import json
-import re
-import tempfile
-import time
 
 from absl import app
 from absl import flags
 import jax
+
+from experiments import xla_op_profile
 
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeTransformer
@@ -54,29 +50,17 @@ def main(argv):
       lambda p, x: (model.apply(p, x) ** 2).sum(), argnums=(0, 1)))
   jax.block_until_ready(step(params, x_BxNxNxD))
   hlo = step.lower(params, x_BxNxNxD).compile().as_text()
-  op_names = {}
-  for line in hlo.split("\n"):
-    m = re.match(r"\s*(?:ROOT )?%?([\w.\-]+) = .*op_name=\"([^\"]*)\"", line)
-    if m:
-      op_names[m.group(1)] = m.group(2)
-  log_dir = tempfile.mkdtemp(prefix="profile_et_")
-  t = time.perf_counter()
-  with jax.profiler.trace(log_dir, create_perfetto_trace=True):
+
+  def run():
     for _ in range(FLAGS.iters):
       jax.block_until_ready(step(params, x_BxNxNxD))
-  wall_s = (time.perf_counter() - t) / FLAGS.iters
-  trace = glob.glob(f"{log_dir}/**/perfetto_trace.json.gz", recursive=True)[0]
-  events = json.load(gzip.open(trace))
-  events = events["traceEvents"] if isinstance(events, dict) else events
+
+  wall_s, ops = xla_op_profile.traced_ops(run, hlo, FLAGS.iters)
   totals = collections.Counter()
-  for e in events:
-    name = e.get("name", "")
-    if e.get("ph") != "X" or name not in op_names or name.startswith("while"):
-      continue
-    op = op_names[name]
+  for op, ms in ops:
     kind = "dot" if "dot_general" in op else "elementwise/reduce"
     totals[("backward" if "transpose(" in op else "forward", _part(op),
-            kind)] += e["dur"] / 1e3 / FLAGS.iters
+            kind)] += ms
   total = sum(totals.values())
   print(f"wall {wall_s:.3f} s per forward+backward (profiled)")
   for key, ms in totals.most_common():

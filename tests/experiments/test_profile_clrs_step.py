@@ -1,6 +1,7 @@
 """The op profile groups XLA ops by the module path in their name stack."""
 
 from experiments import profile_clrs_step
+from experiments import xla_op_profile
 
 _HLO = """
   %ynn_fusion.80 = f32[8192,192]{1,0} fusion(%a, %b), kind=kCustom, metadata={op_name="jit(_feedback)/jvp(net)/while/body/closed_call/net/rt_clrs_processor/edge_in/dot_general" stack_frame_id=250}
@@ -9,14 +10,14 @@ _HLO = """
 """
 
 
-def test_op_groups_reads_op_names_of_hlo_instructions():
-  names = profile_clrs_step.op_groups(_HLO)
+def test_op_names_reads_op_names_of_hlo_instructions():
+  names = xla_op_profile.op_names(_HLO)
   assert set(names) == {"ynn_fusion.80", "add.1"}
   assert names["add.1"].endswith("edge_qk/add_any")
 
 
 def test_module_path_drops_transform_and_loop_scopes():
-  names = profile_clrs_step.op_groups(_HLO)
+  names = xla_op_profile.op_names(_HLO)
   assert (profile_clrs_step.module_path(names["ynn_fusion.80"], 2)
           == "rt_clrs_processor/edge_in")
   assert (profile_clrs_step.module_path(names["add.1"], 3)
