@@ -38,12 +38,12 @@ for model in ("et", "rat", "rt", "et_value_ablation", "et_attention_ablation",
       series.append((f"{name} (ours, cpu)", json.load(f)["evaluations"]["test"]))
 et = reproductions.get(f"clutrr_et_{setting}").published
 published["ET (paper, Table 5)"] = {k: v for k, v in et.items() if v is not None}
-trained = {"k23": "k=2,3", "k234": "k=2,3,4 (generated)"}[setting]
+trained = {"k23": "k=2,3", "k234": "generated k=2,3,4"}[setting]
 out = ("results/clutrr/figure3_cpu.png" if setting == "k23"
        else f"results/clutrr/figure3_{setting}_cpu.png")
 clutrr.plot_accuracy_by_k(series, out,
-                          title=f"CLUTRR official test, trained on {trained} "
-                                "(CPU budget)",
+                          title=f"CLUTRR official test (trained on {trained}, "
+                                "CPU)",
                           published=published)
 print(f"wrote {out}")
 PY
