@@ -22,7 +22,6 @@ trained, with its body counted once (this file's numbers before
 """
 
 import contextlib
-
 import json
 import os
 import time
