@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 from clrs._src import processors as clrs_processors
 
+from processors import linear as linear_lib
 from relational_jax.layers import shapes
 from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
@@ -130,7 +131,7 @@ class RelationalTransformerProcessor(CarryingProcessor):
         fan_in += graph_fts.shape[-1]
       w_init = (hk.initializers.TruncatedNormal(1.0 / math.sqrt(fan_in))
                 if cfg.init == "diao" else None)
-      linear = lambda name, bias=False: hk.Linear(
+      linear = lambda name, bias=False: linear_lib.Linear(
           e_size, with_bias=bias, w_init=w_init, name=name)
       e_BxUxUxE = linear("edge_in", True)(edge_fts)
       e_BxUxUxE += linear("edge_hidden_in")(edge_hidden)

@@ -28,6 +28,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import init as init_lib
 from relational_jax.layers import shapes
 from relational_jax.layers.triangular import TriangularAttention
@@ -246,7 +247,7 @@ class NodeUpdate(nn.Module):
                deterministic: bool = True) -> Array:
     d = n_BxNxD.shape[-1]
     shapes.check_choice(self.init_scheme, init_lib.RT_INITS, "init_scheme")
-    dense = lambda size, name, fan_in: nn.Dense(
+    dense = lambda size, name, fan_in: dense_lib.Dense(
         size, dtype=self.dtype, param_dtype=self.param_dtype,
         kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in), name=name)
     drop = nn.Dropout(self.dropout_rate)
@@ -307,7 +308,7 @@ class EdgeUpdate(nn.Module):
     shapes.check_shape(e_BxNxNxE, (b, n, n, None), "e_BxNxNxE")
     shapes.check_choice(self.init_scheme, init_lib.RT_INITS, "init_scheme")
     e_size, d = e_BxNxNxE.shape[-1], n_BxNxD.shape[-1]
-    dense = lambda size, name, fan_in, bias=True: nn.Dense(
+    dense = lambda size, name, fan_in, bias=True: dense_lib.Dense(
         size, use_bias=bias, dtype=self.dtype, param_dtype=self.param_dtype,
         kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in), name=name)
     w4_fan_in = 2 * e_size + 2 * d  # of the concatenated [e_ij, e_ji, n_i, n_j]

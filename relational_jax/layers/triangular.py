@@ -53,6 +53,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import shapes
 
 __all__ = [
@@ -695,7 +696,7 @@ class TriangularAttention(nn.Module):
     """
     k_size = shapes.check_divides(width, self.num_heads, "width D")
     proj = functools.partial(
-        nn.DenseGeneral, features=(self.num_heads, k_size), axis=-1,
+        dense_lib.DenseGeneral, features=(self.num_heads, k_size), axis=-1,
         use_bias=self.use_bias, dtype=dtype, param_dtype=self.param_dtype,
         kernel_init=self.kernel_init)
     return dict(
@@ -704,7 +705,7 @@ class TriangularAttention(nn.Module):
         value_left=proj(name="value_left"),                       # eq. 8
         value_right=(None if self.ablation == "value"
                      else proj(name="value_right")),
-        out=nn.DenseGeneral(                                      # eq. 9
+        out=dense_lib.DenseGeneral(                               # eq. 9
             features=width, axis=(-2, -1), use_bias=self.use_bias,
             dtype=dtype, param_dtype=self.param_dtype,
             kernel_init=self.kernel_init, name="out"))

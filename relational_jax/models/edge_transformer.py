@@ -37,6 +37,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import shapes
 from relational_jax.layers.triangular import ABLATIONS
 from relational_jax.layers.triangular import IMPLS
@@ -210,9 +211,9 @@ class EdgeTransformerLayer(nn.Module):
             attention_dropout_rate=self.attention_dropout_rate, dtype=dtype,
             param_dtype=self.param_dtype, name="attention"),
         ln_ffn=norm("ln_ffn"),
-        ffn_hidden=nn.Dense(self._ffn_width(width), dtype=dtype,
+        ffn_hidden=dense_lib.Dense(self._ffn_width(width), dtype=dtype,
                             param_dtype=self.param_dtype, name="ffn_hidden"),
-        ffn_out=nn.Dense(width, dtype=dtype, param_dtype=self.param_dtype,
+        ffn_out=dense_lib.Dense(width, dtype=dtype, param_dtype=self.param_dtype,
                          name="ffn_out"),
         dropout=nn.Dropout(self.dropout_rate, name="dropout"))
 
@@ -314,11 +315,11 @@ def _transition(params, u_BxCxNxD, rng, *, ffn_width, width, dropout_rate,
   z_BxCxNxD = nn.LayerNorm(epsilon=ln_epsilon, dtype=dtype,
                            param_dtype=param_dtype, parent=None).apply(
                                {"params": params["ln_ffn"]}, u_BxCxNxD)
-  h_BxCxNxF = nn.Dense(ffn_width, dtype=dtype, param_dtype=param_dtype,
+  h_BxCxNxF = dense_lib.Dense(ffn_width, dtype=dtype, param_dtype=param_dtype,
                        parent=None).apply(
       {"params": params["ffn_hidden"]}, z_BxCxNxD)
   h_BxCxNxF = drop(nn.relu(h_BxCxNxF), 0)
-  f_BxCxNxD = nn.Dense(width, dtype=dtype, param_dtype=param_dtype,
+  f_BxCxNxD = dense_lib.Dense(width, dtype=dtype, param_dtype=param_dtype,
                        parent=None).apply(
       {"params": params["ffn_out"]}, h_BxCxNxF)
   if layout == "paper":
