@@ -32,6 +32,7 @@ stock inputs, and only their node hidden is carried, as in CLRS.
 import haiku as hk
 import jax
 import jax.numpy as jnp
+import numpy as np
 from clrs._src import decoders
 from clrs._src import encoders
 from clrs._src import nets
@@ -156,9 +157,15 @@ class CarryNet(nets.Net):
         edge_fts=e_t, graph_fts=g_t,
         inf_bias=self.processor.inf_bias,
         inf_bias_edge=self.processor.inf_bias_edge, repred=repred)
+    # e_t's blocks, not e_t: the edge pointer decoders read each block with
+    # its slice of their weights, so e_t (B x N x N x 3E with carried
+    # hiddens) is neither written nor kept for the backward pass when no
+    # stock decoder reads it (XLA drops the unused concatenation).
+    e_blocks = [edge_fts] if nxt_edge is None else (
+        [edge_fts, prev_edge, nxt_edge] if previous else [edge_fts, nxt_edge])
     for name in edge_ptr_names:
       stage = spec[name][0]
-      preds = decs[name](e_t, repred)
+      preds = decs[name](e_blocks, repred)
       if stage == specs.Stage.OUTPUT:
         output_preds[name] = preds
       else:
@@ -187,13 +194,36 @@ class EdgePointerDecoder(hk.Module):
     super().__init__(name=name)
     self.typ = typ
 
-  def __call__(self, e_t_BxNxNxF, repred: bool):
-    logits_BxNxN = jnp.squeeze(hk.Linear(1, name="linear")(e_t_BxNxNxF), -1)
+  def __call__(self, e_t_blocks, repred: bool):
+    """Logits from e_t given as its feature blocks [..., BxNxNxF_k] (e_t is
+    their concatenation on the last axis; one array is one block)."""
+    if not isinstance(e_t_blocks, (list, tuple)):
+      e_t_blocks = [e_t_blocks]
+    logits_BxNxN = _BlockLinear(name="linear")(e_t_blocks)
     if self.typ == _Type.PERMUTATION_POINTER:
       logits_BxNxN = decoders.log_sinkhorn(
           x=logits_BxNxN, steps=10, temperature=0.1, zero_diagonal=True,
           noise_rng_key=None if repred else hk.next_rng_key())
     return logits_BxNxN
+
+
+class _BlockLinear(hk.Module):
+  """hk.Linear(1) of the concatenation of `blocks` (same parameters 'w'
+  (sum F_k, 1) and 'b' (1,), same initialiser), computed block by block:
+  sum_k block_k . w[rows of block k] + b, without the concatenation."""
+
+  def __call__(self, blocks):
+    widths = [x.shape[-1] for x in blocks]
+    fan_in = sum(widths)
+    w_F = hk.get_parameter(
+        "w", [fan_in, 1], blocks[0].dtype,
+        init=hk.initializers.TruncatedNormal(stddev=1. / np.sqrt(fan_in)))[:, 0]
+    b = hk.get_parameter("b", [1], blocks[0].dtype, init=jnp.zeros)
+    offsets = np.cumsum([0] + widths)
+    out_BxNxN = b[0]
+    for x_BxNxNxF, lo, hi in zip(blocks, offsets[:-1], offsets[1:]):
+      out_BxNxN = out_BxNxN + jnp.einsum("bijf,f->bij", x_BxNxNxF, w_F[lo:hi])
+    return out_BxNxN
 
 
 class _ScalarGradientDecodersModule:
