@@ -2,6 +2,7 @@ r"""Where one CLRS training step's time goes (XLA:CPU op profile).
 
   python -m experiments.profile_clrs_step --entry=rt
   python -m experiments.profile_clrs_step --entry=et --output=results/profile_clrs_step_et.json
+  python -m experiments.profile_clrs_step --entry=rt --by=instruction --output=results/profile_clrs_step_rt_instructions.json
 
 Builds the benchmark model of `experiments.bench_processors.ENTRIES[entry]`
 (by default Bellman-Ford, batch 32, n = 16, the paper-tuned sizes), runs `iters` jitted
@@ -35,6 +36,10 @@ flags.DEFINE_string("entry", "rt", "Entry of experiments.bench_processors.ENTRIE
 flags.DEFINE_integer("iters", 3, "Profiled training steps.")
 flags.DEFINE_integer("depth", 3, "Module-path components kept per group.")
 flags.DEFINE_integer("top", 25, "Groups printed.")
+flags.DEFINE_enum("by", "module", ["module", "instruction"],
+                  "Group by (pass, module, kind), or also by executed HLO "
+                  "instruction (name and result shape): finds a single slow "
+                  "op, e.g. a GEMM with transposed operands.")
 FLAGS = flags.FLAGS
 # bench_processors defines algorithm, batch_size, train_length and output
 # (among others); we reuse them, with no JSON written unless asked.
@@ -79,12 +84,15 @@ def main(argv):
       loss = model.feedback(jax.random.fold_in(key, i), feedback)
     float(loss)
 
-  wall_s, ops = xla_op_profile.traced_ops(run, hlo, FLAGS.iters)
+  by_instruction = FLAGS.by == "instruction"
+  wall_s, ops = xla_op_profile.traced_ops(run, hlo, FLAGS.iters,
+                                          instructions=by_instruction)
   totals = collections.Counter()
-  for op, ms in ops:
+  for op, ms, *instruction in ops:
     kind = "dot" if ("dot_general" in op or "conv" in op) else "other"
     direction = "backward" if "transpose(" in op else "forward"
-    totals[(direction, module_path(op, FLAGS.depth), kind)] += ms
+    totals[(direction, module_path(op, FLAGS.depth), kind,
+            *instruction)] += ms
   total = sum(totals.values())
   for label, pick in (("pass", 0), ("kind", 2)):
     share = collections.Counter()
@@ -103,6 +111,8 @@ def main(argv):
                  "wall_s_per_step": wall_s, "op_ms_per_step": total,
                  "device": str(jax.devices()[0]),
                  "groups": [{"pass": k[0], "module": k[1], "kind": k[2],
+                             **({"instruction": k[3]} if by_instruction
+                                else {}),
                              "ms": ms, "share": ms / total}
                             for k, ms in totals.most_common()]}, f, indent=1)
 

@@ -25,3 +25,10 @@ def test_module_path_drops_transform_and_loop_scopes():
   assert (profile_clrs_step.module_path(
       "jit(_feedback)/jvp(net)/broadcast_in_dim", 3)
           == "(top level) broadcast_in_dim")
+
+
+def test_result_shapes_reads_each_instruction_result_shape():
+  shapes = xla_op_profile.result_shapes(_HLO)
+  assert shapes["ynn_fusion.80"] == "f32[8192,192]{1,0}"
+  assert shapes["add.1"] == "f32[2]{0}"
+  assert shapes["p"] == "f32[2]{0}"
