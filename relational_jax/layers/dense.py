@@ -52,26 +52,6 @@ def _affine_bwd(residuals, dy):
 affine.defvjp(_affine_fwd, _affine_bwd)
 
 
-class Dense(nn.Module):
-  """flax.linen.Dense (same parameters 'kernel' (I, O) and 'bias' (O,), same
-  dtype promotion) computed by `affine`, whose VJP is hand-written."""
-  features: int
-  use_bias: bool = True
-  dtype: Optional[Any] = None
-  param_dtype: Any = jnp.float32
-  kernel_init: Callable = nn.initializers.lecun_normal()
-  bias_init: Callable = nn.initializers.zeros_init()
-
-  @nn.compact
-  def __call__(self, x: Array) -> Array:
-    kernel = self.param("kernel", self.kernel_init,
-                        (jnp.shape(x)[-1], self.features), self.param_dtype)
-    bias = (self.param("bias", self.bias_init, (self.features,),
-                       self.param_dtype) if self.use_bias else None)
-    x, kernel, bias = dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
-    return affine(x, kernel, bias)
-
-
 class DenseGeneral(nn.Module):
   """flax.linen.DenseGeneral without batch_dims, contracting the trailing
   axes `axis` (e.g. -1, or (-2, -1) for heads x head width): same parameters
@@ -108,3 +88,9 @@ class DenseGeneral(nn.Module):
     y = affine(x.reshape(lead + (size_i,)), kernel.reshape(size_i, size_o),
                None if bias is None else bias.reshape(size_o))
     return y.reshape(lead + features)
+
+
+class Dense(DenseGeneral):
+  """flax.linen.Dense: `DenseGeneral` over the last axis (the same
+  parameters 'kernel' (I, O) and 'bias' (O,), the same dtype promotion)."""
+  features: int

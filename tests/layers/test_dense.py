@@ -29,6 +29,25 @@ def _inputs(shape, seed=0):
   return jnp.asarray(np.random.RandomState(seed).randn(*shape), jnp.float32)
 
 
+def _assert_same_module(ours_init, ours_apply, ref_init, ref_apply, x):
+  """Same parameters, identical outputs, and gradients equal (to float
+  summation order) with and without jit."""
+  params = ref_init(jax.random.PRNGKey(0), x)
+  jax.tree.map(np.testing.assert_array_equal,
+               ours_init(jax.random.PRNGKey(0), x), params)
+  np.testing.assert_array_equal(ours_apply(params, x), ref_apply(params, x))
+
+  def grads(apply, jit):
+    fn = jax.grad(lambda p, x: jnp.sum(jnp.tanh(apply(p, x))), argnums=(0, 1))
+    return (jax.jit(fn) if jit else fn)(params, x)
+
+  ref = grads(ref_apply, False)
+  for jit in (False, True):
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5,
+                                                         atol=1e-5),
+                 grads(ours_apply, jit), ref)
+
+
 @pytest.mark.parametrize("use_bias", [True, False])
 def test_affine_matches_loop_reference_and_autodiff(use_bias):
   x, w = _inputs((2, 3, 4, 5)), _inputs((5, 6), 1)
@@ -55,39 +74,18 @@ def test_affine_matches_loop_reference_and_autodiff(use_bias):
 
 @pytest.mark.parametrize("use_bias", [True, False])
 def test_dense_equals_flax_dense(use_bias):
-  x = _inputs((2, 4, 4, 6))
-  ours, flax_dense = dense.Dense(3, use_bias=use_bias), nn.Dense(3, use_bias=use_bias)
-  params = flax_dense.init(jax.random.PRNGKey(0), x)
-  ours_params = ours.init(jax.random.PRNGKey(0), x)
-  jax.tree.map(np.testing.assert_array_equal, ours_params, params)
-  np.testing.assert_array_equal(ours.apply(params, x), flax_dense.apply(params, x))
-
-  def grads(module, jit):
-    fn = jax.grad(lambda p, x: jnp.sum(jnp.tanh(module.apply(p, x))),
-                  argnums=(0, 1))
-    return (jax.jit(fn) if jit else fn)(params, x)
-
-  ref = grads(flax_dense, False)
-  for jit in (False, True):
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5,
-                                                         atol=1e-6),
-                 grads(ours, jit), ref)
+  ours, ref = dense.Dense(3, use_bias=use_bias), nn.Dense(3, use_bias=use_bias)
+  _assert_same_module(ours.init, ours.apply, ref.init, ref.apply,
+                      _inputs((2, 4, 4, 6)))
 
 
 @pytest.mark.parametrize("features,axis", [((2, 3), -1), (5, (-2, -1)),
                                            (4, -1)])
 def test_dense_general_equals_flax(features, axis):
-  x = _inputs((2, 3, 3, 2, 4))
   ours = dense.DenseGeneral(features, axis=axis)
   ref = nn.DenseGeneral(features, axis=axis)
-  params = ref.init(jax.random.PRNGKey(1), x)
-  jax.tree.map(np.testing.assert_array_equal,
-               ours.init(jax.random.PRNGKey(1), x), params)
-  np.testing.assert_array_equal(ours.apply(params, x), ref.apply(params, x))
-  g = lambda m: jax.grad(lambda p: jnp.sum(jnp.sin(m.apply(p, x))))(params)
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5,
-                                                       atol=1e-5),
-               g(ours), g(ref))
+  _assert_same_module(ours.init, ours.apply, ref.init, ref.apply,
+                      _inputs((2, 3, 3, 2, 4)))
 
 
 def test_dense_general_rejects_non_trailing_axes():
@@ -108,16 +106,9 @@ def test_dense_promotes_to_dtype():
 
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_linear_equals_haiku_linear(with_bias):
-  x = _inputs((2, 4, 4, 6))
   ours = hk.without_apply_rng(hk.transform(
       lambda x: linear_lib.Linear(3, with_bias=with_bias, name="lin")(x)))
   ref = hk.without_apply_rng(hk.transform(
       lambda x: hk.Linear(3, with_bias=with_bias, name="lin")(x)))
-  params = ref.init(jax.random.PRNGKey(0), x)
-  jax.tree.map(np.testing.assert_array_equal,
-               ours.init(jax.random.PRNGKey(0), x), params)
-  np.testing.assert_array_equal(ours.apply(params, x), ref.apply(params, x))
-  g = lambda f: jax.grad(lambda p: jnp.sum(jnp.tanh(f.apply(p, x))))(params)
-  jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5,
-                                                       atol=1e-6),
-               g(ours), g(ref))
+  _assert_same_module(ours.init, ours.apply, ref.init, ref.apply,
+                      _inputs((2, 4, 4, 6)))
