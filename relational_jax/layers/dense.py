@@ -9,8 +9,9 @@ side and E = 192 on the other, contracted over B N^2 = 8192 rows) to a GEMM
 with both operands transposed, after copying the incoming gradient into a
 transposed layout. Written as dW = (dy^T x)^T the same product runs as one
 plain GEMM: the benchmark's rt training step went from 2.80-3.02 s to
-2.60-2.75 s on the 2-core CPU (README, "Against the RT authors' own RT"). Outputs are bit-identical to nn.Dense;
-gradients equal it up to float summation order.
+2.60-2.75 s on the 2-core CPU (README, "Against the RT authors' own RT").
+Outputs are bit-identical to nn.Dense; gradients equal it up to float
+summation order.
 """
 
 import math
