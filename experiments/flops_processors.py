@@ -13,12 +13,16 @@ running it, so the numbers do not depend on machine load. Also reports
 bytes accessed and each entry's FLOPs relative to the first entry.
 
 XLA's cost analysis counts a while loop's body once, whatever its trip
-count, and CLRS runs the hint steps after the first as a `hk.scan` (a while
-loop). So the step is compiled here with that scan fully unrolled
-(`_unrolled_hint_scan`; the same computation, traced for counting only):
-every hint step is counted. `--unroll_hint_scan=false` gives the loop as
-trained, with its body counted once (this file's numbers before
-2026-11-25).
+count. CLRS runs the hint steps after the first as a `hk.scan` (a while
+loop), and the Edge Transformer has loops of its own: the triangular
+attention's pivot chunks (forward and backward) and the row-chunked FFN
+(`ffn_chunk_size`, rematerialised in the backward). So the step is compiled
+here with every scan fully unrolled (`_unrolled_scans`: CLRS's `hk.scan`
+and `jax.lax.scan`; the same computation, traced for counting only): every
+hint step, chunk and recomputation is counted. `--unroll_scans=false` gives
+the loops as trained, each body counted once (this file's numbers before
+2026-11-25 unrolled the hint scan only, and so counted ET's chunk loops
+once: 452 GFLOP for ET instead of the full count).
 """
 
 import contextlib
@@ -40,9 +44,10 @@ from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
 
-flags.DEFINE_boolean("unroll_hint_scan", True, "Count every hint step "
-                     "(module docstring); false: XLA's count of the loop as "
-                     "trained, its body once.")
+flags.DEFINE_boolean("unroll_scans", True, "Count every hint step and "
+                     "every chunk of the ET's loops (module docstring); "
+                     "false: XLA's count of the loops as trained, each body "
+                     "once.")
 FLAGS = flags.FLAGS
 FLAGS.set_default("entries", ["mpnn512", "et", "rt", "triplet_gmpnn"])
 FLAGS.set_default("output", "results/flops_processors.json")
@@ -60,19 +65,31 @@ class _UnrolledScanHaiku:
     return hk.scan(f, init, xs, length=length, reverse=reverse, unroll=True)
 
 
+def _unrolled_lax_scan(scan):
+  """`jax.lax.scan` with its loop fully unrolled."""
+
+  def unrolled(*args, **kwargs):
+    kwargs["unroll"] = True
+    return scan(*args, **kwargs)
+
+  return unrolled
+
+
 @contextlib.contextmanager
-def _unrolled_hint_scan(enabled: bool):
-  """CLRS's hint-step scan (`clrs._src.nets.hk.scan`) fully unrolled while
-  the training step is traced."""
+def _unrolled_scans(enabled: bool):
+  """CLRS's hint-step scan (`clrs._src.nets.hk.scan`) and every
+  `jax.lax.scan` (the ET's chunk loops) fully unrolled while the training
+  step is traced."""
   if not enabled:
     yield
     return
-  saved = clrs_nets.hk
+  saved_hk, saved_scan = clrs_nets.hk, jax.lax.scan
   clrs_nets.hk = _UnrolledScanHaiku()
+  jax.lax.scan = _unrolled_lax_scan(saved_scan)
   try:
     yield
   finally:
-    clrs_nets.hk = saved
+    clrs_nets.hk, jax.lax.scan = saved_hk, saved_scan
 
 
 def train_step_cost(name: str) -> dict:
@@ -85,7 +102,7 @@ def train_step_cost(name: str) -> dict:
                                 "/tmp/flops_clrs")
   model.init(feedback.features, seed=0)
   started = time.perf_counter()
-  with _unrolled_hint_scan(FLAGS.unroll_hint_scan):
+  with _unrolled_scans(FLAGS.unroll_scans):
     compiled = model.jitted_feedback.lower(
         model._device_params,  # pylint: disable=protected-access
         jax.device_put(jax.random.PRNGKey(0), model._replicated),  # pylint: disable=protected-access
@@ -98,7 +115,7 @@ def train_step_cost(name: str) -> dict:
                             jax.tree_util.tree_leaves(model.params))),
           "hint_steps_train": int(feedback.features.hints[0].data.shape[0]),
           "train_step_gflops": float(cost["flops"]) / 1e9,
-          "hint_scan_unrolled": FLAGS.unroll_hint_scan,
+          "scans_unrolled": FLAGS.unroll_scans,
           "train_step_gbytes_accessed": float(
               cost.get("bytes accessed", float("nan"))) / 1e9,
           "compile_s": time.perf_counter() - started}
