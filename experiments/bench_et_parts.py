@@ -7,14 +7,14 @@ batch 32, n = 16, 3 tied layers of 12 heads x 16, FFN 4D), times the
 forward+backward pass (`jax.vjp` with a fixed cotangent) of:
   stack            the EdgeTransformer stack (eq. 3, three layer applications);
   stack_core_free  the same stack with the O(N^3) pivot sum (eq. 4-8) replaced
-                   by a nearly free stand-in, o = q * k + V^1 x * V^2 x (one
-                   element-wise pass; each projection gets its own cotangent,
-                   so XLA can neither drop nor merge any of their GEMMs; a
-                   plain sum would let it share their backward GEMMs):
-                   every projection, LayerNorm and FFN
-                   still runs, so stack - stack_core_free is what the
-                   triangular sum costs, and stack_core_free / stack bounds
-                   what any faster triangular kernel could gain;
+                   by a nearly free stand-in, o = q * k + V^1 x * V^2 x: one
+                   element-wise pass, and each projection gets its own
+                   cotangent, so XLA can neither drop nor merge any of their
+                   GEMMs (a plain sum would let it share their backward
+                   GEMMs). Every projection, LayerNorm and FFN still runs, so
+                   stack - stack_core_free is what the triangular sum costs,
+                   and stack_core_free / stack bounds what any faster
+                   triangular kernel could gain;
   core             the pivot sum alone (`triangular_attention_core`);
   ffn              one layer's transition LN_2 -> FFN (row-chunked, remat);
 and the forward rate of the FFN's first GEMM in isolation (GFLOP/s): the
