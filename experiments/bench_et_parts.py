@@ -18,7 +18,9 @@ forward+backward pass (`jax.vjp` with a fixed cotangent) of:
   core             the pivot sum alone (`triangular_attention_core`);
   ffn              one layer's transition LN_2 -> FFN (row-chunked, remat);
 and the forward rate of the FFN's first GEMM in isolation (GFLOP/s): the
-dense throughput XLA reaches on this machine. Variants are compiled once and
+dense throughput XLA reaches on this machine; also XLA's FLOP count of the
+pivot sum's forward+backward (one chunk, so no loop body is counted once for
+several). Variants are compiled once and
 timed in alternating rounds (minimum and median over rounds). Timings, not
 FLOP counts: those are `experiments.flops_processors`.
 """
@@ -120,6 +122,18 @@ def build_passes(batch_size, nodes, config):
   return passes, 2.0 * rows * d * ffn_dim
 
 
+def core_gflop(batch_size, nodes, config) -> float:
+  """XLA's count of the pivot sum's forward+backward FLOPs (all pivots in one
+  chunk: XLA counts a loop body once, so chunking would undercount)."""
+  f, args = _vjp_pass(functools.partial(triangular.triangular_attention_core,
+                                        chunk_size=None),
+                      *[jnp.zeros((batch_size, nodes, nodes, config.num_heads,
+                                   config.head_dim))] * 4)
+  cost = f.lower(*args).compile().cost_analysis()
+  cost = cost[0] if isinstance(cost, (list, tuple)) else cost
+  return float(cost["flops"]) / 1e9
+
+
 def time_passes(passes, rounds):
   """Seconds per call of each pass, rounds alternated (order reversed every
   other round)."""
@@ -156,6 +170,7 @@ def run(batch_size: int, nodes: int, config: etm.ETConfig,
       "core_share_of_stack": 1.0 - free / stack,
       "stack_core_free_over_stack": free / stack,
       "gemm_gflop_per_s": gemm_flops / 1e9 / (ms["gemm"]["min"] / 1e3),
+      "core_gflop_per_layer": core_gflop(batch_size, nodes, config),
   }
 
 

@@ -38,5 +38,6 @@ def test_run_times_every_pass_and_reports_shares():
                                "gemm"}
   assert all(m["min"] > 0 for m in result["ms"].values())
   assert result["gemm_gflop_per_s"] > 0
+  assert result["core_gflop_per_layer"] > 0
   assert result["stack_core_free_over_stack"] == pytest.approx(
       result["ms"]["stack_core_free"]["min"] / result["ms"]["stack"]["min"])
