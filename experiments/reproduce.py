@@ -107,6 +107,11 @@ def run(name: str, budget: str, workdir: str = None, log=print,
     from relational_jax.training import seq2seq  # pylint: disable=g-import-not-at-top
     results = seq2seq.train_and_evaluate(config, workdir, log=log)
     results_path = config.results_path or f"{workdir}/results.json"
+  if "stopped_at" in results:  # A planned stop (train.stop_at_step).
+    log(f"{name}: stopped at step {results['stopped_at']} "
+        f"(train.stop_at_step); rerun the same command to resume.")
+    return {"name": name, "budget": budget,
+            "stopped_at": results["stopped_at"]}
   record = {
       "name": name, "paper": reproduction.paper, "where": reproduction.where,
       "metric": reproduction.metric, "budget": budget,
@@ -136,6 +141,8 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
   record = run(argv[1], FLAGS.budget, FLAGS.workdir,
                overrides=parse_overrides(FLAGS.set))
+  if "stopped_at" in record:
+    return
   key = "mean" if "mean" in record["published"] else next(iter(record["published"]))
   print(f"{record['name']} ({record['budget']} budget): published "
         f"{key} {record['published'][key]}, ours {record['ours'].get(key)}")

@@ -171,3 +171,18 @@ def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
   # and gives the same numbers.
   again = reproduce.run(name, "smoke", workdir, log=lambda m: None)
   assert again["ours"] == record["ours"]
+
+
+def test_a_planned_stop_ends_cleanly_and_the_same_command_resumes(tmp_path):
+  """`--set=train.stop_at_step=N` checkpoints, returns the step it stopped
+  at (no results yet), and the same call then finishes the run."""
+  workdir = str(tmp_path / "run")
+  stop = {"train.stop_at_step": 1}
+  record = reproduce.run("clutrr_rat_k23", "smoke", workdir, log=lambda m: None,
+                         overrides=stop)
+  assert record == {"name": "clutrr_rat_k23", "budget": "smoke",
+                    "stopped_at": 1}
+  assert not os.path.exists(os.path.join(workdir, "reproduction.json"))
+  done = reproduce.run("clutrr_rat_k23", "smoke", workdir, log=lambda m: None,
+                       overrides={"train.stop_at_step": 0})
+  assert set(done["ours"]) & {"gen", "iid"}
