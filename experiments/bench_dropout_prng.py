@@ -20,11 +20,15 @@ import jax
 from relational_jax.training import prng
 from relational_jax.training import reporting
 
-_N = flags.DEFINE_integer("n", 25_000_000, "Draws per call (about one SCAN "
-                          "step's dropout at the Csordas settings).")
+_N = flags.DEFINE_integer(
+    "n",
+    25_000_000,
+    "Draws per call (about one SCAN step's dropout at the Csordas settings).",
+)
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed calls per generator.")
-_OUTPUT = flags.DEFINE_string("output", "results/bench_dropout_prng.json",
-                              "JSON output.")
+_OUTPUT = flags.DEFINE_string(
+    "output", "results/bench_dropout_prng.json", "JSON output."
+)
 
 
 def main(argv):
@@ -40,11 +44,16 @@ def main(argv):
       draw(jax.random.fold_in(key, i)).block_until_ready()
       times.append(time.perf_counter() - start)
     seconds[name] = statistics.median(times)
-  result = {"draws": _N.value, "median_seconds": seconds,
-            "threefry_over_counter_hash": (seconds["threefry"]
-                                           / seconds["counter_hash"]),
-            "cpus": len(os.sched_getaffinity(0)),
-            "load_average": os.getloadavg(), "jax": jax.__version__}
+  result = {
+      "draws": _N.value,
+      "median_seconds": seconds,
+      "threefry_over_counter_hash": (
+          seconds["threefry"] / seconds["counter_hash"]
+      ),
+      "cpus": len(os.sched_getaffinity(0)),
+      "load_average": os.getloadavg(),
+      "jax": jax.__version__,
+  }
   reporting.write_json(_OUTPUT.value, result)
   print(json.dumps(result))
 

@@ -32,14 +32,20 @@ from relational_jax.models.edge_transformer import ETConfig
 
 _BATCH = flags.DEFINE_integer("batch", 16, "Batch size B.")
 _SRC_LEN = flags.DEFINE_integer("source_len", 9, "Source length S (SCAN: 9).")
-_TGT_LENS = flags.DEFINE_list("target_lens", ["16", "32", "48"],
-                              "Decoding lengths T (SCAN outputs: up to 49).")
+_TGT_LENS = flags.DEFINE_list(
+    "target_lens",
+    ["16", "32", "48"],
+    "Decoding lengths T (SCAN outputs: up to 49).",
+)
 _WIDTH = flags.DEFINE_integer("width", 64, "Edge width (num_heads * head_dim).")
 _HEADS = flags.DEFINE_integer("num_heads", 4, "Heads.")
 _LAYERS = flags.DEFINE_integer("num_layers", 3, "Encoder and decoder layers.")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed runs per configuration.")
-_OUTPUT = flags.DEFINE_string("output", "results/bench_et_decoding.json",
-                              "Where to write the JSON results.")
+_OUTPUT = flags.DEFINE_string(
+    "output",
+    "results/bench_et_decoding.json",
+    "Where to write the JSON results.",
+)
 
 VOCAB, BOS, EOS = 16, 1, 2
 
@@ -50,20 +56,25 @@ def _full_greedy(model, params, src_BxS, max_len):
 
   def body(t, tgt_in_BxT):
     logits_BxTxV = model.apply({"params": params}, src_BxS, None, tgt_in_BxT)
-    logits_BxV = jax.lax.dynamic_index_in_dim(logits_BxTxV, t, axis=1,
-                                              keepdims=False)
+    logits_BxV = jax.lax.dynamic_index_in_dim(
+        logits_BxTxV, t, axis=1, keepdims=False
+    )
     next_B = jnp.argmax(logits_BxV.at[:, EOS].set(-jnp.inf), axis=-1)
     return jax.lax.dynamic_update_slice_in_dim(
-        tgt_in_BxT, next_B[:, None].astype(jnp.int32),
-        jnp.minimum(t + 1, max_len - 1), axis=1)
+        tgt_in_BxT,
+        next_B[:, None].astype(jnp.int32),
+        jnp.minimum(t + 1, max_len - 1),
+        axis=1,
+    )
 
   tgt_in_BxT = jnp.zeros((num_b, max_len), jnp.int32).at[:, 0].set(BOS)
   tgt_in_BxT = jax.lax.fori_loop(0, max_len - 1, body, tgt_in_BxT)
   # The last step's token is the argmax at position max_len - 1.
   logits_BxTxV = model.apply({"params": params}, src_BxS, None, tgt_in_BxT)
   last_B = jnp.argmax(logits_BxTxV[:, -1].at[:, EOS].set(-jnp.inf), axis=-1)
-  return jnp.concatenate([tgt_in_BxT[:, 1:], last_B[:, None].astype(
-      jnp.int32)], axis=1)
+  return jnp.concatenate(
+      [tgt_in_BxT[:, 1:], last_B[:, None].astype(jnp.int32)], axis=1
+  )
 
 
 def _incremental_greedy(model, params, src_BxS, max_len):
@@ -74,12 +85,16 @@ def _incremental_greedy(model, params, src_BxS, max_len):
   def body(t, carry):
     state, last_B, out_BxT = carry
     logits_BxV, state = ets.decode_step(model, params, state, last_B)
-    next_B = jnp.argmax(logits_BxV.at[:, EOS].set(-jnp.inf),
-                        axis=-1).astype(jnp.int32)
+    next_B = jnp.argmax(logits_BxV.at[:, EOS].set(-jnp.inf), axis=-1).astype(
+        jnp.int32
+    )
     return state, next_B, out_BxT.at[:, t].set(next_B)
 
-  carry = (state, jnp.full((num_b,), BOS, jnp.int32),
-           jnp.zeros((num_b, max_len), jnp.int32))
+  carry = (
+      state,
+      jnp.full((num_b,), BOS, jnp.int32),
+      jnp.zeros((num_b, max_len), jnp.int32),
+  )
   return jax.lax.fori_loop(0, max_len, body, carry)[2]
 
 
@@ -98,46 +113,64 @@ def main(argv):
   rows = []
   for max_len in [int(t) for t in _TGT_LENS.value]:
     if _WIDTH.value % _HEADS.value:
-      raise ValueError(f"--num_heads={_HEADS.value} must divide --width="
-                       f"{_WIDTH.value}.")
+      raise ValueError(
+          f"--num_heads={_HEADS.value} must divide --width={_WIDTH.value}."
+      )
     config = ets.ETSeq2SeqConfig(
-        src_vocab_size=VOCAB, tgt_vocab_size=VOCAB,
-        et=ETConfig(num_layers=_LAYERS.value, num_heads=_HEADS.value,
-                    head_dim=_WIDTH.value // _HEADS.value),
-        num_decoder_layers=_LAYERS.value, max_src_len=_SRC_LEN.value,
-        max_tgt_len=max_len)
+        src_vocab_size=VOCAB,
+        tgt_vocab_size=VOCAB,
+        et=ETConfig(
+            num_layers=_LAYERS.value,
+            num_heads=_HEADS.value,
+            head_dim=_WIDTH.value // _HEADS.value,
+        ),
+        num_decoder_layers=_LAYERS.value,
+        max_src_len=_SRC_LEN.value,
+        max_tgt_len=max_len,
+    )
     model = ets.EdgeTransformerSeq2Seq(config)
-    src_BxS = jax.random.randint(jax.random.PRNGKey(1),
-                                 (_BATCH.value, _SRC_LEN.value), 3, VOCAB)
-    params = model.init(jax.random.PRNGKey(0), src_BxS[:1], None,
-                        jnp.ones((1, max_len), jnp.int32))["params"]
+    src_BxS = jax.random.randint(
+        jax.random.PRNGKey(1), (_BATCH.value, _SRC_LEN.value), 3, VOCAB
+    )
+    params = model.init(
+        jax.random.PRNGKey(0),
+        src_BxS[:1],
+        None,
+        jnp.ones((1, max_len), jnp.int32),
+    )["params"]
     row = {"target_len": max_len, "nodes": _SRC_LEN.value + max_len}
     outs = {}
-    for name, fn in (("incremental", _incremental_greedy),
-                     ("full", _full_greedy)):
+    for name, fn in (
+        ("incremental", _incremental_greedy),
+        ("full", _full_greedy),
+    ):
       jitted = jax.jit(fn, static_argnums=(0, 3))
       compiled = jitted.lower(model, params, src_BxS, max_len).compile()
       mem = compiled.memory_analysis()
-      outs[name], seconds = _time(
-          lambda p, s: compiled(p, s), params, src_BxS)
+      outs[name], seconds = _time(lambda p, s: compiled(p, s), params, src_BxS)
       row[f"{name}_seconds"] = round(seconds, 4)
-      row[f"{name}_temp_gb"] = (round(mem.temp_size_in_bytes / 1e9, 4)
-                                if mem is not None else None)
+      row[f"{name}_temp_gb"] = (
+          round(mem.temp_size_in_bytes / 1e9, 4) if mem is not None else None
+      )
       print(f"T={max_len} {name}: {seconds:.3f} s", flush=True)
-    row["same_tokens"] = bool(np.array_equal(outs["incremental"],
-                                             outs["full"]))
+    row["same_tokens"] = bool(np.array_equal(outs["incremental"], outs["full"]))
     row["speedup"] = round(row["full_seconds"] / row["incremental_seconds"], 2)
     rows.append(row)
     print(row, flush=True)
   result = {
-      "benchmark": "ET encoder-decoder greedy decoding: incremental vs full "
-                   "recompute",
-      "batch": _BATCH.value, "source_len": _SRC_LEN.value,
-      "width": _WIDTH.value, "num_heads": _HEADS.value,
+      "benchmark": (
+          "ET encoder-decoder greedy decoding: incremental vs full recompute"
+      ),
+      "batch": _BATCH.value,
+      "source_len": _SRC_LEN.value,
+      "width": _WIDTH.value,
+      "num_heads": _HEADS.value,
       "layers": f"{_LAYERS.value}+{_LAYERS.value} (tied)",
-      "repeats": _REPEATS.value, "backend": jax.default_backend(),
+      "repeats": _REPEATS.value,
+      "backend": jax.default_backend(),
       "machine": f"{platform.machine()} {os.cpu_count()} CPUs",
-      "rows": rows}
+      "rows": rows,
+  }
   os.makedirs(os.path.dirname(os.path.abspath(_OUTPUT.value)), exist_ok=True)
   with open(_OUTPUT.value, "w") as f:
     json.dump(result, f, indent=1)

@@ -75,8 +75,8 @@ def _vjp_pass(f, *primals):
   """jit(forward + backward of f at primals with a fixed cotangent)."""
   out = jax.eval_shape(f, *primals)
   cotangent = jax.tree_util.tree_map(
-      lambda s: jax.random.normal(jax.random.PRNGKey(7), s.shape, s.dtype),
-      out)
+      lambda s: jax.random.normal(jax.random.PRNGKey(7), s.shape, s.dtype), out
+  )
   return jax.jit(lambda *p: jax.vjp(f, *p)[1](cotangent)), primals
 
 
@@ -91,26 +91,44 @@ def build_passes(batch_size, nodes, config):
   passes = {"stack": _vjp_pass(stack.apply, params, x_BxNxNxD)}
   with _core_replaced(_free_core):
     passes["stack_core_free"] = _vjp_pass(stack.apply, params, x_BxNxNxD)
-    jax.block_until_ready(passes["stack_core_free"][0](
-        *passes["stack_core_free"][1]))
+    jax.block_until_ready(
+        passes["stack_core_free"][0](*passes["stack_core_free"][1])
+    )
 
-  heads_BxNxNxHxK = [jax.random.normal(jax.random.PRNGKey(i), (
-      batch_size, nodes, nodes, config.num_heads, config.head_dim))
-                     for i in range(4)]
-  core = functools.partial(triangular.triangular_attention_core,
-                           chunk_size=config.chunk_size)
+  heads_BxNxNxHxK = [
+      jax.random.normal(
+          jax.random.PRNGKey(i),
+          (batch_size, nodes, nodes, config.num_heads, config.head_dim),
+      )
+      for i in range(4)
+  ]
+  core = functools.partial(
+      triangular.triangular_attention_core, chunk_size=config.chunk_size
+  )
   passes["core"] = _vjp_pass(core, *heads_BxNxNxHxK)
 
   layer_params = params["params"]["layer"]
-  transition_params = {name: layer_params[name]
-                       for name in ("ln_ffn", "ffn_hidden", "ffn_out")}
+  transition_params = {
+      name: layer_params[name] for name in ("ln_ffn", "ffn_hidden", "ffn_out")
+  }
   ffn_dim = config.ffn_dim or 4 * d
   transition = functools.partial(
-      etm._transition, ffn_width=ffn_dim, width=d, dropout_rate=0.0,  # pylint: disable=protected-access
-      layout=config.layout, ln_epsilon=config.ln_epsilon, dtype=jnp.float32,
-      param_dtype=jnp.float32)
-  ffn = lambda p, u: etm._row_chunked(transition, p, u, None,  # pylint: disable=protected-access
-                                      config.ffn_chunk_size)
+      etm._transition,
+      ffn_width=ffn_dim,
+      width=d,
+      dropout_rate=0.0,  # pylint: disable=protected-access
+      layout=config.layout,
+      ln_epsilon=config.ln_epsilon,
+      dtype=jnp.float32,
+      param_dtype=jnp.float32,
+  )
+  ffn = lambda p, u: etm._row_chunked(
+      transition,
+      p,
+      u,
+      None,  # pylint: disable=protected-access
+      config.ffn_chunk_size,
+  )
   passes["ffn"] = _vjp_pass(ffn, transition_params, x_BxNxNxD)
 
   rows = batch_size * nodes * nodes
@@ -125,10 +143,15 @@ def build_passes(batch_size, nodes, config):
 def core_gflop(batch_size, nodes, config) -> float:
   """XLA's count of the pivot sum's forward+backward FLOPs (all pivots in one
   chunk: XLA counts a loop body once, so chunking would undercount)."""
-  f, args = _vjp_pass(functools.partial(triangular.triangular_attention_core,
-                                        chunk_size=None),
-                      *[jnp.zeros((batch_size, nodes, nodes, config.num_heads,
-                                   config.head_dim))] * 4)
+  f, args = _vjp_pass(
+      functools.partial(triangular.triangular_attention_core, chunk_size=None),
+      *[
+          jnp.zeros(
+              (batch_size, nodes, nodes, config.num_heads, config.head_dim)
+          )
+      ]
+      * 4,
+  )
   cost = f.lower(*args).compile().cost_analysis()
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
   return float(cost["flops"]) / 1e9
@@ -148,24 +171,33 @@ def time_passes(passes, rounds):
   return times
 
 
-def run(batch_size: int, nodes: int, config: etm.ETConfig,
-        rounds: int) -> dict:
+def run(batch_size: int, nodes: int, config: etm.ETConfig, rounds: int) -> dict:
   """Builds, times and summarises the passes (the JSON written by main)."""
   passes, gemm_flops = build_passes(batch_size, nodes, config)
   times = time_passes(passes, rounds)
-  ms = {name: {"min": 1e3 * min(t), "median": 1e3 * float(np.median(t))}
-        for name, t in times.items()}
+  ms = {
+      name: {"min": 1e3 * min(t), "median": 1e3 * float(np.median(t))}
+      for name, t in times.items()
+  }
   stack, free = ms["stack"]["min"], ms["stack_core_free"]["min"]
   return {
-      "batch_size": batch_size, "nodes": nodes,
-      "config": {"num_layers": config.num_layers, "num_heads": config.num_heads,
-                 "head_dim": config.head_dim, "tied": config.tied,
-                 "chunk_size": config.chunk_size,
-                 "ffn_chunk_size": config.ffn_chunk_size},
-      "rounds": rounds, "jax": jax.__version__,
+      "batch_size": batch_size,
+      "nodes": nodes,
+      "config": {
+          "num_layers": config.num_layers,
+          "num_heads": config.num_heads,
+          "head_dim": config.head_dim,
+          "tied": config.tied,
+          "chunk_size": config.chunk_size,
+          "ffn_chunk_size": config.ffn_chunk_size,
+      },
+      "rounds": rounds,
+      "jax": jax.__version__,
       "device_kind": jax.devices()[0].device_kind,
-      "timing": "forward+backward (jax.vjp) per call; one process, passes "
-                "alternated; min and median over rounds",
+      "timing": (
+          "forward+backward (jax.vjp) per call; one process, passes "
+          "alternated; min and median over rounds"
+      ),
       "ms": ms,
       "core_share_of_stack": 1.0 - free / stack,
       "stack_core_free_over_stack": free / stack,
@@ -181,8 +213,10 @@ def main(argv):
   reporting.write_json(FLAGS.output, result)
   for name, m in result["ms"].items():
     print(f"{name:16s} {m['min']:8.1f} ms (median {m['median']:.1f})")
-  print(f"core share of the stack {result['core_share_of_stack']:.1%}; "
-        f"GEMM {result['gemm_gflop_per_s']:.0f} GFLOP/s")
+  print(
+      f"core share of the stack {result['core_share_of_stack']:.1%}; "
+      f"GEMM {result['gemm_gflop_per_s']:.0f} GFLOP/s"
+  )
 
 
 if __name__ == "__main__":

@@ -63,27 +63,46 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 # bench_processors defines algorithm, batch_size, train_length, eval_length,
 # train_iters, eval_iters, entries and output; we reuse them with our defaults.
-flags.DEFINE_string("rt_reference", None,
-                    f"Checkout of {RT_URL} (their CLRS fork); without it the "
-                    "'rt_authors' entry is skipped.")
-flags.DEFINE_integer("rounds", 3, "Timed rounds; each entry is timed once per "
-                     "round, entries alternating.")
-flags.DEFINE_integer("eval_batch_size", 8, "Batch of the n=eval_length forward "
-                     "pass (examples/s is per example).")
-flags.DEFINE_integer("eval_rounds", None, "Rounds of the forward pass (default: "
-                     "rounds).")
+flags.DEFINE_string(
+    "rt_reference",
+    None,
+    f"Checkout of {RT_URL} (their CLRS fork); without it the "
+    "'rt_authors' entry is skipped.",
+)
+flags.DEFINE_integer(
+    "rounds",
+    3,
+    "Timed rounds; each entry is timed once per round, entries alternating.",
+)
+flags.DEFINE_integer(
+    "eval_batch_size",
+    8,
+    "Batch of the n=eval_length forward pass (examples/s is per example).",
+)
+flags.DEFINE_integer(
+    "eval_rounds", None, "Rounds of the forward pass (default: rounds)."
+)
 FLAGS = flags.FLAGS
-FLAGS.set_default("entries", ["rt", "rt_authors", "mpnn512", "triplet_gmpnn",
-                              "et", "rt_triangular"])
+FLAGS.set_default(
+    "entries",
+    ["rt", "rt_authors", "mpnn512", "triplet_gmpnn", "et", "rt_triangular"],
+)
 FLAGS.set_default("output", "results/bench_peers.json")
 FLAGS.set_default("train_iters", 2)
 FLAGS.set_default("eval_iters", 1)
 
 # The RT paper's tuned sizes (Table 2): 3 layers, 12 heads x 16 (node and
 # edge width 192), d_nh 32, d_eh1 16, d_eh2 8; graph_vec 'cat' (their default).
-RT_SIZES = dict(nb_layers=3, nb_heads=12, vec_size=192, node_hid_size=32,
-                edge_hid_size_1=16, edge_hid_size_2=8, graph_vec="cat",
-                disable_edge_updates=False)
+RT_SIZES = dict(
+    nb_layers=3,
+    nb_heads=12,
+    vec_size=192,
+    node_hid_size=32,
+    edge_hid_size_1=16,
+    edge_hid_size_2=8,
+    graph_vec="cat",
+    disable_edge_updates=False,
+)
 
 ENTRIES = dict(bench_processors.ENTRIES)
 # processor_type 'rt_triangular' with the default config.rt.triangular_heads=0
@@ -106,9 +125,11 @@ def import_authors_processors(reference: str):
   root = pathlib.Path(reference).resolve()
   source = root / "clrs" / "_src" / "processors.py"
   if not source.exists():
-    raise SystemExit(f"{source} not found: is --rt_reference a checkout of "
-                     f"{RT_URL}?")
+    raise SystemExit(
+        f"{source} not found: is --rt_reference a checkout of {RT_URL}?"
+    )
   import clrs._src  # pylint: disable=g-import-not-at-top,unused-import
+
   key = "clrs._src.base_modules"
   if key in sys.modules:
     raise SystemExit(f"{key} is already imported; cannot load their code.")
@@ -116,8 +137,9 @@ def import_authors_processors(reference: str):
   package.__path__ = [str(root / "clrs" / "_src" / "base_modules")]
   sys.modules[key] = package
   try:
-    spec = importlib.util.spec_from_file_location("rt_authors_processors",
-                                                  source)
+    spec = importlib.util.spec_from_file_location(
+        "rt_authors_processors", source
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
   finally:  # their modules stay alive through `module`; unregister the names
@@ -136,6 +158,7 @@ def authors_rt_factory(reference: str, **sizes) -> Callable:
   """
   from clrs._src import processors as clrs_processors  # pylint: disable=g-import-not-at-top
   from processors.relational_transformer import ProcessorState  # pylint: disable=g-import-not-at-top
+
   theirs = import_authors_processors(reference)
   sizes = {**RT_SIZES, **sizes}
 
@@ -145,13 +168,24 @@ def authors_rt_factory(reference: str, **sizes) -> Callable:
     def __init__(self, out_size: int, name: str = "rt_authors"):
       super().__init__(name=name)
       if out_size != sizes["vec_size"]:
-        raise ValueError(f"their RT outputs width vec_size={sizes['vec_size']};"
-                         f" the CLRS hidden width is {out_size}.")
+        raise ValueError(
+            f"their RT outputs width vec_size={sizes['vec_size']};"
+            f" the CLRS hidden width is {out_size}."
+        )
       self.out_size = out_size
 
-    def __call__(self, node_fts, edge_fts, graph_fts, adj_mat, hidden,
-                 edge_hidden=None, graph_hidden=None, return_state=False,
-                 **unused_kwargs):
+    def __call__(
+        self,
+        node_fts,
+        edge_fts,
+        graph_fts,
+        adj_mat,
+        hidden,
+        edge_hidden=None,
+        graph_hidden=None,
+        return_state=False,
+        **unused_kwargs,
+    ):
       b, n, _ = node_fts.shape
       width = sizes["vec_size"]
       if edge_hidden is None:
@@ -159,8 +193,14 @@ def authors_rt_factory(reference: str, **sizes) -> Callable:
       if graph_hidden is None:
         graph_hidden = jnp.zeros((b, width), node_fts.dtype)
       nodes, edges, graph = theirs.RT(name="rt", **sizes)(
-          node_fts, edge_fts, graph_fts, adj_mat, hidden,
-          e_hidden=edge_hidden, g_hidden=graph_hidden)
+          node_fts,
+          edge_fts,
+          graph_fts,
+          adj_mat,
+          hidden,
+          e_hidden=edge_hidden,
+          g_hidden=graph_hidden,
+      )
       if return_state:
         return ProcessorState(nodes, edges, graph)
       return nodes, edges
@@ -170,15 +210,21 @@ def authors_rt_factory(reference: str, **sizes) -> Callable:
 
 def _reference_commit(reference: str) -> Optional[str]:
   try:
-    return subprocess.run(["git", "-C", reference, "rev-parse", "HEAD"],
-                          check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", reference, "rev-parse", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
   except (OSError, subprocess.CalledProcessError):
     pass
   readme = REPO / "tests" / "fidelity" / "goldens" / "README.json"
   try:  # the snapshot the fidelity goldens were made from
     commit = json.loads(readme.read_text())["references"]["rt"]["commit"]
-    return f"{commit} (not a git work tree; commit of the fidelity goldens' snapshot)"
+    return (
+        f"{commit} (not a git work tree; commit of the fidelity goldens'"
+        " snapshot)"
+    )
   except (OSError, KeyError, ValueError):
     return None
 
@@ -191,23 +237,34 @@ def _reference_commit(reference: str) -> Optional[str]:
 class Entry:
   """One model, built and compiled; `train()` / `evaluate()` time one call."""
 
-  def __init__(self, name: str, overrides: dict,
-               factory: Optional[Callable] = None):
+  def __init__(
+      self, name: str, overrides: dict, factory: Optional[Callable] = None
+  ):
     self.name = name
     self.overrides = overrides
     config = clrs_config.from_legacy(overrides)
-    stream = clrs_data.TrainStream(FLAGS.algorithm, [FLAGS.train_length],
-                                   FLAGS.batch_size, seed=0)
+    stream = clrs_data.TrainStream(
+        FLAGS.algorithm, [FLAGS.train_length], FLAGS.batch_size, seed=0
+    )
     self.feedback = next(stream)
-    self.model = clrs_loop.build_model(config, stream.spec, self.feedback,
-                                       f"/tmp/bench_peers_{name}",
-                                       processor_factory=factory)
+    self.model = clrs_loop.build_model(
+        config,
+        stream.spec,
+        self.feedback,
+        f"/tmp/bench_peers_{name}",
+        processor_factory=factory,
+    )
     self.model.init(self.feedback.features, seed=0)
-    self.params = int(sum(np.size(x) for x in
-                          jax.tree_util.tree_leaves(self.model.params)))
-    test = clrs_data.make_eval_set(FLAGS.algorithm, "test", FLAGS.eval_length,
-                                   FLAGS.eval_batch_size,
-                                   max_samples=FLAGS.eval_batch_size)
+    self.params = int(
+        sum(np.size(x) for x in jax.tree_util.tree_leaves(self.model.params))
+    )
+    test = clrs_data.make_eval_set(
+        FLAGS.algorithm,
+        "test",
+        FLAGS.eval_length,
+        FLAGS.eval_batch_size,
+        max_samples=FLAGS.eval_batch_size,
+    )
     self.eval_batch, _ = next(test.batches())
     self.key = jax.random.PRNGKey(0)
     self.calls = 0
@@ -218,16 +275,21 @@ class Entry:
     float(self.model.feedback(self.key, self.feedback))
     self.train_compile_s = time.perf_counter() - t
     t = time.perf_counter()
-    bench_processors._block(self.model.predict(self.key,  # pylint: disable=protected-access
-                                               self.eval_batch.features))
+    bench_processors._block(
+        self.model.predict(
+            self.key,  # pylint: disable=protected-access
+            self.eval_batch.features,
+        )
+    )
     self.eval_compile_s = time.perf_counter() - t
 
   def train(self):
     t = time.perf_counter()
     for _ in range(FLAGS.train_iters):
       self.calls += 1
-      loss = self.model.feedback(jax.random.fold_in(self.key, self.calls),
-                                 self.feedback)
+      loss = self.model.feedback(
+          jax.random.fold_in(self.key, self.calls), self.feedback
+      )
     float(loss)
     self.train_s.append((time.perf_counter() - t) / FLAGS.train_iters)
 
@@ -235,14 +297,18 @@ class Entry:
     t = time.perf_counter()
     for _ in range(FLAGS.eval_iters):
       self.calls += 1
-      bench_processors._block(self.model.predict(  # pylint: disable=protected-access
-          jax.random.fold_in(self.key, self.calls), self.eval_batch.features))
+      bench_processors._block(
+          self.model.predict(  # pylint: disable=protected-access
+              jax.random.fold_in(self.key, self.calls), self.eval_batch.features
+          )
+      )
     self.eval_s.append((time.perf_counter() - t) / FLAGS.eval_iters)
 
   def result(self) -> Dict:
     train_s = statistics.median(self.train_s)
     out = {
-        "config": self.overrides, "params": self.params,
+        "config": self.overrides,
+        "params": self.params,
         "hint_steps_train": int(self.feedback.features.hints[0].data.shape[0]),
         "train_compile_s": self.train_compile_s,
         "train_step_s_rounds": self.train_s,
@@ -252,10 +318,13 @@ class Entry:
     }
     if self.eval_s:
       eval_s = statistics.median(self.eval_s)
-      out.update({"eval_n": FLAGS.eval_length,
-                  "eval_batch_size": FLAGS.eval_batch_size,
-                  "eval_batch_s_rounds": self.eval_s, "eval_batch_s": eval_s,
-                  "eval_examples_per_s": FLAGS.eval_batch_size / eval_s})
+      out.update({
+          "eval_n": FLAGS.eval_length,
+          "eval_batch_size": FLAGS.eval_batch_size,
+          "eval_batch_s_rounds": self.eval_s,
+          "eval_batch_s": eval_s,
+          "eval_examples_per_s": FLAGS.eval_batch_size / eval_s,
+      })
     return out
 
 
@@ -266,8 +335,9 @@ def alternate(entries, method: str, rounds: int):
     for entry in order:
       getattr(entry, method)()
       last = getattr(entry, "train_s" if method == "train" else "eval_s")[-1]
-      print(f"  round {r} {method:8s} {entry.name:14s} {last:8.3f} s",
-            flush=True)
+      print(
+          f"  round {r} {method:8s} {entry.name:14s} {last:8.3f} s", flush=True
+      )
 
 
 def _ratio(results, a, b, key):
@@ -283,7 +353,9 @@ def main(argv):
   names = list(FLAGS.entries)
   unknown = [e for e in names if e not in ENTRIES]
   if unknown:
-    raise ValueError(f"Unknown entries {unknown}; valid entries are {list(ENTRIES)}.")
+    raise ValueError(
+        f"Unknown entries {unknown}; valid entries are {list(ENTRIES)}."
+    )
   factories = {}
   skipped = {}
   if "rt_authors" in names:
@@ -292,7 +364,8 @@ def main(argv):
     else:
       skipped["rt_authors"] = (
           f"no --rt_reference: fetch the RT authors' code (git clone {RT_URL} "
-          f"/tmp/peers/rt) and pass --rt_reference=/tmp/peers/rt")
+          "/tmp/peers/rt) and pass --rt_reference=/tmp/peers/rt"
+      )
       print(f"Skipping rt_authors: {skipped['rt_authors']}", file=sys.stderr)
       names.remove("rt_authors")
 
@@ -301,47 +374,68 @@ def main(argv):
     t = time.perf_counter()
     entry = Entry(name, ENTRIES[name], factories.get(name))
     entry.compile()
-    print(f"{name:14s} params {entry.params:>9,d}  built+compiled in "
-          f"{time.perf_counter() - t:6.1f} s (train {entry.train_compile_s:.1f}"
-          f" s, eval {entry.eval_compile_s:.1f} s)", flush=True)
+    print(
+        f"{name:14s} params {entry.params:>9,d}  built+compiled in "
+        f"{time.perf_counter() - t:6.1f} s (train {entry.train_compile_s:.1f}"
+        f" s, eval {entry.eval_compile_s:.1f} s)",
+        flush=True,
+    )
     entries.append(entry)
   alternate(entries, "train", FLAGS.rounds)
   eval_rounds = FLAGS.rounds if FLAGS.eval_rounds is None else FLAGS.eval_rounds
   alternate(entries, "evaluate", eval_rounds)
 
   results = {
-      "algorithm": FLAGS.algorithm, "batch_size": FLAGS.batch_size,
-      "train_length": FLAGS.train_length, "eval_length": FLAGS.eval_length,
-      "eval_batch_size": FLAGS.eval_batch_size, "rounds": FLAGS.rounds,
-      "eval_rounds": eval_rounds, "train_iters": FLAGS.train_iters,
+      "algorithm": FLAGS.algorithm,
+      "batch_size": FLAGS.batch_size,
+      "train_length": FLAGS.train_length,
+      "eval_length": FLAGS.eval_length,
+      "eval_batch_size": FLAGS.eval_batch_size,
+      "rounds": FLAGS.rounds,
+      "eval_rounds": eval_rounds,
+      "train_iters": FLAGS.train_iters,
       "eval_iters": FLAGS.eval_iters,
-      "timing": ("one process; entries alternated per round (order reversed "
-                 "every other round); medians over rounds"),
+      "timing": (
+          "one process; entries alternated per round (order reversed "
+          "every other round); medians over rounds"
+      ),
       "device": str(jax.devices()[0]),
       "device_kind": jax.devices()[0].device_kind,
-      "cpu_count": os.cpu_count(), "machine": platform.machine(),
-      "load_average": os.getloadavg(), "jax": jax.__version__,
-      "entries": {e.name: e.result() for e in entries}, "skipped": skipped,
+      "cpu_count": os.cpu_count(),
+      "machine": platform.machine(),
+      "load_average": os.getloadavg(),
+      "jax": jax.__version__,
+      "entries": {e.name: e.result() for e in entries},
+      "skipped": skipped,
   }
   if FLAGS.rt_reference:
-    results["rt_reference"] = {"repository": RT_URL,
-                               "commit": _reference_commit(FLAGS.rt_reference),
-                               "sizes": RT_SIZES}
+    results["rt_reference"] = {
+        "repository": RT_URL,
+        "commit": _reference_commit(FLAGS.rt_reference),
+        "sizes": RT_SIZES,
+    }
   res = results["entries"]
   results["ratios"] = {
       "rt_over_rt_authors": {
           "train": _ratio(res, "rt", "rt_authors", "train_examples_per_s"),
-          "eval": _ratio(res, "rt", "rt_authors", "eval_examples_per_s")},
+          "eval": _ratio(res, "rt", "rt_authors", "eval_examples_per_s"),
+      },
       "et_over_mpnn512": {
           "train": _ratio(res, "et", "mpnn512", "train_examples_per_s"),
-          "eval": _ratio(res, "et", "mpnn512", "eval_examples_per_s")},
+          "eval": _ratio(res, "et", "mpnn512", "eval_examples_per_s"),
+      },
   }
   print()
   for name, r in res.items():
-    ev = (f"  eval n={r['eval_n']} {r['eval_examples_per_s']:8.2f} ex/s"
-          if "eval_examples_per_s" in r else "")
-    print(f"{name:14s} params {r['params']:>9,d}  train "
-          f"{r['train_examples_per_s']:8.2f} ex/s{ev}")
+    ev = (
+        f"  eval n={r['eval_n']} {r['eval_examples_per_s']:8.2f} ex/s"
+        if "eval_examples_per_s" in r
+        else ""
+    )
+    print(
+        f"{name:14s} params {r['params']:>9,d}  train "
+        f"{r['train_examples_per_s']:8.2f} ex/s{ev}"
+    )
   for name, r in results["ratios"].items():
     cells = "  ".join(f"{k} x{v:.2f}" for k, v in r.items() if v is not None)
     if cells:

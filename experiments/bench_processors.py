@@ -24,56 +24,117 @@ from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
 
-flags.DEFINE_string("algorithm", "bellman_ford", "CLRS algorithm (RT paper Table 5 uses Bellman-Ford).")
-flags.DEFINE_integer("batch_size", 32, "Batch size for training and the forward pass.")
+flags.DEFINE_string(
+    "algorithm",
+    "bellman_ford",
+    "CLRS algorithm (RT paper Table 5 uses Bellman-Ford).",
+)
+flags.DEFINE_integer(
+    "batch_size", 32, "Batch size for training and the forward pass."
+)
 flags.DEFINE_integer("train_length", 16, "Training graph size.")
 flags.DEFINE_integer("eval_length", 64, "Forward-pass graph size.")
 flags.DEFINE_integer("train_iters", 20, "Timed training steps.")
 flags.DEFINE_integer("eval_iters", 3, "Timed forward passes.")
-flags.DEFINE_list("entries", ["rt", "mpnn512", "mpnn192", "triplet_gmpnn", "rt_triangular", "et"], "Which entries of ENTRIES to run.")
-flags.DEFINE_string("output", "results/bench_processors.json", "JSON output path.")
+flags.DEFINE_list(
+    "entries",
+    ["rt", "mpnn512", "mpnn192", "triplet_gmpnn", "rt_triangular", "et"],
+    "Which entries of ENTRIES to run.",
+)
+flags.DEFINE_string(
+    "output", "results/bench_processors.json", "JSON output path."
+)
 FLAGS = flags.FLAGS
 
 # The configurations compared (in the flat flag names of clrs_train): RT at the paper's tuned size (Table 2), MPNN at
 # its tuned width 512 and at RT's width 192, Triplet-GMPNN (Ibarz et al. 2022),
 # and our triangular kinds at RT's width (ET: 3 tied layers, 12 heads x 16).
 ENTRIES = {
-    "rt": dict(processor_type="rt", hidden_size=192, nb_heads=12, head_size=16,
-               num_layers=3, node_hidden_size=32, edge_hidden_size1=16,
-               edge_hidden_size2=8, carry_state=True, ptr_from_edges=True),
-    "rt_no_edge_update": dict(processor_type="rt_no_edge_update", hidden_size=192,
-                              nb_heads=12, head_size=16, num_layers=3,
-                              node_hidden_size=32, carry_state=True,
-                              ptr_from_edges=True),
-    "rt_triangular": dict(processor_type="rt_triangular", hidden_size=192,
-                          nb_heads=12, head_size=16, num_layers=3,
-                          node_hidden_size=32, edge_hidden_size1=16,
-                          edge_hidden_size2=8, carry_state=True,
-                          ptr_from_edges=True),
-    "et": dict(processor_type="et", hidden_size=192, nb_heads=12, head_size=16,
-               num_layers=3, carry_state=True, ptr_from_edges=True),
-    "mpnn512": dict(processor_type="mpnn", hidden_size=512, carry_state=False,
-                    ptr_from_edges=False),
-    "mpnn192": dict(processor_type="mpnn", hidden_size=192, carry_state=False,
-                    ptr_from_edges=False),
-    "triplet_gmpnn": dict(processor_type="triplet_gmpnn", hidden_size=128,
-                          nb_triplet_fts=8, carry_state=False,
-                          ptr_from_edges=False),
+    "rt": dict(
+        processor_type="rt",
+        hidden_size=192,
+        nb_heads=12,
+        head_size=16,
+        num_layers=3,
+        node_hidden_size=32,
+        edge_hidden_size1=16,
+        edge_hidden_size2=8,
+        carry_state=True,
+        ptr_from_edges=True,
+    ),
+    "rt_no_edge_update": dict(
+        processor_type="rt_no_edge_update",
+        hidden_size=192,
+        nb_heads=12,
+        head_size=16,
+        num_layers=3,
+        node_hidden_size=32,
+        carry_state=True,
+        ptr_from_edges=True,
+    ),
+    "rt_triangular": dict(
+        processor_type="rt_triangular",
+        hidden_size=192,
+        nb_heads=12,
+        head_size=16,
+        num_layers=3,
+        node_hidden_size=32,
+        edge_hidden_size1=16,
+        edge_hidden_size2=8,
+        carry_state=True,
+        ptr_from_edges=True,
+    ),
+    "et": dict(
+        processor_type="et",
+        hidden_size=192,
+        nb_heads=12,
+        head_size=16,
+        num_layers=3,
+        carry_state=True,
+        ptr_from_edges=True,
+    ),
+    "mpnn512": dict(
+        processor_type="mpnn",
+        hidden_size=512,
+        carry_state=False,
+        ptr_from_edges=False,
+    ),
+    "mpnn192": dict(
+        processor_type="mpnn",
+        hidden_size=192,
+        carry_state=False,
+        ptr_from_edges=False,
+    ),
+    "triplet_gmpnn": dict(
+        processor_type="triplet_gmpnn",
+        hidden_size=128,
+        nb_triplet_fts=8,
+        carry_state=False,
+        ptr_from_edges=False,
+    ),
 }
 
 
 def _block(tree):
-  jax.tree_util.tree_map(lambda x: x.block_until_ready() if hasattr(x, "block_until_ready") else x, tree)
+  jax.tree_util.tree_map(
+      lambda x: x.block_until_ready() if hasattr(x, "block_until_ready") else x,
+      tree,
+  )
 
 
 def bench_entry(name: str, overrides: dict) -> dict:
   config = clrs_config.from_legacy(overrides)
-  stream = clrs_data.TrainStream(FLAGS.algorithm, [FLAGS.train_length],
-                                 FLAGS.batch_size, seed=0)
+  stream = clrs_data.TrainStream(
+      FLAGS.algorithm, [FLAGS.train_length], FLAGS.batch_size, seed=0
+  )
   feedback = next(stream)
-  model = clrs_loop.build_model(config, stream.spec, feedback, "/tmp/bench_clrs")
+  model = clrs_loop.build_model(
+      config, stream.spec, feedback, "/tmp/bench_clrs"
+  )
   model.init(feedback.features, seed=0)
-  n_params = int(sum(np.size(x) for x in jax.tree_util.tree_leaves(model.params)))
+  n_params = int(
+      sum(np.size(x) for x in jax.tree_util.tree_leaves(model.params))
+  )
   key = jax.random.PRNGKey(0)
   t = time.perf_counter()
   float(model.feedback(key, feedback))
@@ -84,8 +145,13 @@ def bench_entry(name: str, overrides: dict) -> dict:
   float(loss)
   train_s = (time.perf_counter() - t) / FLAGS.train_iters
 
-  test = clrs_data.make_eval_set(FLAGS.algorithm, "test", FLAGS.eval_length,
-                                 FLAGS.batch_size, max_samples=FLAGS.batch_size)
+  test = clrs_data.make_eval_set(
+      FLAGS.algorithm,
+      "test",
+      FLAGS.eval_length,
+      FLAGS.batch_size,
+      max_samples=FLAGS.batch_size,
+  )
   batch, _ = next(test.batches())
   t = time.perf_counter()
   _block(model.predict(key, batch.features))
@@ -95,12 +161,14 @@ def bench_entry(name: str, overrides: dict) -> dict:
     _block(model.predict(jax.random.fold_in(key, i), batch.features))
   eval_s = (time.perf_counter() - t) / FLAGS.eval_iters
   return {
-      "config": overrides, "params": n_params,
+      "config": overrides,
+      "params": n_params,
       "hint_steps_train": int(feedback.features.hints[0].data.shape[0]),
       "train_step_s": train_s,
       "train_examples_per_s": FLAGS.batch_size / train_s,
       "train_compile_s": compile_train,
-      "eval_n": FLAGS.eval_length, "eval_batch_s": eval_s,
+      "eval_n": FLAGS.eval_length,
+      "eval_batch_s": eval_s,
       "eval_examples_per_s": FLAGS.batch_size / eval_s,
       "eval_compile_s": compile_eval,
   }
@@ -112,25 +180,42 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
   unknown = [e for e in FLAGS.entries if e not in ENTRIES]
   if unknown:
-    raise ValueError(f"Unknown entries {unknown}; valid entries are {list(ENTRIES)}.")
-  results = {"algorithm": FLAGS.algorithm, "batch_size": FLAGS.batch_size,
-             "train_length": FLAGS.train_length, "device": str(jax.devices()[0]),
-             "device_kind": jax.devices()[0].device_kind,
-             "cpu_count": os.cpu_count(), "machine": platform.machine(),
-             "entries": {}}
+    raise ValueError(
+        f"Unknown entries {unknown}; valid entries are {list(ENTRIES)}."
+    )
+  results = {
+      "algorithm": FLAGS.algorithm,
+      "batch_size": FLAGS.batch_size,
+      "train_length": FLAGS.train_length,
+      "device": str(jax.devices()[0]),
+      "device_kind": jax.devices()[0].device_kind,
+      "cpu_count": os.cpu_count(),
+      "machine": platform.machine(),
+      "entries": {},
+  }
   for name in FLAGS.entries:
     results["entries"][name] = bench_entry(name, ENTRIES[name])
     r = results["entries"][name]
-    print(f"{name:18s} params {r['params']:>9,d}  train {r['train_examples_per_s']:8.1f} ex/s"
-          f"  eval n={r['eval_n']} {r['eval_examples_per_s']:8.1f} ex/s", flush=True)
+    print(
+        f"{name:18s} params {r['params']:>9,d}  train"
+        f" {r['train_examples_per_s']:8.1f} ex/s  eval n={r['eval_n']}"
+        f" {r['eval_examples_per_s']:8.1f} ex/s",
+        flush=True,
+    )
   if "mpnn512" in results["entries"]:
     base = results["entries"]["mpnn512"]
     results["ratios_vs_mpnn512"] = {
-        name: {"train": r["train_examples_per_s"] / base["train_examples_per_s"],
-               "eval": r["eval_examples_per_s"] / base["eval_examples_per_s"]}
-        for name, r in results["entries"].items()}
+        name: {
+            "train": r["train_examples_per_s"] / base["train_examples_per_s"],
+            "eval": r["eval_examples_per_s"] / base["eval_examples_per_s"],
+        }
+        for name, r in results["entries"].items()
+    }
     for name, r in results["ratios_vs_mpnn512"].items():
-      print(f"{name:18s} vs mpnn512: train x{r['train']:.2f}  eval x{r['eval']:.2f}")
+      print(
+          f"{name:18s} vs mpnn512: train x{r['train']:.2f}  eval"
+          f" x{r['eval']:.2f}"
+      )
   os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)), exist_ok=True)
   with open(FLAGS.output, "w") as f:
     json.dump(results, f, indent=1)

@@ -53,12 +53,15 @@ MARKER = "main.py"
 REPRODUCTION = "scan_cutoff26_relative_universal"
 # Their sweep scan_trafo_length_cutoff.yaml, the relative_universal cell at
 # cutoff 26, as their main.py command line.
-AUTHORS_FLAGS = ("-profile trafo_scan -task scan_resplit_transformer "
-                 "-transformer.variant relative_universal "
-                 "-scan.length_cutoff 26 -stop_after 50000 -log tb")
+AUTHORS_FLAGS = (
+    "-profile trafo_scan -task scan_resplit_transformer "
+    "-transformer.variant relative_universal "
+    "-scan.length_cutoff 26 -stop_after 50000 -log tb"
+)
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_REF_SCRIPT = os.path.join(_REPO, "experiments", "compare", "refs",
-                           "scan_csordas_torch.py")
+_REF_SCRIPT = os.path.join(
+    _REPO, "experiments", "compare", "refs", "scan_csordas_torch.py"
+)
 
 FLAGS = flags.FLAGS
 
@@ -67,6 +70,7 @@ def our_config(batch_size: int = 256, data_dir=None, dropout_prng=None):
   """The reproduction's paper config (the Csordas settings); `dropout_prng`
   overrides its dropout generator (`relational_jax.training.prng`)."""
   from experiments import reproductions  # pylint: disable=g-import-not-at-top
+
   c = reproductions.get(REPRODUCTION).build("paper")
   c.train.batch_size = batch_size
   if dropout_prng:
@@ -81,10 +85,13 @@ def draw_batches(config, num_batches: int):
   """`num_batches` training batches (lists of [source, target]) from our
   seeded BatchStream over the configured SCAN training set."""
   from relational_jax.training.seq2seq import data as data_lib  # pylint: disable=g-import-not-at-top
+
   data = data_lib.load_data(config.data)
   stream = data_lib.BatchStream(len(data.train), config.train.batch_size, 0)
-  return [[list(data.train[i]) for i in stream.next_indices()]
-          for _ in range(num_batches)]
+  return [
+      [list(data.train[i]) for i in stream.next_indices()]
+      for _ in range(num_batches)
+  ]
 
 
 def check_reference(path):
@@ -92,36 +99,55 @@ def check_reference(path):
   `experiments.compare.reference.MissingReferenceError` naming what to
   fetch when `path` is not a checkout of the authors' repository."""
   from experiments.compare import reference as reference_lib  # pylint: disable=g-import-not-at-top
+
   return reference_lib.require("bench_scan_step", path, REPOSITORY, MARKER)
 
 
 def summarize(times):
-  return {"median_s": statistics.median(times), "min_s": min(times),
-          "max_s": max(times), "n": len(times)}
+  return {
+      "median_s": statistics.median(times),
+      "min_s": min(times),
+      "max_s": max(times),
+      "n": len(times),
+  }
 
 
 # -- Our side's worker (its own process, like theirs). ------------------------
 
 
-def _serve_ours(batches_path: str, batch_size: int, data_dir=None,
-                dropout_prng=None) -> None:
+def _serve_ours(
+    batches_path: str, batch_size: int, data_dir=None, dropout_prng=None
+) -> None:
   import jax  # pylint: disable=g-import-not-at-top
   import numpy as np  # pylint: disable=g-import-not-at-top
   from relational_jax.training.seq2seq import loop  # pylint: disable=g-import-not-at-top
+
   exp = loop.Experiment(our_config(batch_size, data_dir, dropout_prng))
   index = {tuple(p): i for i, p in enumerate(exp.data.train)}
   with open(batches_path) as f:
-    batches = [exp.sharded_batch(np.asarray([index[tuple(p)] for p in b]))
-               for b in json.load(f)]
+    batches = [
+        exp.sharded_batch(np.asarray([index[tuple(p)] for p in b]))
+        for b in json.load(f)
+    ]
   state = exp.init_state()
   cursor = 0
-  print("READY " + json.dumps({
-      "cpus": len(os.sched_getaffinity(0)), "devices": len(jax.devices()),
-      "parameters": int(sum(np.prod(x.shape) for x in
-                            jax.tree_util.tree_leaves(state["params"]))),
-      "src_shape_BxS": list(batches[0]["src"].shape),
-      "tgt_shape_BxT": list(batches[0]["tgt_in"].shape),
-      "jax": jax.__version__}), flush=True)
+  print(
+      "READY "
+      + json.dumps({
+          "cpus": len(os.sched_getaffinity(0)),
+          "devices": len(jax.devices()),
+          "parameters": int(
+              sum(
+                  np.prod(x.shape)
+                  for x in jax.tree_util.tree_leaves(state["params"])
+              )
+          ),
+          "src_shape_BxS": list(batches[0]["src"].shape),
+          "tgt_shape_BxT": list(batches[0]["tgt_in"].shape),
+          "jax": jax.__version__,
+      }),
+      flush=True,
+  )
   for line in sys.stdin:
     cmd = line.split()
     if not cmd or cmd[0] == "quit":
@@ -148,21 +174,29 @@ class _Worker:
     self.name = name
     self._log = open(log_path, "w")
     self.proc = subprocess.Popen(
-        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
-        text=True, env=env, cwd=_REPO,
-        preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+        cmd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=self._log,
+        text=True,
+        env=env,
+        cwd=_REPO,
+        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+    )
     self.info = self._expect("READY")
 
   def _expect(self, tag):
     for line in self.proc.stdout:
       if line.startswith(tag + " "):
-        return json.loads(line[len(tag) + 1:])
+        return json.loads(line[len(tag) + 1 :])
     self.proc.wait()
     self._log.flush()
     with open(self._log.name) as f:
       tail = f.read()[-3000:]
-    raise RuntimeError(f"{self.name} worker exited ({self.proc.returncode}) "
-                       f"before {tag}:\n{tail}")
+    raise RuntimeError(
+        f"{self.name} worker exited ({self.proc.returncode}) "
+        f"before {tag}:\n{tail}"
+    )
 
   def run(self, steps):
     self.proc.stdin.write(f"run {steps}\n")
@@ -177,41 +211,71 @@ class _Worker:
     self._log.close()
 
 
-def run_benchmark(reference: str, reference_python: str, threads: int,
-                  warmup: int, rounds: int, steps_per_round: int,
-                  num_batches: int, batch_size: int, data_dir=None,
-                  log=print, dropout_prng=None):
+def run_benchmark(
+    reference: str,
+    reference_python: str,
+    threads: int,
+    warmup: int,
+    rounds: int,
+    steps_per_round: int,
+    num_batches: int,
+    batch_size: int,
+    data_dir=None,
+    log=print,
+    dropout_prng=None,
+):
   """Both workers, alternated; the result dictionary."""
   config = our_config(batch_size, data_dir, dropout_prng)
   available = sorted(os.sched_getaffinity(0))
   if not 1 <= threads <= len(available):
-    raise ValueError(f"--threads={threads}: valid values are 1.."
-                     f"{len(available)} (the CPUs this process may use).")
+    raise ValueError(
+        f"--threads={threads}: valid values are 1.."
+        f"{len(available)} (the CPUs this process may use)."
+    )
   cpus = set(available[:threads])
   scratch = tempfile.mkdtemp(prefix="bench_scan_step_")
   batches_path = os.path.join(scratch, "batches.json")
   with open(batches_path, "w") as f:
     json.dump(draw_batches(config, num_batches), f)
-  env = dict(os.environ, OMP_NUM_THREADS=str(threads),
-             MKL_NUM_THREADS=str(threads))
+  env = dict(
+      os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads)
+  )
   scan_file = os.path.join(config.data.data_dir, "scan", "tasks.txt")
-  theirs_cmd = [reference_python, _REF_SCRIPT, f"--reference={reference}",
-                f"--scratch={scratch}/theirs", f"--scan_file={scan_file}",
-                "--mode=bench", f"--threads={threads}", "--seed=0",
-                f"--batches={batches_path}",
-                f"--authors_flags={AUTHORS_FLAGS} -batch_size {batch_size}"]
-  ours_cmd = [sys.executable, "-m", "experiments.bench_scan_step",
-              "--worker=ours", f"--batches={batches_path}",
-              f"--batch_size={batch_size}"]
+  theirs_cmd = [
+      reference_python,
+      _REF_SCRIPT,
+      f"--reference={reference}",
+      f"--scratch={scratch}/theirs",
+      f"--scan_file={scan_file}",
+      "--mode=bench",
+      f"--threads={threads}",
+      "--seed=0",
+      f"--batches={batches_path}",
+      f"--authors_flags={AUTHORS_FLAGS} -batch_size {batch_size}",
+  ]
+  ours_cmd = [
+      sys.executable,
+      "-m",
+      "experiments.bench_scan_step",
+      "--worker=ours",
+      f"--batches={batches_path}",
+      f"--batch_size={batch_size}",
+  ]
   if data_dir:
     ours_cmd.append(f"--data_dir={data_dir}")
   ours_cmd.append(f"--dropout_prng={config.train.dropout_prng}")
-  log(f"[bench_scan_step] starting both workers on cpus {sorted(cpus)}; "
-      f"logs in {scratch}")
-  workers = {"ours": _Worker("ours", ours_cmd, cpus, env,
-                             os.path.join(scratch, "ours.log")),
-             "theirs": _Worker("theirs", theirs_cmd, cpus, env,
-                               os.path.join(scratch, "theirs.log"))}
+  log(
+      f"[bench_scan_step] starting both workers on cpus {sorted(cpus)}; "
+      f"logs in {scratch}"
+  )
+  workers = {
+      "ours": _Worker(
+          "ours", ours_cmd, cpus, env, os.path.join(scratch, "ours.log")
+      ),
+      "theirs": _Worker(
+          "theirs", theirs_cmd, cpus, env, os.path.join(scratch, "theirs.log")
+      ),
+  }
   try:
     for w in workers.values():
       w.run(warmup)
@@ -223,28 +287,41 @@ def run_benchmark(reference: str, reference_python: str, threads: int,
         t = workers[name].run(steps_per_round)
         times[name] += t
         per_round[name].append(statistics.median(t))
-      log(f"[bench_scan_step] round {r}: ours "
+      log(
+          f"[bench_scan_step] round {r}: ours "
           f"{per_round['ours'][-1]:.3f} s, theirs "
-          f"{per_round['theirs'][-1]:.3f} s")
+          f"{per_round['theirs'][-1]:.3f} s"
+      )
   finally:
     for w in workers.values():
       w.close()
   ours, theirs = summarize(times["ours"]), summarize(times["theirs"])
   return {
-      "what": "one training step (forward, backward, optimiser update) of "
-              "the SCAN length-cutoff-26 relative Universal Transformer, "
-              "Csordas et al. 2021 settings, steady state",
-      "reproduction": REPRODUCTION, "authors_flags": AUTHORS_FLAGS,
+      "what": (
+          "one training step (forward, backward, optimiser update) of "
+          "the SCAN length-cutoff-26 relative Universal Transformer, "
+          "Csordas et al. 2021 settings, steady state"
+      ),
+      "reproduction": REPRODUCTION,
+      "authors_flags": AUTHORS_FLAGS,
       "reference": {"repository": REPOSITORY, "path": reference},
-      "batch_size": batch_size, "threads": threads, "cpus": sorted(cpus),
+      "batch_size": batch_size,
+      "threads": threads,
+      "cpus": sorted(cpus),
       "ours_dropout_prng": config.train.dropout_prng,
-      "warmup_steps": warmup, "rounds": rounds,
-      "steps_per_round": steps_per_round, "num_batches": num_batches,
+      "warmup_steps": warmup,
+      "rounds": rounds,
+      "steps_per_round": steps_per_round,
+      "num_batches": num_batches,
       "workers": {n: w.info for n, w in workers.items()},
-      "ours": dict(ours, per_round_median_s=per_round["ours"],
-                   times_s=times["ours"]),
-      "theirs": dict(theirs, per_round_median_s=per_round["theirs"],
-                     times_s=times["theirs"]),
+      "ours": dict(
+          ours, per_round_median_s=per_round["ours"], times_s=times["ours"]
+      ),
+      "theirs": dict(
+          theirs,
+          per_round_median_s=per_round["theirs"],
+          times_s=times["theirs"],
+      ),
       "ours_over_theirs_time": ours["median_s"] / theirs["median_s"],
       "speedup_ours_vs_theirs": theirs["median_s"] / ours["median_s"],
       "load_average": os.getloadavg(),
@@ -256,44 +333,68 @@ def main(argv):
   if FLAGS.worker:
     if FLAGS.worker != "ours":
       raise app.UsageError(f"--worker={FLAGS.worker!r}: valid value 'ours'.")
-    _serve_ours(FLAGS.batches, FLAGS.batch_size, FLAGS.data_dir,
-                FLAGS.dropout_prng)
+    _serve_ours(
+        FLAGS.batches, FLAGS.batch_size, FLAGS.data_dir, FLAGS.dropout_prng
+    )
     return
   from experiments.compare import reference as reference_lib  # pylint: disable=g-import-not-at-top
+
   try:
     reference = check_reference(FLAGS.reference)
   except reference_lib.MissingReferenceError as e:
     print(f"Skipping the SCAN step benchmark: {e}", file=sys.stderr)
     sys.exit(2)
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
-  result = run_benchmark(reference, FLAGS.reference_python, FLAGS.threads,
-                         FLAGS.warmup, FLAGS.rounds, FLAGS.steps_per_round,
-                         FLAGS.num_batches, FLAGS.batch_size, FLAGS.data_dir,
-                         dropout_prng=FLAGS.dropout_prng)
+
+  result = run_benchmark(
+      reference,
+      FLAGS.reference_python,
+      FLAGS.threads,
+      FLAGS.warmup,
+      FLAGS.rounds,
+      FLAGS.steps_per_round,
+      FLAGS.num_batches,
+      FLAGS.batch_size,
+      FLAGS.data_dir,
+      dropout_prng=FLAGS.dropout_prng,
+  )
   os.makedirs(os.path.dirname(os.path.abspath(FLAGS.output)), exist_ok=True)
   reporting.write_json(FLAGS.output, result)
-  print(f"ours {result['ours']['median_s']:.3f} s/step, theirs "
-        f"{result['theirs']['median_s']:.3f} s/step, ours/theirs time "
-        f"{result['ours_over_theirs_time']:.3f} -> {FLAGS.output}")
+  print(
+      f"ours {result['ours']['median_s']:.3f} s/step, theirs "
+      f"{result['theirs']['median_s']:.3f} s/step, ours/theirs time "
+      f"{result['ours_over_theirs_time']:.3f} -> {FLAGS.output}"
+  )
 
 
 def define_flags():
   """The command-line flags (defined only when run as a script, so that
   importing this module beside other absl entry points does not clash)."""
   flags.DEFINE_string("reference", None, "Checkout of the authors' repository.")
-  flags.DEFINE_string("reference_python", sys.executable,
-                      "Python of the authors' environment (torch).")
+  flags.DEFINE_string(
+      "reference_python",
+      sys.executable,
+      "Python of the authors' environment (torch).",
+  )
   flags.DEFINE_integer("threads", 2, "CPU cores (and torch threads) per side.")
   flags.DEFINE_integer("warmup", 3, "Untimed steps per side first.")
   flags.DEFINE_integer("rounds", 6, "Alternating timed rounds.")
   flags.DEFINE_integer("steps_per_round", 3, "Timed steps per side per round.")
   flags.DEFINE_integer("num_batches", 8, "Distinct real batches, cycled.")
   flags.DEFINE_integer("batch_size", 256, "Batch size (Csordas: 256).")
-  flags.DEFINE_string("data_dir", None, "Holds scan/tasks.txt (default: the "
-                      "seq2seq config's data_dir, ../shared/data).")
+  flags.DEFINE_string(
+      "data_dir",
+      None,
+      "Holds scan/tasks.txt (default: the "
+      "seq2seq config's data_dir, ../shared/data).",
+  )
   flags.DEFINE_string("output", "results/bench_scan_step.json", "JSON output.")
-  flags.DEFINE_string("dropout_prng", None, "Our dropout generator "
-                      "(threefry | counter_hash; default: the reproduction's).")
+  flags.DEFINE_string(
+      "dropout_prng",
+      None,
+      "Our dropout generator "
+      "(threefry | counter_hash; default: the reproduction's).",
+  )
   flags.DEFINE_string("worker", "", "Internal: 'ours' runs our side's worker.")
   flags.DEFINE_string("batches", "", "Internal: the batches JSON file.")
 

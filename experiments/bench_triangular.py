@@ -34,29 +34,46 @@ from relational_jax.models.edge_transformer import EdgeTransformerLayer
 
 _BATCH = flags.DEFINE_integer("batch", 32, "Batch size B.")
 _WIDTH = flags.DEFINE_integer("width", 192, "Edge width D.")
-_HEADS = flags.DEFINE_integer("num_heads", 8, "Attention heads H (must divide D).")
-_SIZES = flags.DEFINE_list("sizes", ["16", "32", "64"],
-                           "Node counts N timed forward+backward.")
+_HEADS = flags.DEFINE_integer(
+    "num_heads", 8, "Attention heads H (must divide D)."
+)
+_SIZES = flags.DEFINE_list(
+    "sizes", ["16", "32", "64"], "Node counts N timed forward+backward."
+)
 _FORWARD_ONLY_SIZES = flags.DEFINE_list(
-    "forward_only_sizes", ["128"], "Node counts N timed forward only.")
-_IMPLS = flags.DEFINE_list("impls", ["chunked", "reference"],
-                           "Implementations to compare.")
-_CHUNK_SIZE = flags.DEFINE_integer("chunk_size", 8,
-                                   "Pivots per chunk of the chunked impl.")
+    "forward_only_sizes", ["128"], "Node counts N timed forward only."
+)
+_IMPLS = flags.DEFINE_list(
+    "impls", ["chunked", "reference"], "Implementations to compare."
+)
+_CHUNK_SIZE = flags.DEFINE_integer(
+    "chunk_size", 8, "Pivots per chunk of the chunked impl."
+)
 _FFN_CHUNK_SIZE = flags.DEFINE_integer(
-    "ffn_chunk_size", 4,
+    "ffn_chunk_size",
+    4,
     "Rows per rematerialised FFN block of the chunked impl (0: unchunked). "
-    "The reference always runs its FFN unchunked.")
-_DTYPE = flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"],
-                           "Activation dtype (parameters stay fp32).")
+    "The reference always runs its FFN unchunked.",
+)
+_DTYPE = flags.DEFINE_enum(
+    "dtype",
+    "float32",
+    ["float32", "bfloat16"],
+    "Activation dtype (parameters stay fp32).",
+)
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed runs per configuration.")
 _MEMORY_LIMIT_GB = flags.DEFINE_float(
-    "memory_limit_gb", None,
+    "memory_limit_gb",
+    None,
     "Skip running configurations whose compiled memory exceeds this; "
     "default: 60% of the host's physical memory (CPU) or of the device's "
-    "memory limit (GPU).")
-_OUTPUT = flags.DEFINE_string("output", "results/bench_triangular.json",
-                              "Where to write the JSON results.")
+    "memory limit (GPU).",
+)
+_OUTPUT = flags.DEFINE_string(
+    "output",
+    "results/bench_triangular.json",
+    "Where to write the JSON results.",
+)
 
 
 def _default_memory_limit_bytes() -> int:
@@ -87,16 +104,17 @@ def _measure(fn, args, repeats: int, memory_limit: int) -> Dict[str, Any]:
     record["temp_bytes"] = int(analysis.temp_size_in_bytes)
     record["argument_bytes"] = int(analysis.argument_size_in_bytes)
     record["output_bytes"] = int(analysis.output_size_in_bytes)
-    record["compiled_peak_bytes"] = (record["temp_bytes"]
-                                     + record["argument_bytes"]
-                                     + record["output_bytes"])
+    record["compiled_peak_bytes"] = (
+        record["temp_bytes"] + record["argument_bytes"] + record["output_bytes"]
+    )
   needed = record.get("compiled_peak_bytes", 0)
   if needed > memory_limit:
     record["ran"] = False
-    record["skipped"] = (f"needs {needed / 2**30:.2f} GiB > limit "
-                         f"{memory_limit / 2**30:.2f} GiB")
+    record["skipped"] = (
+        f"needs {needed / 2**30:.2f} GiB > limit {memory_limit / 2**30:.2f} GiB"
+    )
     return record
-  jax.block_until_ready(compiled(*args))                      # warm-up
+  jax.block_until_ready(compiled(*args))  # warm-up
   times = []
   for _ in range(repeats):
     start = time.perf_counter()
@@ -109,45 +127,69 @@ def _measure(fn, args, repeats: int, memory_limit: int) -> Dict[str, Any]:
   return record
 
 
-def run_benchmark(*, batch: int, width: int, heads: int, sizes: Sequence[int],
-                  forward_only_sizes: Sequence[int], impls: Sequence[str],
-                  chunk_size: int, dtype: str, repeats: int,
-                  ffn_chunk_size: Optional[int] = 4,
-                  memory_limit_bytes: Optional[int] = None,
-                  output: Optional[str] = None) -> Dict[str, Any]:
+def run_benchmark(
+    *,
+    batch: int,
+    width: int,
+    heads: int,
+    sizes: Sequence[int],
+    forward_only_sizes: Sequence[int],
+    impls: Sequence[str],
+    chunk_size: int,
+    dtype: str,
+    repeats: int,
+    ffn_chunk_size: Optional[int] = 4,
+    memory_limit_bytes: Optional[int] = None,
+    output: Optional[str] = None,
+) -> Dict[str, Any]:
   """Runs the benchmark grid; returns (and optionally writes) the results."""
   memory_limit = memory_limit_bytes or _default_memory_limit_bytes()
   act_dtype = jnp.dtype(dtype)
   results: List[Dict[str, Any]] = []
   report = dict(
-      config=dict(batch=batch, width=width, heads=heads, chunk_size=chunk_size,
-                  ffn_chunk_size=ffn_chunk_size, dtype=dtype, repeats=repeats,
-                  memory_limit_bytes=memory_limit),
+      config=dict(
+          batch=batch,
+          width=width,
+          heads=heads,
+          chunk_size=chunk_size,
+          ffn_chunk_size=ffn_chunk_size,
+          dtype=dtype,
+          repeats=repeats,
+          memory_limit_bytes=memory_limit,
+      ),
       device=str(jax.devices()[0]),
       platform=jax.default_backend(),
       host=dict(machine=platform.machine(), cpu_count=os.cpu_count()),
       jax_version=jax.__version__,
-      results=results)
-  grid = ([(n, "forward+backward") for n in sizes]
-          + [(n, "forward") for n in forward_only_sizes])
+      results=results,
+  )
+  grid = [(n, "forward+backward") for n in sizes] + [
+      (n, "forward") for n in forward_only_sizes
+  ]
   for n, mode in grid:
-    x = jax.random.normal(jax.random.PRNGKey(n), (batch, n, n, width),
-                          act_dtype)
+    x = jax.random.normal(
+        jax.random.PRNGKey(n), (batch, n, n, width), act_dtype
+    )
     params = None
     for impl in impls:
       # The reference is the plain layer: materialising attention and an
       # unchunked FFN (autodiff saves everything).
       layer = EdgeTransformerLayer(
-          num_heads=heads, impl=impl, chunk_size=chunk_size,
-          ffn_chunk_size=None if impl == "reference" else ffn_chunk_size)
+          num_heads=heads,
+          impl=impl,
+          chunk_size=chunk_size,
+          ffn_chunk_size=None if impl == "reference" else ffn_chunk_size,
+      )
       if params is None:  # The same parameters for every implementation.
         params = layer.lazy_init(jax.random.PRNGKey(0), x)
       if mode == "forward":
         fn = layer.apply
       else:
+
         def fn(params, x, layer=layer):
           loss = lambda p, x: jnp.sum(layer.apply(p, x).astype(jnp.float32))
           return jax.grad(loss, argnums=(0, 1))(params, x)
+
       record = dict(impl=impl, n=n, mode=mode)
       record.update(_measure(fn, (params, x), repeats, memory_limit))
       # Size of one B x N x N x N x D tensor in the activation dtype.
@@ -168,15 +210,25 @@ def _write(path: str, report: Dict[str, Any]) -> None:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError("Too many command-line arguments.")
-  limit = (None if _MEMORY_LIMIT_GB.value is None
-           else int(_MEMORY_LIMIT_GB.value * 2**30))
+  limit = (
+      None
+      if _MEMORY_LIMIT_GB.value is None
+      else int(_MEMORY_LIMIT_GB.value * 2**30)
+  )
   run_benchmark(
-      batch=_BATCH.value, width=_WIDTH.value, heads=_HEADS.value,
+      batch=_BATCH.value,
+      width=_WIDTH.value,
+      heads=_HEADS.value,
       sizes=[int(n) for n in _SIZES.value],
       forward_only_sizes=[int(n) for n in _FORWARD_ONLY_SIZES.value],
-      impls=_IMPLS.value, chunk_size=_CHUNK_SIZE.value, dtype=_DTYPE.value,
+      impls=_IMPLS.value,
+      chunk_size=_CHUNK_SIZE.value,
+      dtype=_DTYPE.value,
       ffn_chunk_size=_FFN_CHUNK_SIZE.value or None,
-      repeats=_REPEATS.value, memory_limit_bytes=limit, output=_OUTPUT.value)
+      repeats=_REPEATS.value,
+      memory_limit_bytes=limit,
+      output=_OUTPUT.value,
+  )
 
 
 if __name__ == "__main__":

@@ -11,11 +11,26 @@ from absl import logging
 
 from relational_jax.training.clrs import loop as clrs_loop
 
-flags.DEFINE_string("checkpoint_path", None, "A clrs_train work directory.", required=True)
-flags.DEFINE_list("test_lengths", ["16", "32", "64", "128"], "Graph sizes to test at.")
-flags.DEFINE_enum("checkpoint", "best", ["best", "latest"], "Which checkpoint to test.")
-flags.DEFINE_string("results_path", None, "Output JSON (default <checkpoint_path>/evaluation.json).")
-flags.DEFINE_string("config_json", None, "Read the run's config from this results JSON (default <checkpoint_path>/config.json).")
+flags.DEFINE_string(
+    "checkpoint_path", None, "A clrs_train work directory.", required=True
+)
+flags.DEFINE_list(
+    "test_lengths", ["16", "32", "64", "128"], "Graph sizes to test at."
+)
+flags.DEFINE_enum(
+    "checkpoint", "best", ["best", "latest"], "Which checkpoint to test."
+)
+flags.DEFINE_string(
+    "results_path",
+    None,
+    "Output JSON (default <checkpoint_path>/evaluation.json).",
+)
+flags.DEFINE_string(
+    "config_json",
+    None,
+    "Read the run's config from this results JSON (default"
+    " <checkpoint_path>/config.json).",
+)
 FLAGS = flags.FLAGS
 
 
@@ -27,12 +42,21 @@ def main(argv):
   try:
     lengths = [int(n) for n in FLAGS.test_lengths]
   except ValueError as e:
-    raise ValueError(f"--test_lengths must be integers, got {FLAGS.test_lengths}.") from e
-  results = clrs_loop.evaluate_checkpoints(FLAGS.checkpoint_path, lengths,
-                                           FLAGS.results_path, FLAGS.checkpoint,
-                                           config_json=FLAGS.config_json)
+    raise ValueError(
+        f"--test_lengths must be integers, got {FLAGS.test_lengths}."
+    ) from e
+  results = clrs_loop.evaluate_checkpoints(
+      FLAGS.checkpoint_path,
+      lengths,
+      FLAGS.results_path,
+      FLAGS.checkpoint,
+      config_json=FLAGS.config_json,
+  )
   for algorithm, entry in results["algorithms"].items():
-    print(algorithm, ", ".join(f"n={n}: {s:.4f}" for n, s in entry["mean_test"].items()))
+    print(
+        algorithm,
+        ", ".join(f"n={n}: {s:.4f}" for n, s in entry["mean_test"].items()),
+    )
 
 
 if __name__ == "__main__":

@@ -25,21 +25,34 @@ from relational_jax.training import distributed
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import loop
 
-_CONFIG = config_flags.DEFINE_config_dict("config", clrs_config.default_config())
+_CONFIG = config_flags.DEFINE_config_dict(
+    "config", clrs_config.default_config()
+)
 # dm-clrs's clrs_text defines a global `seeds` flag on import: reuse it.
 _ALIASES = {k: v for k, v in clrs_config.LEGACY_NAMES.items()}
 config_lib.define_aliases(
     {k: v for k, v in _ALIASES.items() if k not in flags.FLAGS},
-    clrs_config.default_config())
-flags.DEFINE_string("checkpoint_path", "runs/clrs", "Work directory: checkpoints, per-run results; re-run to resume.")
-flags.DEFINE_string("results_path", None, "Results JSON (default <checkpoint_path>/results.json); the PNGs go beside it.")
+    clrs_config.default_config(),
+)
+flags.DEFINE_string(
+    "checkpoint_path",
+    "runs/clrs",
+    "Work directory: checkpoints, per-run results; re-run to resume.",
+)
+flags.DEFINE_string(
+    "results_path",
+    None,
+    "Results JSON (default <checkpoint_path>/results.json); the PNGs go"
+    " beside it.",
+)
 distributed.define_flags()
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-  return clrs_config.apply_legacy(_CONFIG.value,
-                                  config_lib.given_aliases(_ALIASES))
+  return clrs_config.apply_legacy(
+      _CONFIG.value, config_lib.given_aliases(_ALIASES)
+  )
 
 
 def main(argv):
@@ -49,14 +62,17 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
   distributed.initialize_from_flags(FLAGS)
   config = config_from_flags()
-  results = loop.train_and_evaluate(config, FLAGS.checkpoint_path,
-                                    results_path=FLAGS.results_path)
+  results = loop.train_and_evaluate(
+      config, FLAGS.checkpoint_path, results_path=FLAGS.results_path
+  )
   if not distributed.is_primary():
     return
   for algorithm, entry in results["algorithms"].items():
     tests = ", ".join(f"n={n}: {s:.4f}" for n, s in entry["mean_test"].items())
-    print(f"{algorithm} ({config.processor_type}): best val "
-          f"{entry['mean_best_val']:.4f}; OOD test {tests}")
+    print(
+        f"{algorithm} ({config.processor_type}): best val "
+        f"{entry['mean_best_val']:.4f}; OOD test {tests}"
+    )
 
 
 if __name__ == "__main__":

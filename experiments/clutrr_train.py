@@ -20,10 +20,15 @@ from ml_collections import config_flags
 from relational_jax.training import clutrr
 
 config_flags.DEFINE_config_dict(
-    "config", clutrr.default_config(),
-    "The run configuration (relational_jax.training.clutrr).")
-flags.DEFINE_string("workdir", "runs/clutrr",
-                    "Work directory: checkpoints, results; re-run to resume.")
+    "config",
+    clutrr.default_config(),
+    "The run configuration (relational_jax.training.clutrr).",
+)
+flags.DEFINE_string(
+    "workdir",
+    "runs/clutrr",
+    "Work directory: checkpoints, results; re-run to resume.",
+)
 FLAGS = flags.FLAGS
 
 
@@ -34,8 +39,12 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
   results = clutrr.train_and_evaluate(FLAGS.config, FLAGS.workdir)
   if "final" in results:
-    print("test accuracy by k: " + ", ".join(
-        f"{k} {v:.4f}" for k, v in results["final"]["accuracies"].items()))
+    print(
+        "test accuracy by k: "
+        + ", ".join(
+            f"{k} {v:.4f}" for k, v in results["final"]["accuracies"].items()
+        )
+    )
     print(f"results: {clutrr.results_path(FLAGS.config, FLAGS.workdir)}")
 
 

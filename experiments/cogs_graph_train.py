@@ -19,10 +19,15 @@ from ml_collections import config_flags
 from relational_jax.training import cogs_graph
 
 config_flags.DEFINE_config_dict(
-    "config", cogs_graph.default_config(),
-    "The run configuration (relational_jax.training.cogs_graph).")
-flags.DEFINE_string("workdir", "runs/cogs_graph",
-                    "Work directory: checkpoints, results; re-run to resume.")
+    "config",
+    cogs_graph.default_config(),
+    "The run configuration (relational_jax.training.cogs_graph).",
+)
+flags.DEFINE_string(
+    "workdir",
+    "runs/cogs_graph",
+    "Work directory: checkpoints, results; re-run to resume.",
+)
 FLAGS = flags.FLAGS
 
 

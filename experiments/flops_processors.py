@@ -44,10 +44,14 @@ from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
 
-flags.DEFINE_boolean("unroll_scans", True, "Count every hint step and "
-                     "every chunk of the ET's loops (module docstring); "
-                     "false: XLA's count of the loops as trained, each body "
-                     "once.")
+flags.DEFINE_boolean(
+    "unroll_scans",
+    True,
+    "Count every hint step and "
+    "every chunk of the ET's loops (module docstring); "
+    "false: XLA's count of the loops as trained, each body "
+    "once.",
+)
 FLAGS = flags.FLAGS
 FLAGS.set_default("entries", ["mpnn512", "et", "rt", "triplet_gmpnn"])
 FLAGS.set_default("output", "results/flops_processors.json")
@@ -95,11 +99,13 @@ def _unrolled_scans(enabled: bool):
 def train_step_cost(name: str) -> dict:
   """XLA's cost analysis of entry `name`'s jitted training step."""
   config = clrs_config.from_legacy(bench_processors.ENTRIES[name])
-  stream = clrs_data.TrainStream(FLAGS.algorithm, [FLAGS.train_length],
-                                 FLAGS.batch_size, seed=0)
+  stream = clrs_data.TrainStream(
+      FLAGS.algorithm, [FLAGS.train_length], FLAGS.batch_size, seed=0
+  )
   feedback = next(stream)
-  model = clrs_loop.build_model(config, stream.spec, feedback,
-                                "/tmp/flops_clrs")
+  model = clrs_loop.build_model(
+      config, stream.spec, feedback, "/tmp/flops_clrs"
+  )
   model.init(feedback.features, seed=0)
   started = time.perf_counter()
   with _unrolled_scans(FLAGS.unroll_scans):
@@ -107,18 +113,24 @@ def train_step_cost(name: str) -> dict:
         model._device_params,  # pylint: disable=protected-access
         jax.device_put(jax.random.PRNGKey(0), model._replicated),  # pylint: disable=protected-access
         model.shard_feedback(feedback),
-        model._device_opt_state, 0).compile()  # pylint: disable=protected-access
+        model._device_opt_state,
+        0,
+    ).compile()  # pylint: disable=protected-access
   cost = compiled.cost_analysis()
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-  return {"config": bench_processors.ENTRIES[name],
-          "params": int(sum(np.size(x) for x in
-                            jax.tree_util.tree_leaves(model.params))),
-          "hint_steps_train": int(feedback.features.hints[0].data.shape[0]),
-          "train_step_gflops": float(cost["flops"]) / 1e9,
-          "scans_unrolled": FLAGS.unroll_scans,
-          "train_step_gbytes_accessed": float(
-              cost.get("bytes accessed", float("nan"))) / 1e9,
-          "compile_s": time.perf_counter() - started}
+  return {
+      "config": bench_processors.ENTRIES[name],
+      "params": int(
+          sum(np.size(x) for x in jax.tree_util.tree_leaves(model.params))
+      ),
+      "hint_steps_train": int(feedback.features.hints[0].data.shape[0]),
+      "train_step_gflops": float(cost["flops"]) / 1e9,
+      "scans_unrolled": FLAGS.unroll_scans,
+      "train_step_gbytes_accessed": (
+          float(cost.get("bytes accessed", float("nan"))) / 1e9
+      ),
+      "compile_s": time.perf_counter() - started,
+  }
 
 
 def main(argv):
@@ -127,23 +139,37 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
   unknown = [e for e in FLAGS.entries if e not in bench_processors.ENTRIES]
   if unknown:
-    raise ValueError(f"Unknown entries {unknown}; valid entries are "
-                     f"{list(bench_processors.ENTRIES)}.")
+    raise ValueError(
+        f"Unknown entries {unknown}; valid entries are "
+        f"{list(bench_processors.ENTRIES)}."
+    )
   entries = {}
   for name in FLAGS.entries:
     entries[name] = train_step_cost(name)
-    print(name, json.dumps({k: v for k, v in entries[name].items()
-                            if k != "config"}), flush=True)
+    print(
+        name,
+        json.dumps({k: v for k, v in entries[name].items() if k != "config"}),
+        flush=True,
+    )
   first = FLAGS.entries[0]
   for e in entries.values():
-    e[f"flops_over_{first}"] = (e["train_step_gflops"]
-                                / entries[first]["train_step_gflops"])
-  reporting.write_json(FLAGS.output, {
-      "algorithm": FLAGS.algorithm, "batch_size": FLAGS.batch_size,
-      "train_length": FLAGS.train_length, "jax": jax.__version__,
-      "device_kind": jax.devices()[0].device_kind,
-      "source": "XLA Compiled.cost_analysis() of CarryModel.jitted_feedback",
-      "entries": entries})
+    e[f"flops_over_{first}"] = (
+        e["train_step_gflops"] / entries[first]["train_step_gflops"]
+    )
+  reporting.write_json(
+      FLAGS.output,
+      {
+          "algorithm": FLAGS.algorithm,
+          "batch_size": FLAGS.batch_size,
+          "train_length": FLAGS.train_length,
+          "jax": jax.__version__,
+          "device_kind": jax.devices()[0].device_kind,
+          "source": (
+              "XLA Compiled.cost_analysis() of CarryModel.jitted_feedback"
+          ),
+          "entries": entries,
+      },
+  )
 
 
 if __name__ == "__main__":

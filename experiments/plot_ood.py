@@ -1,6 +1,6 @@
 r"""One plot of test score versus graph size for several results JSONs.
 
-  python -m experiments.plot_ood runs/rt/evaluation.json runs/mpnn/evaluation.json --output=ood.png
+python -m experiments.plot_ood runs/rt/evaluation.json runs/mpnn/evaluation.json --output=ood.png
 """
 
 import json
@@ -18,7 +18,9 @@ FLAGS = flags.FLAGS
 def main(argv):
   paths = argv[1:]
   if not paths:
-    raise app.UsageError("Give one or more results JSONs (clrs_train or clrs_evaluate).")
+    raise app.UsageError(
+        "Give one or more results JSONs (clrs_train or clrs_evaluate)."
+    )
   missing = [p for p in paths if not os.path.exists(p)]
   if missing:
     raise FileNotFoundError(f"Results JSON(s) not found: {missing}")

@@ -44,10 +44,14 @@ def main(argv):
   model = EdgeTransformer(config)
   x_BxNxNxD = jax.random.normal(
       jax.random.PRNGKey(0),
-      (FLAGS.batch_size, FLAGS.nodes, FLAGS.nodes, config.edge_width))
+      (FLAGS.batch_size, FLAGS.nodes, FLAGS.nodes, config.edge_width),
+  )
   params = model.init(jax.random.PRNGKey(1), x_BxNxNxD)
-  step = jax.jit(jax.value_and_grad(
-      lambda p, x: (model.apply(p, x) ** 2).sum(), argnums=(0, 1)))
+  step = jax.jit(
+      jax.value_and_grad(
+          lambda p, x: (model.apply(p, x) ** 2).sum(), argnums=(0, 1)
+      )
+  )
   jax.block_until_ready(step(params, x_BxNxNxD))
   hlo = step.lower(params, x_BxNxNxD).compile().as_text()
 
@@ -59,8 +63,9 @@ def main(argv):
   totals = collections.Counter()
   for op, ms in ops:
     kind = "dot" if "dot_general" in op else "elementwise/reduce"
-    totals[("backward" if "transpose(" in op else "forward", _part(op),
-            kind)] += ms
+    totals[
+        ("backward" if "transpose(" in op else "forward", _part(op), kind)
+    ] += ms
   total = sum(totals.values())
   print(f"wall {wall_s:.3f} s per forward+backward (profiled)")
   for key, ms in totals.most_common():

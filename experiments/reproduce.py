@@ -26,9 +26,25 @@ from relational_jax.training import config as config_lib
 from relational_jax.training import reporting
 
 flags.DEFINE_boolean("list", False, "List the named reproductions and exit.")
-flags.DEFINE_enum("budget", "paper", list(reproductions.BUDGETS), "paper: the paper's protocol; cpu: the README's CPU budget; smoke: seconds, for tests.")
-flags.DEFINE_string("workdir", None, "Work directory (default runs/reproduce/<name>_<budget>[__<overrides>]).")
-flags.DEFINE_multi_string("set", [], "PATH=VALUE: a variant of the named config (e.g. transformer.tree_pe_norm=sinusoid); recorded in reproduction.json and its command.")
+flags.DEFINE_enum(
+    "budget",
+    "paper",
+    list(reproductions.BUDGETS),
+    "paper: the paper's protocol; cpu: the README's CPU budget; smoke: seconds,"
+    " for tests.",
+)
+flags.DEFINE_string(
+    "workdir",
+    None,
+    "Work directory (default runs/reproduce/<name>_<budget>[__<overrides>]).",
+)
+flags.DEFINE_multi_string(
+    "set",
+    [],
+    "PATH=VALUE: a variant of the named config (e.g."
+    " transformer.tree_pe_norm=sinusoid); recorded in reproduction.json and its"
+    " command.",
+)
 FLAGS = flags.FLAGS
 
 
@@ -36,16 +52,17 @@ def listing() -> str:
   rows = []
   for r in reproductions.REPRODUCTIONS.values():
     key, value = r.headline()
-    rows.append(f"{r.name:34s} {r.paper}; {r.where}; {r.metric}: "
-                f"{key} {value}")
+    rows.append(f"{r.name:34s} {r.paper}; {r.where}; {r.metric}: {key} {value}")
   return "\n".join(rows)
 
 
 def ours_from_results(reproduction, results) -> dict:
   """Our numbers in the published numbers' keys and units."""
   if reproduction.task == "clrs":
-    ours = {a: 100.0 * e["mean_test"][max(e["mean_test"], key=int)]
-            for a, e in results["algorithms"].items()}
+    ours = {
+        a: 100.0 * e["mean_test"][max(e["mean_test"], key=int)]
+        for a, e in results["algorithms"].items()
+    }
     ours["mean"] = sum(ours.values()) / len(ours)
     return ours
   selected = results["best"] or results["final"] or {"accuracies": {}}
@@ -59,8 +76,10 @@ def parse_overrides(items: Sequence[str]) -> Dict[str, object]:
   for item in items:
     path, sep, text = item.partition("=")
     if not sep or not path:
-      raise ValueError(f"--set {item!r}: expected PATH=VALUE, e.g. "
-                       f"transformer.tree_pe_norm=sinusoid.")
+      raise ValueError(
+          f"--set {item!r}: expected PATH=VALUE, e.g. "
+          "transformer.tree_pe_norm=sinusoid."
+      )
     try:
       out[path] = ast.literal_eval(text)
     except (ValueError, SyntaxError):
@@ -72,7 +91,9 @@ def set_text(value) -> str:
   """VALUE as --set takes it back: strings bare unless they would parse as
   another literal."""
   if isinstance(value, str):
-    return repr(value) if parse_overrides([f"x={value}"])["x"] != value else value
+    return (
+        repr(value) if parse_overrides([f"x={value}"])["x"] != value else value
+    )
   return repr(value)
 
 
@@ -82,45 +103,61 @@ def overrides_suffix(overrides: Mapping[str, object]) -> str:
   return "__" + re.sub(r"[^A-Za-z0-9_.,=-]", "", text) if text else ""
 
 
-def run(name: str, budget: str, workdir: str = None, log=print,
-        overrides: Optional[Mapping[str, object]] = None) -> dict:
+def run(
+    name: str,
+    budget: str,
+    workdir: str = None,
+    log=print,
+    overrides: Optional[Mapping[str, object]] = None,
+) -> dict:
   """Runs reproduction `name` at `budget`, with dotted-path `overrides` of
   its config if given; returns the reproduction record."""
   reproduction = reproductions.get(name)
   overrides = dict(overrides or {})
   config = config_lib.override(reproduction.build(budget), overrides)
-  workdir = workdir or (f"runs/reproduce/{name}_{budget}"
-                        + overrides_suffix(overrides))
+  workdir = workdir or (
+      f"runs/reproduce/{name}_{budget}" + overrides_suffix(overrides)
+  )
   if reproduction.task == "clrs":
     from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
+
     results = loop.train_and_evaluate(config, workdir, log=log)
     results_path = f"{workdir}/results.json"
   elif reproduction.task == "clutrr":
     from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
+
     results = clutrr.train_and_evaluate(config, workdir, log=log)
     results_path = clutrr.results_path(config, workdir)
   elif reproduction.task == "cogs_graph":
     from relational_jax.training import cogs_graph  # pylint: disable=g-import-not-at-top
+
     results = cogs_graph.train_and_evaluate(config, workdir, log=log)
     results_path = cogs_graph.results_path(config, workdir)
   else:
     from relational_jax.training import seq2seq  # pylint: disable=g-import-not-at-top
+
     results = seq2seq.train_and_evaluate(config, workdir, log=log)
     results_path = config.results_path or f"{workdir}/results.json"
   if "stopped_at" in results:  # A planned stop (train.stop_at_step).
-    log(f"{name}: stopped at step {results['stopped_at']} "
-        f"(train.stop_at_step); rerun the same command to resume.")
-    return {"name": name, "budget": budget,
-            "stopped_at": results["stopped_at"]}
+    log(
+        f"{name}: stopped at step {results['stopped_at']} "
+        "(train.stop_at_step); rerun the same command to resume."
+    )
+    return {"name": name, "budget": budget, "stopped_at": results["stopped_at"]}
   record = {
-      "name": name, "paper": reproduction.paper, "where": reproduction.where,
-      "metric": reproduction.metric, "budget": budget,
+      "name": name,
+      "paper": reproduction.paper,
+      "where": reproduction.where,
+      "metric": reproduction.metric,
+      "budget": budget,
       "published": dict(reproduction.published),
       "ours": ours_from_results(reproduction, results),
-      "notes": reproduction.notes, "results_path": results_path,
-      "command": f"python -m experiments.reproduce {name} --budget={budget}"
-                 + "".join(f" --set={p}={set_text(v)}"
-                           for p, v in overrides.items()),
+      "notes": reproduction.notes,
+      "results_path": results_path,
+      "command": (
+          f"python -m experiments.reproduce {name} --budget={budget}"
+          + "".join(f" --set={p}={set_text(v)}" for p, v in overrides.items())
+      ),
   }
   if overrides:
     record["overrides"] = overrides
@@ -139,13 +176,20 @@ def main(argv):
     raise app.UsageError("Give one reproduction name (see --list).")
   if not FLAGS["verbosity"].present:
     logging.set_verbosity(logging.WARNING)
-  record = run(argv[1], FLAGS.budget, FLAGS.workdir,
-               overrides=parse_overrides(FLAGS.set))
+  record = run(
+      argv[1], FLAGS.budget, FLAGS.workdir, overrides=parse_overrides(FLAGS.set)
+  )
   if "stopped_at" in record:
     return
-  key = "mean" if "mean" in record["published"] else next(iter(record["published"]))
-  print(f"{record['name']} ({record['budget']} budget): published "
-        f"{key} {record['published'][key]}, ours {record['ours'].get(key)}")
+  key = (
+      "mean"
+      if "mean" in record["published"]
+      else next(iter(record["published"]))
+  )
+  print(
+      f"{record['name']} ({record['budget']} budget): published "
+      f"{key} {record['published'][key]}, ours {record['ours'].get(key)}"
+  )
   sys.stdout.flush()
 
 

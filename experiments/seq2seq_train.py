@@ -38,22 +38,30 @@ from relational_jax.training import distributed
 from relational_jax.training import seq2seq
 
 
-def define_flags(flag_values: flags.FlagValues = flags.FLAGS,
-                 argv: Optional[Sequence[str]] = None) -> None:
+def define_flags(
+    flag_values: flags.FlagValues = flags.FLAGS,
+    argv: Optional[Sequence[str]] = None,
+) -> None:
   """--config (a ConfigDict), its flat aliases, --checkpoint_path and
   the multi-process flags (`distributed.define_flags`), in `flag_values`.
   `argv` (default sys.argv) is the command line to be parsed: config_flags
   defines the --config.<path> flags it names."""
   config_flags.DEFINE_config_dict(
-      "config", seq2seq.default_config(),
+      "config",
+      seq2seq.default_config(),
       "The run configuration (relational_jax.training.seq2seq.config).",
       flag_values=flag_values,
-      sys_argv=None if argv is None else list(argv))
-  config_lib.define_aliases(seq2seq.config.FLAG_ALIASES,
-                            seq2seq.default_config(), flag_values)
-  flags.DEFINE_string("checkpoint_path", "runs/seq2seq",
-                      "Work directory: checkpoints, vocabularies, results; "
-                      "re-run to resume.", flag_values=flag_values)
+      sys_argv=None if argv is None else list(argv),
+  )
+  config_lib.define_aliases(
+      seq2seq.config.FLAG_ALIASES, seq2seq.default_config(), flag_values
+  )
+  flags.DEFINE_string(
+      "checkpoint_path",
+      "runs/seq2seq",
+      "Work directory: checkpoints, vocabularies, results; re-run to resume.",
+      flag_values=flag_values,
+  )
   distributed.define_flags(flag_values)
 
 

@@ -44,8 +44,12 @@ def result_shapes(hlo_text: str) -> Dict[str, str]:
   return shapes
 
 
-def traced_ops(run: Callable[[], None], hlo_text: str, iters: int,
-               instructions: bool = False) -> Tuple[float, List[tuple]]:
+def traced_ops(
+    run: Callable[[], None],
+    hlo_text: str,
+    iters: int,
+    instructions: bool = False,
+) -> Tuple[float, List[tuple]]:
   """Runs `run` (which does `iters` steps and blocks on their results) under
   the profiler; returns (wall seconds per step, [(op_name, ms per step)] for
   every executed op of `hlo_text`, while loops themselves left out); with
@@ -67,6 +71,9 @@ def traced_ops(run: Callable[[], None], hlo_text: str, iters: int,
     name = e.get("name", "")
     if e.get("ph") == "X" and name in names and not name.startswith("while"):
       ms = e["dur"] / 1e3 / iters
-      ops.append((names[name], ms, f"{name} {shapes[name]}") if instructions
-                 else (names[name], ms))
+      ops.append(
+          (names[name], ms, f"{name} {shapes[name]}")
+          if instructions
+          else (names[name], ms)
+      )
   return wall_s, ops

@@ -30,7 +30,14 @@ from processors.relational_transformer import ProcessorState
 from processors.relational_transformer import RelationalTransformerProcessor
 
 __all__ = [
-    "CLRS_KINDS", "ET_KINDS", "RT_KINDS", "EdgeTransformerProcessor",
-    "all_kinds", "get_processor_factory", "CarryModel", "CarryNet",
-    "ProcessorState", "RelationalTransformerProcessor",
+    "CLRS_KINDS",
+    "ET_KINDS",
+    "RT_KINDS",
+    "EdgeTransformerProcessor",
+    "all_kinds",
+    "get_processor_factory",
+    "CarryModel",
+    "CarryNet",
+    "ProcessorState",
+    "RelationalTransformerProcessor",
 ]

@@ -39,8 +39,14 @@ class EdgeTransformerProcessor(CarryingProcessor):
   the carried graph hidden); `node_readout` 'diagonal' (x_ii) or 'rowcol'
   (mean of row i and column i)."""
 
-  def __init__(self, out_size: int, config: ETConfig, graph_vec: str = "cat",
-               node_readout: str = "diagonal", name: str = "et"):
+  def __init__(
+      self,
+      out_size: int,
+      config: ETConfig,
+      graph_vec: str = "cat",
+      node_readout: str = "diagonal",
+      name: str = "et",
+  ):
     super().__init__(out_size, config, graph_vec, name)
     shapes.check_choice(node_readout, NODE_READOUTS, "node_readout")
     self.node_readout = node_readout
@@ -48,14 +54,28 @@ class EdgeTransformerProcessor(CarryingProcessor):
   def edge_hidden_size(self, out_size: int) -> int:
     return self.config.edge_width
 
-  def __call__(self, node_fts, edge_fts, graph_fts, adj_mat, hidden,
-               edge_hidden: Optional[Array] = None,
-               graph_hidden: Optional[Array] = None,
-               return_state: bool = False, is_training: bool = False,
-               **unused_kwargs):
+  def __call__(
+      self,
+      node_fts,
+      edge_fts,
+      graph_fts,
+      adj_mat,
+      hidden,
+      edge_hidden: Optional[Array] = None,
+      graph_hidden: Optional[Array] = None,
+      return_state: bool = False,
+      is_training: bool = False,
+      **unused_kwargs
+  ):
     b, n, edge_hidden, graph_hidden = self._checked_inputs(
-        node_fts, edge_fts, graph_fts, adj_mat, hidden, edge_hidden,
-        graph_hidden)
+        node_fts,
+        edge_fts,
+        graph_fts,
+        adj_mat,
+        hidden,
+        edge_hidden,
+        graph_hidden,
+    )
     cfg = self.config
     d = cfg.edge_width
 
@@ -69,12 +89,16 @@ class EdgeTransformerProcessor(CarryingProcessor):
     else:
       n_BxUxZ = n_BxNxZ
     # x_ij = W_e e_ij + W_h h_ij + W_a n_i + W_b n_j (+ W_g g).
-    x_BxUxUxD = (hk.Linear(d, name="edge_in")(edge_fts)
-                 + hk.Linear(d, with_bias=False, name="edge_hidden_in")(edge_hidden)
-                 + hk.Linear(d, with_bias=False, name="row_in")(n_BxUxZ)[:, :, None]
-                 + hk.Linear(d, with_bias=False, name="col_in")(n_BxUxZ)[:, None, :])
+    x_BxUxUxD = (
+        hk.Linear(d, name="edge_in")(edge_fts)
+        + hk.Linear(d, with_bias=False, name="edge_hidden_in")(edge_hidden)
+        + hk.Linear(d, with_bias=False, name="row_in")(n_BxUxZ)[:, :, None]
+        + hk.Linear(d, with_bias=False, name="col_in")(n_BxUxZ)[:, None, :]
+    )
     if self.graph_vec == "cat":
-      x_BxUxUxD += hk.Linear(d, with_bias=False, name="graph_in")(graph_fts)[:, None, None]
+      x_BxUxUxD += hk.Linear(d, with_bias=False, name="graph_in")(graph_fts)[
+          :, None, None
+      ]
 
     stack = hk.experimental.flax.lift(EdgeTransformer(cfg), name="stack")
     deterministic = not (is_training and cfg.dropout_rate > 0.0)

@@ -21,10 +21,26 @@ from relational_jax.models.relational_transformer import RTConfig
 
 # The processor kinds of dm-clrs 2.0.3 (`clrs._src.processors.get_processor_factory`).
 CLRS_KINDS = (
-    "deepsets", "gat", "gat_full", "gatv2", "gatv2_full", "memnet_full",
-    "memnet_masked", "mpnn", "pgn", "pgn_mask", "triplet_mpnn", "triplet_pgn",
-    "triplet_pgn_mask", "gpgn", "gpgn_mask", "gmpnn", "triplet_gpgn",
-    "triplet_gpgn_mask", "triplet_gmpnn")
+    "deepsets",
+    "gat",
+    "gat_full",
+    "gatv2",
+    "gatv2_full",
+    "memnet_full",
+    "memnet_masked",
+    "mpnn",
+    "pgn",
+    "pgn_mask",
+    "triplet_mpnn",
+    "triplet_pgn",
+    "triplet_pgn_mask",
+    "gpgn",
+    "gpgn_mask",
+    "gmpnn",
+    "triplet_gpgn",
+    "triplet_gpgn_mask",
+    "triplet_gmpnn",
+)
 
 # Our kinds and the RTConfig fields they fix.
 RT_KINDS = {
@@ -52,14 +68,17 @@ def _check_options(kind, options, valid):
   if unknown:
     raise ValueError(
         f"Unknown option(s) {unknown} for processor kind {kind!r}; valid "
-        f"options are {sorted(valid)}.")
+        f"options are {sorted(valid)}."
+    )
 
 
-def get_processor_factory(kind: str,
-                          use_ln: bool,
-                          nb_triplet_fts: int,
-                          nb_heads: Optional[int] = None,
-                          **options) -> Callable[[int], clrs.processors.Processor]:
+def get_processor_factory(
+    kind: str,
+    use_ln: bool,
+    nb_triplet_fts: int,
+    nb_heads: Optional[int] = None,
+    **options,
+) -> Callable[[int], clrs.processors.Processor]:
   """Returns a CLRS processor factory `out_size -> Processor`.
 
   Args:
@@ -87,32 +106,44 @@ def get_processor_factory(kind: str,
     if options:
       raise ValueError(
           f"Processor kind {kind!r} is a CLRS kind and takes no extra options; "
-          f"got {sorted(options)}. Options apply to our kinds {list(RT_KINDS)}.")
-    return clrs.get_processor_factory(kind, use_ln=use_ln,
-                                      nb_triplet_fts=nb_triplet_fts,
-                                      nb_heads=nb_heads)
+          f"got {sorted(options)}. Options apply to our kinds {list(RT_KINDS)}."
+      )
+    return clrs.get_processor_factory(
+        kind, use_ln=use_ln, nb_triplet_fts=nb_triplet_fts, nb_heads=nb_heads
+    )
   num_heads = 12 if nb_heads is None else nb_heads
   if kind in RT_KINDS:
     fixed = {"use_edges", "edge_update", "use_ln", "num_heads"}
     if kind != "rt_triangular":
       fixed |= {"triangular_heads", "chunk_size"}
-    _check_options(kind, options, ({f.name for f in dataclasses.fields(RTConfig)}
-                                   - fixed) | set(_RT_PROCESSOR_OPTIONS))
+    _check_options(
+        kind,
+        options,
+        ({f.name for f in dataclasses.fields(RTConfig)} - fixed)
+        | set(_RT_PROCESSOR_OPTIONS),
+    )
     options = dict(options)
     graph_vec = options.pop("graph_vec", "cat")
     shapes.check_choice(graph_vec, GRAPH_VEC_CHOICES, "graph_vec")
     if kind == "rt_triangular":
       options.setdefault("triangular_heads", num_heads)
-    config = RTConfig(num_heads=num_heads, use_ln=use_ln, **options,
-                      **RT_KINDS[kind])
+    config = RTConfig(
+        num_heads=num_heads, use_ln=use_ln, **options, **RT_KINDS[kind]
+    )
 
     def _factory(out_size: int):
-      return RelationalTransformerProcessor(out_size, config,
-                                            graph_vec=graph_vec, name=kind)
+      return RelationalTransformerProcessor(
+          out_size, config, graph_vec=graph_vec, name=kind
+      )
+
     return _factory
   if kind in ET_KINDS:
-    _check_options(kind, options, ({f.name for f in dataclasses.fields(ETConfig)}
-                                   - {"num_heads"}) | set(_ET_PROCESSOR_OPTIONS))
+    _check_options(
+        kind,
+        options,
+        ({f.name for f in dataclasses.fields(ETConfig)} - {"num_heads"})
+        | set(_ET_PROCESSOR_OPTIONS),
+    )
     options = dict(options)
     graph_vec = options.pop("graph_vec", "cat")
     shapes.check_choice(graph_vec, GRAPH_VEC_CHOICES, "graph_vec")
@@ -121,8 +152,15 @@ def get_processor_factory(kind: str,
     et_config = ETConfig(num_heads=num_heads, **options)
 
     def _et_factory(out_size: int):
-      return EdgeTransformerProcessor(out_size, et_config, graph_vec=graph_vec,
-                                      node_readout=node_readout, name=kind)
+      return EdgeTransformerProcessor(
+          out_size,
+          et_config,
+          graph_vec=graph_vec,
+          node_readout=node_readout,
+          name=kind,
+      )
+
     return _et_factory
   raise ValueError(
-      f"Unknown processor kind {kind!r}; valid kinds are {list(all_kinds())}.")
+      f"Unknown processor kind {kind!r}; valid kinds are {list(all_kinds())}."
+  )

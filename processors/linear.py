@@ -23,9 +23,15 @@ class Linear(hk.Linear):
     input_size = self.input_size = inputs.shape[-1]
     w_init = self.w_init
     if w_init is None:
-      w_init = hk.initializers.TruncatedNormal(stddev=1. / np.sqrt(input_size))
-    w = hk.get_parameter("w", [input_size, self.output_size], inputs.dtype,
-                         init=w_init)
-    b = (hk.get_parameter("b", [self.output_size], inputs.dtype,
-                          init=self.b_init) if self.with_bias else None)
+      w_init = hk.initializers.TruncatedNormal(stddev=1.0 / np.sqrt(input_size))
+    w = hk.get_parameter(
+        "w", [input_size, self.output_size], inputs.dtype, init=w_init
+    )
+    b = (
+        hk.get_parameter(
+            "b", [self.output_size], inputs.dtype, init=self.b_init
+        )
+        if self.with_bias
+        else None
+    )
     return dense.affine(inputs, w, b)

@@ -47,16 +47,24 @@ _NODE_POINTERS = (_Type.POINTER, _Type.PERMUTATION_POINTER)
 class CarryNet(nets.Net):
   """A CLRS `Net` whose processor state (nodes, edges, graph) persists."""
 
-  def __init__(self, *args, ptr_from_edges: bool = False,
-               carry_state: bool = True, decode_previous_hiddens: bool = True,
-               scalar_hint_gradient: bool = True, **kwargs):
+  def __init__(
+      self,
+      *args,
+      ptr_from_edges: bool = False,
+      carry_state: bool = True,
+      decode_previous_hiddens: bool = True,
+      scalar_hint_gradient: bool = True,
+      **kwargs,
+  ):
     super().__init__(*args, **kwargs)
     self.scalar_hint_gradient = scalar_hint_gradient
     self.carry_state = carry_state
     self.decode_previous_hiddens = decode_previous_hiddens
     if self.debug:
-      raise ValueError("CarryNet does not support debug=True (its hiddens are "
-                       "a dict of node/edge/graph arrays).")
+      raise ValueError(
+          "CarryNet does not support debug=True (its hiddens are "
+          "a dict of node/edge/graph arrays)."
+      )
     self.ptr_from_edges = ptr_from_edges
 
   def _construct_encoders_decoders(self):
@@ -70,7 +78,8 @@ class CarryNet(nets.Net):
           _, loc, typ = spec[name]
           if loc == _Location.NODE and typ in _NODE_POINTERS:
             decs[name] = EdgePointerDecoder(
-                typ, name=f"algo_{algo_idx}_{name}_ptr_from_edges")
+                typ, name=f"algo_{algo_idx}_{name}_ptr_from_edges"
+            )
     return encoders_, decoders_
 
   def _msg_passing_step(self, *args, **kwargs):
@@ -86,8 +95,19 @@ class CarryNet(nets.Net):
     finally:
       nets.decoders = decoders
 
-  def _one_step_pred(self, inputs, hints, hidden, batch_size, nb_nodes,
-                     lstm_state, spec, encs, decs, repred):
+  def _one_step_pred(
+      self,
+      inputs,
+      hints,
+      hidden,
+      batch_size,
+      nb_nodes,
+      lstm_state,
+      spec,
+      encs,
+      decs,
+      repred,
+  ):
     if isinstance(hidden, dict):
       state = hidden
     else:  # First step: CLRS's zero node hidden.
@@ -109,22 +129,42 @@ class CarryNet(nets.Net):
         graph_fts = encoders.accum_graph_fts(encoder, dp, graph_fts)
 
     # PROCESS: pass and collect the carried state.
-    carries = self.carry_state and getattr(self.processor, "carries_state", False)
-    node_h, edge_h, graph_h = state["node"], state.get("edge"), state.get("graph")
+    carries = self.carry_state and getattr(
+        self.processor, "carries_state", False
+    )
+    node_h, edge_h, graph_h = (
+        state["node"],
+        state.get("edge"),
+        state.get("graph"),
+    )
     nxt_edge = None
     for _ in range(self.nb_msg_passing_steps):
       if carries:
-        out = self.processor(node_fts, edge_fts, graph_fts, adj_mat, node_h,
-                             edge_hidden=edge_h, graph_hidden=graph_h,
-                             return_state=True, is_training=not repred,
-                             batch_size=batch_size, nb_nodes=nb_nodes)
+        out = self.processor(
+            node_fts,
+            edge_fts,
+            graph_fts,
+            adj_mat,
+            node_h,
+            edge_hidden=edge_h,
+            graph_hidden=graph_h,
+            return_state=True,
+            is_training=not repred,
+            batch_size=batch_size,
+            nb_nodes=nb_nodes,
+        )
         node_h, edge_h, graph_h = out.nodes, out.edges, out.graph
         nxt_edge = edge_h
       else:
-        node_h, nxt_edge = self.processor(node_fts, edge_fts, graph_fts,
-                                          adj_mat, node_h,
-                                          batch_size=batch_size,
-                                          nb_nodes=nb_nodes)
+        node_h, nxt_edge = self.processor(
+            node_fts,
+            edge_fts,
+            graph_fts,
+            adj_mat,
+            node_h,
+            batch_size=batch_size,
+            nb_nodes=nb_nodes,
+        )
     if not repred:  # dropout only in training, as CLRS
       node_h = hk.dropout(hk.next_rng_key(), self._dropout_prob, node_h)
     if self.use_lstm:
@@ -137,32 +177,54 @@ class CarryNet(nets.Net):
     if nxt_edge is None:
       e_t = edge_fts
     elif previous:
-      prev_edge = (state["edge"] if state.get("edge") is not None
-                   else jnp.zeros_like(nxt_edge))
+      prev_edge = (
+          state["edge"]
+          if state.get("edge") is not None
+          else jnp.zeros_like(nxt_edge)
+      )
       e_t = jnp.concatenate([edge_fts, prev_edge, nxt_edge], axis=-1)
     else:
       e_t = jnp.concatenate([edge_fts, nxt_edge], axis=-1)
     g_t = graph_fts
     if previous and graph_h is not None:
-      prev_graph = (state["graph"] if state.get("graph") is not None
-                    else jnp.zeros_like(graph_h))
+      prev_graph = (
+          state["graph"]
+          if state.get("graph") is not None
+          else jnp.zeros_like(graph_h)
+      )
       g_t = jnp.concatenate([graph_fts, prev_graph, graph_h], axis=-1)
 
     # DECODE: CLRS decoders, except node pointers when ptr_from_edges.
-    edge_ptr_names = [name for name, dec in decs.items()
-                      if isinstance(dec, EdgePointerDecoder)]
+    edge_ptr_names = [
+        name
+        for name, dec in decs.items()
+        if isinstance(dec, EdgePointerDecoder)
+    ]
     stock_decs = {k: v for k, v in decs.items() if k not in edge_ptr_names}
     hint_preds, output_preds = decoders.decode_fts(
-        decoders=stock_decs, spec=spec, h_t=h_t, adj_mat=adj_mat,
-        edge_fts=e_t, graph_fts=g_t,
+        decoders=stock_decs,
+        spec=spec,
+        h_t=h_t,
+        adj_mat=adj_mat,
+        edge_fts=e_t,
+        graph_fts=g_t,
         inf_bias=self.processor.inf_bias,
-        inf_bias_edge=self.processor.inf_bias_edge, repred=repred)
+        inf_bias_edge=self.processor.inf_bias_edge,
+        repred=repred,
+    )
     # e_t's blocks, not e_t: the edge pointer decoders read each block with
     # its slice of their weights, so e_t (B x N x N x 3E with carried
     # hiddens) is neither written nor kept for the backward pass when no
     # stock decoder reads it (XLA drops the unused concatenation).
-    e_blocks = [edge_fts] if nxt_edge is None else (
-        [edge_fts, prev_edge, nxt_edge] if previous else [edge_fts, nxt_edge])
+    e_blocks = (
+        [edge_fts]
+        if nxt_edge is None
+        else (
+            [edge_fts, prev_edge, nxt_edge]
+            if previous
+            else [edge_fts, nxt_edge]
+        )
+    )
     for name in edge_ptr_names:
       stage = spec[name][0]
       preds = decs[name](e_blocks, repred)
@@ -202,8 +264,12 @@ class EdgePointerDecoder(hk.Module):
     logits_BxNxN = _BlockLinear(name="linear")(e_t_blocks)
     if self.typ == _Type.PERMUTATION_POINTER:
       logits_BxNxN = decoders.log_sinkhorn(
-          x=logits_BxNxN, steps=10, temperature=0.1, zero_diagonal=True,
-          noise_rng_key=None if repred else hk.next_rng_key())
+          x=logits_BxNxN,
+          steps=10,
+          temperature=0.1,
+          zero_diagonal=True,
+          noise_rng_key=None if repred else hk.next_rng_key(),
+      )
     return logits_BxNxN
 
 
@@ -216,8 +282,11 @@ class _BlockLinear(hk.Module):
     widths = [x.shape[-1] for x in blocks]
     fan_in = sum(widths)
     w_F = hk.get_parameter(
-        "w", [fan_in, 1], blocks[0].dtype,
-        init=hk.initializers.TruncatedNormal(stddev=1. / np.sqrt(fan_in)))[:, 0]
+        "w",
+        [fan_in, 1],
+        blocks[0].dtype,
+        init=hk.initializers.TruncatedNormal(stddev=1.0 / np.sqrt(fan_in)),
+    )[:, 0]
     b = hk.get_parameter("b", [1], blocks[0].dtype, init=jnp.zeros)
     offsets = np.cumsum([0] + widths)
     out_BxNxN = b[0]
@@ -244,8 +313,9 @@ class _ScalarGradientDecodersModule:
 
 def _with_data(point, data):
   """`point` with its data replaced by `data`."""
-  return probing.DataPoint(name=point.name, location=point.location,
-                           type_=point.type_, data=data)
+  return probing.DataPoint(
+      name=point.name, location=point.location, type_=point.type_, data=data
+  )
 
 
 _SCALAR_GRADIENT_DECODERS = _ScalarGradientDecodersModule()

@@ -32,6 +32,7 @@ GRAPH_VEC_CHOICES = ("cat", "core")
 
 class ProcessorState(NamedTuple):
   """What one processor step hands to the next algorithm step."""
+
   nodes: Array  # BxNxout
   edges: Optional[Array]  # BxNxNxE
   graph: Optional[Array]  # BxO
@@ -53,8 +54,16 @@ class CarryingProcessor(clrs_processors.Processor):
     self.config = config
     self.graph_vec = graph_vec
 
-  def _checked_inputs(self, node_fts, edge_fts, graph_fts, adj_mat, hidden,
-                      edge_hidden, graph_hidden):
+  def _checked_inputs(
+      self,
+      node_fts,
+      edge_fts,
+      graph_fts,
+      adj_mat,
+      hidden,
+      edge_hidden,
+      graph_hidden,
+  ):
     """Checks the CLRS inputs' shapes; returns (B, N, edge_hidden,
     graph_hidden) with missing carried state (stock CLRS, first step) as
     zeros."""
@@ -90,35 +99,52 @@ class RelationalTransformerProcessor(CarryingProcessor):
             its edges carry a learned constant instead of input features.
   """
 
-  def __init__(self, out_size: int, config: RTConfig, graph_vec: str = "cat",
-               name: str = "rt"):
+  def __init__(
+      self,
+      out_size: int,
+      config: RTConfig,
+      graph_vec: str = "cat",
+      name: str = "rt",
+  ):
     super().__init__(out_size, config, graph_vec, name)
 
   def edge_hidden_size(self, out_size: int) -> int:
     return self.config.edge_width
 
-  def __call__(self,
-               node_fts: Array,
-               edge_fts: Array,
-               graph_fts: Array,
-               adj_mat: Array,
-               hidden: Array,
-               edge_hidden: Optional[Array] = None,
-               graph_hidden: Optional[Array] = None,
-               return_state: bool = False,
-               is_training: bool = False,
-               **unused_kwargs):
+  def __call__(
+      self,
+      node_fts: Array,
+      edge_fts: Array,
+      graph_fts: Array,
+      adj_mat: Array,
+      hidden: Array,
+      edge_hidden: Optional[Array] = None,
+      graph_hidden: Optional[Array] = None,
+      return_state: bool = False,
+      is_training: bool = False,
+      **unused_kwargs
+  ):
     b, n, edge_hidden, graph_hidden = self._checked_inputs(
-        node_fts, edge_fts, graph_fts, adj_mat, hidden, edge_hidden,
-        graph_hidden)
+        node_fts,
+        edge_fts,
+        graph_fts,
+        adj_mat,
+        hidden,
+        edge_hidden,
+        graph_hidden,
+    )
     cfg = self.config
     e_size = cfg.edge_width
 
     n_in_BxNxZ = jnp.concatenate([node_fts, hidden], axis=-1)
     if self.graph_vec == "cat":  # tile the graph features onto every node
       n_in_BxNxZ = jnp.concatenate(
-          [n_in_BxNxZ, jnp.broadcast_to(graph_fts[:, None],
-                                        (b, n, graph_fts.shape[-1]))], axis=-1)
+          [
+              n_in_BxNxZ,
+              jnp.broadcast_to(graph_fts[:, None], (b, n, graph_fts.shape[-1])),
+          ],
+          axis=-1,
+      )
     n_BxUxD = hk.Linear(cfg.node_width, name="node_in")(n_in_BxNxZ)
     e_BxUxUxE = None
     if cfg.use_edges:  # the standard-transformer ablation sees no edges
@@ -129,10 +155,14 @@ class RelationalTransformerProcessor(CarryingProcessor):
       fan_in = edge_fts.shape[-1] + e_size
       if self.graph_vec == "cat":
         fan_in += graph_fts.shape[-1]
-      w_init = (hk.initializers.TruncatedNormal(1.0 / math.sqrt(fan_in))
-                if cfg.init == "diao" else None)
+      w_init = (
+          hk.initializers.TruncatedNormal(1.0 / math.sqrt(fan_in))
+          if cfg.init == "diao"
+          else None
+      )
       linear = lambda name, bias=False: linear_lib.Linear(
-          e_size, with_bias=bias, w_init=w_init, name=name)
+          e_size, with_bias=bias, w_init=w_init, name=name
+      )
       e_BxUxUxE = linear("edge_in", True)(edge_fts)
       e_BxUxUxE += linear("edge_hidden_in")(edge_hidden)
       if self.graph_vec == "cat":
@@ -148,16 +178,20 @@ class RelationalTransformerProcessor(CarryingProcessor):
         e_BxUxUxE = jnp.pad(e_BxUxUxE, ((0, 0), (0, 1), (0, 1), (0, 0)))
         is_core_UxU = jnp.zeros((n + 1, n + 1), bool).at[n, :].set(True)
         is_core_UxU = is_core_UxU.at[:, n].set(True)
-        e_BxUxUxE = jnp.where(is_core_UxU[None, :, :, None], core_edge_E,
-                              e_BxUxUxE)
+        e_BxUxUxE = jnp.where(
+            is_core_UxU[None, :, :, None], core_edge_E, e_BxUxUxE
+        )
       # The core node is connected to every node.
-      adj_BxUxU = jnp.pad(adj_mat, ((0, 0), (0, 1), (0, 1)), constant_values=1.0)
+      adj_BxUxU = jnp.pad(
+          adj_mat, ((0, 0), (0, 1), (0, 1)), constant_values=1.0
+      )
 
     stack = hk.experimental.flax.lift(RelationalTransformer(cfg), name="stack")
     deterministic = not (is_training and cfg.dropout_rate > 0.0)
     kwargs = {} if deterministic else {"rngs": {"dropout": hk.next_rng_key()}}
-    n_BxUxD, e_BxUxUxE = stack(n_BxUxD, e_BxUxUxE, adj_BxUxU,
-                               deterministic=deterministic, **kwargs)
+    n_BxUxD, e_BxUxUxE = stack(
+        n_BxUxD, e_BxUxUxE, adj_BxUxU, deterministic=deterministic, **kwargs
+    )
 
     out_BxUxO = n_BxUxD
     if cfg.node_width != self.out_size:

@@ -33,7 +33,8 @@ def _fail(qualname):
   raise TensorFlowMissingError(
       f"{qualname} needs TensorFlow, which is not installed. relational_jax "
       "samples CLRS data on the fly and does not need it; install tensorflow "
-      "and tensorflow-datasets to use dm-clrs's downloadable dataset.")
+      "and tensorflow-datasets to use dm-clrs's downloadable dataset."
+  )
 
 
 class _StubMeta(type):
@@ -115,8 +116,11 @@ def ensure_clrs_importable() -> list:
   """Returns the names stubbed (empty where TensorFlow is installed)."""
   if "clrs" in sys.modules:
     return list(_STUBBED)
-  missing = [name for name in ("tensorflow", "tensorflow_datasets")
-             if not _importable(name)]
+  missing = [
+      name
+      for name in ("tensorflow", "tensorflow_datasets")
+      if not _importable(name)
+  ]
   if not missing:
     return []
   _install_stubs(missing)
@@ -125,7 +129,9 @@ def ensure_clrs_importable() -> list:
       "%s not importable: installed import-time stand-ins so that dm-clrs "
       "imports (relational_jax samples CLRS data on the fly and does not "
       "need TensorFlow; clrs.create_dataset and other TFDS features raise "
-      "TensorFlowMissingError).", " and ".join(missing))
+      "TensorFlowMissingError).",
+      " and ".join(missing),
+  )
   import clrs  # pylint: disable=g-import-not-at-top,unused-import
   # dm-clrs keeps its references; the rest of the process sees TensorFlow
   # as absent again (e.g. `importlib.util.find_spec('tensorflow')` is None).

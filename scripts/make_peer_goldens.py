@@ -88,9 +88,12 @@ then
 
 def _git_commit(path):
   try:
-    return subprocess.run(["git", "-C", str(path), "rev-parse", "HEAD"],
-                          check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
   except (OSError, subprocess.CalledProcessError):
     return None
 
@@ -100,7 +103,8 @@ def _commit_of(reference, commit_flag):
   if not commit:
     raise SystemExit(
         f"Cannot tell the commit of {reference} (not a git work tree): pass "
-        f"--commit=<40-hex hash of the checkout>.")
+        "--commit=<40-hex hash of the checkout>."
+    )
   return commit
 
 
@@ -117,15 +121,20 @@ def _random_like(rng, name, shape):
     return (0.2 * rng.standard_normal(shape)).astype(np.float32)
   if "embedding" in lname:
     return rng.standard_normal(shape).astype(np.float32)
-  fan_in = shape[0] if "/" in name else shape[-1]  # haiku (in, out); torch (out, in)
+  fan_in = (
+      shape[0] if "/" in name else shape[-1]
+  )  # haiku (in, out); torch (out, in)
   return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
 
 
 def _save(name, meta, inputs, params, outputs):
   GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
   arrays = {"meta": np.array(json.dumps(meta, sort_keys=True))}
-  for prefix, group in (("input", inputs), ("param", params),
-                        ("output", outputs)):
+  for prefix, group in (
+      ("input", inputs),
+      ("param", params),
+      ("output", outputs),
+  ):
     for key, value in group.items():
       value = np.asarray(value)
       if value.dtype == np.float64:
@@ -135,21 +144,34 @@ def _save(name, meta, inputs, params, outputs):
   np.savez_compressed(path, **arrays)
   size = path.stat().st_size
   if size > MAX_BYTES:
-    raise SystemExit(f"{path} is {size} bytes (> {MAX_BYTES}); shrink the case.")
+    raise SystemExit(
+        f"{path} is {size} bytes (> {MAX_BYTES}); shrink the case."
+    )
   print(f"wrote {path.relative_to(REPO)} ({size} bytes)")
   return path
 
 
 def _update_readme(side, url, commit, cases, shims):
   readme = json.loads(README_JSON.read_text()) if README_JSON.exists() else {}
-  readme.setdefault("about", (
-      "Goldens of the authors' own code for tests/fidelity/test_peer_goldens.py,"
-      " written by scripts/make_peer_goldens.py. max_abs_diff: ours vs theirs,"
-      " fp32, as measured by `make_peer_goldens.py --record`."))
+  readme.setdefault(
+      "about",
+      (
+          "Goldens of the authors' own code for"
+          " tests/fidelity/test_peer_goldens.py, written by"
+          " scripts/make_peer_goldens.py. max_abs_diff: ours vs theirs, fp32,"
+          " as measured by `make_peer_goldens.py --record`."
+      ),
+  )
   readme.setdefault("references", {})[side] = {
-      "repository": url, "commit": commit, "shims": shims,
-      "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(
-          timespec="seconds")}
+      "repository": url,
+      "commit": commit,
+      "shims": shims,
+      "generated": (
+          datetime.datetime.now(datetime.timezone.utc).isoformat(
+              timespec="seconds"
+          )
+      ),
+  }
   golden = readme.setdefault("goldens", {})
   for case, info in cases.items():
     golden[case] = {**golden.get(case, {}), **info, "reference": side}
@@ -160,25 +182,35 @@ def _update_readme(side, url, commit, cases, shims):
 # RT: the RT authors' Haiku code (main python).
 # ----------------------------------------------------------------------------
 
-RT_SHIM = ("bare package objects clrs, clrs._src, clrs._src.base_modules with "
-           "__path__ into the checkout (their clrs/__init__.py is not run)")
+RT_SHIM = (
+    "bare package objects clrs, clrs._src, clrs._src.base_modules with "
+    "__path__ into the checkout (their clrs/__init__.py is not run)"
+)
 
 
 def _import_rt(reference):
   root = pathlib.Path(reference).resolve()
   source = root / "clrs" / "_src" / "processors.py"
   if not source.exists():
-    raise SystemExit(f"{source} not found: is --rt_reference a checkout of {RT_URL}?")
+    raise SystemExit(
+        f"{source} not found: is --rt_reference a checkout of {RT_URL}?"
+    )
   if "clrs" in sys.modules:
-    raise SystemExit("the installed clrs is already imported; run this side alone.")
-  for name, path in (("clrs", root / "clrs"), ("clrs._src", root / "clrs" / "_src"),
-                     ("clrs._src.base_modules",
-                      root / "clrs" / "_src" / "base_modules")):
+    raise SystemExit(
+        "the installed clrs is already imported; run this side alone."
+    )
+  for name, path in (
+      ("clrs", root / "clrs"),
+      ("clrs._src", root / "clrs" / "_src"),
+      ("clrs._src.base_modules", root / "clrs" / "_src" / "base_modules"),
+  ):
     package = types.ModuleType(name)
     package.__path__ = [str(path)]
     sys.modules[name] = package
   processors = importlib.import_module("clrs._src.processors")
-  layers = importlib.import_module("clrs._src.base_modules.Basic_Transformer_jax")
+  layers = importlib.import_module(
+      "clrs._src.base_modules.Basic_Transformer_jax"
+  )
   return processors, layers
 
 
@@ -189,11 +221,18 @@ def make_rt(reference, commit):
   import jax  # pylint: disable=g-import-not-at-top
 
   rng = np.random.default_rng(20240601)
-  b, n, heads, d, e = 2, 5, 3, 12, 8          # D = 3 heads x 4; edge width 8
+  b, n, heads, d, e = 2, 5, 3, 12, 8  # D = 3 heads x 4; edge width 8
   node_hid, edge_hid1, edge_hid2 = 7, 6, 5
-  sizes = dict(batch=b, nodes=n, heads=heads, node_width=d,
-               node_hidden=node_hid, edge_hidden1=edge_hid1,
-               edge_hidden2=edge_hid2, dropout_rate=0.0)
+  sizes = dict(
+      batch=b,
+      nodes=n,
+      heads=heads,
+      node_width=d,
+      node_hidden=node_hid,
+      edge_hidden1=edge_hid1,
+      edge_hidden2=edge_hid2,
+      dropout_rate=0.0,
+  )
 
   def randomise(params):
     flat = {}
@@ -219,27 +258,48 @@ def make_rt(reference, commit):
   cases = {}
 
   def layer_case(name, disable_edge_updates, num_layers):
-    inputs = {"nodes": rng.standard_normal((b, n, d)).astype(np.float32),
-              "edges": rng.standard_normal((b, n, n, e)).astype(np.float32)}
+    inputs = {
+        "nodes": rng.standard_normal((b, n, d)).astype(np.float32),
+        "edges": rng.standard_normal((b, n, n, e)).astype(np.float32),
+    }
 
     def fn(nodes, edges):
       # As the loop in their RT.__call__: Basic_RT layers 'rt_layer{l}',
       # (graph and adjacency are unused by 'cat' layers).
       for index in range(num_layers):
         nodes, edges = layers.Basic_RT(
-            heads, "cat", disable_edge_updates, d, node_hid, e, edge_hid1,
-            edge_hid2, 0.0, name=f"rt_layer{index}")(nodes, edges, None, None,
-                                                     None)
+            heads,
+            "cat",
+            disable_edge_updates,
+            d,
+            node_hid,
+            e,
+            edge_hid1,
+            edge_hid2,
+            0.0,
+            name=f"rt_layer{index}",
+        )(nodes, edges, None, None, None)
       return nodes, edges
 
     params, (nodes, edges) = run(fn, inputs, ("nodes", "edges"))
-    meta = dict(reference="rt", repository=RT_URL, commit=commit,
-                function="clrs._src.base_modules.Basic_Transformer_jax.Basic_RT"
-                " x %d (graph_vec='cat', disable_edge_updates=%s, edge width %d)"
-                % (num_layers, disable_edge_updates, e),
-                sizes={**sizes, "edge_width": e, "num_layers": num_layers,
-                       "disable_edge_updates": disable_edge_updates},
-                layer_norm_epsilon=1e-5, shim=RT_SHIM)
+    meta = dict(
+        reference="rt",
+        repository=RT_URL,
+        commit=commit,
+        function=(
+            "clrs._src.base_modules.Basic_Transformer_jax.Basic_RT"
+            " x %d (graph_vec='cat', disable_edge_updates=%s, edge width %d)"
+        )
+        % (num_layers, disable_edge_updates, e),
+        sizes={
+            **sizes,
+            "edge_width": e,
+            "num_layers": num_layers,
+            "disable_edge_updates": disable_edge_updates,
+        },
+        layer_norm_epsilon=1e-5,
+        shim=RT_SHIM,
+    )
     _save(name, meta, inputs, params, {"nodes": nodes, "edges": edges})
     cases[name] = {"function": meta["function"]}
 
@@ -259,26 +319,65 @@ def make_rt(reference, commit):
         "g_hidden": rng.standard_normal((b, d)).astype(np.float32),
     }
 
-    def fn(node_fts, edge_fts, graph_fts, adj_mat, hidden, e_hidden, g_hidden,
-           graph_vec=graph_vec):
+    def fn(
+        node_fts,
+        edge_fts,
+        graph_fts,
+        adj_mat,
+        hidden,
+        e_hidden,
+        g_hidden,
+        graph_vec=graph_vec,
+    ):
       processor = processors.RT(
-          nb_layers=2, nb_heads=heads, vec_size=d, node_hid_size=node_hid,
-          edge_hid_size_1=edge_hid1, edge_hid_size_2=edge_hid2,
-          graph_vec=graph_vec, disable_edge_updates=False, name="rt")
-      return processor(node_fts, edge_fts, graph_fts, adj_mat, hidden,
-                       e_hidden=e_hidden, g_hidden=g_hidden)
+          nb_layers=2,
+          nb_heads=heads,
+          vec_size=d,
+          node_hid_size=node_hid,
+          edge_hid_size_1=edge_hid1,
+          edge_hid_size_2=edge_hid2,
+          graph_vec=graph_vec,
+          disable_edge_updates=False,
+          name="rt",
+      )
+      return processor(
+          node_fts,
+          edge_fts,
+          graph_fts,
+          adj_mat,
+          hidden,
+          e_hidden=e_hidden,
+          g_hidden=g_hidden,
+      )
 
     params, (nodes, edges, graph) = run(
-        fn, inputs, ("node_fts", "edge_fts", "graph_fts", "adj_mat", "hidden",
-                     "e_hidden", "g_hidden"))
+        fn,
+        inputs,
+        (
+            "node_fts",
+            "edge_fts",
+            "graph_fts",
+            "adj_mat",
+            "hidden",
+            "e_hidden",
+            "g_hidden",
+        ),
+    )
     outputs = {"nodes": nodes, "edges": edges}
     if graph is not None:
       outputs["graph"] = graph
-    meta = dict(reference="rt", repository=RT_URL, commit=commit,
-                function=f"clrs._src.processors.RT(nb_layers=2, graph_vec="
-                f"'{graph_vec}', disable_edge_updates=False)",
-                sizes={**sizes, "num_layers": 2, "graph_vec": graph_vec},
-                layer_norm_epsilon=1e-5, shim=RT_SHIM)
+    meta = dict(
+        reference="rt",
+        repository=RT_URL,
+        commit=commit,
+        function=(
+            "clrs._src.processors.RT(nb_layers=2, graph_vec="
+            f"'{graph_vec}', disable_edge_updates=False)"
+        ),
+        sizes={**sizes, "num_layers": 2, "graph_vec": graph_vec},
+        layer_norm_epsilon=1e-5,
+        shim=RT_SHIM,
+    )
     _save(name, meta, inputs, params, outputs)
     cases[name] = {"function": meta["function"]}
   _update_readme("rt", RT_URL, commit, cases, RT_SHIM)
@@ -288,10 +387,12 @@ def make_rt(reference, commit):
 # RT net: their whole CLRS model (their Python, e.g. /tmp/rtvenv).
 # ----------------------------------------------------------------------------
 
-RT_NET_SHIM = ("their checkout first on sys.path; their whole clrs package "
-               "(with TensorFlow) imported unchanged; jax.random.bernoulli "
-               "wrapped to return a fixed teacher-forcing mask for the "
-               "(batch,)-shaped draw of the noisy case only")
+RT_NET_SHIM = (
+    "their checkout first on sys.path; their whole clrs package "
+    "(with TensorFlow) imported unchanged; jax.random.bernoulli "
+    "wrapped to return a fixed teacher-forcing mask for the "
+    "(batch,)-shaped draw of the noisy case only"
+)
 RT_NET_ALGORITHMS = ("binary_search", "bellman_ford")
 RT_NET_FORCE_MASK = (False, True)  # noisy case: sample 0 fed back, 1 forced
 
@@ -310,25 +411,41 @@ def make_rt_net(reference, commit):
   os.environ.setdefault("JAX_PLATFORMS", "cpu")
   root = pathlib.Path(reference).resolve()
   if not (root / "clrs" / "_src" / "nets.py").exists():
-    raise SystemExit(f"{root}/clrs/_src/nets.py not found: is --rt_net_reference "
-                     f"a checkout of {RT_URL}?")
+    raise SystemExit(
+        f"{root}/clrs/_src/nets.py not found: is --rt_net_reference "
+        f"a checkout of {RT_URL}?"
+    )
   sys.path.insert(0, str(root))
   import clrs  # pylint: disable=g-import-not-at-top
+
   if not pathlib.Path(clrs.__file__).resolve().is_relative_to(root):
-    raise SystemExit(f"imported clrs from {clrs.__file__}, not {root}: run this "
-                     f"side in their Python (e.g. /tmp/rtvenv/bin/python).")
+    raise SystemExit(
+        f"imported clrs from {clrs.__file__}, not {root}: run this "
+        "side in their Python (e.g. /tmp/rtvenv/bin/python)."
+    )
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
 
   b, n, heads, head_size = 2, 5, 2, 4
   node_hid, edge_hid1, edge_hid2, nb_layers = 7, 6, 5, 2
-  sizes = dict(batch=b, nodes=n, nb_heads=heads, head_size=head_size,
-               hidden_dim=heads * head_size, node_hid_size=node_hid,
-               edge_hid_size_1=edge_hid1, edge_hid_size_2=edge_hid2,
-               num_layers=nb_layers, graph_vec="cat", use_ln=True,
-               ptr_from_edges=True, disable_edge_updates=False,
-               hint_mode="encoded_decoded_nodiff", dropout_prob=0.0,
-               force_mask=list(RT_NET_FORCE_MASK))
+  sizes = dict(
+      batch=b,
+      nodes=n,
+      nb_heads=heads,
+      head_size=head_size,
+      hidden_dim=heads * head_size,
+      node_hid_size=node_hid,
+      edge_hid_size_1=edge_hid1,
+      edge_hid_size_2=edge_hid2,
+      num_layers=nb_layers,
+      graph_vec="cat",
+      use_ln=True,
+      ptr_from_edges=True,
+      disable_edge_updates=False,
+      hint_mode="encoded_decoded_nodiff",
+      dropout_prob=0.0,
+      force_mask=list(RT_NET_FORCE_MASK),
+  )
   original_bernoulli = jax.random.bernoulli
 
   def fixed_mask_bernoulli(key, p=0.5, shape=None):
@@ -344,27 +461,43 @@ def make_rt_net(reference, commit):
       # The first seed whose samples all run >= 3 steps (so noisy teacher
       # forcing acts and hints are fed back at evaluation).
       while True:
-        sampler, spec = clrs.build_sampler(algorithm, num_samples=b,
-                                           length=n, seed=seed)
+        sampler, spec = clrs.build_sampler(
+            algorithm, num_samples=b, length=n, seed=seed
+        )
         feedback = sampler.next()  # the whole (2-sample) dataset
         if np.min(feedback.features.lengths) >= 3:
           break
         seed += 1
       samplers[split], seeds[split] = feedback, seed
     factory = clrs.get_processor_factory(
-        "rt", use_ln=True, nb_layers=nb_layers, nb_heads=heads,
-        node_hid_size=node_hid, edge_hid_size_1=edge_hid1,
-        edge_hid_size_2=edge_hid2, graph_vec="cat", disable_edge_updates=False)
+        "rt",
+        use_ln=True,
+        nb_layers=nb_layers,
+        nb_heads=heads,
+        node_hid_size=node_hid,
+        edge_hid_size_1=edge_hid1,
+        edge_hid_size_2=edge_hid2,
+        graph_vec="cat",
+        disable_edge_updates=False,
+    )
 
     def model_with(noise):
       return clrs.models.BaselineModel(
-          spec=spec, dummy_trajectory=samplers["train"],
-          processor_factory=factory, hidden_dim=heads * head_size,
-          encode_hints=True, decode_hints=True, decode_diffs=False,
-          ptr_from_edges=True, use_lstm=False, learning_rate=1e-3,
+          spec=spec,
+          dummy_trajectory=samplers["train"],
+          processor_factory=factory,
+          hidden_dim=heads * head_size,
+          encode_hints=True,
+          decode_hints=True,
+          decode_diffs=False,
+          ptr_from_edges=True,
+          use_lstm=False,
+          learning_rate=1e-3,
           checkpoint_path="/tmp/unused_rt_net_checkpoints",
-          freeze_processor=False, dropout_prob=0.0,
-          hint_teacher_forcing_noise=noise)
+          freeze_processor=False,
+          dropout_prob=0.0,
+          hint_teacher_forcing_noise=noise,
+      )
 
     model = model_with(0.0)
     model.init(samplers["train"].features, 43)
@@ -382,13 +515,14 @@ def make_rt_net(reference, commit):
       for name, value in group.items():
         outputs[f"grad/{module}/{name}"] = np.asarray(value)
     out_preds, hint_preds, _, _ = model.net_fn_apply(
-        nested, key, [samplers["eval"].features], repred=True,
-        algorithm_index=0)
+        nested, key, [samplers["eval"].features], repred=True, algorithm_index=0
+    )
     for name, value in out_preds.items():
       outputs[f"eval_output/{name}"] = np.asarray(value)
     for name in hint_preds[0]:
       outputs[f"eval_hint/{name}"] = np.stack(
-          [np.asarray(step[name]) for step in hint_preds])
+          [np.asarray(step[name]) for step in hint_preds]
+      )
     jax.random.bernoulli = fixed_mask_bernoulli
     try:
       noisy = model_with(0.5)
@@ -402,21 +536,34 @@ def make_rt_net(reference, commit):
 
     inputs = {}
     for split, feedback in samplers.items():
-      for stage, dps in (("input", feedback.features.inputs),
-                         ("hint", feedback.features.hints),
-                         ("output", feedback.outputs)):
+      for stage, dps in (
+          ("input", feedback.features.inputs),
+          ("hint", feedback.features.hints),
+          ("output", feedback.outputs),
+      ):
         for dp in dps:
           inputs[f"{split}/{stage}/{dp.name}"] = np.asarray(dp.data)
       inputs[f"{split}/lengths"] = np.asarray(feedback.features.lengths)
     name = f"rt_net_{algorithm}"
-    meta = dict(reference="rt", repository=RT_URL, commit=commit,
-                function=f"clrs._src.baselines.BaselineModel (run.py's RT "
-                f"settings) on {algorithm}: loss, gradients, predictions",
-                algorithm=algorithm, sampler_seeds=seeds,
-                spec={k: list(v) for k, v in spec.items()}, sizes=sizes,
-                layer_norm_epsilon=1e-5, shim=RT_NET_SHIM,
-                versions={"jax": jax.__version__,
-                          "haiku": __import__("haiku").__version__})
+    meta = dict(
+        reference="rt",
+        repository=RT_URL,
+        commit=commit,
+        function=(
+            "clrs._src.baselines.BaselineModel (run.py's RT "
+            f"settings) on {algorithm}: loss, gradients, predictions"
+        ),
+        algorithm=algorithm,
+        sampler_seeds=seeds,
+        spec={k: list(v) for k, v in spec.items()},
+        sizes=sizes,
+        layer_norm_epsilon=1e-5,
+        shim=RT_NET_SHIM,
+        versions={
+            "jax": jax.__version__,
+            "haiku": __import__("haiku").__version__,
+        },
+    )
     _save(name, meta, inputs, params, outputs)
     cases[name] = {"function": meta["function"]}
   _update_readme("rt_net", RT_URL, commit, cases, RT_NET_SHIM)
@@ -426,17 +573,21 @@ def make_rt_net(reference, commit):
 # ET: the ET authors' PyTorch code (numpy + torch only).
 # ----------------------------------------------------------------------------
 
-ET_SHIM = ("stub modules transformers and pytorch_lightning (LightningModule = "
-           "torch.nn.Module) registered before importing cogs/model.py and "
-           "clutrr/model.py; used only by their training wrappers")
+ET_SHIM = (
+    "stub modules transformers and pytorch_lightning (LightningModule = "
+    "torch.nn.Module) registered before importing cogs/model.py and "
+    "clutrr/model.py; used only by their training wrappers"
+)
 
 
 def _import_et(reference):
   root = pathlib.Path(reference).resolve()
   for sub in ("cogs", "clutrr"):
     if not (root / sub / "model.py").exists():
-      raise SystemExit(f"{root / sub / 'model.py'} not found: is --et_reference "
-                       f"a checkout of {ET_URL}?")
+      raise SystemExit(
+          f"{root / sub / 'model.py'} not found: is --et_reference "
+          f"a checkout of {ET_URL}?"
+      )
   import torch  # pylint: disable=g-import-not-at-top
 
   def unavailable(*args, **kwargs):
@@ -451,8 +602,9 @@ def _import_et(reference):
   sys.modules.setdefault("pytorch_lightning", lightning)
 
   def load(sub):
-    spec = importlib.util.spec_from_file_location(f"et_{sub}_model",
-                                                  root / sub / "model.py")
+    spec = importlib.util.spec_from_file_location(
+        f"et_{sub}_model", root / sub / "model.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -479,17 +631,33 @@ def make_et(reference, commit):
     return params
 
   def cogs_config(**overrides):
-    config = dict(num_heads=heads, dropout=dropout, dim=d, ff_factor=ff_factor,
-                  edge_attention_flat=False, lesion_scores=False,
-                  lesion_values=False, num_message_rounds=2,
-                  share_layers=False, input_encoding="relational")
+    config = dict(
+        num_heads=heads,
+        dropout=dropout,
+        dim=d,
+        ff_factor=ff_factor,
+        edge_attention_flat=False,
+        lesion_scores=False,
+        lesion_values=False,
+        num_message_rounds=2,
+        share_layers=False,
+        input_encoding="relational",
+    )
     config.update(overrides)
     return config
 
   def meta_for(function, sizes):
-    return dict(reference="et", repository=ET_URL, commit=commit,
-                function=function, sizes=sizes, eval_mode=True,
-                config_dropout=dropout, layer_norm_epsilon=1e-5, shim=ET_SHIM)
+    return dict(
+        reference="et",
+        repository=ET_URL,
+        commit=commit,
+        function=function,
+        sizes=sizes,
+        eval_mode=True,
+        config_dropout=dropout,
+        layer_norm_epsilon=1e-5,
+        shim=ET_SHIM,
+    )
 
   sizes = dict(batch=b, nodes=n, width=d, heads=heads, ff_factor=ff_factor)
 
@@ -497,8 +665,8 @@ def make_et(reference, commit):
   for name, overrides, ablation in (
       ("et_attention", {}, "none"),
       ("et_attention_value_ablation", {"lesion_values": True}, "value"),
-      ("et_attention_attention_ablation", {"lesion_scores": True},
-       "attention")):
+      ("et_attention_attention_ablation", {"lesion_scores": True}, "attention"),
+  ):
     module = cogs.EdgeAttention(d, heads, dropout, cogs_config(**overrides))
     module.eval()
     params = randomise(module)
@@ -506,8 +674,10 @@ def make_et(reference, commit):
     with torch.no_grad():
       t = torch.from_numpy(x)
       out = module(t, t, t, mask=None).numpy()
-    meta = meta_for(f"cogs/model.py EdgeAttention {overrides or ''}".strip(),
-                    {**sizes, "ablation": ablation})
+    meta = meta_for(
+        f"cogs/model.py EdgeAttention {overrides or ''}".strip(),
+        {**sizes, "ablation": ablation},
+    )
     _save(name, meta, {"x": x}, params, {"y": out})
     cases[name] = {"function": meta["function"]}
 
@@ -519,8 +689,9 @@ def make_et(reference, commit):
   x = rng.standard_normal((b, n, n, d)).astype(np.float32)
   with torch.no_grad():
     out = module(torch.from_numpy(x), mask=None).numpy()
-  meta = meta_for("cogs/model.py EdgeTransformerLayer (layernorm_pos='pre')",
-                  sizes)
+  meta = meta_for(
+      "cogs/model.py EdgeTransformerLayer (layernorm_pos='pre')", sizes
+  )
   _save("et_layer", meta, {"x": x}, params, {"y": out})
   cases["et_layer"] = {"function": meta["function"]}
 
@@ -535,42 +706,81 @@ def make_et(reference, commit):
   tokens = rng.integers(0, vocab, (seq_b, seq_n)).astype(np.int32)
   with torch.no_grad():
     out = module(torch.from_numpy(token_table[tokens]), None).numpy()
-  meta = meta_for("cogs/model.py EdgeTransformerEncoder (input_encoding="
-                  "'relational', 2 untied layers)",
-                  {**sizes, "batch": seq_b, "nodes": seq_n, "vocab": vocab,
-                   "num_layers": 2, "tied": False,
-                   "max_relative_distance": module.spatial_relations_builder.max_rel_len})
-  _save("et_stack_untied_sequence", meta,
-        {"tokens": tokens, "token_table": token_table}, params, {"y": out})
+  meta = meta_for(
+      "cogs/model.py EdgeTransformerEncoder (input_encoding="
+      "'relational', 2 untied layers)",
+      {
+          **sizes,
+          "batch": seq_b,
+          "nodes": seq_n,
+          "vocab": vocab,
+          "num_layers": 2,
+          "tied": False,
+          "max_relative_distance": module.spatial_relations_builder.max_rel_len,
+      },
+  )
+  _save(
+      "et_stack_untied_sequence",
+      meta,
+      {"tokens": tokens, "token_table": token_table},
+      params,
+      {"y": out},
+  )
   cases["et_stack_untied_sequence"] = {"function": meta["function"]}
 
   # Tied and untied stacks on a labelled graph with padding (clutrr
   # EdgeTransformerEncoder: label embedding, unbiased EdgeAttention).
-  for name, share in (("et_stack_tied_graph", True),
-                      ("et_stack_untied_graph", False)):
+  for name, share in (
+      ("et_stack_tied_graph", True),
+      ("et_stack_untied_graph", False),
+  ):
     config = types.SimpleNamespace(
-        num_heads=heads, dropout=dropout, dim=d, ff_factor=ff_factor,
-        flat_attention=False, lesion_scores=False, lesion_values=False,
-        edge_types=6, share_layers=share, num_message_rounds=3)
+        num_heads=heads,
+        dropout=dropout,
+        dim=d,
+        ff_factor=ff_factor,
+        flat_attention=False,
+        lesion_scores=False,
+        lesion_values=False,
+        edge_types=6,
+        share_layers=share,
+        num_message_rounds=3,
+    )
     module = clutrr.EdgeTransformerEncoder(config)
     module.eval()
     params = randomise(module)
     if share:  # only layers.0 is used; drop the unused clones
-      params = {k: v for k, v in params.items()
-                if not k.startswith("layers.") or k.startswith("layers.0.")}
+      params = {
+          k: v
+          for k, v in params.items()
+          if not k.startswith("layers.") or k.startswith("layers.0.")
+      }
     labels = rng.integers(0, config.edge_types + 1, (b, n, n)).astype(np.int64)
     lengths = np.array([n, n - 2])
-    pad = np.arange(n)[None, :] >= lengths[:, None]           # True = padding
+    pad = np.arange(n)[None, :] >= lengths[:, None]  # True = padding
     with torch.no_grad():
-      out = module({"batched_graphs": torch.from_numpy(labels),
-                    "masks": torch.from_numpy(pad)}).numpy()
+      out = module({
+          "batched_graphs": torch.from_numpy(labels),
+          "masks": torch.from_numpy(pad),
+      }).numpy()
     meta = meta_for(
         f"clutrr/model.py EdgeTransformerEncoder (share_layers={share}, "
-        f"3 message rounds, padding mask)",
-        {**sizes, "num_layers": 3, "tied": share,
-         "num_labels": config.edge_types + 1, "lengths": lengths.tolist()})
-    _save(name, meta, {"labels": labels.astype(np.int32), "padding": pad},
-          params, {"y": out})
+        "3 message rounds, padding mask)",
+        {
+            **sizes,
+            "num_layers": 3,
+            "tied": share,
+            "num_labels": config.edge_types + 1,
+            "lengths": lengths.tolist(),
+        },
+    )
+    _save(
+        name,
+        meta,
+        {"labels": labels.astype(np.int32), "padding": pad},
+        params,
+        {"y": out},
+    )
     cases[name] = {"function": meta["function"]}
   _update_readme("et", ET_URL, commit, cases, ET_SHIM)
 
@@ -579,19 +789,24 @@ def make_et(reference, commit):
 # CS: Csordas et al.'s PyTorch seq2seq Transformer (python with torch).
 # ----------------------------------------------------------------------------
 
-CS_SHIM = ("their repository root on sys.path; their `models` and `layers` "
-           "packages imported unchanged")
+CS_SHIM = (
+    "their repository root on sys.path; their `models` and `layers` "
+    "packages imported unchanged"
+)
 
 
 def _import_cs(reference):
   root = pathlib.Path(reference).resolve()
   if not (root / "models" / "transformer_enc_dec.py").exists():
-    raise SystemExit(f"{root / 'models' / 'transformer_enc_dec.py'} not found: "
-                     f"is --cs_reference a checkout of {CS_URL}?")
+    raise SystemExit(
+        f"{root / 'models' / 'transformer_enc_dec.py'} not found: "
+        f"is --cs_reference a checkout of {CS_URL}?"
+    )
   sys.path.insert(0, str(root))
   import torch  # pylint: disable=g-import-not-at-top
   from layers import transformer as layers  # pylint: disable=g-import-not-at-top
   from models import encoder_decoder, transformer_enc_dec  # pylint: disable=g-import-not-at-top
+
   return torch, layers, transformer_enc_dec, encoder_decoder
 
 
@@ -607,18 +822,27 @@ def make_cs(reference, commit):
   torch.set_num_threads(1)
   rng = np.random.default_rng(20261124)
   b, d, heads, ff_mult, n_layers = 2, 16, 2, 2.0, 2
-  n_in, n_out = 6, 4        # words; their tables: n_in + 2 and n_out + 1 rows
-  dropout = 0.3             # eval() must switch it off
+  n_in, n_out = 6, 4  # words; their tables: n_in + 2 and n_out + 1 rows
+  dropout = 0.3  # eval() must switch it off
   cases = {}
   for name, variant, tied_embedding in (
       ("cs_relative_universal", layers.UniversalRelativeTransformer, True),
-      ("cs_relative", layers.RelativeTransformer, False)):
+      ("cs_relative", layers.RelativeTransformer, False),
+  ):
     model = enc_dec.TransformerEncDecModel(
-        n_in, n_out, d, ff_multiplier=ff_mult, transformer=variant,
-        tied_embedding=tied_embedding, nhead=heads,
-        num_encoder_layers=n_layers, num_decoder_layers=n_layers,
-        dropout=dropout, pos_embeddig=(lambda x, offset: x),
-        embedding_init="xavier")
+        n_in,
+        n_out,
+        d,
+        ff_multiplier=ff_mult,
+        transformer=variant,
+        tied_embedding=tied_embedding,
+        nhead=heads,
+        num_encoder_layers=n_layers,
+        num_decoder_layers=n_layers,
+        dropout=dropout,
+        pos_embeddig=(lambda x, offset: x),
+        embedding_init="xavier",
+    )
     model.eval()
     params = {}
     with torch.no_grad():
@@ -631,49 +855,84 @@ def make_cs(reference, commit):
     src = rng.integers(0, n_in, (b, src_len.max())).astype(np.int64)
     tgt = rng.integers(0, n_out, (b, tgt_len.max())).astype(np.int64)
     for row in range(b):
-      src[row, src_len[row]:] = 0
-      tgt[row, tgt_len[row]:] = 0
+      src[row, src_len[row] :] = 0
+      tgt[row, tgt_len[row] :] = 0
     # As their interface: time-major add_eos, lengths + 1.
-    src_eos = encoder_decoder.add_eos(torch.from_numpy(src.T.copy()),
-                                      torch.from_numpy(src_len),
-                                      model.encoder_eos).T.contiguous()
-    tgt_eos = encoder_decoder.add_eos(torch.from_numpy(tgt.T.copy()),
-                                      torch.from_numpy(tgt_len),
-                                      model.decoder_sos_eos).T.contiguous()
+    src_eos = encoder_decoder.add_eos(
+        torch.from_numpy(src.T.copy()),
+        torch.from_numpy(src_len),
+        model.encoder_eos,
+    ).T.contiguous()
+    tgt_eos = encoder_decoder.add_eos(
+        torch.from_numpy(tgt.T.copy()),
+        torch.from_numpy(tgt_len),
+        model.decoder_sos_eos,
+    ).T.contiguous()
     with torch.no_grad():
-      forced = model(src_eos, torch.from_numpy(src_len + 1), tgt_eos,
-                     torch.from_numpy(tgt_len + 1), teacher_forcing=True)
+      forced = model(
+          src_eos,
+          torch.from_numpy(src_len + 1),
+          tgt_eos,
+          torch.from_numpy(tgt_len + 1),
+          teacher_forcing=True,
+      )
       greedy_len = int(tgt_len.max() + 3)
-      greedy = model(src_eos, torch.from_numpy(src_len + 1), tgt_eos,
-                     torch.from_numpy(tgt_len + 1), teacher_forcing=False,
-                     max_len=greedy_len)
+      greedy = model(
+          src_eos,
+          torch.from_numpy(src_len + 1),
+          tgt_eos,
+          torch.from_numpy(tgt_len + 1),
+          teacher_forcing=False,
+          max_len=greedy_len,
+      )
     meta = dict(
-        reference="cs", repository=CS_URL, commit=commit,
-        function=(f"models/transformer_enc_dec.py TransformerEncDecModel "
-                  f"({variant.__name__}, tied_embedding={tied_embedding}, "
-                  f"relative-variant args of tasks/transformer_mixin.py), "
-                  f"inputs as interfaces/transformer/encoder_decoder_"
-                  f"interface.py"),
-        sizes=dict(batch=b, width=d, heads=heads, ffn=int(ff_mult * d),
-                   num_layers=n_layers, universal=variant.__name__.startswith(
-                       "Universal"), tied_embedding=tied_embedding,
-                   src_rows=n_in + 2, tgt_rows=n_out + 1,
-                   encoder_eos=model.encoder_eos,
-                   encoder_sos=model.encoder_sos,
-                   decoder_sos_eos=model.decoder_sos_eos,
-                   greedy_len=greedy_len),
-        eval_mode=True, config_dropout=dropout, layer_norm_epsilon=1e-5,
-        shim=CS_SHIM)
-    _save(name, meta,
-          {"src_eos": src_eos.numpy().astype(np.int32),
-           "src_len": src_len.astype(np.int32),
-           "tgt_eos": tgt_eos.numpy().astype(np.int32),
-           "tgt_len": tgt_len.astype(np.int32)},
-          params,
-          {"logits": forced.data.numpy(),
-           "greedy_logits": greedy.data.numpy(),
-           "greedy_tokens": greedy.data.argmax(-1).numpy().astype(np.int32),
-           "greedy_len": greedy.length.numpy().astype(np.int32)})
+        reference="cs",
+        repository=CS_URL,
+        commit=commit,
+        function=(
+            "models/transformer_enc_dec.py TransformerEncDecModel "
+            f"({variant.__name__}, tied_embedding={tied_embedding}, "
+            "relative-variant args of tasks/transformer_mixin.py), "
+            "inputs as interfaces/transformer/encoder_decoder_"
+            "interface.py"
+        ),
+        sizes=dict(
+            batch=b,
+            width=d,
+            heads=heads,
+            ffn=int(ff_mult * d),
+            num_layers=n_layers,
+            universal=variant.__name__.startswith("Universal"),
+            tied_embedding=tied_embedding,
+            src_rows=n_in + 2,
+            tgt_rows=n_out + 1,
+            encoder_eos=model.encoder_eos,
+            encoder_sos=model.encoder_sos,
+            decoder_sos_eos=model.decoder_sos_eos,
+            greedy_len=greedy_len,
+        ),
+        eval_mode=True,
+        config_dropout=dropout,
+        layer_norm_epsilon=1e-5,
+        shim=CS_SHIM,
+    )
+    _save(
+        name,
+        meta,
+        {
+            "src_eos": src_eos.numpy().astype(np.int32),
+            "src_len": src_len.astype(np.int32),
+            "tgt_eos": tgt_eos.numpy().astype(np.int32),
+            "tgt_len": tgt_len.astype(np.int32),
+        },
+        params,
+        {
+            "logits": forced.data.numpy(),
+            "greedy_logits": greedy.data.numpy(),
+            "greedy_tokens": greedy.data.argmax(-1).numpy().astype(np.int32),
+            "greedy_len": greedy.length.numpy().astype(np.int32),
+        },
+    )
     cases[name] = {"function": meta["function"]}
   _cs_init_stats(torch, layers, enc_dec, commit)
   _update_readme("cs", CS_URL, commit, cases, CS_SHIM)
@@ -689,27 +948,49 @@ def _cs_init_stats(torch, layers, enc_dec, commit):
   for seed in range(5):
     torch.manual_seed(seed)
     model = enc_dec.TransformerEncDecModel(
-        13, 6, 128, ff_multiplier=2.0,
-        transformer=layers.UniversalRelativeTransformer, tied_embedding=True,
-        nhead=8, num_encoder_layers=3, num_decoder_layers=3, dropout=0.5,
-        pos_embeddig=(lambda x, offset: x), embedding_init="xavier")
+        13,
+        6,
+        128,
+        ff_multiplier=2.0,
+        transformer=layers.UniversalRelativeTransformer,
+        tied_embedding=True,
+        nhead=8,
+        num_encoder_layers=3,
+        num_decoder_layers=3,
+        dropout=0.5,
+        pos_embeddig=(lambda x, offset: x),
+        embedding_init="xavier",
+    )
     for pname, p in model.named_parameters():
       v = p.detach().double()
-      entry = stats.setdefault(pname, {"shape": list(p.shape), "mean": [],
-                                       "std": [], "absmax": []})
+      entry = stats.setdefault(
+          pname, {"shape": list(p.shape), "mean": [], "std": [], "absmax": []}
+      )
       entry["mean"].append(float(v.mean()))
       entry["std"].append(float(v.std(unbiased=False)))
       entry["absmax"].append(float(v.abs().max()))
-  out = {"about": ("Initial parameters of their TransformerEncDecModel "
-                   "(UniversalRelativeTransformer, the relative-variant args of "
-                   "tasks/transformer_mixin.py) at the SCAN trafo_scan size, "
-                   "5 seeds; written by scripts/make_peer_goldens.py "
-                   "--cs_reference"),
-         "repository": CS_URL, "commit": commit,
-         "sizes": {"src_words": 13, "tgt_words": 6, "width": 128, "heads": 8,
-                   "ffn": 256, "layers": 3, "universal": True,
-                   "tied_embedding": True},
-         "parameters": stats}
+  out = {
+      "about": (
+          "Initial parameters of their TransformerEncDecModel "
+          "(UniversalRelativeTransformer, the relative-variant args of "
+          "tasks/transformer_mixin.py) at the SCAN trafo_scan size, "
+          "5 seeds; written by scripts/make_peer_goldens.py "
+          "--cs_reference"
+      ),
+      "repository": CS_URL,
+      "commit": commit,
+      "sizes": {
+          "src_words": 13,
+          "tgt_words": 6,
+          "width": 128,
+          "heads": 8,
+          "ffn": 256,
+          "layers": 3,
+          "universal": True,
+          "tied_embedding": True,
+      },
+      "parameters": stats,
+  }
   path = GOLDEN_DIR / "cs_init_scan.json"
   path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
   print(f"wrote {path.relative_to(REPO)}")
@@ -724,6 +1005,7 @@ def record():
   os.environ.setdefault("JAX_PLATFORMS", "cpu")
   sys.path.insert(0, str(REPO))
   from tests.fidelity import test_peer_goldens as fidelity  # pylint: disable=g-import-not-at-top
+
   readme = json.loads(README_JSON.read_text()) if README_JSON.exists() else {}
   goldens = readme.setdefault("goldens", {})
   rows = []
@@ -737,26 +1019,32 @@ def record():
       for key, value in diffs.items():
         group = key.split("/", 1)[0]
         grouped[group] = max(grouped.get(group, 0.0), value)
-        grouped_scaled[group] = max(grouped_scaled.get(group, 0.0),
-                                    scaled[key])
+        grouped_scaled[group] = max(grouped_scaled.get(group, 0.0), scaled[key])
       diffs = grouped
       goldens.setdefault(case, {})["max_scaled_diff"] = {
-          k: float(f"{v:.3g}") for k, v in grouped_scaled.items()}
+          k: float(f"{v:.3g}") for k, v in grouped_scaled.items()
+      }
       worst = max(grouped_scaled.values())
     else:
       worst = max(diffs.values())
     goldens.setdefault(case, {})["max_abs_diff"] = {
-        k: float(f"{v:.3g}") for k, v in diffs.items()}
+        k: float(f"{v:.3g}") for k, v in diffs.items()
+    }
     rows.append((case, worst, diffs))
   readme["tolerance"] = fidelity.TOLERANCE
   readme["tolerance_rt_net_scaled"] = fidelity.RT_NET_TOLERANCE
   README_JSON.write_text(json.dumps(readme, indent=2, sort_keys=True) + "\n")
-  print(f"\n{'golden':36s} {'max |ours - theirs|':>20s}  per output "
-        f"(rt_net_*: scaled, per group)")
+  print(
+      f"\n{'golden':36s} {'max |ours - theirs|':>20s}  per output "
+      "(rt_net_*: scaled, per group)"
+  )
   for case, worst, diffs in rows:
     detail = ", ".join(f"{k} {v:.2e}" for k, v in diffs.items())
-    tolerance = (fidelity.RT_NET_TOLERANCE if case in fidelity.RT_NET_CASES
-                 else fidelity.TOLERANCE)
+    tolerance = (
+        fidelity.RT_NET_TOLERANCE
+        if case in fidelity.RT_NET_CASES
+        else fidelity.TOLERANCE
+    )
     flag = "" if worst <= tolerance else "  > tolerance"
     print(f"{case:36s} {worst:20.2e}  {detail}{flag}")
 
@@ -764,24 +1052,39 @@ def record():
 def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--rt_reference", help=f"checkout of {RT_URL}")
-  parser.add_argument("--rt_net_reference",
-                      help=f"checkout of {RT_URL}; run in their Python "
-                      f"(their whole clrs package, TensorFlow included)")
+  parser.add_argument(
+      "--rt_net_reference",
+      help=(
+          f"checkout of {RT_URL}; run in their Python "
+          "(their whole clrs package, TensorFlow included)"
+      ),
+  )
   parser.add_argument("--et_reference", help=f"checkout of {ET_URL}")
   parser.add_argument("--cs_reference", help=f"checkout of {CS_URL}")
-  parser.add_argument("--commit", help="commit of the checkout, if not a git work tree")
-  parser.add_argument("--record", action="store_true",
-                      help="measure ours vs each golden; write README.json")
+  parser.add_argument(
+      "--commit", help="commit of the checkout, if not a git work tree"
+  )
+  parser.add_argument(
+      "--record",
+      action="store_true",
+      help="measure ours vs each golden; write README.json",
+  )
   args = parser.parse_args()
-  if not (args.rt_reference or args.rt_net_reference or args.et_reference or
-          args.cs_reference or args.record):
+  if not (
+      args.rt_reference
+      or args.rt_net_reference
+      or args.et_reference
+      or args.cs_reference
+      or args.record
+  ):
     print(FETCH_HELP, file=sys.stderr)
     return 2
   if args.rt_reference:
     make_rt(args.rt_reference, _commit_of(args.rt_reference, args.commit))
   if args.rt_net_reference:
-    make_rt_net(args.rt_net_reference,
-                _commit_of(args.rt_net_reference, args.commit))
+    make_rt_net(
+        args.rt_net_reference, _commit_of(args.rt_net_reference, args.commit)
+    )
   if args.et_reference:
     make_et(args.et_reference, _commit_of(args.et_reference, args.commit))
   if args.cs_reference:

@@ -10,7 +10,9 @@ import pathlib
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault(
     "XLA_FLAGS",
-    "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true")
+    "--xla_backend_optimization_level=0"
+    " --xla_llvm_disable_expensive_passes=true",
+)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 import pytest  # noqa: E402

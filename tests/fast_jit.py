@@ -8,9 +8,11 @@ def _fast_compile_options():
   """XLA options that make CPU compiles several times faster (these tests
   check semantics, not XLA's optimisations); {} where jax does not take
   them."""
-  options = {"xla_backend_optimization_level": 0,
-             "xla_cpu_use_fusion_emitters": False,
-             "xla_llvm_disable_expensive_passes": True}
+  options = {
+      "xla_backend_optimization_level": 0,
+      "xla_cpu_use_fusion_emitters": False,
+      "xla_llvm_disable_expensive_passes": True,
+  }
   try:
     jax.jit(lambda x: x + 1, compiler_options=options)(0)
   except Exception:  # Older jax (no compiler_options) or unknown flags.

@@ -32,11 +32,14 @@ from experiments.compare import scan_relative_universal
 from relational_jax.layers.shapes import check_choice
 from relational_jax.training import reporting
 
-COMPARISONS = {"clrs_rt": clrs_rt,
-               "clutrr_et": clutrr_et,
-               "scan_relative_universal": scan_relative_universal}
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+COMPARISONS = {
+    "clrs_rt": clrs_rt,
+    "clutrr_et": clutrr_et,
+    "scan_relative_universal": scan_relative_universal,
+}
+_REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 _SHARED = os.path.normpath(os.path.join(_REPO, "..", "shared", "data"))
 
 FLAGS = flags.FLAGS
@@ -46,24 +49,35 @@ def define_flags():
   """The entry point's flags, defined only when it runs (importing this
   module, e.g. in tests beside experiments.reproduce, defines none)."""
   flags.DEFINE_string("reference", None, "Checkout of the authors' repository.")
-  flags.DEFINE_string("reference_python", sys.executable,
-                      "Python of the authors' environment.")
+  flags.DEFINE_string(
+      "reference_python", sys.executable, "Python of the authors' environment."
+  )
   flags.DEFINE_string("budget", "cpu", "paper | cpu | smoke.")
   flags.DEFINE_integer("num_seeds", 0, "Seeds per side (0: the budget's).")
   flags.DEFINE_string("workdir", None, "Default runs/compare/NAME_BUDGET.")
   flags.DEFINE_string("output_dir", "results/compare", "JSON and PNG go here.")
-  flags.DEFINE_string("test_csv", os.path.join(
-      _SHARED, "clutrr", "gen_train23_test2to10", "test.csv"),
-                      "clutrr_et: the official test file.")
-  flags.DEFINE_string("shared_data", _SHARED,
-                      "scan_relative_universal: holds scan/tasks.txt.")
+  flags.DEFINE_string(
+      "test_csv",
+      os.path.join(_SHARED, "clutrr", "gen_train23_test2to10", "test.csv"),
+      "clutrr_et: the official test file.",
+  )
+  flags.DEFINE_string(
+      "shared_data", _SHARED, "scan_relative_universal: holds scan/tasks.txt."
+  )
   flags.DEFINE_integer("reference_threads", 1, "torch threads of their side.")
-  flags.DEFINE_boolean("report_only", False, "Train nothing: report the seeds "
-                       "both sides have finished in --workdir.")
-  flags.DEFINE_string("reuse_reference", None, "An earlier comparison JSON "
-                      "of this NAME and budget: its reference seeds are "
-                      "taken as finished (their code, settings and data "
-                      "must be unchanged: checked against its record).")
+  flags.DEFINE_boolean(
+      "report_only",
+      False,
+      "Train nothing: report the seeds both sides have finished in --workdir.",
+  )
+  flags.DEFINE_string(
+      "reuse_reference",
+      None,
+      "An earlier comparison JSON "
+      "of this NAME and budget: its reference seeds are "
+      "taken as finished (their code, settings and data "
+      "must be unchanged: checked against its record).",
+  )
 
 
 def data_options(module, **available):
@@ -72,16 +86,28 @@ def data_options(module, **available):
   names = list(inspect.signature(module.prepare_data).parameters)[2:]
   missing = [n for n in names if n not in available]
   if missing:
-    raise ValueError(f"{module.__name__}.prepare_data needs {missing}; the "
-                     f"entry point provides {sorted(available)}.")
+    raise ValueError(
+        f"{module.__name__}.prepare_data needs {missing}; the "
+        f"entry point provides {sorted(available)}."
+    )
   return {n: available[n] for n in names}
 
 
-def run(name: str, reference: str, budget_name: str, workdir: str,
-        output_dir: str, reference_python: str, test_csv: str,
-        seeds: int = 0, reference_threads: int = 1, log=print,
-        shared_data: str = _SHARED, report_only: bool = False,
-        reuse_reference: str = None):
+def run(
+    name: str,
+    reference: str,
+    budget_name: str,
+    workdir: str,
+    output_dir: str,
+    reference_python: str,
+    test_csv: str,
+    seeds: int = 0,
+    reference_threads: int = 1,
+    log=print,
+    shared_data: str = _SHARED,
+    report_only: bool = False,
+    reuse_reference: str = None,
+):
   """Trains both sides (resuming what is there) and writes the comparison;
   with `report_only`, trains nothing and reports the seeds that both sides
   have finished (`NAME__partial.json` while some are missing). With
@@ -93,29 +119,53 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
   budget = module.BUDGETS[budget_name]
   seeds = seeds or budget.seeds
   workdir = os.path.abspath(workdir)
-  reused = (reused_reference_runs(reuse_reference, name, module, budget_name)
-            if reuse_reference else {})
+  reused = (
+      reused_reference_runs(reuse_reference, name, module, budget_name)
+      if reuse_reference
+      else {}
+  )
   if report_only:
     ours, theirs = {}, {}
     for seed in range(seeds):
-      o = module.finished_ours(budget, os.path.join(workdir, f"ours_seed{seed}"))
+      o = module.finished_ours(
+          budget, os.path.join(workdir, f"ours_seed{seed}")
+      )
       t = reused.get(seed) or module.finished_theirs(
-          budget, os.path.join(workdir, f"theirs_seed{seed}"))
+          budget, os.path.join(workdir, f"theirs_seed{seed}")
+      )
       if o is not None and t is not None:
         ours[seed], theirs[seed] = o, t
     if not ours:
-      raise ValueError(f"report_only: no seed of {workdir} is finished on "
-                       f"both sides (budget {budget_name!r}).")
-    return report(name, module, budget_name, ours, theirs, seeds,
-                  output_dir, log, reuse_reference if reused else None)
-  reference = reference_lib.require(name, reference, module.REPOSITORY,
-                                    module.MARKER)
+      raise ValueError(
+          f"report_only: no seed of {workdir} is finished on "
+          f"both sides (budget {budget_name!r})."
+      )
+    return report(
+        name,
+        module,
+        budget_name,
+        ours,
+        theirs,
+        seeds,
+        output_dir,
+        log,
+        reuse_reference if reused else None,
+    )
+  reference = reference_lib.require(
+      name, reference, module.REPOSITORY, module.MARKER
+  )
   scratch = os.path.join(workdir, "scratch")
   data_dir = module.prepare_data(
-      budget, scratch, **data_options(module, test_csv=test_csv,
-                                      shared_data=shared_data,
-                                      reference=reference,
-                                      reference_python=reference_python))
+      budget,
+      scratch,
+      **data_options(
+          module,
+          test_csv=test_csv,
+          shared_data=shared_data,
+          reference=reference,
+          reference_python=reference_python,
+      ),
+  )
   theirs, errors = {s: reused[s] for s in range(seeds) if s in reused}, []
 
   def reference_side():
@@ -125,9 +175,14 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
           log(f"[{name}] theirs seed {seed} reused from {reuse_reference}")
           continue
         theirs[seed] = module.run_theirs(
-            budget, seed, reference, scratch, reference_python,
+            budget,
+            seed,
+            reference,
+            scratch,
+            reference_python,
             os.path.join(workdir, f"theirs_seed{seed}"),
-            threads=reference_threads)
+            threads=reference_threads,
+        )
         log(f"[{name}] theirs seed {seed} done")
     except Exception as e:  # pylint: disable=broad-except
       errors.append(e)
@@ -136,15 +191,28 @@ def run(name: str, reference: str, budget_name: str, workdir: str,
   thread.start()
   ours = {}
   for seed in range(seeds):
-    ours[seed] = module.run_ours(budget, seed, data_dir,
-                                 os.path.join(workdir, f"ours_seed{seed}"),
-                                 log=log)
+    ours[seed] = module.run_ours(
+        budget,
+        seed,
+        data_dir,
+        os.path.join(workdir, f"ours_seed{seed}"),
+        log=log,
+    )
     log(f"[{name}] ours seed {seed} done")
   thread.join()
   if errors:
     raise errors[0]
-  return report(name, module, budget_name, ours, theirs, seeds, output_dir,
-                log, reuse_reference if reused else None)
+  return report(
+      name,
+      module,
+      budget_name,
+      ours,
+      theirs,
+      seeds,
+      output_dir,
+      log,
+      reuse_reference if reused else None,
+  )
 
 
 def reused_reference_runs(path, name, module, budget_name):
@@ -155,31 +223,52 @@ def reused_reference_runs(path, name, module, budget_name):
   deterministic given those and its seed, so rerunning it would repeat it."""
   with open(path) as f:
     earlier = json.load(f)
-  now = {"name": name, "budget_name": budget_name,
-         **module.describe(module.BUDGETS[budget_name])}
+  now = {
+      "name": name,
+      "budget_name": budget_name,
+      **module.describe(module.BUDGETS[budget_name]),
+  }
   keys = [k for k in now if k not in ("differences", "resolved")]
   changed = [k for k in keys if earlier.get(k) != now[k]]
   if changed:
-    raise ValueError(f"--reuse_reference={path}: its {changed} differ from "
-                     f"this comparison's ({name}, budget {budget_name!r}); "
-                     f"rerun the reference side instead.")
-  return {int(seed): points
-          for seed, points in earlier["runs"]["theirs"].items()}
+    raise ValueError(
+        f"--reuse_reference={path}: its {changed} differ from "
+        f"this comparison's ({name}, budget {budget_name!r}); "
+        "rerun the reference side instead."
+    )
+  return {
+      int(seed): points for seed, points in earlier["runs"]["theirs"].items()
+  }
 
 
-def report(name, module, budget_name, ours, theirs, seeds, output_dir, log,
-           reused_from=None):
+def report(
+    name,
+    module,
+    budget_name,
+    ours,
+    theirs,
+    seeds,
+    output_dir,
+    log,
+    reused_from=None,
+):
   """Aggregates the finished seeds, applies the matching rule, writes the
   JSON and the PNG."""
   done = sorted(ours)
   comparison = curves.compare_sides(
       curves.aggregate([ours[s] for s in done]),
-      curves.aggregate([theirs[s] for s in done]))
+      curves.aggregate([theirs[s] for s in done]),
+  )
   budget = module.BUDGETS[budget_name]
-  result = {"name": name, "budget_name": budget_name, "seeds": seeds,
-            "seeds_finished": done, **module.describe(budget),
-            "comparison": comparison,
-            "runs": {"ours": ours, "theirs": theirs}}
+  result = {
+      "name": name,
+      "budget_name": budget_name,
+      "seeds": seeds,
+      "seeds_finished": done,
+      **module.describe(budget),
+      "comparison": comparison,
+      "runs": {"ours": ours, "theirs": theirs},
+  }
   if reused_from:
     result["reference_reused_from"] = reused_from
   os.makedirs(output_dir, exist_ok=True)
@@ -188,29 +277,46 @@ def report(name, module, budget_name, ours, theirs, seeds, output_dir, log,
     stem += "__partial"
   path = os.path.join(output_dir, stem + ".json")
   reporting.write_json(path, result)
-  curves.plot(comparison, module.metric_names(),
-              os.path.splitext(path)[0] + ".png",
-              title=f"{name}: ours vs {module.REPOSITORY} "
-                    f"({len(done)} seeds each, mean +- sd)")
-  log(f"[{name}] {comparison['num_matched']}/{comparison['num_points']} "
+  curves.plot(
+      comparison,
+      module.metric_names(),
+      os.path.splitext(path)[0] + ".png",
+      title=(
+          f"{name}: ours vs {module.REPOSITORY} "
+          f"({len(done)} seeds each, mean +- sd)"
+      ),
+  )
+  log(
+      f"[{name}] {comparison['num_matched']}/{comparison['num_points']} "
       f"points match over seeds {done}; unmatched: "
-      f"{comparison['unmatched']}; wrote {path}")
+      f"{comparison['unmatched']}; wrote {path}"
+  )
   return result
 
 
 def main(argv):
   if len(argv) != 2:
-    raise app.UsageError(f"usage: python -m experiments.compare NAME "
-                         f"--reference=DIR; NAME in {sorted(COMPARISONS)}.")
+    raise app.UsageError(
+        "usage: python -m experiments.compare NAME "
+        f"--reference=DIR; NAME in {sorted(COMPARISONS)}."
+    )
   name = argv[1]
   try:
-    run(name, FLAGS.reference, FLAGS.budget,
-        FLAGS.workdir or os.path.join("runs", "compare",
-                                      f"{name}_{FLAGS.budget}"),
-        FLAGS.output_dir, FLAGS.reference_python, FLAGS.test_csv,
-        FLAGS.num_seeds, FLAGS.reference_threads,
-        shared_data=FLAGS.shared_data, report_only=FLAGS.report_only,
-        reuse_reference=FLAGS.reuse_reference)
+    run(
+        name,
+        FLAGS.reference,
+        FLAGS.budget,
+        FLAGS.workdir
+        or os.path.join("runs", "compare", f"{name}_{FLAGS.budget}"),
+        FLAGS.output_dir,
+        FLAGS.reference_python,
+        FLAGS.test_csv,
+        FLAGS.num_seeds,
+        FLAGS.reference_threads,
+        shared_data=FLAGS.shared_data,
+        report_only=FLAGS.report_only,
+        reuse_reference=FLAGS.reuse_reference,
+    )
   except reference_lib.MissingReferenceError as e:
     print(e, file=sys.stderr)
     sys.exit(2)

@@ -65,22 +65,37 @@ from experiments.compare import curves
 
 REPOSITORY = "CameronDiao/relational-transformer"
 MARKER = os.path.join("clrs", "examples", "run.py")
-WRAPPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "refs",
-                       "clrs_rt_fork.py")
+WRAPPER = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "refs", "clrs_rt_fork.py"
+)
 TRAIN_LENGTH, TEST_LENGTH = 16, 64  # run.py's build_sampler lengths.
 MODEL_SEED = 42  # run.py's --model_seed default (seed 0 of the comparison).
 
 # Their run.py flags (name: value), spelled out; the defaults of run.py
 # except eval_batch_size (theirs 1; see refs/clrs_rt_fork.py).
-AUTHORS = {"processor_type": "rt", "num_layers": 3, "nb_heads": 12,
-           "head_size": 16, "node_hid_size": 32, "edge_hid_size_1": 16,
-           "edge_hid_size_2": 8, "use_ln": True, "use_lstm": False,
-           "graph_vec": "cat", "ptr_from_edges": True,
-           "disable_edge_updates": False,
-           "hint_mode": "encoded_decoded_nodiff",
-           "hint_teacher_forcing_noise": 0.5, "dropout_prob": 0.0,
-           "batch_size": 4, "learning_rate": 2.5e-4, "train_seed": 1,
-           "valid_seed": 2, "test_seed": 3, "eval_batch_size": 32}
+AUTHORS = {
+    "processor_type": "rt",
+    "num_layers": 3,
+    "nb_heads": 12,
+    "head_size": 16,
+    "node_hid_size": 32,
+    "edge_hid_size_1": 16,
+    "edge_hid_size_2": 8,
+    "use_ln": True,
+    "use_lstm": False,
+    "graph_vec": "cat",
+    "ptr_from_edges": True,
+    "disable_edge_updates": False,
+    "hint_mode": "encoded_decoded_nodiff",
+    "hint_teacher_forcing_noise": 0.5,
+    "dropout_prob": 0.0,
+    "batch_size": 4,
+    "learning_rate": 2.5e-4,
+    "train_seed": 1,
+    "valid_seed": 2,
+    "test_seed": 3,
+    "eval_batch_size": 32,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,39 +121,57 @@ BOTH = ("bellman_ford", "binary_search")
 # seed takes about 36 min on their side, 21 min on ours (compiles
 # included): 3 seeds about 1.8 h (their side is the long pole).
 # smoke: both sides end to end in a few minutes, 2 steps, 4 samples.
-BUDGETS = {"paper": Budget(BOTH, 80_000, 80, 3, 10_000, 0),
-           "cpu": Budget(BOTH, 640, 80, 3, 10_000, 128),
-           "smoke": Budget(("bellman_ford",), 2, 1, 1, 16, 4)}
+BUDGETS = {
+    "paper": Budget(BOTH, 80_000, 80, 3, 10_000, 0),
+    "cpu": Budget(BOTH, 640, 80, 3, 10_000, 128),
+    "smoke": Budget(("bellman_ford",), 2, 1, 1, 16, 4),
+}
 
 
 def eval_batch_size(budget: Budget, hp: Mapping = AUTHORS) -> int:
   """Samples per predict call on both sides: AUTHORS' unless the budget
   scores fewer samples (their `collect_and_eval` scores whole batches)."""
-  if budget.max_eval_samples and budget.max_eval_samples < hp["eval_batch_size"]:
+  if (
+      budget.max_eval_samples
+      and budget.max_eval_samples < hp["eval_batch_size"]
+  ):
     return budget.max_eval_samples
   return hp["eval_batch_size"]
 
 
-def reference_flags(budget: Budget, seed: int, hp: Mapping = AUTHORS) -> List[str]:
+def reference_flags(
+    budget: Budget, seed: int, hp: Mapping = AUTHORS
+) -> List[str]:
   """Their run.py flags for seed `seed` of `budget`."""
-  hp = dict(hp, eval_batch_size=eval_batch_size(budget, hp),
-            train_size=budget.train_size, model_seed=MODEL_SEED + seed)
+  hp = dict(
+      hp,
+      eval_batch_size=eval_batch_size(budget, hp),
+      train_size=budget.train_size,
+      model_seed=MODEL_SEED + seed,
+  )
   # Their booleans are strings, 'True' / 'False', which str() writes.
   return [f"--{name}={value}" for name, value in hp.items()]
 
 
-def our_config(budget: Budget, seed: int, algorithm: str, hp: Mapping = AUTHORS):
+def our_config(
+    budget: Budget, seed: int, algorithm: str, hp: Mapping = AUTHORS
+):
   """Our `relational_jax.training.clrs` config matching their flags `hp`
   (refuses values it cannot translate)."""
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
+
   if hp["processor_type"] != "rt" or hp["disable_edge_updates"]:
-    raise ValueError(f"this comparison translates processor_type 'rt' with "
-                     f"edge updates; got {hp['processor_type']!r}, "
-                     f"disable_edge_updates={hp['disable_edge_updates']}.")
+    raise ValueError(
+        "this comparison translates processor_type 'rt' with "
+        f"edge updates; got {hp['processor_type']!r}, "
+        f"disable_edge_updates={hp['disable_edge_updates']}."
+    )
   if hp["hint_mode"] != "encoded_decoded_nodiff":
-    raise ValueError(f"hint_mode {hp['hint_mode']!r}: only "
-                     f"'encoded_decoded_nodiff' (dm-clrs 2.0.3's "
-                     f"'encoded_decoded', which has no diffs) translates.")
+    raise ValueError(
+        f"hint_mode {hp['hint_mode']!r}: only "
+        "'encoded_decoded_nodiff' (dm-clrs 2.0.3's "
+        "'encoded_decoded', which has no diffs) translates."
+    )
   if hp["use_lstm"]:
     raise ValueError("use_lstm=True is not part of this comparison.")
   c = clrs_config.default_config()
@@ -146,8 +179,9 @@ def our_config(budget: Budget, seed: int, algorithm: str, hp: Mapping = AUTHORS)
   c.processor_type, c.hint_mode = "rt", "encoded_decoded"
   p = c.protocol
   p.train_lengths, p.test_lengths = (TRAIN_LENGTH,), (TEST_LENGTH,)
-  p.batch_size, p.eval_batch_size = hp["batch_size"], eval_batch_size(budget,
-                                                                      hp)
+  p.batch_size, p.eval_batch_size = hp["batch_size"], eval_batch_size(
+      budget, hp
+  )
   p.train_steps, p.eval_every = budget.steps, budget.eval_every
   p.max_eval_samples, p.progress = budget.max_eval_samples, False
   m = c.model
@@ -168,10 +202,16 @@ def our_config(budget: Budget, seed: int, algorithm: str, hp: Mapping = AUTHORS)
   m.carry_state, m.ptr_from_edges = True, hp["ptr_from_edges"]
   c.processor.use_ln, c.processor.graph_vec = hp["use_ln"], hp["graph_vec"]
   r = c.rt
-  r.num_layers, r.num_heads, r.head_dim = (hp["num_layers"], hp["nb_heads"],
-                                           hp["head_size"])
+  r.num_layers, r.num_heads, r.head_dim = (
+      hp["num_layers"],
+      hp["nb_heads"],
+      hp["head_size"],
+  )
   r.node_ffn_dim, r.edge_msg_dim, r.edge_ffn_dim = (
-      hp["node_hid_size"], hp["edge_hid_size_1"], hp["edge_hid_size_2"])
+      hp["node_hid_size"],
+      hp["edge_hid_size_1"],
+      hp["edge_hid_size_2"],
+  )
   r.use_ln = hp["use_ln"]
   r.init = "diao"  # their Haiku initialisation over concatenated inputs
   return c
@@ -184,8 +224,9 @@ def data_path(data_dir: str, budget: Budget, algorithm: str) -> str:
   return os.path.join(data_dir, f"{algorithm}_train{budget.train_size}.npz")
 
 
-def prepare_data(budget: Budget, scratch: str, reference: str,
-                 reference_python: str) -> str:
+def prepare_data(
+    budget: Budget, scratch: str, reference: str, reference_python: str
+) -> str:
   """Has their wrapper write each algorithm's datasets once (see the
   module docstring); returns the directory."""
   data_dir = os.path.join(scratch, "data")
@@ -194,20 +235,29 @@ def prepare_data(budget: Budget, scratch: str, reference: str,
     path = data_path(data_dir, budget, algorithm)
     if os.path.isfile(path):
       continue
-    cmd = [reference_python, WRAPPER, "data", f"--reference={reference}",
-           f"--algorithm={algorithm}", f"--out={path}",
-           "--authors_flags=" + " ".join(reference_flags(budget, 0))]
+    cmd = [
+        reference_python,
+        WRAPPER,
+        "data",
+        f"--reference={reference}",
+        f"--algorithm={algorithm}",
+        f"--out={path}",
+        "--authors_flags=" + " ".join(reference_flags(budget, 0)),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode:
-      raise RuntimeError(f"their data command failed (exit "
-                         f"{proc.returncode}): {' '.join(cmd)}\n"
-                         f"{proc.stdout[-1500:]}{proc.stderr[-3000:]}")
+      raise RuntimeError(
+          "their data command failed (exit "
+          f"{proc.returncode}): {' '.join(cmd)}\n"
+          f"{proc.stdout[-1500:]}{proc.stderr[-3000:]}"
+      )
   return data_dir
 
 
 @dataclasses.dataclass
 class ForkData:
   """One algorithm's datasets as the fork's samplers built them."""
+
   spec: Dict[str, Tuple[str, str, str]]
   arrays: Dict[str, np.ndarray]
   train_rng_state: tuple
@@ -219,14 +269,20 @@ class ForkData:
       arrays = {k: f[k] for k in f.files}
     meta = json.loads(arrays.pop("meta_json").tobytes().decode())
     pos, has_gauss, cached = arrays.pop("train_rng_rest").tolist()
-    state = (meta["rng_kind"], arrays.pop("train_rng_keys").astype(np.uint32),
-             int(pos), int(has_gauss), float(cached))
+    state = (
+        meta["rng_kind"],
+        arrays.pop("train_rng_keys").astype(np.uint32),
+        int(pos),
+        int(has_gauss),
+        float(cached),
+    )
     spec = {k: tuple(v) for k, v in meta["spec"].items()}
     return cls(spec, arrays, state, int(meta["train_size"]))
 
   def feedback(self, split: str, idx=None):
     """The `split` set (or its samples `idx`) as a dm-clrs `Feedback`."""
     import clrs  # pylint: disable=g-import-not-at-top
+
     def points(stage):
       out = []
       for name, (st, loc, typ) in self.spec.items():
@@ -235,29 +291,40 @@ class ForkData:
         data = self.arrays[f"{split}/{stage}/{name}"]
         if idx is not None:
           data = np.take(data, idx, axis=1 if stage == "hint" else 0)
-        out.append(clrs.DataPoint(name=name, location=loc, type_=typ,
-                                  data=data))
+        out.append(
+            clrs.DataPoint(name=name, location=loc, type_=typ, data=data)
+        )
       return out
+
     lengths = self.arrays[f"{split}/lengths"]
     if idx is not None:
       lengths = np.take(lengths, idx, axis=0)
     return clrs.Feedback(
-        features=clrs.Features(inputs=points("input"), hints=points("hint"),
-                               lengths=lengths),
-        outputs=points("output"))
+        features=clrs.Features(
+            inputs=points("input"), hints=points("hint"), lengths=lengths
+        ),
+        outputs=points("output"),
+    )
 
   def num_samples(self, split: str) -> int:
     return int(self.arrays[f"{split}/lengths"].shape[0])
 
-  def eval_set(self, algorithm: str, split: str, batch_size: int,
-               max_samples: int):
+  def eval_set(
+      self, algorithm: str, split: str, batch_size: int, max_samples: int
+  ):
     """The first `max_samples` (0: all) samples of `split` as our EvalSet."""
     from relational_jax.training.clrs import data as clrs_data  # pylint: disable=g-import-not-at-top
+
     n = self.num_samples(split)
     n = min(n, max_samples) if max_samples > 0 else n
     return clrs_data.EvalSet(
-        algorithm, TRAIN_LENGTH if split == "val" else TEST_LENGTH, split,
-        self.feedback(split, np.arange(n)), self.spec, batch_size)
+        algorithm,
+        TRAIN_LENGTH if split == "val" else TEST_LENGTH,
+        split,
+        self.feedback(split, np.arange(n)),
+        self.spec,
+        batch_size,
+    )
 
 
 def metric_names_of(algorithms: Sequence[str]) -> Tuple[str, ...]:
@@ -272,8 +339,15 @@ def _rng_state(rng: np.random.RandomState) -> list:
   return [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)]
 
 
-def train_ours_one(budget: Budget, seed: int, algorithm: str, data: ForkData,
-                   run_dir: str, log=print, stop_at: int = 0) -> List[Dict]:
+def train_ours_one(
+    budget: Budget,
+    seed: int,
+    algorithm: str,
+    data: ForkData,
+    run_dir: str,
+    log=print,
+    stop_at: int = 0,
+) -> List[Dict]:
   """Trains (or resumes) our model on their data; its evaluation points
   [{"step", "loss", "val", "test"}]. Checkpointed at every evaluation
   (params, Adam state, the batch generator's state, the history)."""
@@ -282,17 +356,21 @@ def train_ours_one(budget: Budget, seed: int, algorithm: str, data: ForkData,
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
+
   config = our_config(budget, seed, algorithm)
   clrs_config.validate(config)
   p = config.protocol
-  val_set = data.eval_set(algorithm, "val", p.eval_batch_size,
-                          budget.max_eval_samples)
-  test_set = data.eval_set(algorithm, "test", p.eval_batch_size,
-                           budget.max_eval_samples)
+  val_set = data.eval_set(
+      algorithm, "val", p.eval_batch_size, budget.max_eval_samples
+  )
+  test_set = data.eval_set(
+      algorithm, "test", p.eval_batch_size, budget.max_eval_samples
+  )
   dummy, _ = next(val_set.batches())
   os.makedirs(run_dir, exist_ok=True)
-  model = loop.build_model(config, data.spec, dummy,
-                           os.path.join(run_dir, "clrs"))
+  model = loop.build_model(
+      config, data.spec, dummy, os.path.join(run_dir, "clrs")
+  )
   model.init(dummy.features, config.seeds[0])
   rng = np.random.RandomState()
   rng.set_state(data.train_rng_state)
@@ -302,36 +380,51 @@ def train_ours_one(budget: Budget, seed: int, algorithm: str, data: ForkData,
     if meta is None:
       meta = {"step": 0, "history": []}
     else:
-      rng.set_state(tuple(meta["batch_rng"][:1]) + (
-          np.asarray(meta["batch_rng"][1], np.uint32),)
-                    + tuple(meta["batch_rng"][2:]))
-      log(f"[clrs_rt ours {algorithm} seed {seed}] resumed at step "
-          f"{meta['step']}")
+      rng.set_state(
+          tuple(meta["batch_rng"][:1])
+          + (np.asarray(meta["batch_rng"][1], np.uint32),)
+          + tuple(meta["batch_rng"][2:])
+      )
+      log(
+          f"[clrs_rt ours {algorithm} seed {seed}] resumed at step "
+          f"{meta['step']}"
+      )
     key = jax.random.PRNGKey(MODEL_SEED + seed)
     step = meta["step"]
     started = time.time()
     while step < budget.steps:
       idx = rng.choice(data.train_size, (p.batch_size,), replace=True)
-      loss = float(model.feedback(jax.random.fold_in(key, step),
-                                  data.feedback("train", idx)))
+      loss = float(
+          model.feedback(
+              jax.random.fold_in(key, step), data.feedback("train", idx)
+          )
+      )
       step += 1
       if step % budget.eval_every and step != budget.steps:
         continue
       train_seconds = time.time() - started
-      point = {"step": step, "loss": loss,
-               "val": evaluation.evaluate(model, val_set, jax.random.fold_in(
-                   key, 10**9 + step))["score"],
-               "test": evaluation.evaluate(model, test_set, jax.random.fold_in(
-                   key, 2 * 10**9 + step))["score"],
-               "train_seconds": train_seconds,
-               "eval_seconds": time.time() - started - train_seconds}
+      point = {
+          "step": step,
+          "loss": loss,
+          "val": evaluation.evaluate(
+              model, val_set, jax.random.fold_in(key, 10**9 + step)
+          )["score"],
+          "test": evaluation.evaluate(
+              model, test_set, jax.random.fold_in(key, 2 * 10**9 + step)
+          )["score"],
+          "train_seconds": train_seconds,
+          "eval_seconds": time.time() - started - train_seconds,
+      }
       meta["history"].append(point)
       meta.update(step=step, batch_rng=_rng_state(rng))
-      ckpt.save(step, {"params": model.params, "opt_state": model.opt_state},
-                meta)
-      log(f"[clrs_rt ours {algorithm} seed {seed}] step {step}: loss "
+      ckpt.save(
+          step, {"params": model.params, "opt_state": model.opt_state}, meta
+      )
+      log(
+          f"[clrs_rt ours {algorithm} seed {seed}] step {step}: loss "
           f"{loss:.4f} val {point['val']:.4f} test {point['test']:.4f} "
-          f"({train_seconds:.1f} s train, {point['eval_seconds']:.1f} s eval)")
+          f"({train_seconds:.1f} s train, {point['eval_seconds']:.1f} s eval)"
+      )
       started = time.time()
       if step == stop_at:
         break
@@ -352,11 +445,13 @@ def merge(per_algorithm: Mapping[str, Sequence[Mapping]]) -> List[Dict]:
   return [{"step": s, "metrics": steps[s]} for s in sorted(steps)]
 
 
-def run_ours(budget: Budget, seed: int, data_dir: str, workdir: str,
-             log=print) -> List[Dict]:
+def run_ours(
+    budget: Budget, seed: int, data_dir: str, workdir: str, log=print
+) -> List[Dict]:
   """Trains (or resumes) our side on every algorithm of `budget`; writes
   `<workdir>/results.json` ({"history": merged points}) when finished."""
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
+
   per_algorithm = {}
   for algorithm in budget.algorithms:
     done = os.path.join(workdir, algorithm, "history.json")
@@ -367,11 +462,14 @@ def run_ours(budget: Budget, seed: int, data_dir: str, workdir: str,
         continue
     data = ForkData.load(data_path(data_dir, budget, algorithm))
     per_algorithm[algorithm] = train_ours_one(
-        budget, seed, algorithm, data, os.path.join(workdir, algorithm), log)
+        budget, seed, algorithm, data, os.path.join(workdir, algorithm), log
+    )
     reporting.write_json(done, per_algorithm[algorithm])
   history = merge(per_algorithm)
-  reporting.write_json(os.path.join(workdir, "results.json"),
-                       {"history": history, "budget": dataclasses.asdict(budget)})
+  reporting.write_json(
+      os.path.join(workdir, "results.json"),
+      {"history": history, "budget": dataclasses.asdict(budget)},
+  )
   return history
 
 
@@ -382,13 +480,21 @@ def reference_env(threads: int = 1) -> Dict[str, str]:
   """Their process's environment: XLA on `threads` CPU threads."""
   env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", JAX_PLATFORMS="cpu")
   if threads == 1:
-    env["XLA_FLAGS"] = ("--xla_cpu_multi_thread_eigen=false "
-                        "intra_op_parallelism_threads=1")
+    env["XLA_FLAGS"] = (
+        "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    )
   return env
 
 
-def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
-               python: str, out_dir: str, threads: int = 1) -> List[Dict]:
+def run_theirs(
+    budget: Budget,
+    seed: int,
+    reference: str,
+    scratch: str,
+    python: str,
+    out_dir: str,
+    threads: int = 1,
+) -> List[Dict]:
   """Runs (or resumes, or reuses) their side, one algorithm after the other
   under `out_dir/<algorithm>`; returns the merged evaluation points."""
   per_algorithm = {}
@@ -398,21 +504,35 @@ def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
     points = read_curve(curve)
     if not (points and points[-1]["step"] == budget.steps):
       os.makedirs(run_dir, exist_ok=True)
-      cmd = [python, WRAPPER, "train", f"--reference={reference}",
-             f"--algorithm={algorithm}", f"--out_dir={run_dir}",
-             f"--steps={budget.steps}", f"--eval_every={budget.eval_every}",
-             f"--max_eval_samples={budget.max_eval_samples}",
-             "--authors_flags=" + " ".join(reference_flags(budget, seed))]
+      cmd = [
+          python,
+          WRAPPER,
+          "train",
+          f"--reference={reference}",
+          f"--algorithm={algorithm}",
+          f"--out_dir={run_dir}",
+          f"--steps={budget.steps}",
+          f"--eval_every={budget.eval_every}",
+          f"--max_eval_samples={budget.max_eval_samples}",
+          "--authors_flags=" + " ".join(reference_flags(budget, seed)),
+      ]
       log_path = os.path.join(run_dir, "log.txt")
       with open(log_path, "a") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                              check=False, env=reference_env(threads),
-                              cwd=scratch)
+        proc = subprocess.run(
+            cmd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+            env=reference_env(threads),
+            cwd=scratch,
+        )
       if proc.returncode:
         with open(log_path) as f:
           tail = f.read()[-3000:]
-        raise RuntimeError(f"the authors' side failed (exit "
-                           f"{proc.returncode}): {' '.join(cmd)}\n{tail}")
+        raise RuntimeError(
+            "the authors' side failed (exit "
+            f"{proc.returncode}): {' '.join(cmd)}\n{tail}"
+        )
       points = read_curve(curve)
     per_algorithm[algorithm] = points
   return merge(per_algorithm)
@@ -431,7 +551,8 @@ def finished_ours(budget: Budget, workdir: str):
   """A finished run's merged evaluation points, or None."""
   history = curves.finished_history(workdir, budget.steps)
   if history is None or set(history[-1]["metrics"]) != set(
-      metric_names_of(budget.algorithms)):
+      metric_names_of(budget.algorithms)
+  ):
     return None
   return history
 
@@ -453,40 +574,61 @@ def metric_names() -> Sequence[str]:
 
 # Found by this comparison and resolved in our network (what, our setting).
 RESOLVED = [
-    ("decoder inputs with carried state: their nets.py feeds edge and graph "
-     "decoders [features, previous hidden, new hidden], so pointers from "
-     "edges are w . [edge_fts, previous edge hidden, new edge hidden] + b "
-     "(576 weights and a bias); ours read [edge_fts, new edge hidden] "
-     "without bias (results/compare_clrs_rt_params.json: totals theirs "
-     "1,103,404 / ours 1,103,018 on bellman_ford, 1,103,981 / 1,103,788 on "
-     "binary_search, processors equal)",
-     "model.decode_previous_hiddens=True (default) and a bias on "
-     "EdgePointerDecoder: our totals are now theirs"),
-    ("re-encoded SCALAR hint predictions under noisy teacher forcing: their "
-     "postprocess passes them with their gradient, dm-clrs 2.0.3's hard "
-     "postprocess stops it (found by the whole-network golden "
-     "tests/fidelity rt_net_bellman_ford: noisy-forcing gradients differed "
-     "by up to 0.026, e.g. the `d` decoder's weights)",
-     "model.scalar_hint_gradient=True (default; set in our_config): the "
-     "gradient flows as theirs"),
-    ("initial parameter distributions of the RT processor (not its "
-     "function): theirs are Haiku's TruncatedNormal(1/sqrt(fan_in)) (std "
-     "0.88/sqrt(fan_in)) of their concatenated inputs; ours split those "
-     "linears by input (edge_in / edge_hidden_in / edge_graph_in, fan-in "
-     "192 each vs their 576; the edge update's w4 blocks, 192 vs 768) and "
-     "used Flax's lecun_normal (std 1/sqrt(fan_in)); the attention's "
-     "value_edge_kernel was 3x smaller than theirs (fan-in H*E). At the "
-     "comparison's sizes (binary_search) our stds were 1.7x theirs on the "
-     "edge input linears, 2.3x on w4, 1.14x on the other dense kernels, "
-     "0.33x on value_edge_kernel; encoders and decoders matched. "
-     "Diagnostic (one seed, 200 steps): our side started from their "
-     "initial parameters (mapped) trains to loss 4.98 / 1.05 at steps "
-     "100 / 200, theirs 5.01 / 1.09, ours from our old init 5.77 / 2.35",
-     "RTConfig.init='diao' (default; set in our_config): every RT kernel "
-     "is Haiku's TruncatedNormal(1/sqrt(fan_in)) over the input as their "
-     "code concatenates it (W_4 blocks 2E + 2D, the edge input linears "
-     "edge_fts + E + graph_fts, W^V_e E); 'flax' keeps LeCun normal per "
-     "kernel (tests/layers/test_rt_init.py)"),
+    (
+        (
+            "decoder inputs with carried state: their nets.py feeds edge and"
+            " graph decoders [features, previous hidden, new hidden], so"
+            " pointers from edges are w . [edge_fts, previous edge hidden, new"
+            " edge hidden] + b (576 weights and a bias); ours read [edge_fts,"
+            " new edge hidden] without bias"
+            " (results/compare_clrs_rt_params.json: totals theirs 1,103,404 /"
+            " ours 1,103,018 on bellman_ford, 1,103,981 / 1,103,788 on"
+            " binary_search, processors equal)"
+        ),
+        (
+            "model.decode_previous_hiddens=True (default) and a bias on "
+            "EdgePointerDecoder: our totals are now theirs"
+        ),
+    ),
+    (
+        (
+            "re-encoded SCALAR hint predictions under noisy teacher forcing:"
+            " their postprocess passes them with their gradient, dm-clrs"
+            " 2.0.3's hard postprocess stops it (found by the whole-network"
+            " golden tests/fidelity rt_net_bellman_ford: noisy-forcing"
+            " gradients differed by up to 0.026, e.g. the `d` decoder's"
+            " weights)"
+        ),
+        (
+            "model.scalar_hint_gradient=True (default; set in our_config): the "
+            "gradient flows as theirs"
+        ),
+    ),
+    (
+        (
+            "initial parameter distributions of the RT processor (not its"
+            " function): theirs are Haiku's TruncatedNormal(1/sqrt(fan_in))"
+            " (std 0.88/sqrt(fan_in)) of their concatenated inputs; ours split"
+            " those linears by input (edge_in / edge_hidden_in / edge_graph_in,"
+            " fan-in 192 each vs their 576; the edge update's w4 blocks, 192 vs"
+            " 768) and used Flax's lecun_normal (std 1/sqrt(fan_in)); the"
+            " attention's value_edge_kernel was 3x smaller than theirs (fan-in"
+            " H*E). At the comparison's sizes (binary_search) our stds were"
+            " 1.7x theirs on the edge input linears, 2.3x on w4, 1.14x on the"
+            " other dense kernels, 0.33x on value_edge_kernel; encoders and"
+            " decoders matched. Diagnostic (one seed, 200 steps): our side"
+            " started from their initial parameters (mapped) trains to loss"
+            " 4.98 / 1.05 at steps 100 / 200, theirs 5.01 / 1.09, ours from our"
+            " old init 5.77 / 2.35"
+        ),
+        (
+            "RTConfig.init='diao' (default; set in our_config): every RT kernel"
+            " is Haiku's TruncatedNormal(1/sqrt(fan_in)) over the input as"
+            " their code concatenates it (W_4 blocks 2E + 2D, the edge input"
+            " linears edge_fts + E + graph_fts, W^V_e E); 'flax' keeps LeCun"
+            " normal per kernel (tests/layers/test_rt_init.py)"
+        ),
+    ),
 ]
 # Whole-network equality (tests/fidelity/test_peer_goldens.py, rt_net_*,
 # goldens from their BaselineModel at tiny sizes with run.py's settings):
@@ -494,48 +636,63 @@ RESOLVED = [
 # fixed force mask) and evaluation predictions equal theirs to 1e-5
 # (gradients relative to their magnitude) on bellman_ford and binary_search.
 DIFFERENCES = [
-    "teacher-forcing coin and evaluation keys come from each side's own "
-    "key chain (theirs: run.py's split chain from PRNGKey(model_seed); ours: "
-    "fold_in(PRNGKey(42 + seed), step)); parameter initialisation from each "
-    "side's own RNG",
-    "their nets.py applies dropout to the node, edge and graph hiddens, "
-    "ours (dm-clrs 2.0.3) to the node hidden only: no effect at run.py's "
-    "dropout_prob 0, but their Net draws three dropout keys per step, so "
-    "the teacher-forcing masks come from differently positioned keys",
-    "run.py evaluates every 320 examples (80 steps) plus after the first "
-    "step, and the test set once at the end with the best-validation "
-    "parameters; here both sides score val and test with the current "
-    "parameters every eval_every steps",
-    "evaluation batch 32 on both sides (run.py: 1; predictions do not "
-    "depend on the other samples of a batch)",
-    "their environment: jax/jaxlib 0.4.13, dm-haiku 0.0.10, optax 0.1.5, "
-    "chex 0.1.7 under Python 3.10 (their environment.yml: jax 0.3.14, haiku "
-    "0.0.6, optax 0.1.2, chex 0.1.3 under Python 3.9; jaxlib 0.3.14 is no "
-    "longer on PyPI)",
+    (
+        "teacher-forcing coin and evaluation keys come from each side's own key"
+        " chain (theirs: run.py's split chain from PRNGKey(model_seed); ours:"
+        " fold_in(PRNGKey(42 + seed), step)); parameter initialisation from"
+        " each side's own RNG"
+    ),
+    (
+        "their nets.py applies dropout to the node, edge and graph hiddens, "
+        "ours (dm-clrs 2.0.3) to the node hidden only: no effect at run.py's "
+        "dropout_prob 0, but their Net draws three dropout keys per step, so "
+        "the teacher-forcing masks come from differently positioned keys"
+    ),
+    (
+        "run.py evaluates every 320 examples (80 steps) plus after the first "
+        "step, and the test set once at the end with the best-validation "
+        "parameters; here both sides score val and test with the current "
+        "parameters every eval_every steps"
+    ),
+    (
+        "evaluation batch 32 on both sides (run.py: 1; predictions do not "
+        "depend on the other samples of a batch)"
+    ),
+    (
+        "their environment: jax/jaxlib 0.4.13, dm-haiku 0.0.10, optax 0.1.5,"
+        " chex 0.1.7 under Python 3.10 (their environment.yml: jax 0.3.14,"
+        " haiku 0.0.6, optax 0.1.2, chex 0.1.3 under Python 3.9; jaxlib 0.3.14"
+        " is no longer on PyPI)"
+    ),
 ]
 
 
 def describe(budget: Budget) -> Dict:
-  return {"repository": REPOSITORY, "hyperparameters": dict(AUTHORS),
-          "reference_flags_seed0": reference_flags(budget, 0),
-          "budget": dataclasses.asdict(budget),
-          "data": "their run.py datasets from their own samplers (train "
-                  "seed 1, train_size samples at n=16; val seed 2 at n=16; "
-                  "test seed 3 at n=64), dumped once by "
-                  "refs/clrs_rt_fork.py data; our side reads the arrays and "
-                  "draws the same training batches (their Sampler.next "
-                  "index stream); evaluation on the first max_eval_samples "
-                  "of each set (0: all) on both sides",
-          "data_vs_dm_clrs_2_0_3": (
-              "with run.py's arguments the fork's samplers and dm-clrs "
-              "2.0.3's give identical datasets and batch streams for "
-              "bellman_ford and binary_search (checked on the 10,000 "
-              "training samples and the full val/test sets); our usual "
-              "pipeline (lengths 4..16, p in 0.1..0.9, random pos, pred_h "
-              "as input) is not used here: both sides follow run.py"),
-          "differences": DIFFERENCES,
-          "resolved": [{"theirs": what, "ours": how}
-                       for what, how in RESOLVED]}
+  return {
+      "repository": REPOSITORY,
+      "hyperparameters": dict(AUTHORS),
+      "reference_flags_seed0": reference_flags(budget, 0),
+      "budget": dataclasses.asdict(budget),
+      "data": (
+          "their run.py datasets from their own samplers (train "
+          "seed 1, train_size samples at n=16; val seed 2 at n=16; "
+          "test seed 3 at n=64), dumped once by "
+          "refs/clrs_rt_fork.py data; our side reads the arrays and "
+          "draws the same training batches (their Sampler.next "
+          "index stream); evaluation on the first max_eval_samples "
+          "of each set (0: all) on both sides"
+      ),
+      "data_vs_dm_clrs_2_0_3": (
+          "with run.py's arguments the fork's samplers and dm-clrs "
+          "2.0.3's give identical datasets and batch streams for "
+          "bellman_ford and binary_search (checked on the 10,000 "
+          "training samples and the full val/test sets); our usual "
+          "pipeline (lengths 4..16, p in 0.1..0.9, random pos, pred_h "
+          "as input) is not used here: both sides follow run.py"
+      ),
+      "differences": DIFFERENCES,
+      "resolved": [{"theirs": what, "ours": how} for what, how in RESOLVED],
+  }
 
 
 if __name__ == "__main__":

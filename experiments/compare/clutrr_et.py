@@ -40,10 +40,20 @@ DATA_PATH = "compare"  # Their --data_path: <scratch>/data/compare.
 METRIC_KS = tuple(range(2, 11))
 
 # The authors' train.py defaults, spelled out (their flag: value).
-AUTHORS = {"lr": 1e-3, "batch_size": 400, "num_message_rounds": 8,
-           "dropout": 0.2, "dim": 200, "num_heads": 4, "max_grad_norm": 1.0,
-           "num_warmup_steps": 100, "ff_factor": 4, "optimizer": "Adam",
-           "scheduler": "linear_warmup", "share_layers": True}
+AUTHORS = {
+    "lr": 1e-3,
+    "batch_size": 400,
+    "num_message_rounds": 8,
+    "dropout": 0.2,
+    "dim": 200,
+    "num_heads": 4,
+    "max_grad_norm": 1.0,
+    "num_warmup_steps": 100,
+    "ff_factor": 4,
+    "optimizer": "Adam",
+    "scheduler": "linear_warmup",
+    "share_layers": True,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,9 +66,11 @@ class Budget:
 
 # cpu: 3 seeds x 2 sides of 300 steps of batch 400 fit about 2 h on the
 # 2 cores; smoke: the harness end to end in seconds.
-BUDGETS = {"paper": Budget(3500, 350, 3, 17_500),
-           "cpu": Budget(300, 50, 3, 17_500),
-           "smoke": Budget(4, 2, 2, 200)}
+BUDGETS = {
+    "paper": Budget(3500, 350, 3, 17_500),
+    "cpu": Budget(300, 50, 3, 17_500),
+    "smoke": Budget(4, 2, 2, 200),
+}
 
 
 def reference_flags(hp: Mapping = AUTHORS) -> List[str]:
@@ -76,13 +88,17 @@ def our_config(budget: Budget, seed: int, data_dir: str, hp: Mapping = AUTHORS):
   """Our `relational_jax.training.clutrr` config matching `hp` (their flag
   names) on the files in `data_dir`."""
   from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
+
   if hp["optimizer"] != "Adam" or hp["scheduler"] != "linear_warmup":
-    raise ValueError(f"our CLUTRR loop has Adam with linear warmup and decay; "
-                     f"got optimizer={hp['optimizer']!r}, "
-                     f"scheduler={hp['scheduler']!r}.")
+    raise ValueError(
+        "our CLUTRR loop has Adam with linear warmup and decay; "
+        f"got optimizer={hp['optimizer']!r}, "
+        f"scheduler={hp['scheduler']!r}."
+    )
   if hp["dim"] % hp["num_heads"]:
-    raise ValueError(f"dim {hp['dim']} is not a multiple of num_heads "
-                     f"{hp['num_heads']}.")
+    raise ValueError(
+        f"dim {hp['dim']} is not a multiple of num_heads {hp['num_heads']}."
+    )
   c = clutrr.default_config()
   c.model = "edge_transformer"
   et = c.edge_transformer
@@ -99,13 +115,18 @@ def our_config(budget: Budget, seed: int, data_dir: str, hp: Mapping = AUTHORS):
   c.data.test_files = ("test.csv",)
   p = c.protocol
   p.train_source, p.val_fraction, p.num_generated_test_per_k = (
-      "train.csv", 0.2, 0)
+      "train.csv",
+      0.2,
+      0,
+  )
   t = c.train
-  t.learning_rate, t.batch_size, t.clip = (hp["lr"], hp["batch_size"],
-                                           hp["max_grad_norm"])
+  t.learning_rate, t.batch_size, t.clip = (
+      hp["lr"],
+      hp["batch_size"],
+      hp["max_grad_norm"],
+  )
   t.schedule, t.warmup_steps = "linear", hp["num_warmup_steps"]
-  t.steps, t.eval_every, t.eval_tests = (budget.steps, budget.eval_every,
-                                         True)
+  t.steps, t.eval_every, t.eval_tests = (budget.steps, budget.eval_every, True)
   t.seed, t.progress, t.select_on = seed, False, "last"
   return c
 
@@ -114,12 +135,14 @@ def prepare_data(budget: Budget, scratch: str, test_csv: str) -> str:
   """Writes train.csv (generated k = 2, 3) and a copy of `test_csv` into
   <scratch>/data/compare once; returns that directory."""
   from relational_jax.data import clutrr as data  # pylint: disable=g-import-not-at-top
+
   data_dir = os.path.join(scratch, "data", DATA_PATH)
   os.makedirs(data_dir, exist_ok=True)
   train = os.path.join(data_dir, "train.csv")
   if not os.path.isfile(train):
-    rows, _ = data.generate_splits((2, 3), (), budget.num_train_per_k, 0,
-                                   seed=0)
+    rows, _ = data.generate_splits(
+        (2, 3), (), budget.num_train_per_k, 0, seed=0
+    )
     data.write_csv(rows, train + ".tmp")
     os.replace(train + ".tmp", train)
   if not os.path.isfile(test_csv):
@@ -137,18 +160,30 @@ def metrics_of(tests: Mapping) -> Dict[str, float]:
   return out
 
 
-def run_ours(budget: Budget, seed: int, data_dir: str, workdir: str,
-             log=print) -> List[Dict]:
+def run_ours(
+    budget: Budget, seed: int, data_dir: str, workdir: str, log=print
+) -> List[Dict]:
   """Trains (or resumes) our side; its evaluation points."""
   from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
-  results = clutrr.train_and_evaluate(our_config(budget, seed, data_dir),
-                                      workdir, log=log)
-  return [{"step": e["step"], "metrics": metrics_of(e["tests"])}
-          for e in results["history"]]
+
+  results = clutrr.train_and_evaluate(
+      our_config(budget, seed, data_dir), workdir, log=log
+  )
+  return [
+      {"step": e["step"], "metrics": metrics_of(e["tests"])}
+      for e in results["history"]
+  ]
 
 
-def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
-               python: str, out_dir: str, threads: int = 1) -> List[Dict]:
+def run_theirs(
+    budget: Budget,
+    seed: int,
+    reference: str,
+    scratch: str,
+    python: str,
+    out_dir: str,
+    threads: int = 1,
+) -> List[Dict]:
   """Runs (or resumes, or reuses) the authors' side in `python` (their
   environment); returns its evaluation points. The wrapper checkpoints into
   `out_dir` at every evaluation; its output goes to `out_dir/log.txt`."""
@@ -158,23 +193,34 @@ def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
     return points
   os.makedirs(out_dir, exist_ok=True)
   script = os.path.join(os.path.dirname(__file__), "refs", "clutrr_et_torch.py")
-  cmd = [python, script, f"--reference={reference}", f"--scratch={scratch}",
-         f"--data_path={DATA_PATH}", f"--seed={seed}",
-         f"--steps={budget.steps}", f"--eval_every={budget.eval_every}",
-         f"--threads={threads}", f"--out_dir={out_dir}",
-         "--authors_flags=" + " ".join(reference_flags())]
+  cmd = [
+      python,
+      script,
+      f"--reference={reference}",
+      f"--scratch={scratch}",
+      f"--data_path={DATA_PATH}",
+      f"--seed={seed}",
+      f"--steps={budget.steps}",
+      f"--eval_every={budget.eval_every}",
+      f"--threads={threads}",
+      f"--out_dir={out_dir}",
+      "--authors_flags=" + " ".join(reference_flags()),
+  ]
   log_path = os.path.join(out_dir, "log.txt")
   # Their label ids come from list(set(names)): the order follows Python's
   # string hash, random per process unless PYTHONHASHSEED is fixed.
   env = dict(os.environ, PYTHONHASHSEED=str(seed))
   with open(log_path, "a") as out:
-    proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                          check=False, env=env)
+    proc = subprocess.run(
+        cmd, stdout=out, stderr=subprocess.STDOUT, check=False, env=env
+    )
   if proc.returncode:
     with open(log_path) as f:
       tail = f.read()[-3000:]
-    raise RuntimeError(f"the authors' side failed (exit {proc.returncode}): "
-                       f"{' '.join(cmd)}\n{tail}")
+    raise RuntimeError(
+        f"the authors' side failed (exit {proc.returncode}): "
+        f"{' '.join(cmd)}\n{tail}"
+    )
   return read_curve(curve)
 
 
@@ -184,8 +230,9 @@ def read_curve(path: str) -> List[Dict]:
     return []
   with open(path) as f:
     entries = [json.loads(line) for line in f if line.strip()]
-  return [{"step": e["step"], "metrics": metrics_of(e["tests"])}
-          for e in entries]
+  return [
+      {"step": e["step"], "metrics": metrics_of(e["tests"])} for e in entries
+  ]
 
 
 def finished_ours(budget: Budget, workdir: str):
@@ -193,8 +240,9 @@ def finished_ours(budget: Budget, workdir: str):
   history = curves.finished_history(workdir, budget.steps)
   if history is None:
     return None
-  return [{"step": e["step"], "metrics": metrics_of(e["tests"])}
-          for e in history]
+  return [
+      {"step": e["step"], "metrics": metrics_of(e["tests"])} for e in history
+  ]
 
 
 def finished_theirs(budget: Budget, out_dir: str):
@@ -208,31 +256,48 @@ def metric_names() -> Sequence[str]:
 
 
 def describe(budget: Budget) -> Dict:
-  return {"repository": REPOSITORY, "hyperparameters": dict(AUTHORS),
-          "reference_flags": reference_flags(),
-          "budget": dataclasses.asdict(budget),
-          "data": "train: generated k=2,3 rows (relational_jax.data.clutrr, "
-                  "seed 0) in the official schema; test: the official "
-                  "gen_train23_test2to10/test.csv",
-          "differences": [
+  return {
+      "repository": REPOSITORY,
+      "hyperparameters": dict(AUTHORS),
+      "reference_flags": reference_flags(),
+      "budget": dataclasses.asdict(budget),
+      "data": (
+          "train: generated k=2,3 rows (relational_jax.data.clutrr, "
+          "seed 0) in the official schema; test: the official "
+          "gen_train23_test2to10/test.csv"
+      ),
+      "differences": [
+          (
               "batch order: theirs fixed (DataLoader shuffle=False), ours a "
-              "seeded permutation per epoch",
-              "80/20 split and initialisation drawn by each side's RNG",
+              "seeded permutation per epoch"
+          ),
+          "80/20 split and initialisation drawn by each side's RNG",
+          (
               "their Lightning Trainer replaced by the equivalent plain loop "
-              "(refs/clutrr_et_torch.py); DataLoader workers 0 instead of 8",
+              "(refs/clutrr_et_torch.py); DataLoader workers 0 instead of 8"
+          ),
+          (
               "their edge/target label ids follow list(set(names)), i.e. "
               "Python's string hash: PYTHONHASHSEED is set to the seed so "
-              "their runs are reproducible and resumable"],
-          "resolved": [
-              {"theirs": "dropout (p = their --dropout) on the triangular "
-                         "attention weights after the softmax "
-                         "(EdgeAttention: att = self.dropout(att)); found "
-                         "after the first cpu run, whose curves were trained "
-                         "without it on our side (results/compare/"
-                         "clutrr_et__before_attention_dropout.json: 55 of "
-                         "60 points matched, ours behind at k = 7, 10)",
-               "ours": "edge_transformer.attention_dropout_rate = their "
-                       "dropout (the CLUTRR default config: 0.2)"}]}
+              "their runs are reproducible and resumable"
+          ),
+      ],
+      "resolved": [{
+          "theirs": (
+              "dropout (p = their --dropout) on the triangular "
+              "attention weights after the softmax "
+              "(EdgeAttention: att = self.dropout(att)); found "
+              "after the first cpu run, whose curves were trained "
+              "without it on our side (results/compare/"
+              "clutrr_et__before_attention_dropout.json: 55 of "
+              "60 points matched, ours behind at k = 7, 10)"
+          ),
+          "ours": (
+              "edge_transformer.attention_dropout_rate = their "
+              "dropout (the CLUTRR default config: 0.2)"
+          ),
+      }],
+  }
 
 
 if __name__ == "__main__":

@@ -39,10 +39,14 @@ def summarize(values: Sequence[float]) -> Dict:
   values = [float(v) for v in values]
   if not values:
     raise ValueError("summarize needs at least one value.")
-  return {"mean": statistics.fmean(values),
-          "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
-          "min": min(values), "max": max(values), "n": len(values),
-          "values": values}
+  return {
+      "mean": statistics.fmean(values),
+      "sd": statistics.stdev(values) if len(values) > 1 else 0.0,
+      "min": min(values),
+      "max": max(values),
+      "n": len(values),
+      "values": values,
+  }
 
 
 def aggregate(runs: Sequence[Run]) -> Dict[str, Dict[int, Dict]]:
@@ -58,13 +62,18 @@ def aggregate(runs: Sequence[Run]) -> Dict[str, Dict[int, Dict]]:
   for r, run in enumerate(runs):
     for point in run:
       if "step" not in point or "metrics" not in point:
-        raise ValueError(f"run {r}: an evaluation point needs 'step' and "
-                         f"'metrics', got keys {sorted(point)}.")
+        raise ValueError(
+            f"run {r}: an evaluation point needs 'step' and "
+            f"'metrics', got keys {sorted(point)}."
+        )
       for name, value in point["metrics"].items():
         values.setdefault(name, {}).setdefault(int(point["step"]), []).append(
-            float(value))
-  return {name: {step: summarize(v) for step, v in sorted(by_step.items())}
-          for name, by_step in sorted(values.items())}
+            float(value)
+        )
+  return {
+      name: {step: summarize(v) for step, v in sorted(by_step.items())}
+      for name, by_step in sorted(values.items())
+  }
 
 
 def tolerance(ours: Mapping, theirs: Mapping) -> float:
@@ -74,12 +83,14 @@ def tolerance(ours: Mapping, theirs: Mapping) -> float:
   return max(ranges, 2.0 * se)
 
 
-def chance_failure_rate(seeds: int = 3, trials: int = 100_000,
-                        seed: int = 0) -> float:
+def chance_failure_rate(
+    seeds: int = 3, trials: int = 100_000, seed: int = 0
+) -> float:
   """How often the matching rule fails at one point when both sides draw
   their `seeds` values from the same normal distribution (Monte Carlo,
   `trials` draws): the rate of failures that need no cause."""
   import numpy as np  # pylint: disable=g-import-not-at-top
+
   if seeds < 2:
     raise ValueError(f"seeds must be >= 2 for a seed range, got {seeds}.")
   rng = np.random.default_rng(seed)
@@ -90,8 +101,10 @@ def chance_failure_rate(seeds: int = 3, trials: int = 100_000,
   return float(np.mean(diff > np.maximum(ranges, 2.0 * se)))
 
 
-def compare_sides(ours: Mapping[str, Mapping[int, Mapping]],
-                  theirs: Mapping[str, Mapping[int, Mapping]]) -> Dict:
+def compare_sides(
+    ours: Mapping[str, Mapping[int, Mapping]],
+    theirs: Mapping[str, Mapping[int, Mapping]],
+) -> Dict:
   """Per metric and step: both summaries, the difference of means, the
   tolerance and whether the matching rule holds; plus overall counts.
 
@@ -111,37 +124,55 @@ def compare_sides(ours: Mapping[str, Mapping[int, Mapping]],
         point.update(diff=diff, tolerance=tol, match=abs(diff) <= tol)
       points.append(point)
   unmatched = [p for p in points if not p["match"]]
-  return {"points": points, "num_points": len(points),
-          "num_matched": len(points) - len(unmatched),
-          "all_match": not unmatched,
-          "unmatched": [(p["metric"], p["step"]) for p in unmatched]}
+  return {
+      "points": points,
+      "num_points": len(points),
+      "num_matched": len(points) - len(unmatched),
+      "all_match": not unmatched,
+      "unmatched": [(p["metric"], p["step"]) for p in unmatched],
+  }
 
 
-def plot(comparison: Mapping, metrics: Sequence[str], path: str,
-         title: str = "", ylabel: str = "accuracy",
-         labels: Optional[Sequence[str]] = None) -> None:
+def plot(
+    comparison: Mapping,
+    metrics: Sequence[str],
+    path: str,
+    title: str = "",
+    ylabel: str = "accuracy",
+    labels: Optional[Sequence[str]] = None,
+) -> None:
   """One panel per metric: mean +- sd over seeds for both sides (PNG)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+
   labels = labels or ("ours", "authors'")
   cols = min(len(metrics), 5)
   rows = math.ceil(len(metrics) / cols)
-  fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.8 * rows),
-                           squeeze=False, sharey=True)
+  fig, axes = plt.subplots(
+      rows, cols, figsize=(3.2 * cols, 2.8 * rows), squeeze=False, sharey=True
+  )
   for ax, name in zip(axes.flat, metrics):
     for side, label in zip(("ours", "theirs"), labels):
-      pts = [p for p in comparison["points"]
-             if p["metric"] == name and p[side] is not None]
+      pts = [
+          p
+          for p in comparison["points"]
+          if p["metric"] == name and p[side] is not None
+      ]
       xs = [p["step"] for p in pts]
       mean = [p[side]["mean"] for p in pts]
       sd = [p[side]["sd"] for p in pts]
       ax.plot(xs, mean, marker=".", label=label)
-      ax.fill_between(xs, [m - s for m, s in zip(mean, sd)],
-                      [m + s for m, s in zip(mean, sd)], alpha=0.25)
+      ax.fill_between(
+          xs,
+          [m - s for m, s in zip(mean, sd)],
+          [m + s for m, s in zip(mean, sd)],
+          alpha=0.25,
+      )
     ax.set_title(name, fontsize=9)
     ax.set_xlabel("step", fontsize=8)
-  for ax in axes.flat[len(metrics):]:
+  for ax in axes.flat[len(metrics) :]:
     ax.axis("off")
   axes.flat[0].set_ylabel(ylabel)
   axes.flat[0].legend(fontsize=8)

@@ -9,22 +9,26 @@ class MissingReferenceError(ValueError):
   repository (the entry point exits with status 2 and this message)."""
 
 
-def require(name: str, path: Optional[str], repository: str,
-            marker: str) -> str:
+def require(
+    name: str, path: Optional[str], repository: str, marker: str
+) -> str:
   """The absolute checkout path, after checking that `marker` (a file of
   the authors' repository) is in it.
 
   Raises:
     MissingReferenceError: naming the repository to fetch and the flag.
   """
-  how = (f"Comparison {name!r} runs the authors' code from a checkout of "
-         f"https://github.com/{repository} (never vendored here). Fetch it "
-         f"(e.g. `fetch github:{repository}`, then check out its snapshot "
-         f"into a scratch directory) and pass --reference=DIR.")
+  how = (
+      f"Comparison {name!r} runs the authors' code from a checkout of "
+      f"https://github.com/{repository} (never vendored here). Fetch it "
+      f"(e.g. `fetch github:{repository}`, then check out its snapshot "
+      "into a scratch directory) and pass --reference=DIR."
+  )
   if not path:
     raise MissingReferenceError(f"No --reference given. {how}")
   if not os.path.isfile(os.path.join(path, marker)):
     raise MissingReferenceError(
         f"--reference={path} has no {marker}: it is not a checkout of "
-        f"{repository}. {how}")
+        f"{repository}. {how}"
+    )
   return os.path.abspath(path)

@@ -89,39 +89,71 @@ THEIR_TRANSFORMER_DROPOUT = 0.1
 # Seq2Seq with positions='relative', tied=True); each is now an option whose
 # default is theirs: (what, our setting).
 RESOLVED = (
-    ("source: their interface appends EOS (add_eos) and their model "
-     "prepends an encoder SOS", "data.source_markers='bos_eos'"),
-    ("decoder start: their one SOS/EOS token starts decoding (so, tied, "
-     "the start embedding is the EOS output vector)",
-     "data.target_start='eos'"),
-    ("attention output map without bias (multi_head_merge, bias=False)",
-     "transformer.attention_out_bias=False"),
-    ("a bias on the tied output map (TiedEmbedding.bias)",
-     "transformer.output_bias=True"),
-    ("no dropout on the embedded inputs of their relative variants (ours "
-     "had dropout_rate, 0.5)", "transformer.embedding_dropout=-1 (theirs)"),
-    ("dropout: their `trafo_scan` profile sets `dropout` 0.5, which their "
-     "Transformer never receives (TransformerMixin.create_model does not "
-     "pass it; the layers' default 0.1 applies, as their appendix B "
-     "states); ours trained with 0.5 and trailed theirs badly (IID .52 vs "
-     ".98, gen .02 vs .75 at step 1,000, seed 0)",
-     "transformer.dropout_rate=0.1 in our_config, the reproductions and "
-     "the seq2seq defaults"),
-    ("initialisation: Xavier embeddings, cross-attention and FFN (ReLU "
-     "gain), PyTorch-default relative self-attention maps and FFN biases "
-     "(ours had Flax's LeCun normal and zero biases)",
-     "transformer.init='csordas'"),
+    (
+        (
+            "source: their interface appends EOS (add_eos) and their model "
+            "prepends an encoder SOS"
+        ),
+        "data.source_markers='bos_eos'",
+    ),
+    (
+        (
+            "decoder start: their one SOS/EOS token starts decoding (so, tied, "
+            "the start embedding is the EOS output vector)"
+        ),
+        "data.target_start='eos'",
+    ),
+    (
+        "attention output map without bias (multi_head_merge, bias=False)",
+        "transformer.attention_out_bias=False",
+    ),
+    (
+        "a bias on the tied output map (TiedEmbedding.bias)",
+        "transformer.output_bias=True",
+    ),
+    (
+        (
+            "no dropout on the embedded inputs of their relative variants (ours"
+            " had dropout_rate, 0.5)"
+        ),
+        "transformer.embedding_dropout=-1 (theirs)",
+    ),
+    (
+        (
+            "dropout: their `trafo_scan` profile sets `dropout` 0.5, which"
+            " their Transformer never receives (TransformerMixin.create_model"
+            " does not pass it; the layers' default 0.1 applies, as their"
+            " appendix B states); ours trained with 0.5 and trailed theirs"
+            " badly (IID .52 vs .98, gen .02 vs .75 at step 1,000, seed 0)"
+        ),
+        (
+            "transformer.dropout_rate=0.1 in our_config, the reproductions and "
+            "the seq2seq defaults"
+        ),
+    ),
+    (
+        (
+            "initialisation: Xavier embeddings, cross-attention and FFN (ReLU"
+            " gain), PyTorch-default relative self-attention maps and FFN"
+            " biases (ours had Flax's LeCun normal and zero biases)"
+        ),
+        "transformer.init='csordas'",
+    ),
 )
 DIFFERENCES = (
-    "vocabulary rows: ours 4 specials + words (src 17, tgt 10), theirs "
-    "words + EOS + SOS (src 15) and words + SOS/EOS (tgt 7). Our unused rows "
-    "(PAD, UNK; BOS of the target) move the Xavier bound of the embeddings "
-    "by < 1%, and the output softmax also covers our 3 target rows that "
-    "are never a target (PAD, BOS, UNK)",
+    (
+        "vocabulary rows: ours 4 specials + words (src 17, tgt 10), theirs"
+        " words + EOS + SOS (src 15) and words + SOS/EOS (tgt 7). Our unused"
+        " rows (PAD, UNK; BOS of the target) move the Xavier bound of the"
+        " embeddings by < 1%, and the output softmax also covers our 3 target"
+        " rows that are never a target (PAD, BOS, UNK)"
+    ),
 )
 # transformer.variant -> (our transformer.positions, transformer.tied).
-VARIANTS = {"relative_universal": ("relative", True),
-            "relative": ("relative", False)}
+VARIANTS = {
+    "relative_universal": ("relative", True),
+    "relative": ("relative", False),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,8 +161,8 @@ class Budget:
   steps: int
   eval_every: int
   seeds: int
-  batch_size: int = 0          # 0: the authors' (256).
-  max_eval_examples: int = 0   # 0: the full evaluation sets.
+  batch_size: int = 0  # 0: the authors' (256).
+  max_eval_examples: int = 0  # 0: the full evaluation sets.
 
 
 # cpu: 3 seeds x 2 sides of 1,000 steps of batch 256, scored on the full IID
@@ -140,9 +172,11 @@ class Budget:
 # (results/bench_scan_step_threads1.json conditions), one evaluation of both
 # sets ~100 s ours and ~190 s theirs (untrained models, loaded machine).
 # smoke: the harness end to end in minutes.
-BUDGETS = {"paper": Budget(50_000, 500, 5),
-           "cpu": Budget(1_000, 500, 3),
-           "smoke": Budget(4, 2, 2, batch_size=32, max_eval_examples=16)}
+BUDGETS = {
+    "paper": Budget(50_000, 500, 5),
+    "cpu": Budget(1_000, 500, 3),
+    "smoke": Budget(4, 2, 2, batch_size=32, max_eval_examples=16),
+}
 
 
 def reference_flags(hp: Mapping = AUTHORS, budget: Budget = None) -> List[str]:
@@ -157,8 +191,7 @@ def reference_flags(hp: Mapping = AUTHORS, budget: Budget = None) -> List[str]:
   for name, value in hp.items():
     if value == "":
       continue
-    flags += [f"-{name}", str(int(value) if isinstance(value, bool)
-                              else value)]
+    flags += [f"-{name}", str(int(value) if isinstance(value, bool) else value)]
   return flags
 
 
@@ -170,16 +203,24 @@ def our_config(budget: Budget, seed: int, data_dir: str, hp: Mapping = AUTHORS):
       the supported values).
   """
   from experiments import reproductions  # pylint: disable=g-import-not-at-top
+
   check_choice(hp["task"], ("scan_resplit_transformer",), "their task")
-  check_choice(hp["transformer.variant"], tuple(VARIANTS),
-               "their transformer.variant")
+  check_choice(
+      hp["transformer.variant"], tuple(VARIANTS), "their transformer.variant"
+  )
   check_choice(hp["optimizer"], ("adam",), "their optimizer")
   check_choice(hp["lr_sched.type"], ("step",), "their lr_sched.type")
-  for name, supported in (("adam.betas", "0.9,0.999"), ("wd", 0.0),
-                          ("label_smoothing", 0.0), ("lr_sched.steps", "")):
+  for name, supported in (
+      ("adam.betas", "0.9,0.999"),
+      ("wd", 0.0),
+      ("label_smoothing", 0.0),
+      ("lr_sched.steps", ""),
+  ):
     if hp[name] != supported:
-      raise ValueError(f"their {name}={hp[name]!r} has no counterpart in our "
-                       f"seq2seq loop; supported: {supported!r}.")
+      raise ValueError(
+          f"their {name}={hp[name]!r} has no counterpart in our "
+          f"seq2seq loop; supported: {supported!r}."
+      )
   c = reproductions.get(REPRODUCTION).config()
   c.data.dataset, c.data.split = "scan", "length_cutoff"
   c.data.cutoff = hp["scan.length_cutoff"]
@@ -224,8 +265,10 @@ def prepare_data(budget: Budget, scratch: str, shared_data: str) -> str:
   del budget
   scan_file = os.path.join(shared_data, "scan", "tasks.txt")
   if not os.path.isfile(scan_file):
-    raise FileNotFoundError(f"the official SCAN tasks.txt is not at "
-                            f"{scan_file} (pass --shared_data).")
+    raise FileNotFoundError(
+        "the official SCAN tasks.txt is not at "
+        f"{scan_file} (pass --shared_data)."
+    )
   cache = os.path.join(scratch, "cache", "scan_resplit")
   os.makedirs(cache, exist_ok=True)
   link = os.path.join(cache, "tasks.txt")
@@ -234,18 +277,30 @@ def prepare_data(budget: Budget, scratch: str, shared_data: str) -> str:
   return shared_data
 
 
-def run_ours(budget: Budget, seed: int, data_dir: str, workdir: str,
-             log=print) -> List[Dict]:
+def run_ours(
+    budget: Budget, seed: int, data_dir: str, workdir: str, log=print
+) -> List[Dict]:
   """Trains (or resumes) our side; its evaluation points."""
   from relational_jax.training import seq2seq  # pylint: disable=g-import-not-at-top
-  results = seq2seq.train_and_evaluate(our_config(budget, seed, data_dir),
-                                       workdir, log=log)
-  return [{"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
-          for h in results["history"]]
+
+  results = seq2seq.train_and_evaluate(
+      our_config(budget, seed, data_dir), workdir, log=log
+  )
+  return [
+      {"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
+      for h in results["history"]
+  ]
 
 
-def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
-               python: str, out_dir: str, threads: int = 1) -> List[Dict]:
+def run_theirs(
+    budget: Budget,
+    seed: int,
+    reference: str,
+    scratch: str,
+    python: str,
+    out_dir: str,
+    threads: int = 1,
+) -> List[Dict]:
   """Runs (or resumes, or reuses) the authors' side in `python`; its
   evaluation points. The wrapper checkpoints into `out_dir` at every
   evaluation (exact resume) and writes `out_dir/curve.jsonl`; its output is
@@ -256,24 +311,36 @@ def run_theirs(budget: Budget, seed: int, reference: str, scratch: str,
   if points and points[-1]["step"] == budget.steps:
     return points
   os.makedirs(out_dir, exist_ok=True)
-  script = os.path.join(os.path.dirname(__file__), "refs",
-                        "scan_csordas_torch.py")
-  cmd = [python, script, f"--reference={reference}", f"--scratch={scratch}",
-         "--scan_file=" + os.path.join(scratch, "cache", "scan_resplit",
-                                       "tasks.txt"),
-         "--mode=train", f"--seed={seed}", f"--steps={budget.steps}",
-         f"--eval_every={budget.eval_every}", f"--threads={threads}",
-         f"--max_eval_examples={budget.max_eval_examples}",
-         f"--out_dir={out_dir}",
-         "--authors_flags=" + " ".join(reference_flags(AUTHORS, budget))]
+  script = os.path.join(
+      os.path.dirname(__file__), "refs", "scan_csordas_torch.py"
+  )
+  cmd = [
+      python,
+      script,
+      f"--reference={reference}",
+      f"--scratch={scratch}",
+      "--scan_file="
+      + os.path.join(scratch, "cache", "scan_resplit", "tasks.txt"),
+      "--mode=train",
+      f"--seed={seed}",
+      f"--steps={budget.steps}",
+      f"--eval_every={budget.eval_every}",
+      f"--threads={threads}",
+      f"--max_eval_examples={budget.max_eval_examples}",
+      f"--out_dir={out_dir}",
+      "--authors_flags=" + " ".join(reference_flags(AUTHORS, budget)),
+  ]
   with open(log_path, "a") as out:
-    proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT,
-                          check=False)
+    proc = subprocess.run(
+        cmd, stdout=out, stderr=subprocess.STDOUT, check=False
+    )
   if proc.returncode:
     with open(log_path) as f:
       tail = f.read()[-3000:]
-    raise RuntimeError(f"the authors' side failed (exit {proc.returncode}): "
-                       f"{' '.join(cmd)}\n{tail}")
+    raise RuntimeError(
+        f"the authors' side failed (exit {proc.returncode}): "
+        f"{' '.join(cmd)}\n{tail}"
+    )
   return _read_curve(curve_path)
 
 
@@ -286,9 +353,10 @@ def _read_curve(path: str) -> List[Dict]:
     for line in f:
       if line.strip():
         entry = json.loads(line)
-        points.append({"step": entry["step"],
-                       "metrics": {m: float(entry["accuracy"][m])
-                                   for m in METRICS}})
+        points.append({
+            "step": entry["step"],
+            "metrics": {m: float(entry["accuracy"][m]) for m in METRICS},
+        })
   return points
 
 
@@ -297,8 +365,10 @@ def finished_ours(budget: Budget, workdir: str):
   history = curves.finished_history(workdir, budget.steps)
   if history is None:
     return None
-  return [{"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
-          for h in history]
+  return [
+      {"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
+      for h in history
+  ]
 
 
 def finished_theirs(budget: Budget, out_dir: str):
@@ -312,23 +382,34 @@ def metric_names() -> Sequence[str]:
 
 
 def describe(budget: Budget) -> Dict:
-  return {"repository": REPOSITORY, "hyperparameters": dict(AUTHORS),
-          "reference_flags": reference_flags(AUTHORS, budget),
-          "budget": dataclasses.asdict(budget),
-          "data": "the official SCAN tasks.txt, length resplit at output "
-                  "length 26 (IID hold-out: RandomState(1234) over the "
-                  "tasks.txt order, 10%); metrics: exact match of greedy "
-                  "decoding on the IID and generalisation (> 26) sets",
-          "differences": [
+  return {
+      "repository": REPOSITORY,
+      "hyperparameters": dict(AUTHORS),
+      "reference_flags": reference_flags(AUTHORS, budget),
+      "budget": dataclasses.asdict(budget),
+      "data": (
+          "the official SCAN tasks.txt, length resplit at output "
+          "length 26 (IID hold-out: RandomState(1234) over the "
+          "tasks.txt order, 10%); metrics: exact match of greedy "
+          "decoding on the IID and generalisation (> 26) sets"
+      ),
+      "differences": [
+          (
               "batch sampling: theirs with replacement (InfiniteSampler), "
-              "ours a seeded permutation per epoch",
-              "initialisation and dropout masks drawn by each side's RNG",
+              "ours a seeded permutation per epoch"
+          ),
+          "initialisation and dropout masks drawn by each side's RNG",
+          (
               "their TensorBoard server not started, and torch >= 2.2's "
               "Sampler.__init__ given their data_source argument "
-              "(refs/scan_csordas_torch.py)"],
-          "network_differences_resolved": [
-              {"theirs": what, "ours": how} for what, how in RESOLVED],
-          "network_differences_remaining": list(DIFFERENCES)}
+              "(refs/scan_csordas_torch.py)"
+          ),
+      ],
+      "network_differences_resolved": [
+          {"theirs": what, "ours": how} for what, how in RESOLVED
+      ],
+      "network_differences_remaining": list(DIFFERENCES),
+  }
 
 
 if __name__ == "__main__":

@@ -24,8 +24,10 @@ def markdown(result: Mapping, metrics: Optional[Sequence[str]] = None) -> str:
   by_key = {(p["metric"], p["step"]): p for p in points}
   steps = sorted({p["step"] for p in points})
   head = ["step"] + [f"{m}: ours / theirs" for m in metrics]
-  lines = ["| " + " | ".join(head) + " |",
-           "| " + " | ".join(["---:"] * len(head)) + " |"]
+  lines = [
+      "| " + " | ".join(head) + " |",
+      "| " + " | ".join(["---:"] * len(head)) + " |",
+  ]
   for step in steps:
     cells = [str(step)]
     for m in metrics:
@@ -35,14 +37,18 @@ def markdown(result: Mapping, metrics: Optional[Sequence[str]] = None) -> str:
         continue
       o, t = p["ours"], p["theirs"]
       mark = "" if p["match"] else " **x**"
-      cells.append(f"{o['mean']:.3f} +- {o['sd']:.3f} / "
-                   f"{t['mean']:.3f} +- {t['sd']:.3f}{mark}")
+      cells.append(
+          f"{o['mean']:.3f} +- {o['sd']:.3f} / "
+          f"{t['mean']:.3f} +- {t['sd']:.3f}{mark}"
+      )
     lines.append("| " + " | ".join(cells) + " |")
   c = result["comparison"]
   lines.append("")
-  lines.append(f"{c['num_matched']} of {c['num_points']} points match "
-               f"(**x**: the rule fails there); seeds "
-               f"{result['seeds_finished']} a side.")
+  lines.append(
+      f"{c['num_matched']} of {c['num_points']} points match "
+      "(**x**: the rule fails there); seeds "
+      f"{result['seeds_finished']} a side."
+  )
   return "\n".join(lines)
 
 

@@ -104,10 +104,27 @@ PathLike = Union[str, os.PathLike]
 
 #: CLUTRR's 21 classes in CLUTRR's own index order (hf/1.0 README).
 RELATIONS: Tuple[str, ...] = (
-    "aunt", "son-in-law", "grandfather", "brother", "sister", "father", "mother",
-    "grandmother", "uncle", "daughter-in-law", "grandson", "granddaughter",
-    "father-in-law", "mother-in-law", "nephew", "son", "daughter", "niece",
-    "husband", "wife", "sister-in-law",
+    "aunt",
+    "son-in-law",
+    "grandfather",
+    "brother",
+    "sister",
+    "father",
+    "mother",
+    "grandmother",
+    "uncle",
+    "daughter-in-law",
+    "grandson",
+    "granddaughter",
+    "father-in-law",
+    "mother-in-law",
+    "nephew",
+    "son",
+    "daughter",
+    "niece",
+    "husband",
+    "wife",
+    "sister-in-law",
 )
 NUM_RELATIONS = len(RELATIONS)
 REL_ID: Dict[str, int] = {name: i for i, name in enumerate(RELATIONS)}
@@ -120,22 +137,40 @@ ALIASES: Dict[str, str] = {"neice": "niece"}
 
 #: The ten abstract relations of CLUTRR's rules (``relations_store.yaml``).
 ABSTRACT_RELATIONS: Tuple[str, ...] = (
-    "child", "inv-child", "SO", "sibling", "grand", "inv-grand", "un", "inv-un",
-    "in-law", "inv-in-law",
+    "child",
+    "inv-child",
+    "SO",
+    "sibling",
+    "grand",
+    "inv-grand",
+    "un",
+    "inv-un",
+    "in-law",
+    "inv-in-law",
 )
 
 #: (abstract relation, gender of the second person) -> gendered name.
 GENDERED: Dict[Tuple[str, str], str] = {
-    ("child", "male"): "son", ("child", "female"): "daughter",
-    ("inv-child", "male"): "father", ("inv-child", "female"): "mother",
-    ("SO", "male"): "husband", ("SO", "female"): "wife",
-    ("sibling", "male"): "brother", ("sibling", "female"): "sister",
-    ("grand", "male"): "grandson", ("grand", "female"): "granddaughter",
-    ("inv-grand", "male"): "grandfather", ("inv-grand", "female"): "grandmother",
-    ("un", "male"): "nephew", ("un", "female"): "niece",
-    ("inv-un", "male"): "uncle", ("inv-un", "female"): "aunt",
-    ("in-law", "male"): "son-in-law", ("in-law", "female"): "daughter-in-law",
-    ("inv-in-law", "male"): "father-in-law", ("inv-in-law", "female"): "mother-in-law",
+    ("child", "male"): "son",
+    ("child", "female"): "daughter",
+    ("inv-child", "male"): "father",
+    ("inv-child", "female"): "mother",
+    ("SO", "male"): "husband",
+    ("SO", "female"): "wife",
+    ("sibling", "male"): "brother",
+    ("sibling", "female"): "sister",
+    ("grand", "male"): "grandson",
+    ("grand", "female"): "granddaughter",
+    ("inv-grand", "male"): "grandfather",
+    ("inv-grand", "female"): "grandmother",
+    ("un", "male"): "nephew",
+    ("un", "female"): "niece",
+    ("inv-un", "male"): "uncle",
+    ("inv-un", "female"): "aunt",
+    ("in-law", "male"): "son-in-law",
+    ("in-law", "female"): "daughter-in-law",
+    ("inv-in-law", "male"): "father-in-law",
+    ("inv-in-law", "female"): "mother-in-law",
 }
 #: gendered name -> (abstract relation, gender).
 ABSTRACT: Dict[str, Tuple[str, str]] = {v: k for k, v in GENDERED.items()}
@@ -169,25 +204,42 @@ DECOMPOSITION: Dict[str, Tuple[Tuple[str, str], ...]] = {
 #: Columns of the CLUTRR 1.0 (hf/1.0) files, in order; the first is the
 #: unnamed row index.
 COLUMNS: Tuple[str, ...] = (
-    "", "id", "story", "query", "target", "target_text", "clean_story",
-    "proof_state", "f_comb", "task_name", "story_edges", "edge_types",
-    "query_edge", "genders", "task_split",
+    "",
+    "id",
+    "story",
+    "query",
+    "target",
+    "target_text",
+    "clean_story",
+    "proof_state",
+    "f_comb",
+    "task_name",
+    "story_edges",
+    "edge_types",
+    "query_edge",
+    "genders",
+    "task_split",
 )
 REQUIRED_COLUMNS: Tuple[str, ...] = (
-    "story_edges", "edge_types", "query_edge", "genders", "target", "task_name",
+    "story_edges",
+    "edge_types",
+    "query_edge",
+    "genders",
+    "target",
+    "task_name",
 )
 
 
 class ClutrrFormatError(ValueError):
-    """A CLUTRR row that cannot be read; the message names file and row."""
+  """A CLUTRR row that cannot be read; the message names file and row."""
 
 
 def relation_id(name: str) -> int:
-    """Class id of a gendered relation name (``'neice'`` accepted)."""
-    name = ALIASES.get(name, name)
-    if name not in REL_ID:
-        raise KeyError(name)
-    return REL_ID[name]
+  """Class id of a gendered relation name (``'neice'`` accepted)."""
+  name = ALIASES.get(name, name)
+  if name not in REL_ID:
+    raise KeyError(name)
+  return REL_ID[name]
 
 
 # ---------------------------------------------------------------------------
@@ -196,209 +248,275 @@ def relation_id(name: str) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class ClutrrExample:
-    """One CLUTRR story as a graph.
+  """One CLUTRR story as a graph.
 
-    Attributes:
-      num_nodes: number of people in the story (nodes ``0 .. num_nodes - 1``).
-      edges: the stated facts ``(a, b)``, in story order.
-      edge_labels: relation id of each fact ("b is a's RELATIONS[id]").
-      query: the queried pair ``(a, b)``.
-      target: relation id of the answer ("b is a's RELATIONS[target]").
-      k: the number of facts of the task (``task_1.k``).
-      genders: ``'male'``/``'female'`` per node.
-    """
+  Attributes:
+    num_nodes: number of people in the story (nodes ``0 .. num_nodes - 1``).
+    edges: the stated facts ``(a, b)``, in story order.
+    edge_labels: relation id of each fact ("b is a's RELATIONS[id]").
+    query: the queried pair ``(a, b)``.
+    target: relation id of the answer ("b is a's RELATIONS[target]").
+    k: the number of facts of the task (``task_1.k``).
+    genders: ``'male'``/``'female'`` per node.
+  """
 
-    num_nodes: int
-    edges: Tuple[Tuple[int, int], ...]
-    edge_labels: Tuple[int, ...]
-    query: Tuple[int, int]
-    target: int
-    k: int
-    genders: Tuple[str, ...]
+  num_nodes: int
+  edges: Tuple[Tuple[int, int], ...]
+  edge_labels: Tuple[int, ...]
+  query: Tuple[int, int]
+  target: int
+  k: int
+  genders: Tuple[str, ...]
 
-    @property
-    def target_text(self) -> str:
-        return RELATIONS[self.target]
+  @property
+  def target_text(self) -> str:
+    return RELATIONS[self.target]
 
-    @property
-    def edge_types(self) -> Tuple[str, ...]:
-        return tuple(RELATIONS[i] for i in self.edge_labels)
+  @property
+  def edge_types(self) -> Tuple[str, ...]:
+    return tuple(RELATIONS[i] for i in self.edge_labels)
 
 
 def _where(source: str, row_number: Optional[int]) -> str:
-    return source if row_number is None else f"{source}, row {row_number}"
+  return source if row_number is None else f"{source}, row {row_number}"
 
 
 def _literal(value, field: str, where: str):
-    if not isinstance(value, str):
-        return value
-    try:
-        return ast.literal_eval(value)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
-        raise ClutrrFormatError(
-            f"{where}: column {field!r} is not a Python literal: {value[:80]!r} ({e})") from None
+  if not isinstance(value, str):
+    return value
+  try:
+    return ast.literal_eval(value)
+  except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
+    raise ClutrrFormatError(
+        f"{where}: column {field!r} is not a Python literal: {value[:80]!r}"
+        f" ({e})"
+    ) from None
 
 
 def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
+  return isinstance(x, int) and not isinstance(x, bool)
 
 
 def _pair(x, field: str, where: str) -> Tuple[int, int]:
-    if not (isinstance(x, (tuple, list)) and len(x) == 2 and all(_is_int(v) for v in x)):
-        raise ClutrrFormatError(f"{where}: column {field!r}: expected a pair of ints, got {x!r}")
-    return int(x[0]), int(x[1])
+  if not (
+      isinstance(x, (tuple, list))
+      and len(x) == 2
+      and all(_is_int(v) for v in x)
+  ):
+    raise ClutrrFormatError(
+        f"{where}: column {field!r}: expected a pair of ints, got {x!r}"
+    )
+  return int(x[0]), int(x[1])
 
 
 _TASK_RE = re.compile(r"^task_(\d+)\.(\d+)$")
 
 
-def parse_row(row: Mapping[str, object], *, source: str = "<rows>",
-              row_number: Optional[int] = None) -> ClutrrExample:
-    """One CSV row (a mapping column -> text) to a :class:`ClutrrExample`.
+def parse_row(
+    row: Mapping[str, object],
+    *,
+    source: str = "<rows>",
+    row_number: Optional[int] = None,
+) -> ClutrrExample:
+  """One CSV row (a mapping column -> text) to a :class:`ClutrrExample`.
 
-    ``source`` and ``row_number`` (1-based, header not counted) only serve the
-    error messages.  Raises :class:`ClutrrFormatError` (a ``ValueError``) for
-    a malformed row, an unknown relation or ``k < 2``.
-    """
-    where = _where(source, row_number)
-    missing = [c for c in REQUIRED_COLUMNS if row.get(c) in (None, "")]
-    if missing:
-        raise ClutrrFormatError(f"{where}: missing or empty column(s) {', '.join(missing)}")
-    if None in row:  # csv.DictReader puts surplus fields under the key None
-        raise ClutrrFormatError(f"{where}: more fields than header columns")
+  ``source`` and ``row_number`` (1-based, header not counted) only serve the
+  error messages.  Raises :class:`ClutrrFormatError` (a ``ValueError``) for
+  a malformed row, an unknown relation or ``k < 2``.
+  """
+  where = _where(source, row_number)
+  missing = [c for c in REQUIRED_COLUMNS if row.get(c) in (None, "")]
+  if missing:
+    raise ClutrrFormatError(
+        f"{where}: missing or empty column(s) {', '.join(missing)}"
+    )
+  if None in row:  # csv.DictReader puts surplus fields under the key None
+    raise ClutrrFormatError(f"{where}: more fields than header columns")
 
-    task = str(row["task_name"]).strip()
-    m = _TASK_RE.match(task)
-    if not m:
-        raise ClutrrFormatError(f"{where}: task_name {task!r} is not of the form 'task_T.K'")
-    task_id, k = int(m.group(1)), int(m.group(2))
-    if k < 2:
-        raise ClutrrFormatError(f"{where}: k = {k} (task_name {task!r}); CLUTRR needs k >= 2")
+  task = str(row["task_name"]).strip()
+  m = _TASK_RE.match(task)
+  if not m:
+    raise ClutrrFormatError(
+        f"{where}: task_name {task!r} is not of the form 'task_T.K'"
+    )
+  task_id, k = int(m.group(1)), int(m.group(2))
+  if k < 2:
+    raise ClutrrFormatError(
+        f"{where}: k = {k} (task_name {task!r}); CLUTRR needs k >= 2"
+    )
 
-    raw_edges = _literal(row["story_edges"], "story_edges", where)
-    if not isinstance(raw_edges, (list, tuple)) or not raw_edges:
-        raise ClutrrFormatError(f"{where}: column 'story_edges' must be a non-empty list of pairs")
-    edges = tuple(_pair(e, "story_edges", where) for e in raw_edges)
-    types = _literal(row["edge_types"], "edge_types", where)
-    if not isinstance(types, (list, tuple)) or not all(isinstance(t, str) for t in types):
-        raise ClutrrFormatError(f"{where}: column 'edge_types' must be a list of relation names")
-    if len(types) != len(edges):
-        raise ClutrrFormatError(
-            f"{where}: {len(edges)} story_edges but {len(types)} edge_types")
-    labels = []
-    for t in types:
-        try:
-            labels.append(relation_id(t))
-        except KeyError:
-            raise ClutrrFormatError(f"{where}: unknown relation {t!r} in edge_types") from None
-    if task_id == 1 and len(edges) != k:
-        raise ClutrrFormatError(
-            f"{where}: task_name {task!r} says k = {k} facts, story has {len(edges)}")
-    query = _pair(_literal(row["query_edge"], "query_edge", where), "query_edge", where)
+  raw_edges = _literal(row["story_edges"], "story_edges", where)
+  if not isinstance(raw_edges, (list, tuple)) or not raw_edges:
+    raise ClutrrFormatError(
+        f"{where}: column 'story_edges' must be a non-empty list of pairs"
+    )
+  edges = tuple(_pair(e, "story_edges", where) for e in raw_edges)
+  types = _literal(row["edge_types"], "edge_types", where)
+  if not isinstance(types, (list, tuple)) or not all(
+      isinstance(t, str) for t in types
+  ):
+    raise ClutrrFormatError(
+        f"{where}: column 'edge_types' must be a list of relation names"
+    )
+  if len(types) != len(edges):
+    raise ClutrrFormatError(
+        f"{where}: {len(edges)} story_edges but {len(types)} edge_types"
+    )
+  labels = []
+  for t in types:
+    try:
+      labels.append(relation_id(t))
+    except KeyError:
+      raise ClutrrFormatError(
+          f"{where}: unknown relation {t!r} in edge_types"
+      ) from None
+  if task_id == 1 and len(edges) != k:
+    raise ClutrrFormatError(
+        f"{where}: task_name {task!r} says k = {k} facts, story has"
+        f" {len(edges)}"
+    )
+  query = _pair(
+      _literal(row["query_edge"], "query_edge", where), "query_edge", where
+  )
 
-    genders = []
-    for item in str(row["genders"]).split(","):
-        name, sep, gender = item.strip().rpartition(":")
-        if not sep or gender not in ("male", "female"):
-            raise ClutrrFormatError(f"{where}: column 'genders': bad entry {item!r}")
-        genders.append(gender)
-    nodes = {v for e in edges for v in e} | set(query)
-    if min(nodes) < 0 or max(nodes) >= len(genders):
-        raise ClutrrFormatError(
-            f"{where}: node ids {sorted(nodes)} do not fit the {len(genders)} genders")
+  genders = []
+  for item in str(row["genders"]).split(","):
+    name, sep, gender = item.strip().rpartition(":")
+    if not sep or gender not in ("male", "female"):
+      raise ClutrrFormatError(f"{where}: column 'genders': bad entry {item!r}")
+    genders.append(gender)
+  nodes = {v for e in edges for v in e} | set(query)
+  if min(nodes) < 0 or max(nodes) >= len(genders):
+    raise ClutrrFormatError(
+        f"{where}: node ids {sorted(nodes)} do not fit the {len(genders)}"
+        " genders"
+    )
 
-    target_raw = row["target"]
-    target_text = row.get("target_text")
-    if _is_int(target_raw) or (isinstance(target_raw, str) and target_raw.strip().isdigit()):
-        target = int(target_raw)
-        if not 0 <= target < NUM_RELATIONS:
-            raise ClutrrFormatError(f"{where}: target {target} is not a class index 0..20")
-        if target_text not in (None, "") and ALIASES.get(target_text, target_text) != RELATIONS[target]:
-            raise ClutrrFormatError(
-                f"{where}: target {target} is {RELATIONS[target]!r} but target_text is {target_text!r}")
-    else:
-        try:
-            target = relation_id(str(target_raw).strip())
-        except KeyError:
-            raise ClutrrFormatError(f"{where}: unknown relation {target_raw!r} in target") from None
+  target_raw = row["target"]
+  target_text = row.get("target_text")
+  if _is_int(target_raw) or (
+      isinstance(target_raw, str) and target_raw.strip().isdigit()
+  ):
+    target = int(target_raw)
+    if not 0 <= target < NUM_RELATIONS:
+      raise ClutrrFormatError(
+          f"{where}: target {target} is not a class index 0..20"
+      )
+    if (
+        target_text not in (None, "")
+        and ALIASES.get(target_text, target_text) != RELATIONS[target]
+    ):
+      raise ClutrrFormatError(
+          f"{where}: target {target} is {RELATIONS[target]!r} but target_text"
+          f" is {target_text!r}"
+      )
+  else:
+    try:
+      target = relation_id(str(target_raw).strip())
+    except KeyError:
+      raise ClutrrFormatError(
+          f"{where}: unknown relation {target_raw!r} in target"
+      ) from None
 
-    seen: Dict[Tuple[int, int], int] = {}
-    for e, lab in zip(edges, labels):
-        if seen.setdefault(e, lab) != lab:
-            raise ClutrrFormatError(
-                f"{where}: edge {e} stated with two relations, {RELATIONS[seen[e]]} and {RELATIONS[lab]}")
-    return ClutrrExample(num_nodes=len(genders), edges=edges, edge_labels=tuple(labels),
-                         query=query, target=target, k=k, genders=tuple(genders))
+  seen: Dict[Tuple[int, int], int] = {}
+  for e, lab in zip(edges, labels):
+    if seen.setdefault(e, lab) != lab:
+      raise ClutrrFormatError(
+          f"{where}: edge {e} stated with two relations, {RELATIONS[seen[e]]}"
+          f" and {RELATIONS[lab]}"
+      )
+  return ClutrrExample(
+      num_nodes=len(genders),
+      edges=edges,
+      edge_labels=tuple(labels),
+      query=query,
+      target=target,
+      k=k,
+      genders=tuple(genders),
+  )
 
 
 def read_rows(path: PathLike) -> List[Dict[str, str]]:
-    """The raw rows of a CLUTRR CSV file (column -> text), header checked."""
-    path = os.fspath(path)
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        reader = csv.DictReader(f)
-        header = reader.fieldnames or []
-        missing = [c for c in REQUIRED_COLUMNS if c not in header]
-        if missing:
-            raise ClutrrFormatError(f"{path}: header lacks column(s) {', '.join(missing)}")
-        try:
-            return list(reader)
-        except csv.Error as e:
-            raise ClutrrFormatError(f"{path}, line {reader.line_num}: {e}") from None
+  """The raw rows of a CLUTRR CSV file (column -> text), header checked."""
+  path = os.fspath(path)
+  with open(path, newline="", encoding="utf-8-sig") as f:
+    reader = csv.DictReader(f)
+    header = reader.fieldnames or []
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+      raise ClutrrFormatError(
+          f"{path}: header lacks column(s) {', '.join(missing)}"
+      )
+    try:
+      return list(reader)
+    except csv.Error as e:
+      raise ClutrrFormatError(f"{path}, line {reader.line_num}: {e}") from None
 
 
 def load_clutrr(path: PathLike) -> List[ClutrrExample]:
-    """Load a CLUTRR CSV file (official 1.0 files or :func:`write_csv` output)."""
-    rows = read_rows(path)
-    return [parse_row(r, source=os.fspath(path), row_number=i + 1) for i, r in enumerate(rows)]
+  """Load a CLUTRR CSV file (official 1.0 files or :func:`write_csv` output)."""
+  rows = read_rows(path)
+  return [
+      parse_row(r, source=os.fspath(path), row_number=i + 1)
+      for i, r in enumerate(rows)
+  ]
 
 
-def examples_from_rows(rows: Sequence[Mapping[str, object]], source: str = "<rows>"
-                       ) -> List[ClutrrExample]:
-    """:func:`parse_row` over in-memory rows (e.g. :func:`generate_rows` output)."""
-    return [parse_row(r, source=source, row_number=i + 1) for i, r in enumerate(rows)]
+def examples_from_rows(
+    rows: Sequence[Mapping[str, object]], source: str = "<rows>"
+) -> List[ClutrrExample]:
+  """:func:`parse_row` over in-memory rows (e.g. :func:`generate_rows` output)."""
+  return [
+      parse_row(r, source=source, row_number=i + 1) for i, r in enumerate(rows)
+  ]
 
 
-def to_arrays(examples: Sequence[ClutrrExample], num_nodes: Optional[int] = None
-              ) -> Dict[str, np.ndarray]:
-    """Pad a list of examples into arrays for a graph model.
+def to_arrays(
+    examples: Sequence[ClutrrExample], num_nodes: Optional[int] = None
+) -> Dict[str, np.ndarray]:
+  """Pad a list of examples into arrays for a graph model.
 
-    Returns a dict of
-      ``edge_labels``: int32 ``[B, N, N]``, ``edge_labels[b, i, j]`` the
-        relation id of the fact ``(i, j)`` ("j is i's ..."), :data:`NO_EDGE`
-        elsewhere (including padding);
-      ``query``: int32 ``[B, 2]``;
-      ``targets``: int32 ``[B]``;
-      ``node_mask``: bool ``[B, N]``, True on real nodes;
-      ``k``: int32 ``[B]``.
-    ``N`` is ``num_nodes`` if given (it must fit every example), else the
-    largest ``num_nodes`` in the batch.
-    """
-    if not examples:
-        raise ValueError("to_arrays needs at least one example")
-    largest = max(ex.num_nodes for ex in examples)
-    n = largest if num_nodes is None else int(num_nodes)
-    if n < largest:
-        raise ValueError(f"num_nodes={n} is smaller than an example with {largest} nodes")
-    b = len(examples)
-    labels = np.full((b, n, n), NO_EDGE, np.int32)
-    mask = np.zeros((b, n), bool)
-    for i, ex in enumerate(examples):
-        for (s, t), lab in zip(ex.edges, ex.edge_labels):
-            labels[i, s, t] = lab
-        mask[i, :ex.num_nodes] = True
-    return {
-        "edge_labels": labels,
-        "query": np.asarray([ex.query for ex in examples], np.int32).reshape(b, 2),
-        "targets": np.asarray([ex.target for ex in examples], np.int32),
-        "node_mask": mask,
-        "k": np.asarray([ex.k for ex in examples], np.int32),
-    }
+  Returns a dict of
+    ``edge_labels``: int32 ``[B, N, N]``, ``edge_labels[b, i, j]`` the
+      relation id of the fact ``(i, j)`` ("j is i's ..."), :data:`NO_EDGE`
+      elsewhere (including padding);
+    ``query``: int32 ``[B, 2]``;
+    ``targets``: int32 ``[B]``;
+    ``node_mask``: bool ``[B, N]``, True on real nodes;
+    ``k``: int32 ``[B]``.
+  ``N`` is ``num_nodes`` if given (it must fit every example), else the
+  largest ``num_nodes`` in the batch.
+  """
+  if not examples:
+    raise ValueError("to_arrays needs at least one example")
+  largest = max(ex.num_nodes for ex in examples)
+  n = largest if num_nodes is None else int(num_nodes)
+  if n < largest:
+    raise ValueError(
+        f"num_nodes={n} is smaller than an example with {largest} nodes"
+    )
+  b = len(examples)
+  labels = np.full((b, n, n), NO_EDGE, np.int32)
+  mask = np.zeros((b, n), bool)
+  for i, ex in enumerate(examples):
+    for (s, t), lab in zip(ex.edges, ex.edge_labels):
+      labels[i, s, t] = lab
+    mask[i, : ex.num_nodes] = True
+  return {
+      "edge_labels": labels,
+      "query": (
+          np.asarray([ex.query for ex in examples], np.int32).reshape(b, 2)
+      ),
+      "targets": np.asarray([ex.target for ex in examples], np.int32),
+      "node_mask": mask,
+      "k": np.asarray([ex.k for ex in examples], np.int32),
+  }
 
 
 def story_signature(example: ClutrrExample) -> Tuple:
-    """What a graph model sees: facts, their labels and the query (no names,
-    no target).  Two examples with equal signatures are the same input."""
-    return (example.edges, example.edge_labels, example.query)
+  """What a graph model sees: facts, their labels and the query (no names,
+  no target).  Two examples with equal signatures are the same input."""
+  return (example.edges, example.edge_labels, example.query)
 
 
 # ---------------------------------------------------------------------------
@@ -407,350 +525,468 @@ def story_signature(example: ClutrrExample) -> Tuple:
 
 @dataclasses.dataclass(frozen=True)
 class FamilyTree:
-    """People ``0 .. n - 1``: gender, parents (empty for founders and people
-    who married in) and partner (``-1`` for none)."""
+  """People ``0 .. n - 1``: gender, parents (empty for founders and people
+  who married in) and partner (``-1`` for none)."""
 
-    genders: Tuple[str, ...]
-    parents: Tuple[Tuple[int, ...], ...]
-    partner: Tuple[int, ...]
+  genders: Tuple[str, ...]
+  parents: Tuple[Tuple[int, ...], ...]
+  partner: Tuple[int, ...]
 
-    @property
-    def num_people(self) -> int:
-        return len(self.genders)
+  @property
+  def num_people(self) -> int:
+    return len(self.genders)
 
 
-def sample_family_tree(rng: np.random.Generator, *, max_levels: int = 3, min_child: int = 4,
-                       max_child: int = 4, p_marry: float = 1.0) -> FamilyTree:
-    """A random family tree, following CLUTRR's ``Ancestry.simulate``.
+def sample_family_tree(
+    rng: np.random.Generator,
+    *,
+    max_levels: int = 3,
+    min_child: int = 4,
+    max_child: int = 4,
+    p_marry: float = 1.0,
+) -> FamilyTree:
+  """A random family tree, following CLUTRR's ``Ancestry.simulate``.
 
-    One male root; in each of ``max_levels`` generations every member marries
-    with probability ``p_marry`` (a partner of the other gender) and, except in
-    the last generation, the couple has ``min_child .. max_child`` children of
-    uniformly random gender, who form the next generation.
-    """
-    genders: List[str] = []
-    parents: List[Tuple[int, ...]] = []
-    partner: List[int] = []
+  One male root; in each of ``max_levels`` generations every member marries
+  with probability ``p_marry`` (a partner of the other gender) and, except in
+  the last generation, the couple has ``min_child .. max_child`` children of
+  uniformly random gender, who form the next generation.
+  """
+  genders: List[str] = []
+  parents: List[Tuple[int, ...]] = []
+  partner: List[int] = []
 
-    def add(gender: str, pars: Tuple[int, ...] = ()) -> int:
-        genders.append(gender)
-        parents.append(pars)
-        partner.append(-1)
-        return len(genders) - 1
+  def add(gender: str, pars: Tuple[int, ...] = ()) -> int:
+    genders.append(gender)
+    parents.append(pars)
+    partner.append(-1)
+    return len(genders) - 1
 
-    generation = [add("male")]
-    for level in range(max_levels):
-        nxt: List[int] = []
-        for person in generation:
-            if rng.random() >= p_marry:
-                continue
-            other = add("female" if genders[person] == "male" else "male")
-            partner[person], partner[other] = other, person
-            if level != max_levels - 1:
-                num = int(rng.integers(min_child, max_child + 1))
-                for _ in range(num):
-                    gender = "male" if rng.random() < 0.5 else "female"
-                    nxt.append(add(gender, (person, other)))
-        generation = nxt
-    return FamilyTree(tuple(genders), tuple(parents), tuple(partner))
+  generation = [add("male")]
+  for level in range(max_levels):
+    nxt: List[int] = []
+    for person in generation:
+      if rng.random() >= p_marry:
+        continue
+      other = add("female" if genders[person] == "male" else "male")
+      partner[person], partner[other] = other, person
+      if level != max_levels - 1:
+        num = int(rng.integers(min_child, max_child + 1))
+        for _ in range(num):
+          gender = "male" if rng.random() < 0.5 else "female"
+          nxt.append(add(gender, (person, other)))
+    generation = nxt
+  return FamilyTree(tuple(genders), tuple(parents), tuple(partner))
 
 
 def kinship(tree: FamilyTree) -> Dict[Tuple[int, int], str]:
-    """The abstract relation of every ordered pair ``(a, b)`` for which one of
-    CLUTRR's ten holds ("b is a's r"): blood relations through shared parents,
-    partners, and a child's partner / a partner's parent."""
-    n = tree.num_people
-    par = tree.parents
-    children: List[List[int]] = [[] for _ in range(n)]
-    for c in range(n):
-        for p in par[c]:
-            children[p].append(c)
-    rel: Dict[Tuple[int, int], str] = {}
+  """The abstract relation of every ordered pair ``(a, b)`` for which one of
+  CLUTRR's ten holds ("b is a's r"): blood relations through shared parents,
+  partners, and a child's partner / a partner's parent."""
+  n = tree.num_people
+  par = tree.parents
+  children: List[List[int]] = [[] for _ in range(n)]
+  for c in range(n):
+    for p in par[c]:
+      children[p].append(c)
+  rel: Dict[Tuple[int, int], str] = {}
 
-    def put(a: int, b: int, r: str) -> None:
-        if a == b:
-            return
-        old = rel.setdefault((a, b), r)
-        if old != r:  # cannot happen in trees without cousin/in-family marriages
-            raise AssertionError(f"pair {(a, b)} is both {old} and {r}")
+  def put(a: int, b: int, r: str) -> None:
+    if a == b:
+      return
+    old = rel.setdefault((a, b), r)
+    if old != r:  # cannot happen in trees without cousin/in-family marriages
+      raise AssertionError(f"pair {(a, b)} is both {old} and {r}")
 
-    def siblings(a: int) -> List[int]:
-        if not par[a]:
-            return []
-        return [c for c in children[par[a][0]] if c != a and par[c] == par[a]]
+  def siblings(a: int) -> List[int]:
+    if not par[a]:
+      return []
+    return [c for c in children[par[a][0]] if c != a and par[c] == par[a]]
 
-    for a in range(n):
-        if tree.partner[a] >= 0:
-            put(a, tree.partner[a], "SO")
-            for q in par[tree.partner[a]]:
-                put(a, q, "inv-in-law")
-        for c in children[a]:
-            put(a, c, "child")
-            put(c, a, "inv-child")
-            for g in children[c]:
-                put(a, g, "grand")
-                put(g, a, "inv-grand")
-            if tree.partner[c] >= 0:
-                put(a, tree.partner[c], "in-law")
-        for s in siblings(a):
-            put(a, s, "sibling")
-            for nephew in children[s]:
-                put(a, nephew, "un")
-                put(nephew, a, "inv-un")
-    return rel
+  for a in range(n):
+    if tree.partner[a] >= 0:
+      put(a, tree.partner[a], "SO")
+      for q in par[tree.partner[a]]:
+        put(a, q, "inv-in-law")
+    for c in children[a]:
+      put(a, c, "child")
+      put(c, a, "inv-child")
+      for g in children[c]:
+        put(a, g, "grand")
+        put(g, a, "inv-grand")
+      if tree.partner[c] >= 0:
+        put(a, tree.partner[c], "in-law")
+    for s in siblings(a):
+      put(a, s, "sibling")
+      for nephew in children[s]:
+        put(a, nephew, "un")
+        put(nephew, a, "inv-un")
+  return rel
 
 
 # ---------------------------------------------------------------------------
 # Generation.
 
-_MALE_NAMES = ("Adam", "Ben", "Carl", "David", "Eric", "Frank", "George", "Henry", "Ian",
-               "Jack", "Kevin", "Leo", "Mark", "Nick", "Oscar", "Paul", "Ralph", "Sam",
-               "Tom", "Victor", "Walter")
-_FEMALE_NAMES = ("Alice", "Beth", "Clara", "Diana", "Emma", "Fiona", "Grace", "Helen", "Irene",
-                 "Julia", "Kate", "Laura", "Mary", "Nora", "Olga", "Paula", "Rose", "Sara",
-                 "Tina", "Vera", "Wendy")
+_MALE_NAMES = (
+    "Adam",
+    "Ben",
+    "Carl",
+    "David",
+    "Eric",
+    "Frank",
+    "George",
+    "Henry",
+    "Ian",
+    "Jack",
+    "Kevin",
+    "Leo",
+    "Mark",
+    "Nick",
+    "Oscar",
+    "Paul",
+    "Ralph",
+    "Sam",
+    "Tom",
+    "Victor",
+    "Walter",
+)
+_FEMALE_NAMES = (
+    "Alice",
+    "Beth",
+    "Clara",
+    "Diana",
+    "Emma",
+    "Fiona",
+    "Grace",
+    "Helen",
+    "Irene",
+    "Julia",
+    "Kate",
+    "Laura",
+    "Mary",
+    "Nora",
+    "Olga",
+    "Paula",
+    "Rose",
+    "Sara",
+    "Tina",
+    "Vera",
+    "Wendy",
+)
 
 
 def _names(tree: FamilyTree, rng: np.random.Generator) -> List[str]:
-    """Distinct first names by gender (a number is appended past the pools)."""
-    out, used = [], {"male": 0, "female": 0}
-    pools = {"male": list(rng.permutation(_MALE_NAMES)),
-             "female": list(rng.permutation(_FEMALE_NAMES))}
-    for g in tree.genders:
-        i = used[g]
-        pool = pools[g]
-        out.append(str(pool[i % len(pool)]) + ("" if i < len(pool) else str(i // len(pool) + 1)))
-        used[g] += 1
-    return out
+  """Distinct first names by gender (a number is appended past the pools)."""
+  out, used = [], {"male": 0, "female": 0}
+  pools = {
+      "male": list(rng.permutation(_MALE_NAMES)),
+      "female": list(rng.permutation(_FEMALE_NAMES)),
+  }
+  for g in tree.genders:
+    i = used[g]
+    pool = pools[g]
+    out.append(
+        str(pool[i % len(pool)])
+        + ("" if i < len(pool) else str(i // len(pool) + 1))
+    )
+    used[g] += 1
+  return out
 
 
 class _Builder:
-    """Story derivation on one tree (CLUTRR's ``RelationBuilder.derive``)."""
+  """Story derivation on one tree (CLUTRR's ``RelationBuilder.derive``)."""
 
-    def __init__(self, tree: FamilyTree):
-        self.tree = tree
-        self.rel = kinship(tree)
-        self.out: List[List[int]] = [[] for _ in range(tree.num_people)]
-        for (a, b) in sorted(self.rel):
-            self.out[a].append(b)
-        self._exp: Dict[Tuple[int, int], List[Tuple[Tuple[int, int], Tuple[int, int]]]] = {}
+  def __init__(self, tree: FamilyTree):
+    self.tree = tree
+    self.rel = kinship(tree)
+    self.out: List[List[int]] = [[] for _ in range(tree.num_people)]
+    for a, b in sorted(self.rel):
+      self.out[a].append(b)
+    self._exp: Dict[
+        Tuple[int, int], List[Tuple[Tuple[int, int], Tuple[int, int]]]
+    ] = {}
 
-    def expansions(self, edge: Tuple[int, int]):
-        """All ``((a, z), (z, b))`` whose relations compose, by a CLUTRR rule,
-        to the relation of ``edge = (a, b)``."""
-        if edge not in self._exp:
-            a, b = edge
-            r = self.rel[edge]
-            found = []
-            for z in self.out[a]:
-                if z == b:
-                    continue
-                r2 = self.rel.get((z, b))
-                if r2 is not None and COMPOSITION.get((self.rel[(a, z)], r2)) == r:
-                    found.append(((a, z), (z, b)))
-            self._exp[edge] = found
-        return self._exp[edge]
+  def expansions(self, edge: Tuple[int, int]):
+    """All ``((a, z), (z, b))`` whose relations compose, by a CLUTRR rule,
+    to the relation of ``edge = (a, b)``."""
+    if edge not in self._exp:
+      a, b = edge
+      r = self.rel[edge]
+      found = []
+      for z in self.out[a]:
+        if z == b:
+          continue
+        r2 = self.rel.get((z, b))
+        if r2 is not None and COMPOSITION.get((self.rel[(a, z)], r2)) == r:
+          found.append(((a, z), (z, b)))
+      self._exp[edge] = found
+    return self._exp[edge]
 
-    def derive(self, target: Tuple[int, int], k: int, rng: np.random.Generator):
-        """Expand ``target`` into ``k`` facts; returns (story, proof) or None."""
-        story = [target]
-        seen: Set[Tuple[int, int]] = set()
-        proof = []
-        todo = k - 1
-        while todo > 0:
-            candidates = sorted(set(story) - seen)
-            if not candidates:
-                break
-            e = candidates[int(rng.integers(len(candidates)))]
-            seen.add(e)
-            options = self.expansions(e)
-            if not options:
-                continue
-            e1, e2 = options[int(rng.integers(len(options)))]
-            if e1 in seen or e2 in seen or e1[::-1] in seen or e2[::-1] in seen:
-                continue
-            pos = story.index(e)
-            story[pos:pos + 1] = [e1, e2]
-            proof.append((e, e1, e2))
-            todo -= 1
-        if len(story) != k:
-            return None
-        return story, proof
+  def derive(self, target: Tuple[int, int], k: int, rng: np.random.Generator):
+    """Expand ``target`` into ``k`` facts; returns (story, proof) or None."""
+    story = [target]
+    seen: Set[Tuple[int, int]] = set()
+    proof = []
+    todo = k - 1
+    while todo > 0:
+      candidates = sorted(set(story) - seen)
+      if not candidates:
+        break
+      e = candidates[int(rng.integers(len(candidates)))]
+      seen.add(e)
+      options = self.expansions(e)
+      if not options:
+        continue
+      e1, e2 = options[int(rng.integers(len(options)))]
+      if e1 in seen or e2 in seen or e1[::-1] in seen or e2[::-1] in seen:
+        continue
+      pos = story.index(e)
+      story[pos : pos + 1] = [e1, e2]
+      proof.append((e, e1, e2))
+      todo -= 1
+    if len(story) != k:
+      return None
+    return story, proof
 
-    def name(self, edge: Tuple[int, int]) -> str:
-        return GENDERED[(self.rel[edge], self.tree.genders[edge[1]])]
-
-
-def _row(builder: _Builder, names: List[str], target: Tuple[int, int], story, proof,
-         k: int, split: str, rng: np.random.Generator) -> Tuple[Dict[str, str], Tuple]:
-    ids: Dict[int, int] = {}
-    for a, b in story:
-        ids.setdefault(a, len(ids))
-        ids.setdefault(b, len(ids))
-    order = sorted(ids, key=ids.get)
-    types = [builder.name(e) for e in story]
-    target_text = builder.name(target)
-
-    def triple(e):
-        return (names[e[0]], builder.name(e), names[e[1]])
-
-    edges = tuple((ids[a], ids[b]) for a, b in story)
-    query = (ids[target[0]], ids[target[1]])
-    signature = (edges, tuple(REL_ID[t] for t in types), query)
-    sentences = " ".join(f"[{names[b]}] is [{names[a]}]'s {t}." for (a, b), t in zip(story, types))
-    return {
-        "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)),
-        "story": sentences,
-        "query": repr((names[target[0]], names[target[1]])),
-        "target": str(REL_ID[target_text]),
-        "target_text": target_text,
-        "clean_story": sentences,
-        "proof_state": repr([{triple(e): [triple(e1), triple(e2)]} for e, e1, e2 in proof]),
-        "f_comb": "-".join(types),
-        "task_name": f"task_1.{k}",
-        "story_edges": repr(list(edges)),
-        "edge_types": repr(types),
-        "query_edge": repr(query),
-        "genders": ",".join(f"{names[p]}:{builder.tree.genders[p]}" for p in order),
-        "task_split": split,
-    }, signature
+  def name(self, edge: Tuple[int, int]) -> str:
+    return GENDERED[(self.rel[edge], self.tree.genders[edge[1]])]
 
 
-def generate_rows(k: int, num_rows: int, *, seed: Union[int, np.random.Generator] = 0,
-                  max_levels: int = 3, min_child: int = 4, max_child: int = 4,
-                  p_marry: float = 1.0, balance: bool = True,
-                  exclude: Optional[Set[Tuple]] = None,
-                  accept: Optional[Callable[[Tuple], bool]] = None, unique: bool = False,
-                  task_split: str = "train",
-                  max_rounds: int = 20_000) -> List[Dict[str, str]]:
-    """``num_rows`` noiseless CLUTRR stories with ``k`` facts (``task_1.k``).
+def _row(
+    builder: _Builder,
+    names: List[str],
+    target: Tuple[int, int],
+    story,
+    proof,
+    k: int,
+    split: str,
+    rng: np.random.Generator,
+) -> Tuple[Dict[str, str], Tuple]:
+  ids: Dict[int, int] = {}
+  for a, b in story:
+    ids.setdefault(a, len(ids))
+    ids.setdefault(b, len(ids))
+  order = sorted(ids, key=ids.get)
+  types = [builder.name(e) for e in story]
+  target_text = builder.name(target)
 
-    Each round samples a family tree (:func:`sample_family_tree`) and derives
-    one story from every related pair of it, in random order.  With
-    ``balance`` (CLUTRR's ``equal``), as in CLUTRR's ``prune_puzzles``, a
-    round keeps the same number of stories (the smallest count) of each
-    relation pattern ``f_comb``, and only patterns whose count so far is the
-    smallest are added.  Stories whose :func:`story_signature` is in
-    ``exclude`` are skipped, and with ``unique`` so are repeats within this
-    call.  (As in the official files, the same signature may recur with other
-    people and names otherwise: at ``k = 2`` there are only a few hundred.)
+  def triple(e):
+    return (names[e[0]], builder.name(e), names[e[1]])
 
-    Args:
-      k: facts per story, >= 2.
-      num_rows: rows to return.
-      seed: an int or a ``numpy.random.Generator``; equal seeds give equal rows.
-      max_levels, min_child, max_child, p_marry: the tree (CLUTRR's arguments;
-        defaults are the ET authors' configuration).
-      balance: balance the relation patterns as CLUTRR does.
-      exclude: signatures that must not be produced (e.g. the training set's).
-      accept: if given, only stories whose signature it accepts are kept.
-      unique: no two returned rows share a signature.
-      task_split: value of the ``task_split`` column.
-      max_rounds: give up (``RuntimeError``) after this many trees.
-    Returns:
-      rows as dicts over :data:`COLUMNS` (without the index column), values
-      as the CSV text; read them with :func:`examples_from_rows`, write them
-      with :func:`write_csv`.
-    """
-    if k < 2:
-        raise ValueError(f"k must be >= 2, got {k}")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    exclude = set() if exclude is None else exclude
-    kept: Set[Tuple] = set()
-    pattern_count: Dict[str, int] = {}
-    rows: List[Dict[str, str]] = []
-    for _ in range(max_rounds):
-        tree = sample_family_tree(rng, max_levels=max_levels, min_child=min_child,
-                                  max_child=max_child, p_marry=p_marry)
-        builder = _Builder(tree)
-        names = _names(tree, rng)
-        pairs = sorted(builder.rel)
-        by_pattern: Dict[str, List[Tuple[Dict[str, str], Tuple]]] = {}
-        this_round: Set[Tuple] = set()
-        for idx in rng.permutation(len(pairs)):
-            target = pairs[int(idx)]
-            derived = builder.derive(target, k, rng)
-            if derived is None:
-                continue
-            row, sig = _row(builder, names, target, derived[0], derived[1], k, task_split, rng)
-            if sig in exclude or (accept is not None and not accept(sig)):
-                continue
-            if unique and (sig in kept or sig in this_round):
-                continue
-            this_round.add(sig)
-            by_pattern.setdefault(row["f_comb"], []).append((row, sig))
-        if not by_pattern:
-            continue
-        if balance:
-            keep = min(len(v) for v in by_pattern.values())
-            least = min(pattern_count.values()) if pattern_count else 0
-            batch = []
-            for pattern in sorted(by_pattern):
-                if pattern_count.get(pattern, 0) > least:
-                    continue
-                group = by_pattern[pattern]
-                chosen = rng.choice(len(group), size=keep, replace=False)
-                batch.extend(group[int(i)] for i in sorted(chosen))
-        else:
-            batch = [r for p in sorted(by_pattern) for r in by_pattern[p]]
-        for i in rng.permutation(len(batch)):
-            row, sig = batch[int(i)]
-            rows.append(row)
-            kept.add(sig)
-            pattern_count[row["f_comb"]] = pattern_count.get(row["f_comb"], 0) + 1
-            if len(rows) == num_rows:
-                return rows
-    raise RuntimeError(
-        f"generate_rows(k={k}): only {len(rows)} of {num_rows} new stories after "
-        f"{max_rounds} trees (too few distinct stories outside `exclude`"
-        f"{' or with unique=True' if unique else ''}?)")
+  edges = tuple((ids[a], ids[b]) for a, b in story)
+  query = (ids[target[0]], ids[target[1]])
+  signature = (edges, tuple(REL_ID[t] for t in types), query)
+  sentences = " ".join(
+      f"[{names[b]}] is [{names[a]}]'s {t}." for (a, b), t in zip(story, types)
+  )
+  return {
+      "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)),
+      "story": sentences,
+      "query": repr((names[target[0]], names[target[1]])),
+      "target": str(REL_ID[target_text]),
+      "target_text": target_text,
+      "clean_story": sentences,
+      "proof_state": repr(
+          [{triple(e): [triple(e1), triple(e2)]} for e, e1, e2 in proof]
+      ),
+      "f_comb": "-".join(types),
+      "task_name": f"task_1.{k}",
+      "story_edges": repr(list(edges)),
+      "edge_types": repr(types),
+      "query_edge": repr(query),
+      "genders": ",".join(
+          f"{names[p]}:{builder.tree.genders[p]}" for p in order
+      ),
+      "task_split": split,
+  }, signature
+
+
+def generate_rows(
+    k: int,
+    num_rows: int,
+    *,
+    seed: Union[int, np.random.Generator] = 0,
+    max_levels: int = 3,
+    min_child: int = 4,
+    max_child: int = 4,
+    p_marry: float = 1.0,
+    balance: bool = True,
+    exclude: Optional[Set[Tuple]] = None,
+    accept: Optional[Callable[[Tuple], bool]] = None,
+    unique: bool = False,
+    task_split: str = "train",
+    max_rounds: int = 20_000,
+) -> List[Dict[str, str]]:
+  """``num_rows`` noiseless CLUTRR stories with ``k`` facts (``task_1.k``).
+
+  Each round samples a family tree (:func:`sample_family_tree`) and derives
+  one story from every related pair of it, in random order.  With
+  ``balance`` (CLUTRR's ``equal``), as in CLUTRR's ``prune_puzzles``, a
+  round keeps the same number of stories (the smallest count) of each
+  relation pattern ``f_comb``, and only patterns whose count so far is the
+  smallest are added.  Stories whose :func:`story_signature` is in
+  ``exclude`` are skipped, and with ``unique`` so are repeats within this
+  call.  (As in the official files, the same signature may recur with other
+  people and names otherwise: at ``k = 2`` there are only a few hundred.)
+
+  Args:
+    k: facts per story, >= 2.
+    num_rows: rows to return.
+    seed: an int or a ``numpy.random.Generator``; equal seeds give equal rows.
+    max_levels, min_child, max_child, p_marry: the tree (CLUTRR's arguments;
+      defaults are the ET authors' configuration).
+    balance: balance the relation patterns as CLUTRR does.
+    exclude: signatures that must not be produced (e.g. the training set's).
+    accept: if given, only stories whose signature it accepts are kept.
+    unique: no two returned rows share a signature.
+    task_split: value of the ``task_split`` column.
+    max_rounds: give up (``RuntimeError``) after this many trees.
+  Returns:
+    rows as dicts over :data:`COLUMNS` (without the index column), values
+    as the CSV text; read them with :func:`examples_from_rows`, write them
+    with :func:`write_csv`.
+  """
+  if k < 2:
+    raise ValueError(f"k must be >= 2, got {k}")
+  rng = (
+      seed
+      if isinstance(seed, np.random.Generator)
+      else np.random.default_rng(seed)
+  )
+  exclude = set() if exclude is None else exclude
+  kept: Set[Tuple] = set()
+  pattern_count: Dict[str, int] = {}
+  rows: List[Dict[str, str]] = []
+  for _ in range(max_rounds):
+    tree = sample_family_tree(
+        rng,
+        max_levels=max_levels,
+        min_child=min_child,
+        max_child=max_child,
+        p_marry=p_marry,
+    )
+    builder = _Builder(tree)
+    names = _names(tree, rng)
+    pairs = sorted(builder.rel)
+    by_pattern: Dict[str, List[Tuple[Dict[str, str], Tuple]]] = {}
+    this_round: Set[Tuple] = set()
+    for idx in rng.permutation(len(pairs)):
+      target = pairs[int(idx)]
+      derived = builder.derive(target, k, rng)
+      if derived is None:
+        continue
+      row, sig = _row(
+          builder, names, target, derived[0], derived[1], k, task_split, rng
+      )
+      if sig in exclude or (accept is not None and not accept(sig)):
+        continue
+      if unique and (sig in kept or sig in this_round):
+        continue
+      this_round.add(sig)
+      by_pattern.setdefault(row["f_comb"], []).append((row, sig))
+    if not by_pattern:
+      continue
+    if balance:
+      keep = min(len(v) for v in by_pattern.values())
+      least = min(pattern_count.values()) if pattern_count else 0
+      batch = []
+      for pattern in sorted(by_pattern):
+        if pattern_count.get(pattern, 0) > least:
+          continue
+        group = by_pattern[pattern]
+        chosen = rng.choice(len(group), size=keep, replace=False)
+        batch.extend(group[int(i)] for i in sorted(chosen))
+    else:
+      batch = [r for p in sorted(by_pattern) for r in by_pattern[p]]
+    for i in rng.permutation(len(batch)):
+      row, sig = batch[int(i)]
+      rows.append(row)
+      kept.add(sig)
+      pattern_count[row["f_comb"]] = pattern_count.get(row["f_comb"], 0) + 1
+      if len(rows) == num_rows:
+        return rows
+  raise RuntimeError(
+      f"generate_rows(k={k}): only {len(rows)} of {num_rows} new stories after "
+      f"{max_rounds} trees (too few distinct stories outside `exclude`"
+      f"{' or with unique=True' if unique else ''}?)"
+  )
 
 
 def _held_out(signature: Tuple, seed: int, fraction: float) -> bool:
-    digest = hashlib.sha256(repr((seed, signature)).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64 < fraction
+  digest = hashlib.sha256(repr((seed, signature)).encode()).digest()
+  return int.from_bytes(digest[:8], "big") / 2.0**64 < fraction
 
 
-def generate_splits(train_ks: Iterable[int] = (2, 3), test_ks: Iterable[int] = tuple(range(2, 11)),
-                    num_train_per_k: int = 1000, num_test_per_k: int = 100, *, seed: int = 0,
-                    holdout_fraction: float = 0.2, **kwargs
-                    ) -> Tuple[List[Dict[str, str]], List[Dict[str, str]]]:
-    """Disjoint train rows (``train_ks``) and test rows (``test_ks``).
+def generate_splits(
+    train_ks: Iterable[int] = (2, 3),
+    test_ks: Iterable[int] = tuple(range(2, 11)),
+    num_train_per_k: int = 1000,
+    num_test_per_k: int = 100,
+    *,
+    seed: int = 0,
+    holdout_fraction: float = 0.2,
+    **kwargs,
+) -> Tuple[List[Dict[str, str]], List[Dict[str, str]]]:
+  """Disjoint train rows (``train_ks``) and test rows (``test_ks``).
 
-    No test row has the :func:`story_signature` of a train row.  At a ``k``
-    not in ``train_ks`` this holds by construction (a different number of
-    facts).  At a ``k`` in both, the story graphs are few (every one of them
-    recurs in a training set of a few hundred rows: 62 at ``k = 2``, 312 at
-    ``k = 3``), so a seeded hash reserves ``holdout_fraction`` of them for test
-    (CLUTRR's pattern-level ``holdout`` split): train never produces them and
-    test only produces them.  (For the ET protocol, train on
-    :func:`generate_rows` for ``k = 2, 3`` and test on the official files or on
-    :func:`generate_rows` at ``k >= 4``.)  Each ``(split, k)`` draws from its
-    own seeded stream; ``kwargs`` go to :func:`generate_rows`.
-    """
-    train_ks, test_ks = tuple(train_ks), tuple(test_ks)
-    if not 0.0 <= holdout_fraction < 1.0:
-        raise ValueError(f"holdout_fraction must be in [0, 1), got {holdout_fraction}")
-    shared = set(train_ks) & set(test_ks)
-    if shared and holdout_fraction == 0.0:
-        raise ValueError(f"k = {sorted(shared)} in train and test needs holdout_fraction > 0")
-    train: List[Dict[str, str]] = []
-    for k in train_ks:
-        accept = (lambda sig: not _held_out(sig, seed, holdout_fraction)) if k in shared else None
-        train += generate_rows(k, num_train_per_k, seed=np.random.default_rng([seed, 0, k]),
-                               accept=accept, task_split="train", **kwargs)
-    test: List[Dict[str, str]] = []
-    for k in test_ks:
-        accept = (lambda sig: _held_out(sig, seed, holdout_fraction)) if k in shared else None
-        test += generate_rows(k, num_test_per_k, seed=np.random.default_rng([seed, 1, k]),
-                              accept=accept, task_split="test", **kwargs)
-    return train, test
+  No test row has the :func:`story_signature` of a train row.  At a ``k``
+  not in ``train_ks`` this holds by construction (a different number of
+  facts).  At a ``k`` in both, the story graphs are few (every one of them
+  recurs in a training set of a few hundred rows: 62 at ``k = 2``, 312 at
+  ``k = 3``), so a seeded hash reserves ``holdout_fraction`` of them for test
+  (CLUTRR's pattern-level ``holdout`` split): train never produces them and
+  test only produces them.  (For the ET protocol, train on
+  :func:`generate_rows` for ``k = 2, 3`` and test on the official files or on
+  :func:`generate_rows` at ``k >= 4``.)  Each ``(split, k)`` draws from its
+  own seeded stream; ``kwargs`` go to :func:`generate_rows`.
+  """
+  train_ks, test_ks = tuple(train_ks), tuple(test_ks)
+  if not 0.0 <= holdout_fraction < 1.0:
+    raise ValueError(
+        f"holdout_fraction must be in [0, 1), got {holdout_fraction}"
+    )
+  shared = set(train_ks) & set(test_ks)
+  if shared and holdout_fraction == 0.0:
+    raise ValueError(
+        f"k = {sorted(shared)} in train and test needs holdout_fraction > 0"
+    )
+  train: List[Dict[str, str]] = []
+  for k in train_ks:
+    accept = (
+        (lambda sig: not _held_out(sig, seed, holdout_fraction))
+        if k in shared
+        else None
+    )
+    train += generate_rows(
+        k,
+        num_train_per_k,
+        seed=np.random.default_rng([seed, 0, k]),
+        accept=accept,
+        task_split="train",
+        **kwargs,
+    )
+  test: List[Dict[str, str]] = []
+  for k in test_ks:
+    accept = (
+        (lambda sig: _held_out(sig, seed, holdout_fraction))
+        if k in shared
+        else None
+    )
+    test += generate_rows(
+        k,
+        num_test_per_k,
+        seed=np.random.default_rng([seed, 1, k]),
+        accept=accept,
+        task_split="test",
+        **kwargs,
+    )
+  return train, test
 
 
 def write_csv(rows: Sequence[Mapping[str, object]], path: PathLike) -> None:
-    """Write rows in the CLUTRR 1.0 column layout (:data:`COLUMNS`)."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(COLUMNS)
-        for i, row in enumerate(rows):
-            writer.writerow([i] + [row.get(c, "") for c in COLUMNS[1:]])
+  """Write rows in the CLUTRR 1.0 column layout (:data:`COLUMNS`)."""
+  with open(path, "w", newline="", encoding="utf-8") as f:
+    writer = csv.writer(f)
+    writer.writerow(COLUMNS)
+    for i, row in enumerate(rows):
+      writer.writerow([i] + [row.get(c, "") for c in COLUMNS[1:]])

@@ -97,14 +97,16 @@ UNIT = "unit"
 @dataclasses.dataclass
 class Tree:
   """An ordered program tree node."""
+
   symbol: str
   children: List["Tree"] = dataclasses.field(default_factory=list)
 
 
 def _check_choice(value, choices, what):
   if value not in choices:
-    raise ValueError(f"invalid {what} {value!r}; valid choices are "
-                     f"{list(choices)}.")
+    raise ValueError(
+        f"invalid {what} {value!r}; valid choices are {list(choices)}."
+    )
 
 
 def linearize(tree, order: str = "dfs") -> List[Tuple[str, int]]:
@@ -116,8 +118,9 @@ def linearize(tree, order: str = "dfs") -> List[Tuple[str, int]]:
   while frontier:
     node = frontier.popleft() if order == "bfs" else frontier.pop()
     out.append((node.symbol, len(node.children)))
-    frontier.extend(node.children if order == "bfs"
-                    else reversed(node.children))
+    frontier.extend(
+        node.children if order == "bfs" else reversed(node.children)
+    )
   return out
 
 
@@ -140,8 +143,9 @@ class _Generator:
       if self.rng.random() < 0.6:
         return Tree(self._choice(VARIABLES))
       return Tree(self._choice(CONSTANTS))
-    return Tree(self._choice(OPERATORS), [self.expr(depth + 1),
-                                          self.expr(depth + 1)])
+    return Tree(
+        self._choice(OPERATORS), [self.expr(depth + 1), self.expr(depth + 1)]
+    )
 
   def cond(self) -> Tree:
     return Tree(self._choice(COMPARISONS), [self.expr(1), self.expr(1)])
@@ -152,20 +156,35 @@ class _Generator:
     if nesting >= MAX_NESTING or r < 0.5:
       return Tree("=", [Tree(self._choice(free)), self.expr()])
     if r < 0.75:
-      return Tree("if", [self.cond(), self.block(nesting + 1, loop_vars),
-                         self.block(nesting + 1, loop_vars, allow_empty=True)])
+      return Tree(
+          "if",
+          [
+              self.cond(),
+              self.block(nesting + 1, loop_vars),
+              self.block(nesting + 1, loop_vars, allow_empty=True),
+          ],
+      )
     var = self._choice(free)
     lo = int(self.rng.integers(0, 5))
     hi = int(self.rng.integers(lo, 10))
-    return Tree("for", [Tree(var), Tree(str(lo)), Tree(str(hi)),
-                        self.block(nesting + 1, loop_vars + (var,))])
+    return Tree(
+        "for",
+        [
+            Tree(var),
+            Tree(str(lo)),
+            Tree(str(hi)),
+            self.block(nesting + 1, loop_vars + (var,)),
+        ],
+    )
 
-  def block(self, nesting: int, loop_vars: Tuple[str, ...],
-            allow_empty: bool = False) -> Tree:
+  def block(
+      self, nesting: int, loop_vars: Tuple[str, ...], allow_empty: bool = False
+  ) -> Tree:
     lo = 0 if allow_empty else 1
     count = int(self.rng.integers(lo, 3))
-    return Tree("block", [self.statement(nesting, loop_vars)
-                          for _ in range(count)])
+    return Tree(
+        "block", [self.statement(nesting, loop_vars) for _ in range(count)]
+    )
 
   def program(self, min_nodes: int, max_nodes: int) -> Tree:
     """A top-level block grown statement by statement until it has at least
@@ -212,27 +231,46 @@ class _Compiler:
       var, lo, hi, body = first.children
       f = self.fresh()
       step = Tree("app", [_copy(f), Tree("+", [_copy(var), Tree("1")])])
-      loop = Tree("if", [Tree("<", [_copy(var), _copy(hi)]),
-                         self.block(body.children, step),
-                         self.block(rest, k)])
-      return Tree("letrec", [f, _copy(var), loop,
-                             Tree("app", [_copy(f), _copy(lo)])])
+      loop = Tree(
+          "if",
+          [
+              Tree("<", [_copy(var), _copy(hi)]),
+              self.block(body.children, step),
+              self.block(rest, k),
+          ],
+      )
+      return Tree(
+          "letrec", [f, _copy(var), loop, Tree("app", [_copy(f), _copy(lo)])]
+      )
     if kind == "if":
       cond, then_block, else_block = first.children
       if not rest:
-        return Tree("if", [_copy(cond), self.block(then_block.children, k),
-                           self.block(else_block.children, k)])
+        return Tree(
+            "if",
+            [
+                _copy(cond),
+                self.block(then_block.children, k),
+                self.block(else_block.children, k),
+            ],
+        )
       g = self.fresh()
       call = lambda: Tree("app", [_copy(g), Tree("0")])
-      branch = Tree("if", [_copy(cond),
-                           self.block(then_block.children, call()),
-                           self.block(else_block.children, call())])
+      branch = Tree(
+          "if",
+          [
+              _copy(cond),
+              self.block(then_block.children, call()),
+              self.block(else_block.children, call()),
+          ],
+      )
       # Compile the continuation first so that function numbers follow the
       # order in which letrec nodes appear in a pre-order walk.
       body = self.block(rest, k)
       return Tree("letrec", [g, Tree(CONTINUATION_PARAM), body, branch])
-    raise ValueError(f"unknown FOR statement {kind!r}; valid statements are "
-                     f"['=', 'if', 'for'].")
+    raise ValueError(
+        f"unknown FOR statement {kind!r}; valid statements are "
+        "['=', 'if', 'for']."
+    )
 
 
 def _copy(tree: Tree) -> Tree:
@@ -242,8 +280,9 @@ def _copy(tree: Tree) -> Tree:
 def compile_program(program: Tree) -> Tree:
   """The LAMBDA translation of a FOR program (a `block` tree)."""
   if program.symbol != "block":
-    raise ValueError(f"a FOR program is a 'block' node, got "
-                     f"{program.symbol!r}.")
+    raise ValueError(
+        f"a FOR program is a 'block' node, got {program.symbol!r}."
+    )
   return _Compiler().block(program.children, Tree(UNIT))
 
 
@@ -261,13 +300,22 @@ def binarized_depth(tree: Tree) -> int:
   """Depth (edges) of the left-child-right-sibling binarisation of `tree`:
   the number of stack slots its deepest tree position uses. Child c of a
   node lies c + 1 LCRS steps below it (first child, then c siblings)."""
-  return max([0] + [c + 1 + binarized_depth(child)
-                    for c, child in enumerate(tree.children)])
+  return max(
+      [0]
+      + [
+          c + 1 + binarized_depth(child)
+          for c, child in enumerate(tree.children)
+      ]
+  )
 
 
-def generate_pairs(size: str, num: int, rng: np.random.Generator,
-                   max_depth: int = 32,
-                   exclude: Optional[set] = None) -> List[Tuple[Tree, Tree]]:
+def generate_pairs(
+    size: str,
+    num: int,
+    rng: np.random.Generator,
+    max_depth: int = 32,
+    exclude: Optional[set] = None,
+) -> List[Tuple[Tree, Tree]]:
   """`num` distinct (FOR tree, LAMBDA tree) pairs of length class `size`
   whose binarised trees are at most `max_depth` deep; FOR programs whose DFS
   tokens are in `exclude` are skipped (and the drawn ones added to it)."""
@@ -283,7 +331,8 @@ def generate_pairs(size: str, num: int, rng: np.random.Generator,
     if attempts > 50 * num + 1000:
       raise RuntimeError(
           f"For2Lam {size}: found only {len(out)} of {num} distinct programs "
-          f"fitting depth {max_depth} in {attempts} draws.")
+          f"fitting depth {max_depth} in {attempts} draws."
+      )
     program = gen.program(lo, hi)
     key = to_tokens(program)
     if key in seen:
@@ -296,9 +345,14 @@ def generate_pairs(size: str, num: int, rng: np.random.Generator,
   return out
 
 
-def generate_sets(size: str, num_train: int = 100_000, num_test: int = 10_000,
-                  seed: int = 0, target_order: str = "dfs",
-                  max_depth: int = 32) -> Dict[str, List[Tuple[str, str]]]:
+def generate_sets(
+    size: str,
+    num_train: int = 100_000,
+    num_test: int = 10_000,
+    seed: int = 0,
+    target_order: str = "dfs",
+    max_depth: int = 32,
+) -> Dict[str, List[Tuple[str, str]]]:
   """{'train': pairs, 'test': pairs} of (source DFS tokens, target tokens in
   `target_order`); train and test hold different FOR programs."""
   _check_choice(target_order, ORDERS, "target order")
@@ -306,6 +360,8 @@ def generate_sets(size: str, num_train: int = 100_000, num_test: int = 10_000,
   seen = set()
   sets = {}
   for name, num in (("train", num_train), ("test", num_test)):
-    sets[name] = [(to_tokens(p, "dfs"), to_tokens(t, target_order))
-                  for p, t in generate_pairs(size, num, rng, max_depth, seen)]
+    sets[name] = [
+        (to_tokens(p, "dfs"), to_tokens(t, target_order))
+        for p, t in generate_pairs(size, num, rng, max_depth, seen)
+    ]
   return sets

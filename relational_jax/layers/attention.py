@@ -39,20 +39,30 @@ Cache = dict  # {'key': BxSxHxK, 'value': BxSxHxK, 'index': int32 scalar}
 # Attention.
 
 
-def init_cache(batch: int, max_len: int, num_heads: int, head_dim: int,
-               dtype=jnp.float32) -> Cache:
+def init_cache(
+    batch: int, max_len: int, num_heads: int, head_dim: int, dtype=jnp.float32
+) -> Cache:
   """An empty decoder self-attention cache for `max_len` positions."""
   zeros_BxSxHxK = jnp.zeros((batch, max_len, num_heads, head_dim), dtype)
-  return {"key": zeros_BxSxHxK, "value": zeros_BxSxHxK,
-          "index": jnp.zeros((), jnp.int32)}
+  return {
+      "key": zeros_BxSxHxK,
+      "value": zeros_BxSxHxK,
+      "index": jnp.zeros((), jnp.int32),
+  }
 
 
 def _mask_value(dtype):
   return jnp.finfo(dtype).min
 
 
-def attention_mask(kv_mask_BxS=None, *, num_queries: int, num_keys: int,
-                   causal: bool = False, query_offset=0):
+def attention_mask(
+    kv_mask_BxS=None,
+    *,
+    num_queries: int,
+    num_keys: int,
+    causal: bool = False,
+    query_offset=0,
+):
   """Boolean Bx1xTxS (or 1x1xTxS) mask: key padding AND causality.
 
   Query t sits at absolute position query_offset + t; causal attention lets
@@ -62,7 +72,8 @@ def attention_mask(kv_mask_BxS=None, *, num_queries: int, num_keys: int,
   if causal:
     q_pos_T = query_offset + jnp.arange(num_queries)
     mask_1x1xTxS = (jnp.arange(num_keys)[None, :] <= q_pos_T[:, None])[
-        None, None]
+        None, None
+    ]
   if kv_mask_BxS is None:
     return mask_1x1xTxS
   return mask_1x1xTxS & kv_mask_BxS[:, None, None, :].astype(bool)
@@ -72,18 +83,21 @@ def _update_cache(cache: Cache, k_BxTxHxK, v_BxTxHxK):
   index = cache["index"]
   key = jax.lax.dynamic_update_slice_in_dim(cache["key"], k_BxTxHxK, index, 1)
   value = jax.lax.dynamic_update_slice_in_dim(
-      cache["value"], v_BxTxHxK, index, 1)
-  return {"key": key, "value": value,
-          "index": index + k_BxTxHxK.shape[1]}
+      cache["value"], v_BxTxHxK, index, 1
+  )
+  return {"key": key, "value": value, "index": index + k_BxTxHxK.shape[1]}
 
 
 def _check_cache(cache: Cache, batch: int, heads: int, head_dim: int):
   if not isinstance(cache, dict) or set(cache) != {"key", "value", "index"}:
-    raise ValueError("cache must be a dict with keys 'key', 'value', 'index' "
-                     "(see init_cache).")
+    raise ValueError(
+        "cache must be a dict with keys 'key', 'value', 'index' "
+        "(see init_cache)."
+    )
   shapes.check_shape(cache["key"], (batch, "S", heads, head_dim), "cache key")
-  shapes.check_shape(cache["value"], (batch, "S", heads, head_dim),
-                     "cache value")
+  shapes.check_shape(
+      cache["value"], (batch, "S", heads, head_dim), "cache value"
+  )
 
 
 class MultiHeadAttention(nn.Module):
@@ -92,6 +106,7 @@ class MultiHeadAttention(nn.Module):
   Used for cross-attention (the encoder-decoder interface, where [C21]
   appendix C keeps the standard form) and in models with absolute positions.
   """
+
   d_model: int
   num_heads: int
   dropout_rate: float = 0.0
@@ -100,46 +115,64 @@ class MultiHeadAttention(nn.Module):
   kernel_init: Callable = nn.linear.default_kernel_init  # Every map's kernel.
 
   def setup(self):
-    self.head_dim = shapes.check_divides(self.d_model, self.num_heads,
-                                         "d_model")
+    self.head_dim = shapes.check_divides(
+        self.d_model, self.num_heads, "d_model"
+    )
     hk = (self.num_heads, self.head_dim)
     dense = functools.partial(nn.DenseGeneral, kernel_init=self.kernel_init)
     self.query = dense(hk, use_bias=False, name="query")
     self.key = dense(hk, use_bias=False, name="key")
     self.value = dense(hk, use_bias=False, name="value")
-    self.out = dense(self.d_model, axis=(-2, -1), use_bias=self.out_bias,
-                     name="out")
+    self.out = dense(
+        self.d_model, axis=(-2, -1), use_bias=self.out_bias, name="out"
+    )
     self.dropout = nn.Dropout(self.dropout_rate)
 
-  def _attend(self, q_BxTxHxK, k_BxSxHxK, v_BxSxHxK, mask_Bx1xTxS,
-              deterministic):
+  def _attend(
+      self, q_BxTxHxK, k_BxSxHxK, v_BxSxHxK, mask_Bx1xTxS, deterministic
+  ):
     logits_BxHxTxS = jnp.einsum("bthk,bshk->bhts", q_BxTxHxK, k_BxSxHxK)
     logits_BxHxTxS = logits_BxHxTxS / math.sqrt(self.head_dim)
-    logits_BxHxTxS = jnp.where(mask_Bx1xTxS, logits_BxHxTxS,
-                               _mask_value(logits_BxHxTxS.dtype))
+    logits_BxHxTxS = jnp.where(
+        mask_Bx1xTxS, logits_BxHxTxS, _mask_value(logits_BxHxTxS.dtype)
+    )
     alpha_BxHxTxS = jax.nn.softmax(logits_BxHxTxS, axis=-1)
     alpha_BxHxTxS = self.dropout(alpha_BxHxTxS, deterministic=deterministic)
     z_BxTxHxK = jnp.einsum("bhts,bshk->bthk", alpha_BxHxTxS, v_BxSxHxK)
     return self.out(z_BxTxHxK)
 
-  def __call__(self, x_q_BxTxD, x_kv_BxSxD=None, kv_mask_BxS=None,
-               deterministic: bool = True):
+  def __call__(
+      self,
+      x_q_BxTxD,
+      x_kv_BxSxD=None,
+      kv_mask_BxS=None,
+      deterministic: bool = True,
+  ):
     """Attends from x_q to x_kv (self-attention when x_kv is None)."""
     if x_kv_BxSxD is None:
       x_kv_BxSxD = x_q_BxTxD
     shapes.check_shape(x_q_BxTxD, ("B", "T", self.d_model), "queries")
-    shapes.check_shape(x_kv_BxSxD, (x_q_BxTxD.shape[0], "S", self.d_model),
-                       "keys/values")
+    shapes.check_shape(
+        x_kv_BxSxD, (x_q_BxTxD.shape[0], "S", self.d_model), "keys/values"
+    )
     num_t, num_s = x_q_BxTxD.shape[1], x_kv_BxSxD.shape[1]
     if self.causal and num_t != num_s:
-      raise ValueError("causal attention is self-attention: queries and keys "
-                       f"must have equal length, got {num_t} and {num_s}.")
+      raise ValueError(
+          "causal attention is self-attention: queries and keys "
+          f"must have equal length, got {num_t} and {num_s}."
+      )
     if kv_mask_BxS is not None:
       shapes.check_shape(kv_mask_BxS, (x_q_BxTxD.shape[0], num_s), "kv_mask")
-    mask = attention_mask(kv_mask_BxS, num_queries=num_t, num_keys=num_s,
-                          causal=self.causal)
-    return self._attend(self.query(x_q_BxTxD), self.key(x_kv_BxSxD),
-                        self.value(x_kv_BxSxD), mask, deterministic)
+    mask = attention_mask(
+        kv_mask_BxS, num_queries=num_t, num_keys=num_s, causal=self.causal
+    )
+    return self._attend(
+        self.query(x_q_BxTxD),
+        self.key(x_kv_BxSxD),
+        self.value(x_kv_BxSxD),
+        mask,
+        deterministic,
+    )
 
   def decode_step(self, x_BxTxD, cache: Cache, deterministic: bool = True):
     """Causal self-attention of T new positions against the cache."""
@@ -147,11 +180,16 @@ class MultiHeadAttention(nn.Module):
     _check_cache(cache, x_BxTxD.shape[0], self.num_heads, self.head_dim)
     index = cache["index"]
     cache = _update_cache(cache, self.key(x_BxTxD), self.value(x_BxTxD))
-    mask = attention_mask(None, num_queries=x_BxTxD.shape[1],
-                          num_keys=cache["key"].shape[1], causal=True,
-                          query_offset=index)
-    out = self._attend(self.query(x_BxTxD), cache["key"], cache["value"],
-                       mask, deterministic)
+    mask = attention_mask(
+        None,
+        num_queries=x_BxTxD.shape[1],
+        num_keys=cache["key"].shape[1],
+        causal=True,
+        query_offset=index,
+    )
+    out = self._attend(
+        self.query(x_BxTxD), cache["key"], cache["value"], mask, deterministic
+    )
     return out, cache
 
 
@@ -168,6 +206,7 @@ class RelativeMultiHeadAttention(nn.Module):
   design brief (the two differ by a fixed linear map of r, which W_R
   absorbs). `causal=True` masks j > i (decoder self-attention).
   """
+
   d_model: int
   num_heads: int
   dropout_rate: float = 0.0
@@ -176,8 +215,9 @@ class RelativeMultiHeadAttention(nn.Module):
   kernel_init: Callable = nn.linear.default_kernel_init  # Every map's kernel.
 
   def setup(self):
-    self.head_dim = shapes.check_divides(self.d_model, self.num_heads,
-                                         "d_model")
+    self.head_dim = shapes.check_divides(
+        self.d_model, self.num_heads, "d_model"
+    )
     hk = (self.num_heads, self.head_dim)
     dense = functools.partial(nn.DenseGeneral, kernel_init=self.kernel_init)
     self.query = dense(hk, use_bias=False, name="query")
@@ -186,37 +226,58 @@ class RelativeMultiHeadAttention(nn.Module):
     self.pos_proj = dense(hk, use_bias=False, name="pos_proj")
     self.u_bias_HxK = self.param("u_bias", nn.initializers.zeros, hk)
     self.v_bias_HxK = self.param("v_bias", nn.initializers.zeros, hk)
-    self.out = dense(self.d_model, axis=(-2, -1), use_bias=self.out_bias,
-                     name="out")
+    self.out = dense(
+        self.d_model, axis=(-2, -1), use_bias=self.out_bias, name="out"
+    )
     self.dropout = nn.Dropout(self.dropout_rate)
 
-  def _attend(self, x_BxTxD, k_BxSxHxK, v_BxSxHxK, kv_mask_BxS, query_offset,
-              deterministic):
+  def _attend(
+      self,
+      x_BxTxD,
+      k_BxSxHxK,
+      v_BxSxHxK,
+      kv_mask_BxS,
+      query_offset,
+      deterministic,
+  ):
     num_t, num_s = x_BxTxD.shape[1], k_BxSxHxK.shape[1]
     q_BxTxHxK = self.query(x_BxTxD)
     # Content terms (a) + (c): (q_i + u) . k_j.
-    content_BxHxTxS = jnp.einsum("bthk,bshk->bhts", q_BxTxHxK + self.u_bias_HxK,
-                                 k_BxSxHxK)
+    content_BxHxTxS = jnp.einsum(
+        "bthk,bshk->bhts", q_BxTxHxK + self.u_bias_HxK, k_BxSxHxK
+    )
     # Position terms (b) + (d): (q_i + v) . W_R r(j - i), computed once per
     # distinct offset (R = T + S - 1 of them) and gathered into TxS.
     # Offset number o encodes j - i = o - (T - 1) - query_offset, so entry
     # (t, s) reads o = s - t + T - 1.
-    offsets_R = (jnp.arange(num_t + num_s - 1) - (num_t - 1) - query_offset)
+    offsets_R = jnp.arange(num_t + num_s - 1) - (num_t - 1) - query_offset
     rel_RxHxK = self.pos_proj(sinusoidal_at(offsets_R, self.d_model))
-    position_BxHxTxR = jnp.einsum("bthk,rhk->bhtr",
-                                  q_BxTxHxK + self.v_bias_HxK, rel_RxHxK)
-    gather_TxS = (jnp.arange(num_s)[None, :] - jnp.arange(num_t)[:, None]
-                  + num_t - 1)
+    position_BxHxTxR = jnp.einsum(
+        "bthk,rhk->bhtr", q_BxTxHxK + self.v_bias_HxK, rel_RxHxK
+    )
+    gather_TxS = (
+        jnp.arange(num_s)[None, :] - jnp.arange(num_t)[:, None] + num_t - 1
+    )
     position_BxHxTxS = jnp.take_along_axis(
-        position_BxHxTxR, jnp.broadcast_to(
-            gather_TxS, position_BxHxTxR.shape[:2] + gather_TxS.shape),
-        axis=-1)
+        position_BxHxTxR,
+        jnp.broadcast_to(
+            gather_TxS, position_BxHxTxR.shape[:2] + gather_TxS.shape
+        ),
+        axis=-1,
+    )
     logits_BxHxTxS = (content_BxHxTxS + position_BxHxTxS) / math.sqrt(
-        self.head_dim)
-    mask = attention_mask(kv_mask_BxS, num_queries=num_t, num_keys=num_s,
-                          causal=self.causal, query_offset=query_offset)
-    logits_BxHxTxS = jnp.where(mask, logits_BxHxTxS,
-                               _mask_value(logits_BxHxTxS.dtype))
+        self.head_dim
+    )
+    mask = attention_mask(
+        kv_mask_BxS,
+        num_queries=num_t,
+        num_keys=num_s,
+        causal=self.causal,
+        query_offset=query_offset,
+    )
+    logits_BxHxTxS = jnp.where(
+        mask, logits_BxHxTxS, _mask_value(logits_BxHxTxS.dtype)
+    )
     alpha_BxHxTxS = jax.nn.softmax(logits_BxHxTxS, axis=-1)
     alpha_BxHxTxS = self.dropout(alpha_BxHxTxS, deterministic=deterministic)
     z_BxTxHxK = jnp.einsum("bhts,bshk->bthk", alpha_BxHxTxS, v_BxSxHxK)
@@ -226,18 +287,26 @@ class RelativeMultiHeadAttention(nn.Module):
     shapes.check_shape(x_BxNxD, ("B", "N", self.d_model), "inputs")
     if mask_BxN is not None:
       shapes.check_shape(mask_BxN, x_BxNxD.shape[:2], "mask")
-    return self._attend(x_BxNxD, self.key(x_BxNxD), self.value(x_BxNxD),
-                        mask_BxN, 0, deterministic)
+    return self._attend(
+        x_BxNxD,
+        self.key(x_BxNxD),
+        self.value(x_BxNxD),
+        mask_BxN,
+        0,
+        deterministic,
+    )
 
   def decode_step(self, x_BxTxD, cache: Cache, deterministic: bool = True):
     """T new positions (index, ..., index + T - 1) against the cache."""
     if not self.causal:
-      raise ValueError("decode_step needs causal=True (decoder "
-                       "self-attention).")
+      raise ValueError(
+          "decode_step needs causal=True (decoder self-attention)."
+      )
     shapes.check_shape(x_BxTxD, ("B", "T", self.d_model), "inputs")
     _check_cache(cache, x_BxTxD.shape[0], self.num_heads, self.head_dim)
     index = cache["index"]
     cache = _update_cache(cache, self.key(x_BxTxD), self.value(x_BxTxD))
-    out = self._attend(x_BxTxD, cache["key"], cache["value"], None, index,
-                       deterministic)
+    out = self._attend(
+        x_BxTxD, cache["key"], cache["value"], None, index, deterministic
+    )
     return out, cache

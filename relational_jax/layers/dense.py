@@ -57,6 +57,7 @@ class DenseGeneral(nn.Module):
   axes `axis` (e.g. -1, or (-2, -1) for heads x head width): same parameters
   (initialised in their flattened 2-D shape, as Flax does), computed by
   `affine`."""
+
   features: Union[int, Sequence[int]]
   axis: Union[int, Sequence[int]] = -1
   use_bias: bool = True
@@ -67,30 +68,52 @@ class DenseGeneral(nn.Module):
 
   @nn.compact
   def __call__(self, x: Array) -> Array:
-    features = ((self.features,) if isinstance(self.features, int)
-                else tuple(self.features))
+    features = (
+        (self.features,)
+        if isinstance(self.features, int)
+        else tuple(self.features)
+    )
     axes = (self.axis,) if isinstance(self.axis, int) else tuple(self.axis)
     axes = tuple(sorted(a % x.ndim for a in axes))
     trailing = tuple(range(x.ndim - len(axes), x.ndim))
     if axes != trailing:
-      raise ValueError(f"DenseGeneral contracts trailing axes only: got axis="
-                       f"{self.axis!r} for an input of rank {x.ndim}; valid "
-                       f"are the last k axes, e.g. {trailing}.")
-    lead, contracted = x.shape[:-len(axes)], x.shape[-len(axes):]
+      raise ValueError(
+          "DenseGeneral contracts trailing axes only: got axis="
+          f"{self.axis!r} for an input of rank {x.ndim}; valid "
+          f"are the last k axes, e.g. {trailing}."
+      )
+    lead, contracted = x.shape[: -len(axes)], x.shape[-len(axes) :]
     size_i, size_o = math.prod(contracted), math.prod(features)
     flat_init = lambda init, flat: (
-        lambda rng, shape, dtype: jnp.reshape(init(rng, flat, dtype), shape))
-    kernel = self.param("kernel", flat_init(self.kernel_init, (size_i, size_o)),
-                        contracted + features, self.param_dtype)
-    bias = (self.param("bias", flat_init(self.bias_init, (size_o,)), features,
-                       self.param_dtype) if self.use_bias else None)
+        lambda rng, shape, dtype: jnp.reshape(init(rng, flat, dtype), shape)
+    )
+    kernel = self.param(
+        "kernel",
+        flat_init(self.kernel_init, (size_i, size_o)),
+        contracted + features,
+        self.param_dtype,
+    )
+    bias = (
+        self.param(
+            "bias",
+            flat_init(self.bias_init, (size_o,)),
+            features,
+            self.param_dtype,
+        )
+        if self.use_bias
+        else None
+    )
     x, kernel, bias = dtypes.promote_dtype(x, kernel, bias, dtype=self.dtype)
-    y = affine(x.reshape(lead + (size_i,)), kernel.reshape(size_i, size_o),
-               None if bias is None else bias.reshape(size_o))
+    y = affine(
+        x.reshape(lead + (size_i,)),
+        kernel.reshape(size_i, size_o),
+        None if bias is None else bias.reshape(size_o),
+    )
     return y.reshape(lead + features)
 
 
 class Dense(DenseGeneral):
   """flax.linen.Dense: `DenseGeneral` over the last axis (the same
   parameters 'kernel' (I, O) and 'bias' (O,), the same dtype promotion)."""
+
   features: int

@@ -80,7 +80,7 @@ def rt_kernel(init: str, fan_in: int) -> Initializer:
 def xavier_uniform(gain: float = 1.0) -> Initializer:
   """U(-a, a), a = gain * sqrt(6 / (fan_in + fan_out)) (PyTorch's
   `xavier_uniform_`)."""
-  return nn.initializers.variance_scaling(gain ** 2, "fan_avg", "uniform")
+  return nn.initializers.variance_scaling(gain**2, "fan_avg", "uniform")
 
 
 def torch_linear_bias(fan_in: int) -> Initializer:
@@ -89,6 +89,7 @@ def torch_linear_bias(fan_in: int) -> Initializer:
 
   def init(key, shape, dtype=jax.numpy.float32):
     return jax.random.uniform(key, shape, dtype, -bound, bound)
+
   return init
 
 
@@ -107,31 +108,40 @@ def attention_kernel(init: str, relative: bool) -> Initializer:
   return torch_linear_kernel() if relative else xavier_uniform()
 
 
-def feed_forward(init: str, d_model: int, ffn_dim: int) -> Dict[str, Initializer]:
+def feed_forward(
+    init: str, d_model: int, ffn_dim: int
+) -> Dict[str, Initializer]:
   """{hidden,out}_{kernel,bias} initialisers of the D -> F -> D block."""
   shapes.check_choice(init, INITS, "init")
   if init == "flax":
-    return {"hidden_kernel": nn.linear.default_kernel_init,
-            "hidden_bias": nn.initializers.zeros,
-            "out_kernel": nn.linear.default_kernel_init,
-            "out_bias": nn.initializers.zeros}
-  return {"hidden_kernel": xavier_uniform(math.sqrt(2.0)),
-          "hidden_bias": torch_linear_bias(d_model),
-          "out_kernel": xavier_uniform(),
-          "out_bias": torch_linear_bias(ffn_dim)}
+    return {
+        "hidden_kernel": nn.linear.default_kernel_init,
+        "hidden_bias": nn.initializers.zeros,
+        "out_kernel": nn.linear.default_kernel_init,
+        "out_bias": nn.initializers.zeros,
+    }
+  return {
+      "hidden_kernel": xavier_uniform(math.sqrt(2.0)),
+      "hidden_bias": torch_linear_bias(d_model),
+      "out_kernel": xavier_uniform(),
+      "out_bias": torch_linear_bias(ffn_dim),
+  }
 
 
 def output_map(init: str, d_model: int) -> Dict[str, Initializer]:
   """kernel / bias initialisers of the untied D -> V output layer."""
   shapes.check_choice(init, INITS, "init")
   if init == "flax":
-    return {"kernel": nn.linear.default_kernel_init,
-            "bias": nn.initializers.zeros}
+    return {
+        "kernel": nn.linear.default_kernel_init,
+        "bias": nn.initializers.zeros,
+    }
   return {"kernel": xavier_uniform(), "bias": torch_linear_bias(d_model)}
 
 
-def embedding(init: str, scaling: str, positions: str,
-              d_model: int) -> Initializer:
+def embedding(
+    init: str, scaling: str, positions: str, d_model: int
+) -> Initializer:
   """Initialiser of a VxD token-embedding table (module docstring)."""
   shapes.check_choice(init, INITS, "init")
   shapes.check_choice(scaling, pe_lib.SCALINGS, "scaling")

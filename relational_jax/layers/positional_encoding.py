@@ -42,8 +42,9 @@ def sinusoidal_at(positions, dim: int, max_timescale: float = 1e4):
   if dim <= 0:
     raise ValueError(f"sinusoidal dim must be positive, got {dim}.")
   half = (dim + 1) // 2
-  inv_freq_F = max_timescale ** (-2.0 * jnp.arange(half, dtype=jnp.float32)
-                                 / dim)
+  inv_freq_F = max_timescale ** (
+      -2.0 * jnp.arange(half, dtype=jnp.float32) / dim
+  )
   angles_xF = jnp.asarray(positions, jnp.float32)[..., None] * inv_freq_F
   pe_xFx2 = jnp.stack([jnp.sin(angles_xF), jnp.cos(angles_xF)], axis=-1)
   return pe_xFx2.reshape(pe_xFx2.shape[:-2] + (2 * half,))[..., :dim]
@@ -96,6 +97,7 @@ class TokenEmbedding(nn.Module):
   [C21] appendix D. Relative models pass no encoding; the token scale still
   applies (TEU multiplies by sqrt(D)).
   """
+
   vocab_size: int
   d_model: int
   scaling: str = "ped"
@@ -105,8 +107,9 @@ class TokenEmbedding(nn.Module):
   def setup(self):
     shapes.check_choice(self.scaling, SCALINGS, "scaling")
     init = self.table_init or embedding_init(self.scaling, self.d_model)
-    self.embedding_VxD = self.param("embedding", init,
-                                    (self.vocab_size, self.d_model))
+    self.embedding_VxD = self.param(
+        "embedding", init, (self.vocab_size, self.d_model)
+    )
 
   def __call__(self, tokens_BxN, pe_BxNxD=None):
     shapes.check_shape(tokens_BxN, ("B", "N"), "tokens")
@@ -116,8 +119,11 @@ class TokenEmbedding(nn.Module):
       pe_BxNxD = jnp.asarray(pe_BxNxD)
       if pe_BxNxD.ndim == 2:  # NxD, shared over the batch.
         pe_BxNxD = pe_BxNxD[None]
-      shapes.check_shape(pe_BxNxD, (None, tokens_BxN.shape[1], self.d_model),
-                         "positional encoding")
+      shapes.check_shape(
+          pe_BxNxD,
+          (None, tokens_BxN.shape[1], self.d_model),
+          "positional encoding",
+      )
       h_BxNxD = h_BxNxD + pe_scale * pe_BxNxD
     return h_BxNxD
 

@@ -36,8 +36,9 @@ def relations_from_parents(parents_BxN, mask_BxN=None):
   j_N = jnp.arange(num_n)
   dep_to_head_BxNxN = parents_BxN[:, :, None] == j_N[None, None, :]
   head_to_dep_BxNxN = jnp.swapaxes(dep_to_head_BxNxN, 1, 2)
-  rel_BxNxN = jnp.where(dep_to_head_BxNxN, 1,
-                        jnp.where(head_to_dep_BxNxN, 2, 0)).astype(jnp.int32)
+  rel_BxNxN = jnp.where(
+      dep_to_head_BxNxN, 1, jnp.where(head_to_dep_BxNxN, 2, 0)
+  ).astype(jnp.int32)
   if mask_BxN is not None:
     pair_BxNxN = mask_BxN[:, :, None] & mask_BxN[:, None, :]
     rel_BxNxN = jnp.where(pair_BxNxN, rel_BxNxN, 0)
@@ -56,6 +57,7 @@ class RelationAwareAttention(nn.Module):
   BxNxNxHxK tensor: the key term projects each query onto the R relation
   keys and gathers, the value term sums attention per relation id.
   """
+
   d_model: int
   num_heads: int
   num_relations: int
@@ -64,9 +66,11 @@ class RelationAwareAttention(nn.Module):
   def setup(self):
     if self.num_relations <= 0:
       raise ValueError(
-          f"num_relations must be positive, got {self.num_relations}.")
-    self.head_dim = shapes.check_divides(self.d_model, self.num_heads,
-                                         "d_model")
+          f"num_relations must be positive, got {self.num_relations}."
+      )
+    self.head_dim = shapes.check_divides(
+        self.d_model, self.num_heads, "d_model"
+    )
     hk = (self.num_heads, self.head_dim)
     self.query = nn.DenseGeneral(hk, use_bias=False, name="query")
     self.key = nn.DenseGeneral(hk, use_bias=False, name="key")
@@ -74,13 +78,13 @@ class RelationAwareAttention(nn.Module):
     rel_init = nn.initializers.normal(stddev=1.0 / math.sqrt(self.head_dim))
     rel_shape = (self.num_relations,) + hk
     self.rel_key_RxHxK = self.param("rel_key", rel_init, rel_shape)  # W^L_1
-    self.rel_value_RxHxK = self.param("rel_value", rel_init,
-                                      rel_shape)  # W^L_2
+    self.rel_value_RxHxK = self.param("rel_value", rel_init, rel_shape)  # W^L_2
     self.out = nn.DenseGeneral(self.d_model, axis=(-2, -1), name="out")
     self.dropout = nn.Dropout(self.dropout_rate)
 
-  def __call__(self, x_BxNxD, relations_BxNxN, mask_BxN=None,
-               deterministic: bool = True):
+  def __call__(
+      self, x_BxNxD, relations_BxNxN, mask_BxN=None, deterministic: bool = True
+  ):
     shapes.check_shape(x_BxNxD, ("B", "N", self.d_model), "inputs")
     num_b, num_n = x_BxNxD.shape[:2]
     shapes.check_shape(relations_BxNxN, (num_b, num_n, num_n), "relations")
@@ -93,25 +97,29 @@ class RelationAwareAttention(nn.Module):
     # eq. 3: q_i . k_j  +  q_i . W^L_1[r_ij].
     content_BxHxNxN = jnp.einsum("bihk,bjhk->bhij", q_BxNxHxK, k_BxNxHxK)
     q_rel_BxHxNxR = jnp.einsum("bihk,rhk->bhir", q_BxNxHxK, self.rel_key_RxHxK)
-    rel_BxHxNxN = jnp.broadcast_to(relations_BxNxN[:, None],
-                                   (num_b, self.num_heads, num_n, num_n))
+    rel_BxHxNxN = jnp.broadcast_to(
+        relations_BxNxN[:, None], (num_b, self.num_heads, num_n, num_n)
+    )
     relation_BxHxNxN = jnp.take_along_axis(q_rel_BxHxNxR, rel_BxHxNxN, axis=-1)
-    e_BxHxNxN = (content_BxHxNxN + relation_BxHxNxN) / math.sqrt(
-        self.head_dim)
+    e_BxHxNxN = (content_BxHxNxN + relation_BxHxNxN) / math.sqrt(self.head_dim)
     if mask_BxN is not None:
-      e_BxHxNxN = jnp.where(mask_BxN[:, None, None, :].astype(bool),
-                            e_BxHxNxN, jnp.finfo(e_BxHxNxN.dtype).min)
+      e_BxHxNxN = jnp.where(
+          mask_BxN[:, None, None, :].astype(bool),
+          e_BxHxNxN,
+          jnp.finfo(e_BxHxNxN.dtype).min,
+      )
     alpha_BxHxNxN = jax.nn.softmax(e_BxHxNxN, axis=-1)
     alpha_BxHxNxN = self.dropout(alpha_BxHxNxN, deterministic=deterministic)
 
     # eq. 4: sum_j alpha_ij v_j  +  sum_r (sum_{j: r_ij = r} alpha_ij) W^L_2[r].
     z_BxNxHxK = jnp.einsum("bhij,bjhk->bihk", alpha_BxHxNxN, v_BxNxHxK)
-    onehot_BxNxNxR = jax.nn.one_hot(relations_BxNxN, self.num_relations,
-                                    dtype=alpha_BxHxNxN.dtype)
-    alpha_BxHxNxR = jnp.einsum("bhij,bijr->bhir", alpha_BxHxNxN,
-                               onehot_BxNxNxR)
-    z_BxNxHxK = z_BxNxHxK + jnp.einsum("bhir,rhk->bihk", alpha_BxHxNxR,
-                                       self.rel_value_RxHxK)
+    onehot_BxNxNxR = jax.nn.one_hot(
+        relations_BxNxN, self.num_relations, dtype=alpha_BxHxNxN.dtype
+    )
+    alpha_BxHxNxR = jnp.einsum("bhij,bijr->bhir", alpha_BxHxNxN, onehot_BxNxNxR)
+    z_BxNxHxK = z_BxNxHxK + jnp.einsum(
+        "bhir,rhk->bihk", alpha_BxHxNxR, self.rel_value_RxHxK
+    )
     return self.out(z_BxNxHxK)
 
 
@@ -124,6 +132,7 @@ class PairwiseEdgeScorer(nn.Module):
     s_ijl = h_i^T U_l h_j + w_l . [h_i; h_j] + b_l
   Returns BxNxNxY logits for the directed pair (i, j).
   """
+
   num_labels: int
   kind: str = "mlp"
   hidden_dim: int = 64
@@ -137,19 +146,26 @@ class PairwiseEdgeScorer(nn.Module):
     if self.kind == "mlp":
       # W_1 [h_i; h_j] = W_1a h_i + W_1b h_j, without building [h_i; h_j].
       head_BxNxF = nn.Dense(self.hidden_dim, name="first")(h_BxNxD)
-      tail_BxNxF = nn.Dense(self.hidden_dim, use_bias=False,
-                            name="second")(h_BxNxD)
-      hid_BxNxNxF = jax.nn.relu(head_BxNxF[:, :, None, :]
-                                + tail_BxNxF[:, None, :, :])
+      tail_BxNxF = nn.Dense(self.hidden_dim, use_bias=False, name="second")(
+          h_BxNxD
+      )
+      hid_BxNxNxF = jax.nn.relu(
+          head_BxNxF[:, :, None, :] + tail_BxNxF[:, None, :, :]
+      )
       return nn.Dense(self.num_labels, name="out")(hid_BxNxNxF)
     width = h_BxNxD.shape[-1]
-    u_YxDxD = self.param("bilinear",
-                         nn.initializers.lecun_normal(batch_axis=(0,)),
-                         (self.num_labels, width, width))
-    bilinear_BxNxNxY = jnp.einsum("bid,lde,bje->bijl", h_BxNxD, u_YxDxD,
-                                  h_BxNxD)
+    u_YxDxD = self.param(
+        "bilinear",
+        nn.initializers.lecun_normal(batch_axis=(0,)),
+        (self.num_labels, width, width),
+    )
+    bilinear_BxNxNxY = jnp.einsum(
+        "bid,lde,bje->bijl", h_BxNxD, u_YxDxD, h_BxNxD
+    )
     head_BxNxY = nn.Dense(self.num_labels, name="first")(h_BxNxD)
-    tail_BxNxY = nn.Dense(self.num_labels, use_bias=False,
-                          name="second")(h_BxNxD)
-    return (bilinear_BxNxNxY + head_BxNxY[:, :, None, :]
-            + tail_BxNxY[:, None, :, :])
+    tail_BxNxY = nn.Dense(self.num_labels, use_bias=False, name="second")(
+        h_BxNxD
+    )
+    return (
+        bilinear_BxNxNxY + head_BxNxY[:, :, None, :] + tail_BxNxY[:, None, :, :]
+    )

@@ -53,7 +53,9 @@ def attention_mask(
     mask = adjacency_BxNxN.astype(bool)
   if node_mask_BxN is not None:
     b, n = node_mask_BxN.shape
-    keys_BxNxN = jnp.broadcast_to(node_mask_BxN.astype(bool)[:, None, :], (b, n, n))
+    keys_BxNxN = jnp.broadcast_to(
+        node_mask_BxN.astype(bool)[:, None, :], (b, n, n)
+    )
     mask = keys_BxNxN if mask is None else jnp.logical_and(mask, keys_BxNxN)
   return mask
 
@@ -71,6 +73,7 @@ class RelationalAttention(nn.Module):
     init_scheme: 'diao' (the authors' initialisation) or 'flax' (module
       docstring).
   """
+
   num_heads: int
   head_dim: Optional[int] = None
   use_edges: bool = True
@@ -79,10 +82,12 @@ class RelationalAttention(nn.Module):
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
-  def __call__(self,
-               n_BxNxD: Array,
-               e_BxNxNxE: Optional[Array] = None,
-               mask_BxNxN: Optional[Array] = None) -> Array:
+  def __call__(
+      self,
+      n_BxNxD: Array,
+      e_BxNxNxE: Optional[Array] = None,
+      mask_BxNxN: Optional[Array] = None,
+  ) -> Array:
     """Returns the aggregated messages m_BxNx(H*K) (eq. 3-4, heads concatenated).
 
     Args:
@@ -106,8 +111,12 @@ class RelationalAttention(nn.Module):
 
     def proj(features, name, fan_in):
       return nn.DenseGeneral(
-          features, dtype=self.dtype, param_dtype=self.param_dtype,
-          kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in), name=name)
+          features,
+          dtype=self.dtype,
+          param_dtype=self.param_dtype,
+          kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in),
+          name=name,
+      )
 
     # Node terms: n_i W_n for queries, n_j W_n for keys and values.
     qn_BxNxHxK = proj((h, k_size), "query_node", d)(n_BxNxD)
@@ -119,22 +128,25 @@ class RelationalAttention(nn.Module):
     if use_edges:
       # Edge terms e_ij W^Q_e and e_ij W^K_e in one GEMM, added to the node
       # terms (eq. 4); logits are q_ij . k_ij per head.
-      qke_BxNxNx2xHxK = proj((2, h, k_size), "edge_qk",
-                             e_BxNxNxE.shape[-1])(e_BxNxNxE)
+      qke_BxNxNx2xHxK = proj((2, h, k_size), "edge_qk", e_BxNxNxE.shape[-1])(
+          e_BxNxNxE
+      )
       q_BxNxNxHxK = qn_BxNxHxK[:, :, None] + qke_BxNxNx2xHxK[..., 0, :, :]
       k_BxNxNxHxK = kn_BxNxHxK[:, None, :] + qke_BxNxNx2xHxK[..., 1, :, :]
       # A multiply-reduce rather than an einsum: XLA fuses the adds above into
       # it, so q_ij and k_ij are never written out (and neither are their
       # gradients).
       logits_BxHxNxN = jnp.moveaxis(
-          jnp.sum(q_BxNxNxHxK * k_BxNxNxHxK, axis=-1), -1, 1)
+          jnp.sum(q_BxNxNxHxK * k_BxNxNxHxK, axis=-1), -1, 1
+      )
     else:
       logits_BxHxNxN = jnp.einsum("bihk,bjhk->bhij", qn_BxNxHxK, kn_BxNxHxK)
 
     logits_BxHxNxN = logits_BxHxNxN.astype(jnp.float32) * scale
     if mask_BxNxN is not None:
-      logits_BxHxNxN = jnp.where(mask_BxNxN[:, None].astype(bool),
-                                 logits_BxHxNxN, _MASK_LOGIT)
+      logits_BxHxNxN = jnp.where(
+          mask_BxNxN[:, None].astype(bool), logits_BxHxNxN, _MASK_LOGIT
+      )
     a_BxHxNxN = jax.nn.softmax(logits_BxHxNxN, axis=-1).astype(vn_BxNxHxK.dtype)
 
     # m_i = sum_j a_ij (n_j W^V_n + e_ij W^V_e). The edge part is computed as
@@ -144,17 +156,30 @@ class RelationalAttention(nn.Module):
     if use_edges:
       e_size = e_BxNxNxE.shape[-1]
       # W^V_e maps E to H*K: its fan-in is E under either scheme.
-      ve_init = (init_lib.haiku_linear_kernel(e_size)
-                 if self.init_scheme == "diao" else
-                 nn.initializers.lecun_normal(in_axis=0, out_axis=(1, 2)))
-      w_ve_ExHxK = self.param("value_edge_kernel", ve_init,
-                              (e_size, h, k_size), self.param_dtype)
-      b_ve_HxK = self.param("value_edge_bias", nn.initializers.zeros,
-                            (h, k_size), self.param_dtype)
-      ea_BxNxHxE = jnp.einsum("bhij,bije->bihe", a_BxHxNxN,
-                              e_BxNxNxE.astype(a_BxHxNxN.dtype))
-      m_BxNxHxK = m_BxNxHxK + jnp.einsum(
-          "bihe,ehk->bihk", ea_BxNxHxE, w_ve_ExHxK.astype(ea_BxNxHxE.dtype)) + b_ve_HxK
+      ve_init = (
+          init_lib.haiku_linear_kernel(e_size)
+          if self.init_scheme == "diao"
+          else nn.initializers.lecun_normal(in_axis=0, out_axis=(1, 2))
+      )
+      w_ve_ExHxK = self.param(
+          "value_edge_kernel", ve_init, (e_size, h, k_size), self.param_dtype
+      )
+      b_ve_HxK = self.param(
+          "value_edge_bias",
+          nn.initializers.zeros,
+          (h, k_size),
+          self.param_dtype,
+      )
+      ea_BxNxHxE = jnp.einsum(
+          "bhij,bije->bihe", a_BxHxNxN, e_BxNxNxE.astype(a_BxHxNxN.dtype)
+      )
+      m_BxNxHxK = (
+          m_BxNxHxK
+          + jnp.einsum(
+              "bihe,ehk->bihk", ea_BxNxHxE, w_ve_ExHxK.astype(ea_BxNxHxE.dtype)
+          )
+          + b_ve_HxK
+      )
     return m_BxNxHxK.reshape(b, n, h * k_size)
 
 
@@ -168,11 +193,12 @@ def _layer_norm_fwd(x, scale, bias, epsilon):
   x32 = x.astype(jnp.float32)
   mean = jnp.mean(x32, axis=-1, keepdims=True)
   centred = x32 - mean
-  inv = jax.lax.rsqrt(jnp.mean(centred * centred, axis=-1, keepdims=True)
-                      + epsilon)
+  inv = jax.lax.rsqrt(
+      jnp.mean(centred * centred, axis=-1, keepdims=True) + epsilon
+  )
   x_hat = centred * inv
   out_dtype = jnp.result_type(x.dtype, scale.dtype)
-  y = (x_hat * scale.astype(jnp.float32) + bias.astype(jnp.float32))
+  y = x_hat * scale.astype(jnp.float32) + bias.astype(jnp.float32)
   return y.astype(out_dtype), (x_hat, inv, scale, bias, jnp.zeros((), x.dtype))
 
 
@@ -181,8 +207,11 @@ def _layer_norm_bwd(epsilon, residuals, dy):
   x_hat, inv, scale, bias, x_token = residuals
   dy32 = dy.astype(jnp.float32)
   g = dy32 * scale.astype(jnp.float32)
-  dx = inv * (g - jnp.mean(g, axis=-1, keepdims=True)
-              - x_hat * jnp.mean(g * x_hat, axis=-1, keepdims=True))
+  dx = inv * (
+      g
+      - jnp.mean(g, axis=-1, keepdims=True)
+      - x_hat * jnp.mean(g * x_hat, axis=-1, keepdims=True)
+  )
   lead = tuple(range(dy.ndim - 1))
   dscale = jnp.sum(dy32 * x_hat, axis=lead).astype(scale.dtype)
   dbias = jnp.sum(dy32, axis=lead).astype(bias.dtype)
@@ -196,16 +225,19 @@ class _LayerNorm(nn.Module):
   """nn.LayerNorm's function and parameters (scale, bias) with a hand-written
   VJP: the forward saves x_hat and 1/sigma only (Flax's saves the broadcast
   scale * 1/sigma as a full-size tensor), and the backward is one pass."""
+
   epsilon: float = 1e-5
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
   def __call__(self, x):
     features = x.shape[-1]
-    scale = self.param("scale", nn.initializers.ones, (features,),
-                       self.param_dtype)
-    bias = self.param("bias", nn.initializers.zeros, (features,),
-                      self.param_dtype)
+    scale = self.param(
+        "scale", nn.initializers.ones, (features,), self.param_dtype
+    )
+    bias = self.param(
+        "bias", nn.initializers.zeros, (features,), self.param_dtype
+    )
     return _layer_norm(x, scale, bias, self.epsilon)
 
 
@@ -219,8 +251,9 @@ class _MaybeLayerNorm(nn.Module):
     if not self.use_ln:
       return x
     # Named as nn.LayerNorm would be, so parameter paths are unchanged.
-    return _LayerNorm(epsilon=self.epsilon, param_dtype=self.param_dtype,
-                      name="LayerNorm_0")(x)
+    return _LayerNorm(
+        epsilon=self.epsilon, param_dtype=self.param_dtype, name="LayerNorm_0"
+    )(x)
 
 
 class NodeUpdate(nn.Module):
@@ -234,6 +267,7 @@ class NodeUpdate(nn.Module):
       default is 1e-6).
     init_scheme: 'diao' or 'flax' (module docstring).
   """
+
   ffn_dim: int
   dropout_rate: float = 0.0
   use_ln: bool = True
@@ -243,23 +277,32 @@ class NodeUpdate(nn.Module):
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
-  def __call__(self, m_BxNxD: Array, n_BxNxD: Array,
-               deterministic: bool = True) -> Array:
+  def __call__(
+      self, m_BxNxD: Array, n_BxNxD: Array, deterministic: bool = True
+  ) -> Array:
     d = n_BxNxD.shape[-1]
     shapes.check_choice(self.init_scheme, init_lib.RT_INITS, "init_scheme")
     dense = lambda size, name, fan_in: dense_lib.Dense(
-        size, dtype=self.dtype, param_dtype=self.param_dtype,
-        kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in), name=name)
+        size,
+        dtype=self.dtype,
+        param_dtype=self.param_dtype,
+        kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in),
+        name=name,
+    )
     drop = nn.Dropout(self.dropout_rate)
-    norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon,
-                                        name=name)
+    norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon, name=name)
     u_BxNxD = norm("ln_1")(
-        drop(dense(d, "w1", m_BxNxD.shape[-1])(m_BxNxD),
-             deterministic=deterministic) + n_BxNxD)
+        drop(
+            dense(d, "w1", m_BxNxD.shape[-1])(m_BxNxD),
+            deterministic=deterministic,
+        )
+        + n_BxNxD
+    )
     f_BxNxF = nn.relu(dense(self.ffn_dim, "w2", d)(u_BxNxD))
     return norm("ln_2")(
-        drop(dense(d, "w3", self.ffn_dim)(f_BxNxF),
-             deterministic=deterministic) + u_BxNxD)
+        drop(dense(d, "w3", self.ffn_dim)(f_BxNxF), deterministic=deterministic)
+        + u_BxNxD
+    )
 
 
 class EdgeUpdate(nn.Module):
@@ -288,6 +331,7 @@ class EdgeUpdate(nn.Module):
       the fan-in 2E + 2D under 'diao'. The optional triangular attention
       (ours) keeps Flax's initialisation.
   """
+
   msg_dim: int
   ffn_dim: int
   triangular_heads: int = 0
@@ -300,43 +344,64 @@ class EdgeUpdate(nn.Module):
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
-  def __call__(self, e_BxNxNxE: Array, n_BxNxD: Array,
-               deterministic: bool = True,
-               node_mask_BxN: Optional[Array] = None) -> Array:
+  def __call__(
+      self,
+      e_BxNxNxE: Array,
+      n_BxNxD: Array,
+      deterministic: bool = True,
+      node_mask_BxN: Optional[Array] = None,
+  ) -> Array:
     shapes.check_shape(n_BxNxD, ("B", "N", "D"), "n_BxNxD")
     b, n, _ = n_BxNxD.shape
     shapes.check_shape(e_BxNxNxE, (b, n, n, None), "e_BxNxNxE")
     shapes.check_choice(self.init_scheme, init_lib.RT_INITS, "init_scheme")
     e_size, d = e_BxNxNxE.shape[-1], n_BxNxD.shape[-1]
     dense = lambda size, name, fan_in, bias=True: dense_lib.Dense(
-        size, use_bias=bias, dtype=self.dtype, param_dtype=self.param_dtype,
-        kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in), name=name)
+        size,
+        use_bias=bias,
+        dtype=self.dtype,
+        param_dtype=self.param_dtype,
+        kernel_init=init_lib.rt_kernel(self.init_scheme, fan_in),
+        name=name,
+    )
     w4_fan_in = 2 * e_size + 2 * d  # of the concatenated [e_ij, e_ji, n_i, n_j]
     drop = nn.Dropout(self.dropout_rate)
     # Blocks of W_4 acting on e_ij, e_ji, n_i and n_j (eq. 6). The e_ji block
     # is bias-free and linear, so it is applied to e_ij and the G-wide result
     # transposed ((e^T W)_ij = (e W)_ji), not the E-wide edges.
     w4 = lambda name, bias=False: dense(self.msg_dim, name, w4_fan_in, bias)
-    pre_BxNxNxG = (w4("w4_e_ij", True)(e_BxNxNxE)
-                   + jnp.swapaxes(w4("w4_e_ji")(e_BxNxNxE), 1, 2)
-                   + w4("w4_n_i")(n_BxNxD)[:, :, None]
-                   + w4("w4_n_j")(n_BxNxD)[:, None, :])
+    pre_BxNxNxG = (
+        w4("w4_e_ij", True)(e_BxNxNxE)
+        + jnp.swapaxes(w4("w4_e_ji")(e_BxNxNxE), 1, 2)
+        + w4("w4_n_i")(n_BxNxD)[:, :, None]
+        + w4("w4_n_j")(n_BxNxD)[:, None, :]
+    )
     m_BxNxNxG = nn.relu(pre_BxNxNxG)
-    res_BxNxNxE = drop(dense(e_size, "w5", self.msg_dim)(m_BxNxNxG),
-                       deterministic=deterministic)
+    res_BxNxNxE = drop(
+        dense(e_size, "w5", self.msg_dim)(m_BxNxNxG),
+        deterministic=deterministic,
+    )
     if self.triangular_heads:
-      res_BxNxNxE += drop(TriangularAttention(
-          num_heads=self.triangular_heads, chunk_size=self.chunk_size,
-          dtype=self.dtype, param_dtype=self.param_dtype,
-          name="triangular")(e_BxNxNxE, node_mask_BxN),
-                          deterministic=deterministic)
-    norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon,
-                                        name=name)
+      res_BxNxNxE += drop(
+          TriangularAttention(
+              num_heads=self.triangular_heads,
+              chunk_size=self.chunk_size,
+              dtype=self.dtype,
+              param_dtype=self.param_dtype,
+              name="triangular",
+          )(e_BxNxNxE, node_mask_BxN),
+          deterministic=deterministic,
+      )
+    norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon, name=name)
     u_BxNxNxE = norm("ln_1")(res_BxNxNxE + e_BxNxNxE)
     f_BxNxNxF = nn.relu(dense(self.ffn_dim, "w6", e_size)(u_BxNxNxE))
     return norm("ln_2")(
-        drop(dense(e_size, "w7", self.ffn_dim)(f_BxNxNxF),
-             deterministic=deterministic) + u_BxNxNxE)
+        drop(
+            dense(e_size, "w7", self.ffn_dim)(f_BxNxNxF),
+            deterministic=deterministic,
+        )
+        + u_BxNxNxE
+    )
 
 
 class RelationalTransformerLayer(nn.Module):
@@ -356,6 +421,7 @@ class RelationalTransformerLayer(nn.Module):
       default is 1e-6).
     init_scheme: 'diao' or 'flax' (module docstring).
   """
+
   num_heads: int
   head_dim: Optional[int] = None
   node_ffn_dim: int = 32
@@ -373,33 +439,52 @@ class RelationalTransformerLayer(nn.Module):
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
-  def __call__(self,
-               n_BxNxD: Array,
-               e_BxNxNxE: Optional[Array] = None,
-               mask_BxNxN: Optional[Array] = None,
-               deterministic: bool = True,
-               node_mask_BxN: Optional[Array] = None
-               ) -> Tuple[Array, Optional[Array]]:
+  def __call__(
+      self,
+      n_BxNxD: Array,
+      e_BxNxNxE: Optional[Array] = None,
+      mask_BxNxN: Optional[Array] = None,
+      deterministic: bool = True,
+      node_mask_BxN: Optional[Array] = None,
+  ) -> Tuple[Array, Optional[Array]]:
     d = n_BxNxD.shape[-1]
-    k_size = self.head_dim or shapes.check_divides(d, self.num_heads,
-                                                   "node width D")
+    k_size = self.head_dim or shapes.check_divides(
+        d, self.num_heads, "node width D"
+    )
     if self.num_heads * k_size != d:
       raise ValueError(
           f"num_heads * head_dim = {self.num_heads} * {k_size} must equal the "
-          f"node width D = {d}.")
+          f"node width D = {d}."
+      )
     kw = dict(dtype=self.dtype, param_dtype=self.param_dtype)
-    m_BxNxD = RelationalAttention(self.num_heads, k_size, self.use_edges,
-                                  self.init_scheme, name="attention", **kw)(
-                                      n_BxNxD, e_BxNxNxE, mask_BxNxN)
-    n_BxNxD = NodeUpdate(self.node_ffn_dim, self.dropout_rate, self.use_ln,
-                         self.ln_epsilon, self.init_scheme,
-                         name="node_update", **kw)(
-                             m_BxNxD, n_BxNxD, deterministic)
+    m_BxNxD = RelationalAttention(
+        self.num_heads,
+        k_size,
+        self.use_edges,
+        self.init_scheme,
+        name="attention",
+        **kw,
+    )(n_BxNxD, e_BxNxNxE, mask_BxNxN)
+    n_BxNxD = NodeUpdate(
+        self.node_ffn_dim,
+        self.dropout_rate,
+        self.use_ln,
+        self.ln_epsilon,
+        self.init_scheme,
+        name="node_update",
+        **kw,
+    )(m_BxNxD, n_BxNxD, deterministic)
     if self.use_edges and self.edge_update and e_BxNxNxE is not None:
-      e_BxNxNxE = EdgeUpdate(self.edge_msg_dim, self.edge_ffn_dim,
-                             self.triangular_heads, self.chunk_size,
-                             self.dropout_rate, self.use_ln, self.ln_epsilon,
-                             self.init_scheme, name="edge_update", **kw)(e_BxNxNxE, n_BxNxD,
-                                                       deterministic,
-                                                       node_mask_BxN)
+      e_BxNxNxE = EdgeUpdate(
+          self.edge_msg_dim,
+          self.edge_ffn_dim,
+          self.triangular_heads,
+          self.chunk_size,
+          self.dropout_rate,
+          self.use_ln,
+          self.ln_epsilon,
+          self.init_scheme,
+          name="edge_update",
+          **kw,
+      )(e_BxNxNxE, n_BxNxD, deterministic, node_mask_BxN)
     return n_BxNxD, e_BxNxNxE

@@ -51,12 +51,14 @@ def check_shape(x, expected: Sequence[Dim], name: str) -> None:
   if len(shape) != len(expected):
     raise ValueError(
         f"{name} must have rank {len(expected)} (axes {_axes(expected)}), "
-        f"got shape {shape}.")
+        f"got shape {shape}."
+    )
   for axis, (got, want) in enumerate(zip(shape, expected)):
     if isinstance(want, int) and got != want:
       raise ValueError(
           f"{name} axis {axis} must have size {want} (axes {_axes(expected)}), "
-          f"got shape {shape}.")
+          f"got shape {shape}."
+      )
 
 
 def check_equal(a: int, b: int, what: str) -> None:
@@ -71,14 +73,16 @@ def check_divides(width: int, heads: int, what: str = "width") -> int:
   if width % heads:
     raise ValueError(
         f"num_heads={heads} must divide the {what} {width}; valid head counts "
-        f"are {[h for h in range(1, width + 1) if width % h == 0]}.")
+        f"are {[h for h in range(1, width + 1) if width % h == 0]}."
+    )
   return width // heads
 
 
 def check_choice(value, choices: Sequence, name: str) -> None:
   if value not in choices:
     raise ValueError(
-        f"Unknown {name} {value!r}; valid choices are {list(choices)}.")
+        f"Unknown {name} {value!r}; valid choices are {list(choices)}."
+    )
 
 
 def _axes(expected: Sequence[Dim]) -> str:

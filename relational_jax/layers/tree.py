@@ -58,6 +58,7 @@ Path = Tuple[int, ...]
 class Tree:
   """An ordered tree. In a binarised tree `children` is [left, right] and a
   missing child is None."""
+
   symbol: Any
   children: List[Optional["Tree"]] = dataclasses.field(default_factory=list)
 
@@ -82,8 +83,9 @@ def down(x, i: int, n: int):
 def up(x, n: int):
   """U x = [x[n:]; 0_n] ([SQ19] eq. 3)."""
   x = np.asarray(x)
-  return np.concatenate([x[..., n:], np.zeros(x.shape[:-1] + (n,), x.dtype)],
-                        axis=-1)
+  return np.concatenate(
+      [x[..., n:], np.zeros(x.shape[:-1] + (n,), x.dtype)], axis=-1
+  )
 
 
 def position_from_path(path: Sequence[int], n: int, k: int):
@@ -162,8 +164,9 @@ def node_paths(tree: Tree, order: str = "dfs") -> List[Tuple[Any, Path]]:
   while frontier:
     node, path = frontier.popleft() if order == "bfs" else frontier.pop()
     out.append((node.symbol, path))
-    kids = [(c, path + (i,)) for i, c in enumerate(node.children)
-            if c is not None]
+    kids = [
+        (c, path + (i,)) for i, c in enumerate(node.children) if c is not None
+    ]
     frontier.extend(kids if order == "bfs" else reversed(kids))
   return out
 
@@ -180,8 +183,9 @@ def linearize(tree: Tree, order: str = "dfs") -> List[Tuple[Any, int]]:
   while frontier:
     node = frontier.popleft() if order == "bfs" else frontier.pop()
     out.append((node.symbol, len(node.children)))
-    frontier.extend(node.children if order == "bfs"
-                    else reversed(node.children))
+    frontier.extend(
+        node.children if order == "bfs" else reversed(node.children)
+    )
   return out
 
 
@@ -197,8 +201,13 @@ def split_annotation(token: str) -> Tuple[str, int]:
   return symbol, int(arity)
 
 
-def tree_positions(tree: Tree, order: str = "dfs", k: int = 32,
-                   binarize: bool = True, n: int = 2):
+def tree_positions(
+    tree: Tree,
+    order: str = "dfs",
+    k: int = 32,
+    binarize: bool = True,
+    n: int = 2,
+):
   """Positions of every node of a general tree, in traversal `order`.
 
   With `binarize`, positions live in the LCRS tree (n must be 2); without,
@@ -214,8 +223,9 @@ def tree_positions(tree: Tree, order: str = "dfs", k: int = 32,
 
 def _check_binary_n(n: int):
   if n != 2:
-    raise ValueError(f"LCRS binarisation gives binary trees: n must be 2, "
-                     f"got n={n}.")
+    raise ValueError(
+        f"LCRS binarisation gives binary trees: n must be 2, got n={n}."
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -239,14 +249,16 @@ class TreeDecoderState:
   (`binarize=False`, each arity must be <= n).
   """
 
-  def __init__(self, order: str = "dfs", k: int = 32, n: int = 2,
-               binarize: bool = True):
+  def __init__(
+      self, order: str = "dfs", k: int = 32, n: int = 2, binarize: bool = True
+  ):
     shapes.check_choice(order, ORDERS, "tree order")
     if binarize:
       _check_binary_n(n)
     if k <= 0 or n <= 0:
-      raise ValueError(f"tree arity n and depth k must be positive, got "
-                       f"n={n}, k={k}.")
+      raise ValueError(
+          f"tree arity n and depth k must be positive, got n={n}, k={k}."
+      )
     self.order, self.k, self.n, self.binarize = order, k, n, binarize
     self._open = collections.deque([()])  # Paths still to be generated.
     self.nodes: List[Tuple[Any, Path, int]] = []  # (symbol, path, arity).
@@ -299,10 +311,15 @@ class TreeDecoderState:
     return by_path[()]
 
 
-def decoder_positions(arities: Sequence[int], order: str = "dfs",
-                      k: int = 32, n: int = 2, binarize: bool = True,
-                      length: Optional[int] = None,
-                      alignment: str = "output"):
+def decoder_positions(
+    arities: Sequence[int],
+    order: str = "dfs",
+    k: int = 32,
+    n: int = 2,
+    binarize: bool = True,
+    length: Optional[int] = None,
+    alignment: str = "output",
+):
   """Teacher-forcing input positions for an emitted arity sequence.
 
   Decoder input 0 is the start token, input t >= 1 the token emitted at step
@@ -327,12 +344,17 @@ def decoder_positions(arities: Sequence[int], order: str = "dfs",
   else:
     rows = ([np.zeros(n * k, np.float32)] + node_P)[:length]
   if rows:
-    out[:len(rows)] = np.stack(rows)
+    out[: len(rows)] = np.stack(rows)
   return out
 
 
-def node_positions(arities: Sequence[int], order: str = "dfs", k: int = 32,
-                   what: str = "tree", strict: bool = True):
+def node_positions(
+    arities: Sequence[int],
+    order: str = "dfs",
+    k: int = 32,
+    what: str = "tree",
+    strict: bool = True,
+):
   """`N x 2k` positions, in the LCRS-binarised tree ([SQ19] sec. 5), of the
   N nodes of a general tree given as its annotated arity sequence in
   `order`.
@@ -362,13 +384,15 @@ def node_positions(arities: Sequence[int], order: str = "dfs", k: int = 32,
         break
       raise ValueError(
           f"{what}: the arity annotations do not describe one tree: the "
-          f"tree is complete after {t} nodes but the sequence has {num}.")
+          f"tree is complete after {t} nodes but the sequence has {num}."
+      )
     path = open_paths.popleft() if order == "bfs" else open_paths.pop()
     if len(path) > k and strict:
       raise ValueError(
           f"{what}: node {t} lies at depth {len(path)} of the binarised tree, "
           f"beyond the tree positional encoding's depth k={k}; use a larger "
-          f"k (tree_depth) or shallower trees.")
+          "k (tree_depth) or shallower trees."
+      )
     for slot, b in enumerate(reversed(path[-k:])):  # Slot 0: last step.
       out[t, 2 * slot + b] = 1.0
     # Child c of a general-tree node: D_1^c D_0 in the LCRS tree.
@@ -378,7 +402,8 @@ def node_positions(arities: Sequence[int], order: str = "dfs", k: int = 32,
     raise ValueError(
         f"{what}: the arity annotations do not describe one tree: "
         f"{len(open_paths)} announced child(ren) missing after the last of "
-        f"{num} nodes.")
+        f"{num} nodes."
+    )
   return out
 
 
@@ -386,8 +411,12 @@ def tree_from_annotated(tokens: Sequence[str], order: str = "dfs") -> Tree:
   """Rebuilds the general tree of annotated tokens 'symbol/arity' in
   `order`; raises ValueError if they are not exactly one tree."""
   pairs = [split_annotation(t) for t in tokens]
-  node_positions([a for _, a in pairs], order, k=max(1, 2 * len(pairs)),
-                 what="annotated tokens")  # Checks the tree shape.
+  node_positions(
+      [a for _, a in pairs],
+      order,
+      k=max(1, 2 * len(pairs)),
+      what="annotated tokens",
+  )  # Checks the tree shape.
   state = TreeDecoderState(order, k=1, n=2, binarize=True)
   for symbol, arity in pairs:
     state.push(symbol, arity)
@@ -401,8 +430,10 @@ def check_general_tree(tree: Tree) -> None:
 
   def visit(node, path):
     if node is None:
-      raise ValueError(f"cannot binarise: missing child (None) at root path "
-                       f"{path}; a general tree lists only present children.")
+      raise ValueError(
+          "cannot binarise: missing child (None) at root path "
+          f"{path}; a general tree lists only present children."
+      )
     symbol = str(node.symbol)
     if "/" in symbol:
       try:
@@ -413,7 +444,8 @@ def check_general_tree(tree: Tree) -> None:
         raise ValueError(
             f"cannot binarise: node {symbol!r} at root path {path} is "
             f"annotated with {arity} children but has "
-            f"{len(node.children)}.")
+            f"{len(node.children)}."
+        )
     for i, c in enumerate(node.children):
       visit(c, path + (i,))
 
@@ -441,6 +473,7 @@ class TreePositionalEncoding(nn.Module):
     'sinusoid'  sqrt(d_model / (2 m)): a deep node's norm is the
                 sinusoidal encoding's, the stated aim (our option).
   """
+
   d_model: int
   k: int = 32
   n: int = 2
@@ -449,12 +482,16 @@ class TreePositionalEncoding(nn.Module):
   def setup(self):
     shapes.check_choice(self.norm, PE_NORMS, "tree positional encoding norm")
     if self.d_model % (self.n * self.k):
-      valid_k = [k for k in range(1, self.d_model + 1)
-                 if self.d_model % (self.n * k) == 0]
+      valid_k = [
+          k
+          for k in range(1, self.d_model + 1)
+          if self.d_model % (self.n * k) == 0
+      ]
       raise ValueError(
           f"tree positional encoding: d_model={self.d_model} must be a "
           f"multiple of n*k={self.n * self.k} (n={self.n}, depth k={self.k}); "
-          f"valid depths k for this d_model are {valid_k}.")
+          f"valid depths k for this d_model are {valid_k}."
+      )
     self.num_p = self.d_model // (self.n * self.k)
 
     def theta_init(_, shape):  # p spread over [0.5, 0.95], like frequencies.

@@ -57,9 +57,12 @@ from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import shapes
 
 __all__ = [
-    "TriangularAttention", "triangular_attention_core",
-    "triangular_attention_pallas", "triangular_attention_reference",
-    "ABLATIONS", "IMPLS",
+    "TriangularAttention",
+    "triangular_attention_core",
+    "triangular_attention_pallas",
+    "triangular_attention_reference",
+    "ABLATIONS",
+    "IMPLS",
 ]
 
 Array = jax.Array
@@ -77,8 +80,15 @@ _NEG = -1e30
 # ----------------------------------------------------------------------------
 
 
-def _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij,
-                  time_BxC=None, edge_time_BxNxN=None):
+def _chunk_scores(
+    q_BxNxCxHxK,
+    k_chunk,
+    mask_BxC,
+    scale,
+    key_ij,
+    time_BxC=None,
+    edge_time_BxNxN=None,
+):
   """fp32 scores s[b, i, c, j, h] = q_ic . k_cj / sqrt(K) (eq. 5), masked.
 
   `k_chunk` is k_BxCxNxHxK (keys k_lj of this chunk's pivots, eq. 7) or, for
@@ -88,17 +98,26 @@ def _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij,
   Returns the scores and the (broadcastable) pivot mask.
   """
   if key_ij:
-    s_BxNxCxNxH = jnp.einsum("bichk,bijhk->bicjh", q_BxNxCxHxK, k_chunk,
-                             preferred_element_type=jnp.float32)
+    s_BxNxCxNxH = jnp.einsum(
+        "bichk,bijhk->bicjh",
+        q_BxNxCxHxK,
+        k_chunk,
+        preferred_element_type=jnp.float32,
+    )
   else:
-    s_BxNxCxNxH = jnp.einsum("bichk,bcjhk->bicjh", q_BxNxCxHxK, k_chunk,
-                             preferred_element_type=jnp.float32)
+    s_BxNxCxNxH = jnp.einsum(
+        "bichk,bcjhk->bicjh",
+        q_BxNxCxHxK,
+        k_chunk,
+        preferred_element_type=jnp.float32,
+    )
   s_BxNxCxNxH = s_BxNxCxNxH * scale
-  pivot = mask_BxC[:, None, :, None, None]                      # Bx1xCx1x1
+  pivot = mask_BxC[:, None, :, None, None]  # Bx1xCx1x1
   if time_BxC is not None:
-    causal_BxNxCxN = (time_BxC[:, None, :, None]
-                      <= edge_time_BxNxN[:, :, None, :])
-    pivot = pivot & causal_BxNxCxN[..., None]                   # BxNxCxNx1
+    causal_BxNxCxN = (
+        time_BxC[:, None, :, None] <= edge_time_BxNxN[:, :, None, :]
+    )
+    pivot = pivot & causal_BxNxCxN[..., None]  # BxNxCxNx1
   return jnp.where(pivot, s_BxNxCxNxH, _NEG), pivot
 
 
@@ -117,11 +136,12 @@ def _aggregate_values(p_BxNxCxNxH, v1_BxNxCxHxK, v2_BxCxNxHxK):
   v2_BxCxNxHxK = v2_BxCxNxHxK.astype(jnp.float32)
   acc_BxNxNxHxK = 0.0
   for c in range(p_BxNxCxNxH.shape[2]):
-    p_BxNxNxH = p_BxNxCxNxH[:, :, c]          # alpha_icj (unnormalised)
-    v1_BxNxHxK = v1_BxNxCxHxK[:, :, c]        # V^1 x_ic, indexed by i
-    v2_BxNxHxK = v2_BxCxNxHxK[:, c]           # V^2 x_cj, indexed by j
+    p_BxNxNxH = p_BxNxCxNxH[:, :, c]  # alpha_icj (unnormalised)
+    v1_BxNxHxK = v1_BxNxCxHxK[:, :, c]  # V^1 x_ic, indexed by i
+    v2_BxNxHxK = v2_BxCxNxHxK[:, c]  # V^2 x_cj, indexed by j
     acc_BxNxNxHxK = acc_BxNxNxHxK + (
-        p_BxNxNxH[..., None] * v1_BxNxHxK[:, :, None] * v2_BxNxHxK[:, None])
+        p_BxNxNxH[..., None] * v1_BxNxHxK[:, :, None] * v2_BxNxHxK[:, None]
+    )
   return acc_BxNxNxHxK
 
 
@@ -145,12 +165,17 @@ def _value_grads(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK):
   v2_BxCxNxHxK = v2_BxCxNxHxK.astype(jnp.float32)
   n = do_BxNxNxHxK.shape[1]
   if n > UNROLL_NODES_MAX:
-    return _value_grads_per_pivot(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK,
-                                  v2_BxCxNxHxK)
+    return _value_grads_per_pivot(
+        p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK
+    )
   # dp_icj = sum_k do_ij v1_ic v2_cj: one reduction over the minor axis k
   # for all C pivots (XLA fuses the broadcast product into it).
-  dp_BxNxCxNxH = jnp.sum(do_BxNxNxHxK[:, :, None] * v1_BxNxCxHxK[:, :, :, None]
-                         * v2_BxCxNxHxK[:, None], axis=-1)
+  dp_BxNxCxNxH = jnp.sum(
+      do_BxNxNxHxK[:, :, None]
+      * v1_BxNxCxHxK[:, :, :, None]
+      * v2_BxCxNxHxK[:, None],
+      axis=-1,
+  )
   # dv1_ic = sum_j p_icj do_ij v2_cj and dv2_cj = sum_i p_icj do_ij v1_ic: the
   # sums over the node axes j and i are unrolled, so each is one fused
   # elementwise accumulation over the (i|j, c, h, k) grid, as the forward's
@@ -160,18 +185,23 @@ def _value_grads(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK):
   dv1_BxNxCxHxK = 0.0
   for j in range(n):
     dv1_BxNxCxHxK = dv1_BxNxCxHxK + (
-        p_BxNxCxNxH[:, :, :, j, :, None] * do_BxNxNxHxK[:, :, None, j]
-        * v2_BxCxNxHxK[:, None, :, j])
+        p_BxNxCxNxH[:, :, :, j, :, None]
+        * do_BxNxNxHxK[:, :, None, j]
+        * v2_BxCxNxHxK[:, None, :, j]
+    )
   dv2_BxCxNxHxK = 0.0
   for i in range(n):
     dv2_BxCxNxHxK = dv2_BxCxNxHxK + (
-        p_BxNxCxNxH[:, i, :, :, :, None] * do_BxNxNxHxK[:, None, i]
-        * v1_BxNxCxHxK[:, i, :, None])
+        p_BxNxCxNxH[:, i, :, :, :, None]
+        * do_BxNxNxHxK[:, None, i]
+        * v1_BxNxCxHxK[:, i, :, None]
+    )
   return dp_BxNxCxNxH, dv1_BxNxCxHxK, dv2_BxCxNxHxK
 
 
-def _value_grads_per_pivot(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK,
-                           v2_BxCxNxHxK):
+def _value_grads_per_pivot(
+    p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK
+):
   """`_value_grads` for graphs above UNROLL_NODES_MAX nodes: per pivot c of
   the chunk (unrolled over C, not N), three broadcast-multiply-reduce ops
   over the (i, j, h, k) grid, each fused by XLA into its reduction so the
@@ -181,10 +211,13 @@ def _value_grads_per_pivot(p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK,
   dp, dv1, dv2 = [], [], []
   for c in range(p_BxNxCxNxH.shape[2]):
     p_BxNxNxH = p_BxNxCxNxH[:, :, c]
-    v1_BxNxHxK = v1_BxNxCxHxK[:, :, c]        # V^1 x_ic, indexed by i
-    v2_BxNxHxK = v2_BxCxNxHxK[:, c]           # V^2 x_cj, indexed by j
-    dp.append(jnp.sum(                                             # over k
-        do_BxNxNxHxK * v1_BxNxHxK[:, :, None] * v2_BxNxHxK[:, None], axis=-1))
+    v1_BxNxHxK = v1_BxNxCxHxK[:, :, c]  # V^1 x_ic, indexed by i
+    v2_BxNxHxK = v2_BxCxNxHxK[:, c]  # V^2 x_cj, indexed by j
+    dp.append(
+        jnp.sum(  # over k
+            do_BxNxNxHxK * v1_BxNxHxK[:, :, None] * v2_BxNxHxK[:, None], axis=-1
+        )
+    )
     p_, do_, v2_ = barrier((p_BxNxNxH, do_BxNxNxHxK, v2_BxNxHxK))
     dv1.append(jnp.sum(p_[..., None] * do_ * v2_[:, None], axis=2))  # over j
     p_, do_, v1_ = barrier((p_BxNxNxH, do_BxNxNxHxK, v1_BxNxHxK))
@@ -219,9 +252,15 @@ def _chunk_slices(index, q, k, v1, v2, mask, time, chunk, n, key_ij):
   take = lambda x, axis: jax.lax.dynamic_slice_in_dim(x, start, chunk, axis)
   pivot_C = start + jnp.arange(chunk)
   mask_BxC = take(mask, 1) & (pivot_C >= index * chunk)[None]
-  return (start, take(q, 2), k if key_ij else take(k, 1), take(v1, 2),
-          None if v2 is None else take(v2, 1), mask_BxC,
-          None if time is None else take(time, 1))
+  return (
+      start,
+      take(q, 2),
+      k if key_ij else take(k, 1),
+      take(v1, 2),
+      None if v2 is None else take(v2, 1),
+      mask_BxC,
+      None if time is None else take(time, 1),
+  )
 
 
 def _pad_axis(x, axis, padded):
@@ -234,12 +273,21 @@ def _add_slice(buffer, update, start, axis):
   """buffer[..., start:start + C, ...] += update along `axis`."""
   size = update.shape[axis]
   current = jax.lax.dynamic_slice_in_dim(buffer, start, size, axis)
-  return jax.lax.dynamic_update_slice_in_dim(buffer, current + update, start,
-                                             axis)
+  return jax.lax.dynamic_update_slice_in_dim(
+      buffer, current + update, start, axis
+  )
 
 
-def _forward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL, time_BxL,
-             chunk_size, key_ij):
+def _forward(
+    q_BxNxLxHxK,
+    k,
+    v1_BxNxLxHxK,
+    v2_BxLxNxHxK,
+    mask_BxL,
+    time_BxL,
+    chunk_size,
+    key_ij,
+):
   """Online-softmax forward. Returns (o_BxNxNxHxK, lse_BxNxNxH fp32)."""
   b, n, _, h, kk = q_BxNxLxHxK.shape
   scale = 1.0 / math.sqrt(kk)
@@ -248,39 +296,72 @@ def _forward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL, time_BxL,
 
   def step(carry, index):
     m_BxNxNxH, l_BxNxNxH, acc_BxNxNxHxK = carry
-    (_, q_BxNxCxHxK, k_chunk, v1_BxNxCxHxK, v2_BxCxNxHxK, mask_BxC,
-     time_BxC) = _chunk_slices(index, q_BxNxLxHxK, k, v1_BxNxLxHxK,
-                               v2_BxLxNxHxK, mask_BxL, time_BxL, chunk, n,
-                               key_ij)
-    s_BxNxCxNxH, pivot = _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale,
-                                       key_ij, time_BxC, edge_time_BxNxN)
+    (
+        _,
+        q_BxNxCxHxK,
+        k_chunk,
+        v1_BxNxCxHxK,
+        v2_BxCxNxHxK,
+        mask_BxC,
+        time_BxC,
+    ) = _chunk_slices(
+        index,
+        q_BxNxLxHxK,
+        k,
+        v1_BxNxLxHxK,
+        v2_BxLxNxHxK,
+        mask_BxL,
+        time_BxL,
+        chunk,
+        n,
+        key_ij,
+    )
+    s_BxNxCxNxH, pivot = _chunk_scores(
+        q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij, time_BxC, edge_time_BxNxN
+    )
     m_new_BxNxNxH = jnp.maximum(m_BxNxNxH, s_BxNxCxNxH.max(axis=2))
     correction_BxNxNxH = jnp.exp(m_BxNxNxH - m_new_BxNxNxH)
     p_BxNxCxNxH = jnp.where(
-        pivot, jnp.exp(s_BxNxCxNxH - m_new_BxNxNxH[:, :, None]), 0.0)
+        pivot, jnp.exp(s_BxNxCxNxH - m_new_BxNxNxH[:, :, None]), 0.0
+    )
     l_BxNxNxH = l_BxNxNxH * correction_BxNxNxH + p_BxNxCxNxH.sum(axis=2)
-    acc_BxNxNxHxK = (acc_BxNxNxHxK * correction_BxNxNxH[..., None]
-                     + _aggregate_values(p_BxNxCxNxH, v1_BxNxCxHxK,
-                                         v2_BxCxNxHxK))
+    acc_BxNxNxHxK = acc_BxNxNxHxK * correction_BxNxNxH[
+        ..., None
+    ] + _aggregate_values(p_BxNxCxNxH, v1_BxNxCxHxK, v2_BxCxNxHxK)
     return (m_new_BxNxNxH, l_BxNxNxH, acc_BxNxNxHxK), None
 
-  init = (jnp.full((b, n, n, h), _NEG, jnp.float32),
-          jnp.zeros((b, n, n, h), jnp.float32),
-          jnp.zeros((b, n, n, h, kk), jnp.float32))
+  init = (
+      jnp.full((b, n, n, h), _NEG, jnp.float32),
+      jnp.zeros((b, n, n, h), jnp.float32),
+      jnp.zeros((b, n, n, h, kk), jnp.float32),
+  )
   (m_BxNxNxH, l_BxNxNxH, acc_BxNxNxHxK), _ = jax.lax.scan(
-      step, init, jnp.arange(num_chunks))
+      step, init, jnp.arange(num_chunks)
+  )
   # Rows whose pivots are all masked (an all-padding graph) give zeros.
   has_pivot_BxNxNxH = l_BxNxNxH > 0
   safe_l_BxNxNxH = jnp.where(has_pivot_BxNxNxH, l_BxNxNxH, 1.0)
   o_BxNxNxHxK = acc_BxNxNxHxK / safe_l_BxNxNxH[..., None]
-  lse_BxNxNxH = jnp.where(has_pivot_BxNxNxH,
-                          m_BxNxNxH + jnp.log(safe_l_BxNxNxH), 0.0)
+  lse_BxNxNxH = jnp.where(
+      has_pivot_BxNxNxH, m_BxNxNxH + jnp.log(safe_l_BxNxNxH), 0.0
+  )
   out_dtype = jnp.result_type(q_BxNxLxHxK.dtype, v1_BxNxLxHxK.dtype)
   return o_BxNxNxHxK.astype(out_dtype), lse_BxNxNxH
 
 
-def _backward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL, time_BxL,
-              o_BxNxNxHxK, lse_BxNxNxH, do_BxNxNxHxK, chunk_size, key_ij):
+def _backward(
+    q_BxNxLxHxK,
+    k,
+    v1_BxNxLxHxK,
+    v2_BxLxNxHxK,
+    mask_BxL,
+    time_BxL,
+    o_BxNxNxHxK,
+    lse_BxNxNxH,
+    do_BxNxNxHxK,
+    chunk_size,
+    key_ij,
+):
   """Flash-style backward: recomputes p per chunk from the saved logsumexp.
 
   The gradients are accumulated in place (fp32 carries) chunk by chunk.
@@ -291,35 +372,65 @@ def _backward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL, time_BxL,
   edge_time_BxNxN = _edge_time(time_BxL)
   do_BxNxNxHxK = do_BxNxNxHxK.astype(jnp.float32)
   # delta_ij = sum_k do_ij o_ij = sum_l p_ilj dp_ilj (softmax backward).
-  delta_BxNxNxH = jnp.einsum("bijhk,bijhk->bijh", do_BxNxNxHxK,
-                             o_BxNxNxHxK.astype(jnp.float32))
+  delta_BxNxNxH = jnp.einsum(
+      "bijhk,bijhk->bijh", do_BxNxNxHxK, o_BxNxNxHxK.astype(jnp.float32)
+  )
   value_ablation = v2_BxLxNxHxK is None
 
   def step(grads, index):
     dq, dk, dv1, dv2 = grads
-    (start, q_BxNxCxHxK, k_chunk, v1_BxNxCxHxK, v2_BxCxNxHxK, mask_BxC,
-     time_BxC) = _chunk_slices(index, q_BxNxLxHxK, k, v1_BxNxLxHxK,
-                               v2_BxLxNxHxK, mask_BxL, time_BxL, chunk, n,
-                               key_ij)
-    s_BxNxCxNxH, pivot = _chunk_scores(q_BxNxCxHxK, k_chunk, mask_BxC, scale,
-                                       key_ij, time_BxC, edge_time_BxNxN)
+    (
+        start,
+        q_BxNxCxHxK,
+        k_chunk,
+        v1_BxNxCxHxK,
+        v2_BxCxNxHxK,
+        mask_BxC,
+        time_BxC,
+    ) = _chunk_slices(
+        index,
+        q_BxNxLxHxK,
+        k,
+        v1_BxNxLxHxK,
+        v2_BxLxNxHxK,
+        mask_BxL,
+        time_BxL,
+        chunk,
+        n,
+        key_ij,
+    )
+    s_BxNxCxNxH, pivot = _chunk_scores(
+        q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij, time_BxC, edge_time_BxNxN
+    )
     p_BxNxCxNxH = jnp.where(
-        pivot, jnp.exp(s_BxNxCxNxH - lse_BxNxNxH[:, :, None]), 0.0)
+        pivot, jnp.exp(s_BxNxCxNxH - lse_BxNxNxH[:, :, None]), 0.0
+    )
     dp_BxNxCxNxH, dv1_BxNxCxHxK, dv2_BxCxNxHxK = _value_grads(
-        p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK)
+        p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK
+    )
     ds_BxNxCxNxH = p_BxNxCxNxH * (dp_BxNxCxNxH - delta_BxNxNxH[:, :, None])
     ds_BxNxCxNxH = ds_BxNxCxNxH * scale
     if key_ij:
-      dq_BxNxCxHxK = jnp.einsum("bicjh,bijhk->bichk", ds_BxNxCxNxH,
-                                k.astype(jnp.float32))
-      dk = dk + jnp.einsum("bicjh,bichk->bijhk", ds_BxNxCxNxH,
-                           q_BxNxCxHxK.astype(jnp.float32))
+      dq_BxNxCxHxK = jnp.einsum(
+          "bicjh,bijhk->bichk", ds_BxNxCxNxH, k.astype(jnp.float32)
+      )
+      dk = dk + jnp.einsum(
+          "bicjh,bichk->bijhk", ds_BxNxCxNxH, q_BxNxCxHxK.astype(jnp.float32)
+      )
     else:
-      dq_BxNxCxHxK = jnp.einsum("bicjh,bcjhk->bichk", ds_BxNxCxNxH,
-                                k_chunk.astype(jnp.float32))
-      dk = _add_slice(dk, jnp.einsum("bicjh,bichk->bcjhk", ds_BxNxCxNxH,
-                                     q_BxNxCxHxK.astype(jnp.float32)),
-                      start, 1)
+      dq_BxNxCxHxK = jnp.einsum(
+          "bicjh,bcjhk->bichk", ds_BxNxCxNxH, k_chunk.astype(jnp.float32)
+      )
+      dk = _add_slice(
+          dk,
+          jnp.einsum(
+              "bicjh,bichk->bcjhk",
+              ds_BxNxCxNxH,
+              q_BxNxCxHxK.astype(jnp.float32),
+          ),
+          start,
+          1,
+      )
     dq = _add_slice(dq, dq_BxNxCxHxK, start, 2)
     dv1 = _add_slice(dv1, dv1_BxNxCxHxK, start, 2)
     if not value_ablation:
@@ -327,8 +438,12 @@ def _backward(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask_BxL, time_BxL,
     return (dq, dk, dv1, dv2), None
 
   zeros = jnp.zeros((b, n, n, h, kk), jnp.float32)
-  init = (zeros, zeros, zeros,
-          jnp.zeros((0,), jnp.float32) if value_ablation else zeros)
+  init = (
+      zeros,
+      zeros,
+      zeros,
+      jnp.zeros((0,), jnp.float32) if value_ablation else zeros,
+  )
   (dq, dk, dv1, dv2), _ = jax.lax.scan(step, init, jnp.arange(num_chunks))
   dq = dq.astype(q_BxNxLxHxK.dtype)
   dv1 = dv1.astype(v1_BxNxLxHxK.dtype)
@@ -349,8 +464,9 @@ def _triangle_core_fwd(q, k, v1, v2, mask, time, chunk_size, key_ij):
 
 def _triangle_core_bwd(chunk_size, key_ij, residuals, do):
   q, k, v1, v2, mask, time, o, lse = residuals
-  dq, dk, dv1, dv2 = _backward(q, k, v1, v2, mask, time, o, lse, do,
-                               chunk_size, key_ij)
+  dq, dk, dv1, dv2 = _backward(
+      q, k, v1, v2, mask, time, o, lse, do, chunk_size, key_ij
+  )
   return dq, dk, dv1, dv2, None, None
 
 
@@ -361,31 +477,40 @@ def _check_core_inputs(q, k, v1, v2, mask, chunk_size, time=None):
   shapes.check_shape(q, ("B", "N", "L", "H", "K"), "q_BxNxLxHxK")
   b, n, l, h, kk = q.shape
   shapes.check_equal(n, l, "q_BxNxLxHxK node axes N and L")
-  for name, arr in (("k_BxLxNxHxK", k), ("v1_BxNxLxHxK", v1),
-                    ("v2_BxLxNxHxK", v2)):
+  for name, arr in (
+      ("k_BxLxNxHxK", k),
+      ("v1_BxNxLxHxK", v1),
+      ("v2_BxLxNxHxK", v2),
+  ):
     if arr is not None:
       shapes.check_shape(arr, (b, n, n, h, kk), name)
   shapes.check_shape(mask, (b, n), "node_mask_BxN")
   if time is not None:
     shapes.check_shape(time, (b, n), "node_time_BxL")
     if not jnp.issubdtype(time.dtype, jnp.integer):
-      raise ValueError(f"node_time_BxL must be integer, got dtype {time.dtype}.")
-  if chunk_size is not None and (not isinstance(chunk_size, int)
-                                 or chunk_size <= 0):
+      raise ValueError(
+          f"node_time_BxL must be integer, got dtype {time.dtype}."
+      )
+  if chunk_size is not None and (
+      not isinstance(chunk_size, int) or chunk_size <= 0
+  ):
     raise ValueError(
-        f"chunk_size must be a positive int or None (one chunk), got "
-        f"{chunk_size!r}.")
+        "chunk_size must be a positive int or None (one chunk), got "
+        f"{chunk_size!r}."
+    )
 
 
-def triangular_attention_core(q_BxNxLxHxK: Array,
-                              k: Array,
-                              v1_BxNxLxHxK: Array,
-                              v2_BxLxNxHxK: Optional[Array],
-                              node_mask_BxL: Optional[Array] = None,
-                              *,
-                              node_time_BxL: Optional[Array] = None,
-                              chunk_size: Optional[int] = 8,
-                              key_ij: bool = False) -> Array:
+def triangular_attention_core(
+    q_BxNxLxHxK: Array,
+    k: Array,
+    v1_BxNxLxHxK: Array,
+    v2_BxLxNxHxK: Optional[Array],
+    node_mask_BxL: Optional[Array] = None,
+    *,
+    node_time_BxL: Optional[Array] = None,
+    chunk_size: Optional[int] = 8,
+    key_ij: bool = False,
+) -> Array:
   """Per-head triangular attention before W^o (eq. 4-8), memory-lean.
 
     o[b, i, j, h] = sum_l alpha_ilj v_ilj,
@@ -413,23 +538,38 @@ def triangular_attention_core(q_BxNxLxHxK: Array,
   node_mask_BxL = jnp.asarray(node_mask_BxL).astype(bool)
   if node_time_BxL is not None:
     node_time_BxL = jnp.asarray(node_time_BxL)
-  _check_core_inputs(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxL,
-                     chunk_size, node_time_BxL)
-  return _triangle_core(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK,
-                        node_mask_BxL, node_time_BxL, chunk_size,
-                        bool(key_ij))
+  _check_core_inputs(
+      q_BxNxLxHxK,
+      k,
+      v1_BxNxLxHxK,
+      v2_BxLxNxHxK,
+      node_mask_BxL,
+      chunk_size,
+      node_time_BxL,
+  )
+  return _triangle_core(
+      q_BxNxLxHxK,
+      k,
+      v1_BxNxLxHxK,
+      v2_BxLxNxHxK,
+      node_mask_BxL,
+      node_time_BxL,
+      chunk_size,
+      bool(key_ij),
+  )
 
 
-def triangular_attention_reference(q_BxNxLxHxK: Array,
-                                   k: Array,
-                                   v1_BxNxLxHxK: Array,
-                                   v2_BxLxNxHxK: Optional[Array],
-                                   node_mask_BxL: Optional[Array] = None,
-                                   *,
-                                   node_time_BxL: Optional[Array] = None,
-                                   key_ij: bool = False,
-                                   attention_dropout: Optional[
-                                       Tuple[float, Array]] = None) -> Array:
+def triangular_attention_reference(
+    q_BxNxLxHxK: Array,
+    k: Array,
+    v1_BxNxLxHxK: Array,
+    v2_BxLxNxHxK: Optional[Array],
+    node_mask_BxL: Optional[Array] = None,
+    *,
+    node_time_BxL: Optional[Array] = None,
+    key_ij: bool = False,
+    attention_dropout: Optional[Tuple[float, Array]] = None,
+) -> Array:
   """Materialising reference of eq. 4-8 (as in the authors' einsum code).
 
   Builds the full score tensor B x N x L x N x H and the value tensor
@@ -444,33 +584,41 @@ def triangular_attention_reference(q_BxNxLxHxK: Array,
     node_mask_BxL = jnp.ones(q_BxNxLxHxK.shape[:2], bool)
   kk = q_BxNxLxHxK.shape[-1]
   if key_ij:
-    s_BxNxLxNxH = jnp.einsum("bilhk,bijhk->biljh", q_BxNxLxHxK, k,
-                             preferred_element_type=jnp.float32)
+    s_BxNxLxNxH = jnp.einsum(
+        "bilhk,bijhk->biljh", q_BxNxLxHxK, k, preferred_element_type=jnp.float32
+    )
   else:
-    s_BxNxLxNxH = jnp.einsum("bilhk,bljhk->biljh", q_BxNxLxHxK, k,
-                             preferred_element_type=jnp.float32)
+    s_BxNxLxNxH = jnp.einsum(
+        "bilhk,bljhk->biljh", q_BxNxLxHxK, k, preferred_element_type=jnp.float32
+    )
   s_BxNxLxNxH = s_BxNxLxNxH / math.sqrt(kk)
-  pivot = node_mask_BxL.astype(bool)[:, None, :, None, None]   # Bx1xLx1x1
+  pivot = node_mask_BxL.astype(bool)[:, None, :, None, None]  # Bx1xLx1x1
   if node_time_BxL is not None:  # Pivot l of edge (i, j): t_l <= max(t_i, t_j).
     t_BxN = jnp.asarray(node_time_BxL)
     edge_time_BxNxN = jnp.maximum(t_BxN[:, :, None], t_BxN[:, None, :])
-    pivot = pivot & (t_BxN[:, None, :, None]
-                     <= edge_time_BxNxN[:, :, None, :])[..., None]
+    pivot = (
+        pivot
+        & (t_BxN[:, None, :, None] <= edge_time_BxNxN[:, :, None, :])[..., None]
+    )
   s_BxNxLxNxH = jnp.where(pivot, s_BxNxLxNxH, _NEG)
   alpha_BxNxLxNxH = jax.nn.softmax(s_BxNxLxNxH, axis=2)
   alpha_BxNxLxNxH = jnp.where(pivot, alpha_BxNxLxNxH, 0.0)
   if attention_dropout is not None:
     rate, key = attention_dropout
-    keep_BxNxLxNxH = jax.random.bernoulli(key, 1.0 - rate,
-                                          alpha_BxNxLxNxH.shape)
-    alpha_BxNxLxNxH = jnp.where(keep_BxNxLxNxH,
-                                alpha_BxNxLxNxH / (1.0 - rate), 0.0)
+    keep_BxNxLxNxH = jax.random.bernoulli(
+        key, 1.0 - rate, alpha_BxNxLxNxH.shape
+    )
+    alpha_BxNxLxNxH = jnp.where(
+        keep_BxNxLxNxH, alpha_BxNxLxNxH / (1.0 - rate), 0.0
+    )
   if v2_BxLxNxHxK is None:
-    o = jnp.einsum("biljh,bilhk->bijhk", alpha_BxNxLxNxH,
-                   v1_BxNxLxHxK.astype(jnp.float32))
+    o = jnp.einsum(
+        "biljh,bilhk->bijhk", alpha_BxNxLxNxH, v1_BxNxLxHxK.astype(jnp.float32)
+    )
   else:
-    v_BxNxLxNxHxK = jnp.einsum("bilhk,bljhk->biljhk", v1_BxNxLxHxK,
-                               v2_BxLxNxHxK).astype(jnp.float32)
+    v_BxNxLxNxHxK = jnp.einsum(
+        "bilhk,bljhk->biljhk", v1_BxNxLxHxK, v2_BxLxNxHxK
+    ).astype(jnp.float32)
     o = jnp.einsum("biljh,biljhk->bijhk", alpha_BxNxLxNxH, v_BxNxLxNxHxK)
   return o.astype(q_BxNxLxHxK.dtype)
 
@@ -499,12 +647,16 @@ def _pallas_forward_kernel(*refs, num_pivots, scale, key_ij, value_ablation):
   def body(l, carry):
     m_IxJ, sum_IxJ, acc_IxJxK = carry
     q_IxK = q_ref[:, pl.ds(l, 1), :].reshape(bi, kp).astype(jnp.float32)
-    if key_ij:                                          # q_il . k_ij
+    if key_ij:  # q_il . k_ij
       s_IxJ = jnp.sum(q_IxK[:, None, :] * k_IxJxK, axis=-1)
-    else:                                               # q_il . k_lj (eq. 5)
+    else:  # q_il . k_lj (eq. 5)
       k_JxK = k_ref[pl.ds(l, 1), :, :].reshape(bj, kp).astype(jnp.float32)
-      s_IxJ = jax.lax.dot_general(q_IxK, k_JxK, (((1,), (1,)), ((), ())),
-                                  preferred_element_type=jnp.float32)
+      s_IxJ = jax.lax.dot_general(
+          q_IxK,
+          k_JxK,
+          (((1,), (1,)), ((), ())),
+          preferred_element_type=jnp.float32,
+      )
     valid = mask_ref[pl.ds(l, 1)].reshape(1, 1) > 0
     s_IxJ = jnp.where(valid, s_IxJ * scale, _NEG)
     m_new_IxJ = jnp.maximum(m_IxJ, s_IxJ)
@@ -513,16 +665,19 @@ def _pallas_forward_kernel(*refs, num_pivots, scale, key_ij, value_ablation):
     v1_IxK = v1_ref[:, pl.ds(l, 1), :].reshape(bi, kp).astype(jnp.float32)
     if value_ablation:
       v_IxJxK = jnp.broadcast_to(v1_IxK[:, None, :], (bi, bj, kp))
-    else:                                               # eq. 8
+    else:  # eq. 8
       v2_JxK = v2_ref[pl.ds(l, 1), :, :].reshape(bj, kp).astype(jnp.float32)
       v_IxJxK = v1_IxK[:, None, :] * v2_JxK[None, :, :]
-    acc_IxJxK = (acc_IxJxK * correction_IxJ[..., None]
-                 + p_IxJ[..., None] * v_IxJxK)
+    acc_IxJxK = (
+        acc_IxJxK * correction_IxJ[..., None] + p_IxJ[..., None] * v_IxJxK
+    )
     return m_new_IxJ, sum_IxJ * correction_IxJ + p_IxJ, acc_IxJxK
 
-  init = (jnp.full((bi, bj), _NEG, jnp.float32),
-          jnp.zeros((bi, bj), jnp.float32),
-          jnp.zeros((bi, bj, kp), jnp.float32))
+  init = (
+      jnp.full((bi, bj), _NEG, jnp.float32),
+      jnp.zeros((bi, bj), jnp.float32),
+      jnp.zeros((bi, bj, kp), jnp.float32),
+  )
   m_IxJ, sum_IxJ, acc_IxJxK = jax.lax.fori_loop(0, num_pivots, body, init)
   has_pivot = sum_IxJ > 0
   safe_sum_IxJ = jnp.where(has_pivot, sum_IxJ, 1.0)
@@ -535,7 +690,7 @@ def _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret):
   b, n, _, h, kk = q.shape
   block = min(block_size, pl.next_power_of_2(n))
   padded = pl.cdiv(n, block) * block
-  kp = pl.next_power_of_2(kk)     # Zero padding of K changes no dot product.
+  kp = pl.next_power_of_2(kk)  # Zero padding of K changes no dot product.
 
   def head_major(x):  # BxNxNxHxK -> BxHxNxNxK, padded.
     x = _pad_axis(_pad_axis(_pad_axis(x, 1, padded), 2, padded), 4, kp)
@@ -543,12 +698,15 @@ def _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret):
 
   mask_BxL = _pad_axis(mask.astype(jnp.int32), 1, padded)
   sq = pl.squeezed
-  il_spec = pl.BlockSpec((sq, sq, block, padded, kp),
-                         lambda bb, hh, i, j: (bb, hh, i, 0, 0))
-  lj_spec = pl.BlockSpec((sq, sq, padded, block, kp),
-                         lambda bb, hh, i, j: (bb, hh, 0, j, 0))
-  ij_spec = pl.BlockSpec((sq, sq, block, block, kp),
-                         lambda bb, hh, i, j: (bb, hh, i, j, 0))
+  il_spec = pl.BlockSpec(
+      (sq, sq, block, padded, kp), lambda bb, hh, i, j: (bb, hh, i, 0, 0)
+  )
+  lj_spec = pl.BlockSpec(
+      (sq, sq, padded, block, kp), lambda bb, hh, i, j: (bb, hh, 0, j, 0)
+  )
+  ij_spec = pl.BlockSpec(
+      (sq, sq, block, block, kp), lambda bb, hh, i, j: (bb, hh, i, j, 0)
+  )
   mask_spec = pl.BlockSpec((sq, padded), lambda bb, hh, i, j: (bb, 0))
   args = [head_major(q), head_major(k), head_major(v1)]
   in_specs = [il_spec, ij_spec if key_ij else lj_spec, il_spec]
@@ -558,17 +716,27 @@ def _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret):
   args.append(mask_BxL)
   in_specs.append(mask_spec)
   kernel = functools.partial(
-      _pallas_forward_kernel, num_pivots=padded, scale=1.0 / math.sqrt(kk),
-      key_ij=key_ij, value_ablation=v2 is None)
+      _pallas_forward_kernel,
+      num_pivots=padded,
+      scale=1.0 / math.sqrt(kk),
+      key_ij=key_ij,
+      value_ablation=v2 is None,
+  )
   out_dtype = jnp.result_type(q.dtype, v1.dtype)
   o_h, lse_h = pl.pallas_call(
       kernel,
-      out_shape=(jax.ShapeDtypeStruct((b, h, padded, padded, kp), out_dtype),
-                 jax.ShapeDtypeStruct((b, h, padded, padded), jnp.float32)),
+      out_shape=(
+          jax.ShapeDtypeStruct((b, h, padded, padded, kp), out_dtype),
+          jax.ShapeDtypeStruct((b, h, padded, padded), jnp.float32),
+      ),
       grid=(b, h, padded // block, padded // block),
       in_specs=in_specs,
-      out_specs=(ij_spec, pl.BlockSpec((sq, sq, block, block),
-                                       lambda bb, hh, i, j: (bb, hh, i, j))),
+      out_specs=(
+          ij_spec,
+          pl.BlockSpec(
+              (sq, sq, block, block), lambda bb, hh, i, j: (bb, hh, i, j)
+          ),
+      ),
       interpret=interpret,
   )(*args)
   o = jnp.transpose(o_h, (0, 2, 3, 1, 4))[:, :n, :n, :, :kk]
@@ -577,41 +745,47 @@ def _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret):
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7, 8))
-def _triangle_pallas(q, k, v1, v2, mask, key_ij, block_size, interpret,
-                     chunk_size):
+def _triangle_pallas(
+    q, k, v1, v2, mask, key_ij, block_size, interpret, chunk_size
+):
   del chunk_size
   return _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret)[0]
 
 
-def _triangle_pallas_fwd(q, k, v1, v2, mask, key_ij, block_size, interpret,
-                         chunk_size):
+def _triangle_pallas_fwd(
+    q, k, v1, v2, mask, key_ij, block_size, interpret, chunk_size
+):
   del chunk_size
   o, lse = _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret)
   return o, (q, k, v1, v2, mask, o, lse)
 
 
-def _triangle_pallas_bwd(key_ij, block_size, interpret, chunk_size,
-                         residuals, do):
+def _triangle_pallas_bwd(
+    key_ij, block_size, interpret, chunk_size, residuals, do
+):
   del block_size, interpret
   q, k, v1, v2, mask, o, lse = residuals
-  dq, dk, dv1, dv2 = _backward(q, k, v1, v2, mask, None, o, lse, do,
-                               chunk_size, key_ij)
+  dq, dk, dv1, dv2 = _backward(
+      q, k, v1, v2, mask, None, o, lse, do, chunk_size, key_ij
+  )
   return dq, dk, dv1, dv2, None
 
 
 _triangle_pallas.defvjp(_triangle_pallas_fwd, _triangle_pallas_bwd)
 
 
-def triangular_attention_pallas(q_BxNxLxHxK: Array,
-                                k: Array,
-                                v1_BxNxLxHxK: Array,
-                                v2_BxLxNxHxK: Optional[Array],
-                                node_mask_BxL: Optional[Array] = None,
-                                *,
-                                key_ij: bool = False,
-                                block_size: int = 16,
-                                interpret: bool = False,
-                                chunk_size: Optional[int] = 8) -> Array:
+def triangular_attention_pallas(
+    q_BxNxLxHxK: Array,
+    k: Array,
+    v1_BxNxLxHxK: Array,
+    v2_BxLxNxHxK: Optional[Array],
+    node_mask_BxL: Optional[Array] = None,
+    *,
+    key_ij: bool = False,
+    block_size: int = 16,
+    interpret: bool = False,
+    chunk_size: Optional[int] = 8,
+) -> Array:
   """`triangular_attention_core` with a Pallas forward kernel.
 
   Each program computes an (i, j) tile of one batch element and head, looping
@@ -625,15 +799,28 @@ def triangular_attention_pallas(q_BxNxLxHxK: Array,
   if node_mask_BxL is None:
     node_mask_BxL = jnp.ones(q_BxNxLxHxK.shape[:2], bool)
   node_mask_BxL = jnp.asarray(node_mask_BxL).astype(bool)
-  _check_core_inputs(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxL,
-                     chunk_size)
-  if not isinstance(block_size, int) or block_size <= 0 or (
-      block_size & (block_size - 1)):
+  _check_core_inputs(
+      q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxL, chunk_size
+  )
+  if (
+      not isinstance(block_size, int)
+      or block_size <= 0
+      or (block_size & (block_size - 1))
+  ):
     raise ValueError(
-        f"block_size must be a positive power of two, got {block_size!r}.")
-  return _triangle_pallas(q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK,
-                          node_mask_BxL, bool(key_ij), block_size,
-                          bool(interpret), chunk_size)
+        f"block_size must be a positive power of two, got {block_size!r}."
+    )
+  return _triangle_pallas(
+      q_BxNxLxHxK,
+      k,
+      v1_BxNxLxHxK,
+      v2_BxLxNxHxK,
+      node_mask_BxL,
+      bool(key_ij),
+      block_size,
+      bool(interpret),
+      chunk_size,
+  )
 
 
 # ----------------------------------------------------------------------------
@@ -674,6 +861,7 @@ class TriangularAttention(nn.Module):
   the pivot sum (eq. 4-8). The pieces are public for incremental decoding
   (`relational_jax.models.et_seq2seq`).
   """
+
   num_heads: int
   ablation: str = "none"
   chunk_size: Optional[int] = 8
@@ -696,19 +884,31 @@ class TriangularAttention(nn.Module):
     """
     k_size = shapes.check_divides(width, self.num_heads, "width D")
     proj = functools.partial(
-        dense_lib.DenseGeneral, features=(self.num_heads, k_size), axis=-1,
-        use_bias=self.use_bias, dtype=dtype, param_dtype=self.param_dtype,
-        kernel_init=self.kernel_init)
+        dense_lib.DenseGeneral,
+        features=(self.num_heads, k_size),
+        axis=-1,
+        use_bias=self.use_bias,
+        dtype=dtype,
+        param_dtype=self.param_dtype,
+        kernel_init=self.kernel_init,
+    )
     return dict(
-        query=proj(name="query"),                                 # eq. 6
-        key=proj(name="key"),                                     # eq. 7
-        value_left=proj(name="value_left"),                       # eq. 8
-        value_right=(None if self.ablation == "value"
-                     else proj(name="value_right")),
-        out=dense_lib.DenseGeneral(                               # eq. 9
-            features=width, axis=(-2, -1), use_bias=self.use_bias,
-            dtype=dtype, param_dtype=self.param_dtype,
-            kernel_init=self.kernel_init, name="out"))
+        query=proj(name="query"),  # eq. 6
+        key=proj(name="key"),  # eq. 7
+        value_left=proj(name="value_left"),  # eq. 8
+        value_right=(
+            None if self.ablation == "value" else proj(name="value_right")
+        ),
+        out=dense_lib.DenseGeneral(  # eq. 9
+            features=width,
+            axis=(-2, -1),
+            use_bias=self.use_bias,
+            dtype=dtype,
+            param_dtype=self.param_dtype,
+            kernel_init=self.kernel_init,
+            name="out",
+        ),
+    )
 
   def project(self, x_xD: Array):
     """(q, k, V^1 x, V^2 x) of edge states x (eq. 6-8), each `...xHxK`.
@@ -722,8 +922,12 @@ class TriangularAttention(nn.Module):
     x_xD = x_xD.astype(dtype)
     maps = self._projections(x_xD.shape[-1], dtype)
     v2 = maps["value_right"]
-    return (maps["query"](x_xD), maps["key"](x_xD), maps["value_left"](x_xD),
-            None if v2 is None else v2(x_xD))
+    return (
+        maps["query"](x_xD),
+        maps["key"](x_xD),
+        maps["value_left"](x_xD),
+        None if v2 is None else v2(x_xD),
+    )
 
   def output(self, o_xHxK: Array) -> Array:
     """W^o [a^1; ...; a^H] (eq. 9): heads `...xHxK` -> `...xD`."""
@@ -731,18 +935,25 @@ class TriangularAttention(nn.Module):
     width = o_xHxK.shape[-2] * o_xHxK.shape[-1]
     return self._projections(width, dtype)["out"](o_xHxK.astype(dtype))
 
-  def __call__(self, x_BxNxNxD: Array,
-               node_mask_BxN: Optional[Array] = None,
-               node_time_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+      self,
+      x_BxNxNxD: Array,
+      node_mask_BxN: Optional[Array] = None,
+      node_time_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
     """Returns a_BxNxNxD (eq. 9): `output(aggregate(x, ...))`."""
-    return self.output(self.aggregate(x_BxNxNxD, node_mask_BxN,
-                                      node_time_BxN, deterministic))
+    return self.output(
+        self.aggregate(x_BxNxNxD, node_mask_BxN, node_time_BxN, deterministic)
+    )
 
-  def aggregate(self, x_BxNxNxD: Array,
-                node_mask_BxN: Optional[Array] = None,
-                node_time_BxN: Optional[Array] = None,
-                deterministic: bool = True) -> Array:
+  def aggregate(
+      self,
+      x_BxNxNxD: Array,
+      node_mask_BxN: Optional[Array] = None,
+      node_time_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
     """The heads before W^o: o_BxNxNxHxK, o^h_ij = sum_l alpha^h_ilj v^h_ilj.
 
     Args:
@@ -758,31 +969,41 @@ class TriangularAttention(nn.Module):
     shapes.check_choice(self.ablation, ABLATIONS, "ablation")
     shapes.check_choice(self.impl, IMPLS, "impl")
     if not 0.0 <= self.attention_dropout_rate < 1.0:
-      raise ValueError(f"attention_dropout_rate must be in [0, 1), got "
-                       f"{self.attention_dropout_rate}.")
+      raise ValueError(
+          "attention_dropout_rate must be in [0, 1), got "
+          f"{self.attention_dropout_rate}."
+      )
     shapes.check_shape(x_BxNxNxD, ("B", "N", "N", "D"), "x_BxNxNxD")
     b, n, n2, d = x_BxNxNxD.shape
     shapes.check_equal(
-        n, n2, f"x_BxNxNxD must have equal node axes 1 and 2 (got shape "
-        f"{tuple(x_BxNxNxD.shape)})")
+        n,
+        n2,
+        "x_BxNxNxD must have equal node axes 1 and 2 (got shape "
+        f"{tuple(x_BxNxNxD.shape)})",
+    )
     shapes.check_divides(d, self.num_heads, "width D")
     if node_mask_BxN is None:
       node_mask_BxN = jnp.ones((b, n), bool)
     shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
-    if self.chunk_size is not None and (not isinstance(self.chunk_size, int)
-                                        or self.chunk_size <= 0):
+    if self.chunk_size is not None and (
+        not isinstance(self.chunk_size, int) or self.chunk_size <= 0
+    ):
       raise ValueError(
-          f"chunk_size must be a positive int or None, got "
-          f"{self.chunk_size!r}.")
+          f"chunk_size must be a positive int or None, got {self.chunk_size!r}."
+      )
 
     if node_time_BxN is not None:
       shapes.check_shape(node_time_BxN, (b, n), "node_time_BxN")
       if not jnp.issubdtype(jnp.asarray(node_time_BxN).dtype, jnp.integer):
-        raise ValueError(f"node_time_BxN must be integer, got dtype "
-                         f"{jnp.asarray(node_time_BxN).dtype}.")
+        raise ValueError(
+            "node_time_BxN must be integer, got dtype "
+            f"{jnp.asarray(node_time_BxN).dtype}."
+        )
     if node_time_BxN is not None and self.impl == "pallas":
-      raise ValueError("node_time_BxN (causal masking) is not supported by "
-                       "impl='pallas'; use impl='chunked' or 'reference'.")
+      raise ValueError(
+          "node_time_BxN (causal masking) is not supported by "
+          "impl='pallas'; use impl='chunked' or 'reference'."
+      )
 
     # One projection of every edge serves all its roles: x_il as query/left
     # value (pivot on axis 2) and x_lj as key/right value (pivot on axis 1).
@@ -791,22 +1012,49 @@ class TriangularAttention(nn.Module):
 
     if not deterministic and self.attention_dropout_rate > 0.0:
       return triangular_attention_reference(
-          q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
-          node_time_BxL=node_time_BxN, key_ij=key_ij,
-          attention_dropout=(self.attention_dropout_rate,
-                             self.make_rng("dropout")))
+          q_BxNxLxHxK,
+          k,
+          v1_BxNxLxHxK,
+          v2_BxLxNxHxK,
+          node_mask_BxN,
+          node_time_BxL=node_time_BxN,
+          key_ij=key_ij,
+          attention_dropout=(
+              self.attention_dropout_rate,
+              self.make_rng("dropout"),
+          ),
+      )
     if self.impl == "chunked":
       o_BxNxNxHxK = triangular_attention_core(
-          q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
-          node_time_BxL=node_time_BxN, chunk_size=self.chunk_size,
-          key_ij=key_ij)
+          q_BxNxLxHxK,
+          k,
+          v1_BxNxLxHxK,
+          v2_BxLxNxHxK,
+          node_mask_BxN,
+          node_time_BxL=node_time_BxN,
+          chunk_size=self.chunk_size,
+          key_ij=key_ij,
+      )
     elif self.impl == "pallas":
       o_BxNxNxHxK = triangular_attention_pallas(
-          q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
-          key_ij=key_ij, block_size=self.pallas_block_size,
-          interpret=self.interpret, chunk_size=self.chunk_size)
+          q_BxNxLxHxK,
+          k,
+          v1_BxNxLxHxK,
+          v2_BxLxNxHxK,
+          node_mask_BxN,
+          key_ij=key_ij,
+          block_size=self.pallas_block_size,
+          interpret=self.interpret,
+          chunk_size=self.chunk_size,
+      )
     else:
       o_BxNxNxHxK = triangular_attention_reference(
-          q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxN,
-          node_time_BxL=node_time_BxN, key_ij=key_ij)
+          q_BxNxLxHxK,
+          k,
+          v1_BxNxLxHxK,
+          v2_BxLxNxHxK,
+          node_mask_BxN,
+          node_time_BxL=node_time_BxN,
+          key_ij=key_ij,
+      )
     return o_BxNxNxHxK

@@ -50,8 +50,16 @@ from relational_jax.models.edge_transformer import GraphEdgeEmbedding
 from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
 
-__all__ = ["RATConfig", "ClutrrEdgeTransformer", "ClutrrRAT", "ClutrrRT",
-           "QueryHead", "RT_READOUTS", "NODE_INITS", "gather_query"]
+__all__ = [
+    "RATConfig",
+    "ClutrrEdgeTransformer",
+    "ClutrrRAT",
+    "ClutrrRT",
+    "QueryHead",
+    "RT_READOUTS",
+    "NODE_INITS",
+    "gather_query",
+]
 
 Array = jax.Array
 
@@ -75,6 +83,7 @@ class RATConfig:
     dropout_rate: on attention weights, attention output and FFN.
     ln_epsilon: LayerNorm epsilon (1e-5 as PyTorch).
   """
+
   num_layers: int = 8
   num_heads: int = 8
   d_model: int = 320
@@ -87,28 +96,39 @@ class RATConfig:
     for name in ("num_layers", "num_heads", "d_model"):
       value = getattr(self, name)
       if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"RATConfig.{name} must be a positive int, got "
-                         f"{value!r}.")
-    if self.ffn_dim is not None and (not isinstance(self.ffn_dim, int)
-                                     or self.ffn_dim < 1):
-      raise ValueError(f"RATConfig.ffn_dim must be a positive int or None, "
-                       f"got {self.ffn_dim!r}.")
+        raise ValueError(
+            f"RATConfig.{name} must be a positive int, got {value!r}."
+        )
+    if self.ffn_dim is not None and (
+        not isinstance(self.ffn_dim, int) or self.ffn_dim < 1
+    ):
+      raise ValueError(
+          "RATConfig.ffn_dim must be a positive int or None, "
+          f"got {self.ffn_dim!r}."
+      )
     if self.d_model % self.num_heads:
-      raise ValueError(f"RATConfig.num_heads={self.num_heads} must divide "
-                       f"d_model={self.d_model}.")
+      raise ValueError(
+          f"RATConfig.num_heads={self.num_heads} must divide "
+          f"d_model={self.d_model}."
+      )
     if not 0.0 <= self.dropout_rate < 1.0:
-      raise ValueError(f"RATConfig.dropout_rate must be in [0, 1), got "
-                       f"{self.dropout_rate}.")
+      raise ValueError(
+          f"RATConfig.dropout_rate must be in [0, 1), got {self.dropout_rate}."
+      )
     if not self.ln_epsilon > 0.0:
-      raise ValueError(f"RATConfig.ln_epsilon must be positive, got "
-                       f"{self.ln_epsilon}.")
+      raise ValueError(
+          f"RATConfig.ln_epsilon must be positive, got {self.ln_epsilon}."
+      )
 
 
 def _check_inputs(labels_BxNxN, query_Bx2, node_mask_BxN):
   shapes.check_shape(labels_BxNxN, ("B", "N", "N"), "edge_labels_BxNxN")
   b, n, _ = labels_BxNxN.shape
-  shapes.check_equal(labels_BxNxN.shape[1], labels_BxNxN.shape[2],
-                     "edge_labels_BxNxN node axes 1 and 2")
+  shapes.check_equal(
+      labels_BxNxN.shape[1],
+      labels_BxNxN.shape[2],
+      "edge_labels_BxNxN node axes 1 and 2",
+  )
   shapes.check_shape(query_Bx2, (b, 2), "query_Bx2")
   if node_mask_BxN is not None:
     shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
@@ -123,13 +143,15 @@ def gather_query(x_BxNxNxD: Array, query_Bx2: Array) -> Array:
 def _query_nodes(n_BxNxD: Array, query_Bx2: Array) -> Array:
   """[n_a; n_b] of the query pair -> Bx2D."""
   b_B = jnp.arange(n_BxNxD.shape[0])
-  return jnp.concatenate([n_BxNxD[b_B, query_Bx2[:, 0]],
-                          n_BxNxD[b_B, query_Bx2[:, 1]]], axis=-1)
+  return jnp.concatenate(
+      [n_BxNxD[b_B, query_Bx2[:, 0]], n_BxNxD[b_B, query_Bx2[:, 1]]], axis=-1
+  )
 
 
 class QueryHead(nn.Module):
   """Logits BxY from a readout vector BxD: a linear layer (head_layers=1)
   or Linear(D, D) -> ReLU -> Linear(D, Y) (head_layers=2, authors' code)."""
+
   num_classes: int = NUM_RELATIONS
   head_layers: int = 2
 
@@ -144,42 +166,59 @@ class QueryHead(nn.Module):
 
 class ClutrrEdgeTransformer(nn.Module):
   """Edge Transformer on the fact graph; logits from x^L of the query edge."""
+
   config: ETConfig
   head_layers: int = 2
 
   @nn.compact
-  def __call__(self, edge_labels_BxNxN: Array, query_Bx2: Array,
-               node_mask_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+      self,
+      edge_labels_BxNxN: Array,
+      query_Bx2: Array,
+      node_mask_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
     _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
-    x_BxNxNxD = GraphEdgeEmbedding(NUM_EDGE_LABELS, self.config.edge_width,
-                                   name="embed")(edge_labels_BxNxN)
+    x_BxNxNxD = GraphEdgeEmbedding(
+        NUM_EDGE_LABELS, self.config.edge_width, name="embed"
+    )(edge_labels_BxNxN)
     x_BxNxNxD = EdgeTransformer(self.config, name="et")(
-        x_BxNxNxD, node_mask_BxN, deterministic=deterministic)
+        x_BxNxNxD, node_mask_BxN, deterministic=deterministic
+    )
     return QueryHead(head_layers=self.head_layers, name="head")(
-        gather_query(x_BxNxNxD, query_Bx2))
+        gather_query(x_BxNxNxD, query_Bx2)
+    )
 
 
 class _RATLayer(nn.Module):
   """Post-LN relation-aware transformer layer (authors' `rat.py`):
   n = LN(n + Drop(RelAttn(n, r))); n = LN(n + Drop(FFN(n)))."""
+
   config: RATConfig
 
   @nn.compact
   def __call__(self, n_BxNxD, labels_BxNxN, node_mask_BxN, deterministic):
     cfg = self.config
-    drop = lambda y: nn.Dropout(cfg.dropout_rate)(y, deterministic=deterministic)
+    drop = lambda y: nn.Dropout(cfg.dropout_rate)(
+        y, deterministic=deterministic
+    )
     a_BxNxD = RelationAwareAttention(
-        d_model=cfg.d_model, num_heads=cfg.num_heads,
-        num_relations=NUM_EDGE_LABELS, dropout_rate=cfg.dropout_rate,
-        name="attention")(n_BxNxD, labels_BxNxN, node_mask_BxN, deterministic)
+        d_model=cfg.d_model,
+        num_heads=cfg.num_heads,
+        num_relations=NUM_EDGE_LABELS,
+        dropout_rate=cfg.dropout_rate,
+        name="attention",
+    )(n_BxNxD, labels_BxNxN, node_mask_BxN, deterministic)
     n_BxNxD = nn.LayerNorm(epsilon=cfg.ln_epsilon, name="ln_attention")(
-        n_BxNxD + drop(a_BxNxD))
-    h_BxNxF = nn.relu(nn.Dense(cfg.ffn_dim or 4 * cfg.d_model,
-                               name="ffn_hidden")(n_BxNxD))
+        n_BxNxD + drop(a_BxNxD)
+    )
+    h_BxNxF = nn.relu(
+        nn.Dense(cfg.ffn_dim or 4 * cfg.d_model, name="ffn_hidden")(n_BxNxD)
+    )
     f_BxNxD = nn.Dense(cfg.d_model, name="ffn_out")(drop(h_BxNxF))
     return nn.LayerNorm(epsilon=cfg.ln_epsilon, name="ln_ffn")(
-        n_BxNxD + drop(f_BxNxD))
+        n_BxNxD + drop(f_BxNxD)
+    )
 
 
 class ClutrrRAT(nn.Module):
@@ -190,63 +229,84 @@ class ClutrrRAT(nn.Module):
   one table per layer) are the authors' "embedding, then a linear map" with
   the two composed (a linear map of an embedding table is an embedding table).
   """
+
   config: RATConfig
   head_layers: int = 2
 
   @nn.compact
-  def __call__(self, edge_labels_BxNxN: Array, query_Bx2: Array,
-               node_mask_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+      self,
+      edge_labels_BxNxN: Array,
+      query_Bx2: Array,
+      node_mask_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
     _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
     if not isinstance(self.config, RATConfig):
-      raise ValueError(f"config must be a RATConfig, got "
-                       f"{type(self.config).__name__}.")
+      raise ValueError(
+          f"config must be a RATConfig, got {type(self.config).__name__}."
+      )
     b, n = edge_labels_BxNxN.shape[:2]
     n_BxNxD = jnp.zeros((b, n, self.config.d_model), jnp.float32)
     if self.config.tied:
       layers = [_RATLayer(self.config, name="layer")] * self.config.num_layers
     else:
-      layers = [_RATLayer(self.config, name=f"layer_{i}")
-                for i in range(self.config.num_layers)]
+      layers = [
+          _RATLayer(self.config, name=f"layer_{i}")
+          for i in range(self.config.num_layers)
+      ]
     for layer in layers:
       n_BxNxD = layer(n_BxNxD, edge_labels_BxNxN, node_mask_BxN, deterministic)
     return QueryHead(head_layers=self.head_layers, name="head")(
-        _query_nodes(n_BxNxD, query_Bx2))
+        _query_nodes(n_BxNxD, query_Bx2)
+    )
 
 
 class ClutrrRT(nn.Module):
   """Relational Transformer: nodes zero (or a learned constant), edges =
   label embeddings (updated every layer); readout per `readout`."""
+
   config: RTConfig
   head_layers: int = 2
   readout: str = "nodes_and_edge"
   node_init: str = "zeros"
 
   @nn.compact
-  def __call__(self, edge_labels_BxNxN: Array, query_Bx2: Array,
-               node_mask_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+      self,
+      edge_labels_BxNxN: Array,
+      query_Bx2: Array,
+      node_mask_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
     _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
     shapes.check_choice(self.readout, RT_READOUTS, "readout")
     shapes.check_choice(self.node_init, NODE_INITS, "node_init")
     if not isinstance(self.config, RTConfig):
-      raise ValueError(f"config must be an RTConfig, got "
-                       f"{type(self.config).__name__}.")
+      raise ValueError(
+          f"config must be an RTConfig, got {type(self.config).__name__}."
+      )
     cfg = self.config
     b, n = edge_labels_BxNxN.shape[:2]
     e_BxNxNxE = nn.Embed(NUM_EDGE_LABELS, cfg.edge_width, name="embed")(
-        edge_labels_BxNxN)
+        edge_labels_BxNxN
+    )
     n_BxNxD = jnp.zeros((b, n, cfg.node_width), jnp.float32)
     if self.node_init == "learned":
-      n_BxNxD = n_BxNxD + self.param("node_init", nn.initializers.normal(1.0),
-                                     (cfg.node_width,))
+      n_BxNxD = n_BxNxD + self.param(
+          "node_init", nn.initializers.normal(1.0), (cfg.node_width,)
+      )
     n_BxNxD, e_BxNxNxE = RelationalTransformer(cfg, name="rt")(
-        n_BxNxD, e_BxNxNxE, node_mask_BxN=node_mask_BxN,
-        deterministic=deterministic)
+        n_BxNxD,
+        e_BxNxNxE,
+        node_mask_BxN=node_mask_BxN,
+        deterministic=deterministic,
+    )
     parts = []
     if self.readout in ("nodes_and_edge", "nodes"):
       parts.append(_query_nodes(n_BxNxD, query_Bx2))
     if self.readout in ("nodes_and_edge", "edge"):
       parts.append(gather_query(e_BxNxNxE, query_Bx2))
     return QueryHead(head_layers=self.head_layers, name="head")(
-        jnp.concatenate(parts, axis=-1))
+        jnp.concatenate(parts, axis=-1)
+    )

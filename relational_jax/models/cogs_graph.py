@@ -53,6 +53,7 @@ class CogsGraphEdgeTransformer(nn.Module):
     parent_from_column: True: parent logits read x_ji (paper); False: x_ij
       (authors' code).
   """
+
   config: ETConfig
   vocab_size: int
   label_sizes: Tuple[int, ...]
@@ -60,26 +61,40 @@ class CogsGraphEdgeTransformer(nn.Module):
   parent_from_column: bool = True
 
   @nn.compact
-  def __call__(self, tokens_BxN: Array, node_mask_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Dict[str, Array]:
+  def __call__(
+      self,
+      tokens_BxN: Array,
+      node_mask_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Dict[str, Array]:
     if not isinstance(self.config, ETConfig):
-      raise ValueError(f"config must be an ETConfig, got "
-                       f"{type(self.config).__name__}.")
+      raise ValueError(
+          f"config must be an ETConfig, got {type(self.config).__name__}."
+      )
     if len(self.label_sizes) != len(LABEL_FIELDS):
-      raise ValueError(f"label_sizes needs one size per field of "
-                       f"{LABEL_FIELDS}, got {tuple(self.label_sizes)}.")
+      raise ValueError(
+          "label_sizes needs one size per field of "
+          f"{LABEL_FIELDS}, got {tuple(self.label_sizes)}."
+      )
     shapes.check_shape(tokens_BxN, ("B", "N"), "tokens_BxN")
     if node_mask_BxN is not None:
       shapes.check_shape(node_mask_BxN, tokens_BxN.shape, "node_mask_BxN")
     x_BxNxNxD = SequenceEdgeEmbedding(
-        self.vocab_size, self.config.edge_width,
-        max_distance=self.max_distance, name="embed")(tokens_BxN)
+        self.vocab_size,
+        self.config.edge_width,
+        max_distance=self.max_distance,
+        name="embed",
+    )(tokens_BxN)
     x_BxNxNxD = EdgeTransformer(self.config, name="et")(
-        x_BxNxNxD, node_mask_BxN, deterministic=deterministic)
-    out = {"parent": ParentPointerHead(from_column=self.parent_from_column,
-                                       name="parent")(x_BxNxNxD,
-                                                      node_mask_BxN)}
+        x_BxNxNxD, node_mask_BxN, deterministic=deterministic
+    )
+    out = {
+        "parent": ParentPointerHead(
+            from_column=self.parent_from_column, name="parent"
+        )(x_BxNxNxD, node_mask_BxN)
+    }
     for field, size in zip(LABEL_FIELDS, self.label_sizes):
       out[field] = NodeClassifier(int(size), name=field)(x_BxNxNxD).astype(
-          jnp.float32)
+          jnp.float32
+      )
     return out

@@ -44,9 +44,15 @@ from relational_jax.layers.triangular import IMPLS
 from relational_jax.layers.triangular import TriangularAttention
 
 __all__ = [
-    "ETConfig", "EdgeTransformerLayer", "EdgeTransformer",
-    "GraphEdgeEmbedding", "SequenceEdgeEmbedding", "EdgeClassifier",
-    "NodeClassifier", "ParentPointerHead", "LAYOUTS",
+    "ETConfig",
+    "EdgeTransformerLayer",
+    "EdgeTransformer",
+    "GraphEdgeEmbedding",
+    "SequenceEdgeEmbedding",
+    "EdgeClassifier",
+    "NodeClassifier",
+    "ParentPointerHead",
+    "LAYOUTS",
 ]
 
 Array = jax.Array
@@ -82,6 +88,7 @@ class ETConfig:
     ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's default
       is 1e-6).
   """
+
   num_layers: int = 3
   num_heads: int = 12
   head_dim: int = 16
@@ -101,18 +108,19 @@ class ETConfig:
       _check_positive_int(getattr(self, name), f"ETConfig.{name}")
     for name in ("ffn_dim", "chunk_size", "ffn_chunk_size"):
       if getattr(self, name) is not None:
-        _check_positive_int(getattr(self, name), f"ETConfig.{name}",
-                            " or None")
+        _check_positive_int(getattr(self, name), f"ETConfig.{name}", " or None")
     shapes.check_choice(self.ablation, ABLATIONS, "ablation")
     shapes.check_choice(self.impl, IMPLS, "impl")
     shapes.check_choice(self.layout, LAYOUTS, "layout")
     for name in ("dropout_rate", "attention_dropout_rate"):
       if not 0.0 <= getattr(self, name) < 1.0:
-        raise ValueError(f"ETConfig.{name} must be in [0, 1), got "
-                         f"{getattr(self, name)}.")
+        raise ValueError(
+            f"ETConfig.{name} must be in [0, 1), got {getattr(self, name)}."
+        )
     if not self.ln_epsilon > 0.0:
-      raise ValueError(f"ETConfig.ln_epsilon must be positive, got "
-                       f"{self.ln_epsilon}.")
+      raise ValueError(
+          f"ETConfig.ln_epsilon must be positive, got {self.ln_epsilon}."
+      )
 
   @property
   def edge_width(self) -> int:
@@ -128,8 +136,10 @@ def _check_positive_int(value, name, extra=""):
 def _check_square(x, name):
   shapes.check_shape(x, ("B", "N", "N", "D"), name)
   shapes.check_equal(
-      x.shape[1], x.shape[2],
-      f"{name} must have equal node axes 1 and 2 (got shape {tuple(x.shape)})")
+      x.shape[1],
+      x.shape[2],
+      f"{name} must have equal node axes 1 and 2 (got shape {tuple(x.shape)})",
+  )
 
 
 class EdgeTransformerLayer(nn.Module):
@@ -166,6 +176,7 @@ class EdgeTransformerLayer(nn.Module):
     ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
       default is 1e-6).
   """
+
   num_heads: int
   ffn_dim: Optional[int] = None
   dropout_rate: float = 0.0
@@ -182,13 +193,19 @@ class EdgeTransformerLayer(nn.Module):
   @classmethod
   def from_config(cls, config: ETConfig, **kwargs) -> "EdgeTransformerLayer":
     """The layer of `config` (kwargs: name, dtype, param_dtype)."""
-    return cls(num_heads=config.num_heads, ffn_dim=config.ffn_dim,
-               dropout_rate=config.dropout_rate,
-               attention_dropout_rate=config.attention_dropout_rate,
-               ablation=config.ablation,
-               chunk_size=config.chunk_size, impl=config.impl,
-               layout=config.layout, ffn_chunk_size=config.ffn_chunk_size,
-               ln_epsilon=config.ln_epsilon, **kwargs)
+    return cls(
+        num_heads=config.num_heads,
+        ffn_dim=config.ffn_dim,
+        dropout_rate=config.dropout_rate,
+        attention_dropout_rate=config.attention_dropout_rate,
+        ablation=config.ablation,
+        chunk_size=config.chunk_size,
+        impl=config.impl,
+        layout=config.layout,
+        ffn_chunk_size=config.ffn_chunk_size,
+        ln_epsilon=config.ln_epsilon,
+        **kwargs,
+    )
 
   def _ffn_width(self, width: int) -> int:
     return 4 * width if self.ffn_dim is None else self.ffn_dim
@@ -201,32 +218,52 @@ class EdgeTransformerLayer(nn.Module):
     `__call__` all reach the parameters through this one, so the parameter
     names live in one place.
     """
-    norm = lambda name: nn.LayerNorm(epsilon=self.ln_epsilon, dtype=dtype,
-                                     param_dtype=self.param_dtype, name=name)
+    norm = lambda name: nn.LayerNorm(
+        epsilon=self.ln_epsilon,
+        dtype=dtype,
+        param_dtype=self.param_dtype,
+        name=name,
+    )
     return dict(
         ln_attention=norm("ln_attention"),
         attention=TriangularAttention(
-            num_heads=self.num_heads, ablation=self.ablation,
-            chunk_size=self.chunk_size, impl=self.impl,
-            attention_dropout_rate=self.attention_dropout_rate, dtype=dtype,
-            param_dtype=self.param_dtype, name="attention"),
+            num_heads=self.num_heads,
+            ablation=self.ablation,
+            chunk_size=self.chunk_size,
+            impl=self.impl,
+            attention_dropout_rate=self.attention_dropout_rate,
+            dtype=dtype,
+            param_dtype=self.param_dtype,
+            name="attention",
+        ),
         ln_ffn=norm("ln_ffn"),
-        ffn_hidden=dense_lib.Dense(self._ffn_width(width), dtype=dtype,
-                            param_dtype=self.param_dtype, name="ffn_hidden"),
-        ffn_out=dense_lib.Dense(width, dtype=dtype, param_dtype=self.param_dtype,
-                         name="ffn_out"),
-        dropout=nn.Dropout(self.dropout_rate, name="dropout"))
+        ffn_hidden=dense_lib.Dense(
+            self._ffn_width(width),
+            dtype=dtype,
+            param_dtype=self.param_dtype,
+            name="ffn_hidden",
+        ),
+        ffn_out=dense_lib.Dense(
+            width, dtype=dtype, param_dtype=self.param_dtype, name="ffn_out"
+        ),
+        dropout=nn.Dropout(self.dropout_rate, name="dropout"),
+    )
 
   def _check(self):
     shapes.check_choice(self.layout, LAYOUTS, "layout")
     if self.ffn_chunk_size is not None and (
-        not isinstance(self.ffn_chunk_size, int) or self.ffn_chunk_size <= 0):
-      raise ValueError(f"ffn_chunk_size must be a positive int or None, got "
-                       f"{self.ffn_chunk_size!r}.")
+        not isinstance(self.ffn_chunk_size, int) or self.ffn_chunk_size <= 0
+    ):
+      raise ValueError(
+          "ffn_chunk_size must be a positive int or None, got "
+          f"{self.ffn_chunk_size!r}."
+      )
     if self.ffn_dim is not None and (
-        not isinstance(self.ffn_dim, int) or self.ffn_dim <= 0):
-      raise ValueError(f"ffn_dim must be a positive int or None, got "
-                       f"{self.ffn_dim!r}.")
+        not isinstance(self.ffn_dim, int) or self.ffn_dim <= 0
+    ):
+      raise ValueError(
+          f"ffn_dim must be a positive int or None, got {self.ffn_dim!r}."
+      )
 
   def _norm_attention(self, x_xD: Array) -> Array:
     """LN_1(x) of edge states `...xD`."""
@@ -243,8 +280,9 @@ class EdgeTransformerLayer(nn.Module):
     modules = self._submodules(x_xD.shape[-1], dtype)
     return modules["attention"].project(self._norm_attention(x_xD))
 
-  def update(self, x_xD: Array, o_xHxK: Array,
-             deterministic: bool = True) -> Array:
+  def update(
+      self, x_xD: Array, o_xHxK: Array, deterministic: bool = True
+  ) -> Array:
     """X' of edges with input state x and aggregated attention heads o.
 
     o[..., h, :] = sum_l alpha^h_ilj v^h_ilj (eq. 4-8, before W^o). Applies
@@ -258,32 +296,43 @@ class EdgeTransformerLayer(nn.Module):
     modules = self._submodules(d, dtype)
     drop = lambda y: modules["dropout"](y, deterministic=deterministic)
     a_xD = modules["attention"].output(o_xHxK.astype(dtype))
-    residual_xD = (x_xD if self.layout == "paper"
-                   else self._norm_attention(x_xD))
+    residual_xD = x_xD if self.layout == "paper" else self._norm_attention(x_xD)
     u_xD = residual_xD + drop(a_xD)
 
     # The transition LN_2 -> FFN (-> residual) is pure per edge, so it runs
     # on row chunks with the submodules' parameters applied functionally.
-    transition_modules = {name: modules[name]
-                          for name in ("ln_ffn", "ffn_hidden", "ffn_out")}
+    transition_modules = {
+        name: modules[name] for name in ("ln_ffn", "ffn_hidden", "ffn_out")
+    }
     if self.is_initializing():  # Creates the parameters (as a direct call).
       probe_1xD = jnp.zeros((1, d), dtype)
       transition_modules["ln_ffn"](probe_1xD)
       transition_modules["ffn_out"](transition_modules["ffn_hidden"](probe_1xD))
-    params = {name: m.variables["params"]
-              for name, m in transition_modules.items()}
+    params = {
+        name: m.variables["params"] for name, m in transition_modules.items()
+    }
     use_dropout = not deterministic and self.dropout_rate > 0.0
     rng = self.make_rng("dropout") if use_dropout else None
     transition = functools.partial(
-        _transition, ffn_width=self._ffn_width(d), width=d,
+        _transition,
+        ffn_width=self._ffn_width(d),
+        width=d,
         dropout_rate=self.dropout_rate if use_dropout else 0.0,
-        layout=self.layout, ln_epsilon=self.ln_epsilon, dtype=dtype,
-        param_dtype=self.param_dtype)
+        layout=self.layout,
+        ln_epsilon=self.ln_epsilon,
+        dtype=dtype,
+        param_dtype=self.param_dtype,
+    )
     return _row_chunked(transition, params, u_xD, rng, self.ffn_chunk_size)
 
-  def __call__(self, x_BxNxNxD: Array, node_mask_BxN: Optional[Array] = None,
-               *, node_time_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+      self,
+      x_BxNxNxD: Array,
+      node_mask_BxN: Optional[Array] = None,
+      *,
+      node_time_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
     """node_time_BxN: optional causal node times (see `TriangularAttention`)."""
     self._check()
     _check_square(x_BxNxNxD, "x_BxNxNxD")
@@ -292,36 +341,54 @@ class EdgeTransformerLayer(nn.Module):
     attention = self._submodules(d, dtype)["attention"]
     # Eq. 3: the heads of TA(LN_1(X)) before W^o (eq. 4-8), then `update`
     # (W^o of eq. 9, the residual and the transition).
-    o_BxNxNxHxK = attention.aggregate(self._norm_attention(x_BxNxNxD),
-                                      node_mask_BxN, node_time_BxN,
-                                      deterministic)
+    o_BxNxNxHxK = attention.aggregate(
+        self._norm_attention(x_BxNxNxD),
+        node_mask_BxN,
+        node_time_BxN,
+        deterministic,
+    )
     return self.update(x_BxNxNxD, o_BxNxNxHxK, deterministic)
 
 
-def _transition(params, u_BxCxNxD, rng, *, ffn_width, width, dropout_rate,
-                layout, ln_epsilon, dtype, param_dtype):
+def _transition(
+    params,
+    u_BxCxNxD,
+    rng,
+    *,
+    ffn_width,
+    width,
+    dropout_rate,
+    layout,
+    ln_epsilon,
+    dtype,
+    param_dtype,
+):
   """LN_2, FFN and (released_code) residual on a block of C rows (eq. 3).
 
   Also used on any `...xD` block (incremental decoding's rows and columns).
   The modules are unbound (parent=None) and applied to `params`.
   """
+
   def drop(y, salt):
     if rng is None:
       return y
     return nn.Dropout(dropout_rate, parent=None).apply(
-        {}, y, deterministic=False,
-        rngs={"dropout": jax.random.fold_in(rng, salt)})
+        {},
+        y,
+        deterministic=False,
+        rngs={"dropout": jax.random.fold_in(rng, salt)},
+    )
 
-  z_BxCxNxD = nn.LayerNorm(epsilon=ln_epsilon, dtype=dtype,
-                           param_dtype=param_dtype, parent=None).apply(
-                               {"params": params["ln_ffn"]}, u_BxCxNxD)
-  h_BxCxNxF = dense_lib.Dense(ffn_width, dtype=dtype, param_dtype=param_dtype,
-                       parent=None).apply(
-      {"params": params["ffn_hidden"]}, z_BxCxNxD)
+  z_BxCxNxD = nn.LayerNorm(
+      epsilon=ln_epsilon, dtype=dtype, param_dtype=param_dtype, parent=None
+  ).apply({"params": params["ln_ffn"]}, u_BxCxNxD)
+  h_BxCxNxF = dense_lib.Dense(
+      ffn_width, dtype=dtype, param_dtype=param_dtype, parent=None
+  ).apply({"params": params["ffn_hidden"]}, z_BxCxNxD)
   h_BxCxNxF = drop(nn.relu(h_BxCxNxF), 0)
-  f_BxCxNxD = dense_lib.Dense(width, dtype=dtype, param_dtype=param_dtype,
-                       parent=None).apply(
-      {"params": params["ffn_out"]}, h_BxCxNxF)
+  f_BxCxNxD = dense_lib.Dense(
+      width, dtype=dtype, param_dtype=param_dtype, parent=None
+  ).apply({"params": params["ffn_out"]}, h_BxCxNxF)
   if layout == "paper":
     return f_BxCxNxD
   return z_BxCxNxD + drop(f_BxCxNxD, 1)
@@ -341,28 +408,39 @@ def _row_chunked(fn, params, u_BxNxNxD, rng, chunk_size):
   """
   n = u_BxNxNxD.shape[1]
   if chunk_size is None or chunk_size >= n:
-    return fn(params, u_BxNxNxD,
-              None if rng is None else jax.random.fold_in(rng, 0))
+    return fn(
+        params, u_BxNxNxD, None if rng is None else jax.random.fold_in(rng, 0)
+    )
   num_chunks = -(-n // chunk_size)
 
   @jax.checkpoint
   def block(params, u_BxNxNxD, start, index):
-    rows_BxCxNxD = jax.lax.dynamic_slice_in_dim(u_BxNxNxD, start, chunk_size,
-                                                axis=1)
-    return fn(params, rows_BxCxNxD,
-              None if rng is None else jax.random.fold_in(rng, index))
+    rows_BxCxNxD = jax.lax.dynamic_slice_in_dim(
+        u_BxNxNxD, start, chunk_size, axis=1
+    )
+    return fn(
+        params,
+        rows_BxCxNxD,
+        None if rng is None else jax.random.fold_in(rng, index),
+    )
 
   out_shape = jax.eval_shape(
-      lambda p, u: fn(p, u[:, :chunk_size], rng), params, u_BxNxNxD)
+      lambda p, u: fn(p, u[:, :chunk_size], rng), params, u_BxNxNxD
+  )
 
   def step(out_BxNxNxD, index):
     start = jnp.minimum(index * chunk_size, n - chunk_size)
     rows_BxCxNxD = block(params, u_BxNxNxD, start, index)
-    return jax.lax.dynamic_update_slice_in_dim(out_BxNxNxD, rows_BxCxNxD,
-                                               start, axis=1), None
+    return (
+        jax.lax.dynamic_update_slice_in_dim(
+            out_BxNxNxD, rows_BxCxNxD, start, axis=1
+        ),
+        None,
+    )
 
-  out_BxNxNxD = jnp.zeros(u_BxNxNxD.shape[:-1] + out_shape.shape[-1:],
-                          out_shape.dtype)
+  out_BxNxNxD = jnp.zeros(
+      u_BxNxNxD.shape[:-1] + out_shape.shape[-1:], out_shape.dtype
+  )
   out_BxNxNxD, _ = jax.lax.scan(step, out_BxNxNxD, jnp.arange(num_chunks))
   return out_BxNxNxD
 
@@ -375,6 +453,7 @@ class EdgeTransformer(nn.Module):
   "Untied Edge Transformer", parameters "layer_0" ... "layer_{L-1}".
   The input width must be `config.edge_width`.
   """
+
   config: ETConfig
   dtype: Optional[Any] = None
   param_dtype: Any = jnp.float32
@@ -383,8 +462,8 @@ class EdgeTransformer(nn.Module):
   def _layers(self) -> list:
     """The layer module of each of the num_layers applications."""
     make = lambda name: EdgeTransformerLayer.from_config(
-        self.config, dtype=self.dtype, param_dtype=self.param_dtype,
-        name=name)
+        self.config, dtype=self.dtype, param_dtype=self.param_dtype, name=name
+    )
     if self.config.tied:
       return [make("layer")] * self.config.num_layers
     return [make(f"layer_{i}") for i in range(self.config.num_layers)]
@@ -394,20 +473,33 @@ class EdgeTransformer(nn.Module):
     `project` / `update` serve incremental decoding."""
     return self._layers()[application]
 
-  def __call__(self, x_BxNxNxD: Array, node_mask_BxN: Optional[Array] = None,
-               *, node_time_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Array:
+  def __call__(
+      self,
+      x_BxNxNxD: Array,
+      node_mask_BxN: Optional[Array] = None,
+      *,
+      node_time_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
     """node_time_BxN: optional causal node times (see `TriangularAttention`);
     the FFN is per edge, so the whole stack is causal."""
     if not isinstance(self.config, ETConfig):
-      raise ValueError(f"config must be an ETConfig, got "
-                       f"{type(self.config).__name__}.")
+      raise ValueError(
+          f"config must be an ETConfig, got {type(self.config).__name__}."
+      )
     _check_square(x_BxNxNxD, "x_BxNxNxD")
-    shapes.check_shape(x_BxNxNxD, (None, None, None, self.config.edge_width),
-                       "x_BxNxNxD (width num_heads * head_dim)")
+    shapes.check_shape(
+        x_BxNxNxD,
+        (None, None, None, self.config.edge_width),
+        "x_BxNxNxD (width num_heads * head_dim)",
+    )
     for layer in self._layers():
-      x_BxNxNxD = layer(x_BxNxNxD, node_mask_BxN, node_time_BxN=node_time_BxN,
-                        deterministic=deterministic)
+      x_BxNxNxD = layer(
+          x_BxNxNxD,
+          node_mask_BxN,
+          node_time_BxN=node_time_BxN,
+          deterministic=deterministic,
+      )
     return x_BxNxNxD
 
 
@@ -423,6 +515,7 @@ class GraphEdgeEmbedding(nn.Module):
     num_labels: size of the label vocabulary (include a 'no edge' label).
     features: D.
   """
+
   num_labels: int
   features: int
   param_dtype: Any = jnp.float32
@@ -430,10 +523,17 @@ class GraphEdgeEmbedding(nn.Module):
   @nn.compact
   def __call__(self, labels_BxNxN: Array) -> Array:
     shapes.check_shape(labels_BxNxN, ("B", "N", "N"), "labels_BxNxN")
-    shapes.check_equal(labels_BxNxN.shape[1], labels_BxNxN.shape[2],
-                       "labels_BxNxN node axes 1 and 2")
-    return nn.Embed(self.num_labels, self.features,
-                    param_dtype=self.param_dtype, name="label")(labels_BxNxN)
+    shapes.check_equal(
+        labels_BxNxN.shape[1],
+        labels_BxNxN.shape[2],
+        "labels_BxNxN node axes 1 and 2",
+    )
+    return nn.Embed(
+        self.num_labels,
+        self.features,
+        param_dtype=self.param_dtype,
+        name="label",
+    )(labels_BxNxN)
 
 
 class SequenceEdgeEmbedding(nn.Module):
@@ -447,6 +547,7 @@ class SequenceEdgeEmbedding(nn.Module):
     features: D.
     max_distance: offsets beyond this share the boundary embedding.
   """
+
   vocab_size: int
   features: int
   max_distance: int = 16
@@ -459,10 +560,18 @@ class SequenceEdgeEmbedding(nn.Module):
       raise ValueError(f"max_distance must be >= 0, got {self.max_distance}.")
     return dict(
         relative_position=nn.Embed(
-            2 * self.max_distance + 1, self.features,
-            param_dtype=self.param_dtype, name="relative_position"),
-        token=nn.Embed(self.vocab_size, self.features,
-                       param_dtype=self.param_dtype, name="token"))
+            2 * self.max_distance + 1,
+            self.features,
+            param_dtype=self.param_dtype,
+            name="relative_position",
+        ),
+        token=nn.Embed(
+            self.vocab_size,
+            self.features,
+            param_dtype=self.param_dtype,
+            name="token",
+        ),
+    )
 
   def relative(self, offsets: Array) -> Array:
     """a(offset) for integer offsets i - j of any shape -> `...xD` (clipped
@@ -478,11 +587,14 @@ class SequenceEdgeEmbedding(nn.Module):
     shapes.check_shape(tokens_BxN, ("B", "N"), "tokens_BxN")
     n = tokens_BxN.shape[1]
     positions_N = jnp.arange(n)
-    a_NxNxD = self.relative(positions_N[:, None] - positions_N[None, :])  # i - j
+    a_NxNxD = self.relative(
+        positions_N[:, None] - positions_N[None, :]
+    )  # i - j
     e_BxNxD = self.token(tokens_BxN)
     diagonal_NxN = jnp.eye(n, dtype=e_BxNxD.dtype)
-    return (a_NxNxD[None]
-            + diagonal_NxN[None, :, :, None] * e_BxNxD[:, :, None, :])
+    return (
+        a_NxNxD[None] + diagonal_NxN[None, :, :, None] * e_BxNxD[:, :, None, :]
+    )
 
 
 # ----------------------------------------------------------------------------
@@ -492,18 +604,21 @@ class SequenceEdgeEmbedding(nn.Module):
 
 class EdgeClassifier(nn.Module):
   """Per-edge logits: a linear layer on every x_ij -> BxNxNxY."""
+
   num_classes: int
   param_dtype: Any = jnp.float32
 
   @nn.compact
   def __call__(self, x_BxNxNxD: Array) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
-    return nn.Dense(self.num_classes, param_dtype=self.param_dtype,
-                    name="logits")(x_BxNxNxD)
+    return nn.Dense(
+        self.num_classes, param_dtype=self.param_dtype, name="logits"
+    )(x_BxNxNxD)
 
 
 class NodeClassifier(nn.Module):
   """Node logits from the loop edges x_ii (the diagonal) -> BxNxY."""
+
   num_classes: int
   param_dtype: Any = jnp.float32
 
@@ -511,8 +626,9 @@ class NodeClassifier(nn.Module):
   def __call__(self, x_BxNxNxD: Array) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
     x_BxNxD = jnp.einsum("biid->bid", x_BxNxNxD)
-    return nn.Dense(self.num_classes, param_dtype=self.param_dtype,
-                    name="logits")(x_BxNxD)
+    return nn.Dense(
+        self.num_classes, param_dtype=self.param_dtype, name="logits"
+    )(x_BxNxD)
 
 
 class ParentPointerHead(nn.Module):
@@ -526,18 +642,24 @@ class ParentPointerHead(nn.Module):
       (j, i), x_ji. False: reads x_ij, as the authors' COGS parser does
       (`decode_parent` on outputs[b, i, j]).
   """
+
   from_column: bool = True
   param_dtype: Any = jnp.float32
 
   @nn.compact
-  def __call__(self, x_BxNxNxD: Array,
-               node_mask_BxN: Optional[Array] = None) -> Array:
+  def __call__(
+      self, x_BxNxNxD: Array, node_mask_BxN: Optional[Array] = None
+  ) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
     b, n = x_BxNxNxD.shape[:2]
     score_BxNxN = nn.Dense(1, param_dtype=self.param_dtype, name="score")(
-        x_BxNxNxD)[..., 0].astype(jnp.float32)       # score[b, r, s] of x_rs
-    logits_BxNxN = (jnp.swapaxes(score_BxNxN, 1, 2) if self.from_column
-                    else score_BxNxN)
+        x_BxNxNxD
+    )[..., 0].astype(
+        jnp.float32
+    )  # score[b, r, s] of x_rs
+    logits_BxNxN = (
+        jnp.swapaxes(score_BxNxN, 1, 2) if self.from_column else score_BxNxN
+    )
     if node_mask_BxN is not None:
       shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
       candidate_Bx1xN = node_mask_BxN.astype(bool)[:, None, :]

@@ -60,8 +60,14 @@ from relational_jax.layers import triangular as tri_lib
 from relational_jax.models import edge_transformer as et_lib
 from relational_jax.models import seq2seq
 
-__all__ = ["ETSeq2SeqConfig", "EdgeTransformerSeq2Seq", "joint_node_times",
-           "init_decode_state", "decode_step", "greedy_decode"]
+__all__ = [
+    "ETSeq2SeqConfig",
+    "EdgeTransformerSeq2Seq",
+    "joint_node_times",
+    "init_decode_state",
+    "decode_step",
+    "greedy_decode",
+]
 
 Array = jax.Array
 
@@ -87,6 +93,7 @@ class ETSeq2SeqConfig:
     max_src_len, max_tgt_len: longest source and target sequences.
     pad_id: the default source mask is src != pad_id.
   """
+
   src_vocab_size: int
   tgt_vocab_size: int
   et: et_lib.ETConfig = dataclasses.field(default_factory=_default_et_config)
@@ -97,25 +104,37 @@ class ETSeq2SeqConfig:
   pad_id: int = 0
 
   def __post_init__(self):
-    for name in ("src_vocab_size", "tgt_vocab_size", "num_decoder_layers",
-                 "max_src_len", "max_tgt_len"):
+    for name in (
+        "src_vocab_size",
+        "tgt_vocab_size",
+        "num_decoder_layers",
+        "max_src_len",
+        "max_tgt_len",
+    ):
       value = getattr(self, name)
       if not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value!r}.")
     if not isinstance(self.max_distance, int) or self.max_distance < 0:
       raise ValueError(
-          f"max_distance must be an int >= 0, got {self.max_distance!r}.")
+          f"max_distance must be an int >= 0, got {self.max_distance!r}."
+      )
     if not isinstance(self.et, et_lib.ETConfig):
-      raise ValueError(f"et must be an edge_transformer.ETConfig, got "
-                       f"{type(self.et).__name__}.")
+      raise ValueError(
+          "et must be an edge_transformer.ETConfig, got "
+          f"{type(self.et).__name__}."
+      )
     if self.et.ablation != "none":
-      raise ValueError(f"ETSeq2SeqConfig needs et.ablation='none' (the "
-                       f"incremental decoder caches V^2), got "
-                       f"{self.et.ablation!r}.")
+      raise ValueError(
+          "ETSeq2SeqConfig needs et.ablation='none' (the "
+          "incremental decoder caches V^2), got "
+          f"{self.et.ablation!r}."
+      )
     if self.et.impl == "pallas":
-      raise ValueError("ETSeq2SeqConfig needs et.impl in ['chunked', "
-                       "'reference']: the decoder's causal masking is not "
-                       "supported by impl='pallas'.")
+      raise ValueError(
+          "ETSeq2SeqConfig needs et.impl in ['chunked', "
+          "'reference']: the decoder's causal masking is not "
+          "supported by impl='pallas'."
+      )
 
   @property
   def decoder_et(self) -> et_lib.ETConfig:
@@ -125,8 +144,10 @@ class ETSeq2SeqConfig:
 
 def joint_node_times(num_b: int, num_s: int, num_t: int) -> Array:
   """BxN causal node times: 0 for the source tokens, s + 1 for input s."""
-  t_N = jnp.concatenate([jnp.zeros((num_s,), jnp.int32),
-                         jnp.arange(1, num_t + 1, dtype=jnp.int32)])
+  t_N = jnp.concatenate([
+      jnp.zeros((num_s,), jnp.int32),
+      jnp.arange(1, num_t + 1, dtype=jnp.int32),
+  ])
   return jnp.broadcast_to(t_N, (num_b, num_s + num_t))
 
 
@@ -134,15 +155,18 @@ class EdgeTransformerSeq2Seq(nn.Module):
   """ET encoder-decoder (module docstring). Same calling convention as
   `seq2seq.Seq2SeqTransformer`: teacher forcing via `apply`, greedy decoding
   via `greedy_decode` on the unbound module."""
+
   config: ETSeq2SeqConfig
 
   def setup(self):
     c = self.config
     d = c.et.edge_width
     self.src_embed = et_lib.SequenceEdgeEmbedding(
-        c.src_vocab_size, d, c.max_distance)
+        c.src_vocab_size, d, c.max_distance
+    )
     self.tgt_embed = et_lib.SequenceEdgeEmbedding(
-        c.tgt_vocab_size, d, c.max_distance)
+        c.tgt_vocab_size, d, c.max_distance
+    )
     # Row 0: source->target edges (i source, j target); row 1: target->source.
     self.cross = nn.Embed(2, d)
     self.encoder = et_lib.EdgeTransformer(c.et)
@@ -161,12 +185,16 @@ class EdgeTransformerSeq2Seq(nn.Module):
     c = self.config
     shapes.check_shape(src_BxS, ("B", "S"), "src")
     if src_BxS.shape[1] > c.max_src_len:
-      raise ValueError(f"source length {src_BxS.shape[1]} exceeds "
-                       f"max_src_len={c.max_src_len}.")
+      raise ValueError(
+          f"source length {src_BxS.shape[1]} exceeds "
+          f"max_src_len={c.max_src_len}."
+      )
     src_mask_BxS = self._src_mask(src_BxS, src_mask_BxS)
     x_BxSxSxD = self.src_embed(src_BxS)
-    return self.encoder(x_BxSxSxD, src_mask_BxS,
-                        deterministic=deterministic), src_mask_BxS
+    return (
+        self.encoder(x_BxSxSxD, src_mask_BxS, deterministic=deterministic),
+        src_mask_BxS,
+    )
 
   def joint_state(self, x_enc_BxSxSxD, tgt_in_BxT):
     """X^0, the decoder's initial BxNxNxD state (module docstring)."""
@@ -181,54 +209,93 @@ class EdgeTransformerSeq2Seq(nn.Module):
     bottom_BxTxNxD = jnp.concatenate([ts_BxTxSxD, x_tgt_BxTxTxD], axis=2)
     return jnp.concatenate([top_BxSxNxD, bottom_BxTxNxD], axis=1)
 
-  def decode(self, x_enc_BxSxSxD, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT=None,
-             deterministic: bool = True):
+  def decode(
+      self,
+      x_enc_BxSxSxD,
+      src_mask_BxS,
+      tgt_in_BxT,
+      tgt_mask_BxT=None,
+      deterministic: bool = True,
+  ):
     """Teacher-forced decoder logits BxTxV (the causal full pass)."""
     c = self.config
     shapes.check_shape(tgt_in_BxT, ("B", "T"), "tgt_in")
     num_b, num_t = tgt_in_BxT.shape
     if num_t > c.max_tgt_len:
-      raise ValueError(f"target length {num_t} exceeds max_tgt_len="
-                       f"{c.max_tgt_len}.")
+      raise ValueError(
+          f"target length {num_t} exceeds max_tgt_len={c.max_tgt_len}."
+      )
     num_s = x_enc_BxSxSxD.shape[1]
     if tgt_mask_BxT is None:
       tgt_mask_BxT = jnp.ones((num_b, num_t), bool)
     shapes.check_shape(tgt_mask_BxT, (num_b, num_t), "tgt_mask")
     mask_BxN = jnp.concatenate(
-        [src_mask_BxS, jnp.asarray(tgt_mask_BxT).astype(bool)], axis=1)
+        [src_mask_BxS, jnp.asarray(tgt_mask_BxT).astype(bool)], axis=1
+    )
     y_BxNxNxD = self.decoder(
-        self.joint_state(x_enc_BxSxSxD, tgt_in_BxT), mask_BxN,
+        self.joint_state(x_enc_BxSxSxD, tgt_in_BxT),
+        mask_BxN,
         node_time_BxN=joint_node_times(num_b, num_s, num_t),
-        deterministic=deterministic)
+        deterministic=deterministic,
+    )
     loops_BxTxD = jnp.einsum("bttd->btd", y_BxNxNxD[:, num_s:, num_s:])
     return self.out(loops_BxTxD)
 
-  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT=None, *,
-               src_relations_BxSxS=None, tgt_tree_pos_BxTxP=None,
-               deterministic: bool = True):
+  def __call__(
+      self,
+      src_BxS,
+      src_mask_BxS,
+      tgt_in_BxT,
+      tgt_mask_BxT=None,
+      *,
+      src_relations_BxSxS=None,
+      tgt_tree_pos_BxTxP=None,
+      deterministic: bool = True,
+  ):
     """Teacher forcing: logits BxTxV for the next token after each input.
 
     src_relations_BxSxS and tgt_tree_pos_BxTxP belong to other models and
     must be None (the Edge Transformer takes relative positions, eq. 10).
     """
     _reject_extras(src_relations_BxSxS, tgt_tree_pos_BxTxP)
-    x_enc_BxSxSxD, src_mask_BxS = self.encode(src_BxS, src_mask_BxS,
-                                              deterministic)
-    return self.decode(x_enc_BxSxSxD, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT,
-                       deterministic)
+    x_enc_BxSxSxD, src_mask_BxS = self.encode(
+        src_BxS, src_mask_BxS, deterministic
+    )
+    return self.decode(
+        x_enc_BxSxSxD, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT, deterministic
+    )
 
   @nn.nowrap
-  def greedy_decode(self, params, src_BxS, max_len: int, bos: int, eos: int,
-                    *, src_mask_BxS=None, src_relations_BxSxS=None,
-                    arities: Optional[Sequence[int]] = None,
-                    pad_id: Optional[int] = None):
+  def greedy_decode(
+      self,
+      params,
+      src_BxS,
+      max_len: int,
+      bos: int,
+      eos: int,
+      *,
+      src_mask_BxS=None,
+      src_relations_BxSxS=None,
+      arities: Optional[Sequence[int]] = None,
+      pad_id: Optional[int] = None,
+  ):
     """See `greedy_decode`."""
     if arities is not None:
-      raise ValueError("arities (tree decoding) is not supported by the Edge "
-                       "Transformer encoder-decoder; pass arities=None.")
+      raise ValueError(
+          "arities (tree decoding) is not supported by the Edge "
+          "Transformer encoder-decoder; pass arities=None."
+      )
     _reject_extras(src_relations_BxSxS, None)
-    return greedy_decode(self, params, src_BxS, max_len, bos, eos,
-                         src_mask_BxS=src_mask_BxS, pad_id=pad_id)
+    return greedy_decode(
+        self,
+        params,
+        src_BxS,
+        max_len,
+        bos,
+        eos,
+        src_mask_BxS=src_mask_BxS,
+        pad_id=pad_id,
+    )
 
   # -- Incremental decoding (module docstring), called through `apply` by
   # `init_decode_state` and `decode_step`. The decoder's layers are used
@@ -246,18 +313,25 @@ class EdgeTransformerSeq2Seq(nn.Module):
       layer = self.decoder.layer(application)
       projections = layer.project(x_BxSxSxD)
       for name, proj_BxSxSxHxK in zip(_CACHED, projections):
-        cache_BxNxNxHxK = jnp.zeros((num_b, n, n) + proj_BxSxSxHxK.shape[3:],
-                                    proj_BxSxSxHxK.dtype)
+        cache_BxNxNxHxK = jnp.zeros(
+            (num_b, n, n) + proj_BxSxSxHxK.shape[3:], proj_BxSxSxHxK.dtype
+        )
         caches[name].append(
-            cache_BxNxNxHxK.at[:, :num_s, :num_s].set(proj_BxSxSxHxK))
+            cache_BxNxNxHxK.at[:, :num_s, :num_s].set(proj_BxSxSxHxK)
+        )
       o_BxSxSxHxK = tri_lib.triangular_attention_core(
-          *projections, src_mask_BxS, chunk_size=c.et.chunk_size)
+          *projections, src_mask_BxS, chunk_size=c.et.chunk_size
+      )
       x_BxSxSxD = layer.update(x_BxSxSxD, o_BxSxSxHxK)
     mask_BxN = jnp.concatenate(
-        [src_mask_BxS, jnp.ones((num_b, max_len), bool)], axis=1)
+        [src_mask_BxS, jnp.ones((num_b, max_len), bool)], axis=1
+    )
     state = {name: jnp.stack(arrays) for name, arrays in caches.items()}
-    state.update(index=jnp.zeros((), jnp.int32), mask_BxN=mask_BxN,
-                 src_len=jnp.asarray(num_s, jnp.int32))
+    state.update(
+        index=jnp.zeros((), jnp.int32),
+        mask_BxN=mask_BxN,
+        src_len=jnp.asarray(num_s, jnp.int32),
+    )
     return state
 
   def new_node_edges(self, tokens_B, p, num_s, n):
@@ -268,10 +342,12 @@ class EdgeTransformerSeq2Seq(nn.Module):
     j_N = jnp.arange(n)
     is_src_Nx1 = (j_N < num_s)[:, None]
     # Row (p, j): offset p - j; column (i, p): offset i - p (eq. 10).
-    row_JxD = jnp.where(is_src_Nx1, cross_2xD[1],
-                        self.tgt_embed.relative(p - j_N))
-    col_IxD = jnp.where(is_src_Nx1, cross_2xD[0],
-                        self.tgt_embed.relative(j_N - p))
+    row_JxD = jnp.where(
+        is_src_Nx1, cross_2xD[1], self.tgt_embed.relative(p - j_N)
+    )
+    col_IxD = jnp.where(
+        is_src_Nx1, cross_2xD[0], self.tgt_embed.relative(j_N - p)
+    )
     loop_BxNx1 = (j_N == p)[None, :, None]
     row_BxJxD = row_JxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
     col_BxIxD = col_IxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
@@ -289,46 +365,67 @@ class EdgeTransformerSeq2Seq(nn.Module):
     f32 = jnp.float32
     pivot_BxL = mask_BxN & (jnp.arange(n) <= p)[None]
     x_row_BxJxD, x_col_BxIxD = self.new_node_edges(tokens_B, p, num_s, n)
-    caches = {name: state[name] for name in _CACHED}     # AxBxNxNxHxK each.
+    caches = {name: state[name] for name in _CACHED}  # AxBxNxNxHxK each.
     zero = jnp.zeros((), jnp.int32)
     for application in range(c.num_decoder_layers):
       layer = self.decoder.layer(application)
       cache = {}
       for name, row_BxJxHxK, col_BxIxHxK in zip(
-          _CACHED, layer.project(x_row_BxJxD), layer.project(x_col_BxIxD)):
+          _CACHED, layer.project(x_row_BxJxD), layer.project(x_col_BxIxD)
+      ):
         # In-place writes of column p, then row p, of this application's cache.
         a = jnp.asarray(application, jnp.int32)
         buf = jax.lax.dynamic_update_slice(
-            caches[name], col_BxIxHxK[None, :, :, None].astype(
-                caches[name].dtype), (a, zero, zero, p, zero, zero))
+            caches[name],
+            col_BxIxHxK[None, :, :, None].astype(caches[name].dtype),
+            (a, zero, zero, p, zero, zero),
+        )
         buf = jax.lax.dynamic_update_slice(
-            buf, row_BxJxHxK[None, :, None].astype(buf.dtype),
-            (a, zero, p, zero, zero, zero))
+            buf,
+            row_BxJxHxK[None, :, None].astype(buf.dtype),
+            (a, zero, p, zero, zero, zero),
+        )
         caches[name] = buf
         cache[name] = buf[application]
       take = lambda name, axis: jax.lax.dynamic_index_in_dim(
-          cache[name], p, axis=axis, keepdims=False).astype(f32)
-      q_BxLxHxK, v1_BxLxHxK = take("q", 1), take("v1", 1)      # x_pl, row p
-      k_BxLxHxK, v2_BxLxHxK = take("k", 2), take("v2", 2)      # x_lp, column p
+          cache[name], p, axis=axis, keepdims=False
+      ).astype(f32)
+      q_BxLxHxK, v1_BxLxHxK = take("q", 1), take("v1", 1)  # x_pl, row p
+      k_BxLxHxK, v2_BxLxHxK = take("k", 2), take("v2", 2)  # x_lp, column p
       # Row p: edges (p, j).
-      s_BxLxJxH = jnp.einsum("blhk,bljhk->bljh", q_BxLxHxK,
-                             cache["k"].astype(f32)) * scale
+      s_BxLxJxH = (
+          jnp.einsum("blhk,bljhk->bljh", q_BxLxHxK, cache["k"].astype(f32))
+          * scale
+      )
       alpha_BxLxJxH = _softmax_over_pivots(
-          s_BxLxJxH, pivot_BxL[:, :, None, None], axis=1)
-      o_row_BxJxHxK = jnp.einsum("bljh,blhk,bljhk->bjhk", alpha_BxLxJxH,
-                                 v1_BxLxHxK, cache["v2"].astype(f32))
+          s_BxLxJxH, pivot_BxL[:, :, None, None], axis=1
+      )
+      o_row_BxJxHxK = jnp.einsum(
+          "bljh,blhk,bljhk->bjhk",
+          alpha_BxLxJxH,
+          v1_BxLxHxK,
+          cache["v2"].astype(f32),
+      )
       # Column p: edges (i, p).
-      s_BxIxLxH = jnp.einsum("bilhk,blhk->bilh", cache["q"].astype(f32),
-                             k_BxLxHxK) * scale
+      s_BxIxLxH = (
+          jnp.einsum("bilhk,blhk->bilh", cache["q"].astype(f32), k_BxLxHxK)
+          * scale
+      )
       alpha_BxIxLxH = _softmax_over_pivots(
-          s_BxIxLxH, pivot_BxL[:, None, :, None], axis=2)
-      o_col_BxIxHxK = jnp.einsum("bilh,bilhk,blhk->bihk", alpha_BxIxLxH,
-                                 cache["v1"].astype(f32), v2_BxLxHxK)
+          s_BxIxLxH, pivot_BxL[:, None, :, None], axis=2
+      )
+      o_col_BxIxHxK = jnp.einsum(
+          "bilh,bilhk,blhk->bihk",
+          alpha_BxIxLxH,
+          cache["v1"].astype(f32),
+          v2_BxLxHxK,
+      )
       dtype = x_row_BxJxD.dtype
       x_row_BxJxD = layer.update(x_row_BxJxD, o_row_BxJxHxK.astype(dtype))
       x_col_BxIxD = layer.update(x_col_BxIxD, o_col_BxIxHxK.astype(dtype))
-    loop_BxD = jax.lax.dynamic_index_in_dim(x_row_BxJxD, p, axis=1,
-                                            keepdims=False)
+    loop_BxD = jax.lax.dynamic_index_in_dim(
+        x_row_BxJxD, p, axis=1, keepdims=False
+    )
     new_state = dict(state)
     new_state.update(caches)
     new_state["index"] = state["index"] + 1
@@ -337,13 +434,17 @@ class EdgeTransformerSeq2Seq(nn.Module):
 
 def _reject_extras(src_relations_BxSxS, tgt_tree_pos_BxTxP):
   if src_relations_BxSxS is not None:
-    raise ValueError("src_relations_BxSxS is not supported by the Edge "
-                     "Transformer encoder-decoder (use a relation-aware "
-                     "Seq2SeqTransformer); pass None.")
+    raise ValueError(
+        "src_relations_BxSxS is not supported by the Edge "
+        "Transformer encoder-decoder (use a relation-aware "
+        "Seq2SeqTransformer); pass None."
+    )
   if tgt_tree_pos_BxTxP is not None:
-    raise ValueError("tgt_tree_pos_BxTxP is not supported by the Edge "
-                     "Transformer encoder-decoder (positions='tree' needs "
-                     "Seq2SeqTransformer); pass None.")
+    raise ValueError(
+        "tgt_tree_pos_BxTxP is not supported by the Edge "
+        "Transformer encoder-decoder (positions='tree' needs "
+        "Seq2SeqTransformer); pass None."
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -353,16 +454,26 @@ def _reject_extras(src_relations_BxSxS, tgt_tree_pos_BxTxP):
 _CACHED = ("q", "k", "v1", "v2")
 
 
-def init_decode_state(model: EdgeTransformerSeq2Seq, params, src_BxS,
-                      max_len: int, src_mask_BxS=None) -> Dict[str, Any]:
+def init_decode_state(
+    model: EdgeTransformerSeq2Seq,
+    params,
+    src_BxS,
+    max_len: int,
+    src_mask_BxS=None,
+) -> Dict[str, Any]:
   """Encodes the source and runs the decoder layers on the source block.
 
   Returns the decoder state for `max_len` target steps: 'index' (steps done),
   'mask_BxN' (real nodes), 'src_len' (S), and the per-application caches
   'q', 'k', 'v1', 'v2' (AxBxNxNxHxK, N = S + max_len) of finished edges.
   """
-  return model.apply({"params": params}, src_BxS, src_mask_BxS, max_len,
-                     method=EdgeTransformerSeq2Seq.prefill)
+  return model.apply(
+      {"params": params},
+      src_BxS,
+      src_mask_BxS,
+      max_len,
+      method=EdgeTransformerSeq2Seq.prefill,
+  )
 
 
 def _softmax_over_pivots(s, pivot_mask, axis):
@@ -381,8 +492,12 @@ def decode_step(model: EdgeTransformerSeq2Seq, params, state, tokens_B):
   * V^2 x_lj  and  a_ip = sum_l softmax_l(q_il . k_lp) V^1 x_il * V^2 x_lp
   (eq. 4-8), and are finished by `EdgeTransformerLayer.update`.
   """
-  return model.apply({"params": params}, state, tokens_B,
-                     method=EdgeTransformerSeq2Seq.decode_next)
+  return model.apply(
+      {"params": params},
+      state,
+      tokens_B,
+      method=EdgeTransformerSeq2Seq.decode_next,
+  )
 
 
 @functools.partial(jax.jit, static_argnames=("model", "max_len"))
@@ -390,13 +505,22 @@ def _greedy_loop(model, params, src_BxS, src_mask_BxS, max_len, bos, eos, pad):
   """Prefill, then the on-device greedy loop (stops when all rows ended)."""
   state = init_decode_state(model, params, src_BxS, max_len, src_mask_BxS)
   step = functools.partial(decode_step, model, params)
-  return seq2seq.greedy_loop(step, state, src_BxS.shape[0], max_len, bos, eos,
-                             pad)
+  return seq2seq.greedy_loop(
+      step, state, src_BxS.shape[0], max_len, bos, eos, pad
+  )
 
 
-def greedy_decode(model: EdgeTransformerSeq2Seq, params, src_BxS,
-                  max_len: int, bos: int, eos: int, *, src_mask_BxS=None,
-                  pad_id: Optional[int] = None):
+def greedy_decode(
+    model: EdgeTransformerSeq2Seq,
+    params,
+    src_BxS,
+    max_len: int,
+    bos: int,
+    eos: int,
+    *,
+    src_mask_BxS=None,
+    pad_id: Optional[int] = None,
+):
   """Incremental greedy decoding (module docstring), jitted, on device.
 
   Returns BxT int32 tokens (T = max_len, BOS not included); each row ends at
@@ -404,8 +528,9 @@ def greedy_decode(model: EdgeTransformerSeq2Seq, params, src_BxS,
   """
   c = model.config
   if not isinstance(max_len, int) or not 0 < max_len <= c.max_tgt_len:
-    raise ValueError(f"max_len must be in [1, max_tgt_len={c.max_tgt_len}], "
-                     f"got {max_len!r}.")
+    raise ValueError(
+        f"max_len must be in [1, max_tgt_len={c.max_tgt_len}], got {max_len!r}."
+    )
   src_BxS = jnp.asarray(src_BxS)
   shapes.check_shape(src_BxS, ("B", "S"), "src")
   if src_mask_BxS is None:
@@ -413,5 +538,6 @@ def greedy_decode(model: EdgeTransformerSeq2Seq, params, src_BxS,
   src_mask_BxS = jnp.asarray(src_mask_BxS).astype(bool)
   shapes.check_shape(src_mask_BxS, src_BxS.shape, "src_mask")
   pad = c.pad_id if pad_id is None else pad_id
-  return _greedy_loop(model, params, src_BxS, src_mask_BxS, max_len, bos, eos,
-                      pad)
+  return _greedy_loop(
+      model, params, src_BxS, src_mask_BxS, max_len, bos, eos, pad
+  )

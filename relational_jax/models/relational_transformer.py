@@ -51,6 +51,7 @@ class RTConfig:
       kernel (this library's initialisation before the clrs_rt comparison
       found the difference).
   """
+
   num_layers: int = 3
   num_heads: int = 12
   head_dim: int = 16
@@ -70,28 +71,42 @@ class RTConfig:
   init: str = "diao"
 
   def __post_init__(self):
-    for name in ("num_layers", "num_heads", "head_dim", "node_ffn_dim",
-                 "edge_msg_dim", "edge_ffn_dim"):
+    for name in (
+        "num_layers",
+        "num_heads",
+        "head_dim",
+        "node_ffn_dim",
+        "edge_msg_dim",
+        "edge_ffn_dim",
+    ):
       value = getattr(self, name)
       if not isinstance(value, int) or value < 1:
-        raise ValueError(f"RTConfig.{name} must be a positive int, got {value!r}.")
+        raise ValueError(
+            f"RTConfig.{name} must be a positive int, got {value!r}."
+        )
     if self.triangular_heads < 0 or self.chunk_size < 1:
       raise ValueError(
-          f"RTConfig.triangular_heads must be >= 0 and chunk_size >= 1, "
-          f"got {self.triangular_heads} and {self.chunk_size}.")
+          "RTConfig.triangular_heads must be >= 0 and chunk_size >= 1, "
+          f"got {self.triangular_heads} and {self.chunk_size}."
+      )
     if self.triangular_heads and self.edge_width % self.triangular_heads:
       raise ValueError(
           f"RTConfig.triangular_heads={self.triangular_heads} must divide the "
-          f"edge width {self.edge_width}.")
+          f"edge width {self.edge_width}."
+      )
     if self.edge_dim is not None and self.edge_dim < 1:
-      raise ValueError(f"RTConfig.edge_dim must be positive, got {self.edge_dim}.")
+      raise ValueError(
+          f"RTConfig.edge_dim must be positive, got {self.edge_dim}."
+      )
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(
-          f"RTConfig.dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+          f"RTConfig.dropout_rate must be in [0, 1), got {self.dropout_rate}."
+      )
     shapes.check_choice(self.init, init_lib.RT_INITS, "RTConfig.init")
     if not self.ln_epsilon > 0.0:
       raise ValueError(
-          f"RTConfig.ln_epsilon must be positive, got {self.ln_epsilon}.")
+          f"RTConfig.ln_epsilon must be positive, got {self.ln_epsilon}."
+      )
 
   @property
   def node_width(self) -> int:
@@ -111,17 +126,20 @@ class RelationalTransformer(nn.Module):
   e_BxNxNxE; returns the updated (n, e). With `config.use_edges=False` the
   edges pass through unchanged and attention is standard self-attention.
   """
+
   config: RTConfig
   dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
-  def __call__(self,
-               n_BxNxD: Array,
-               e_BxNxNxE: Optional[Array] = None,
-               adjacency_BxNxN: Optional[Array] = None,
-               node_mask_BxN: Optional[Array] = None,
-               deterministic: bool = True) -> Tuple[Array, Optional[Array]]:
+  def __call__(
+      self,
+      n_BxNxD: Array,
+      e_BxNxNxE: Optional[Array] = None,
+      adjacency_BxNxN: Optional[Array] = None,
+      node_mask_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Tuple[Array, Optional[Array]]:
     cfg = self.config
     shapes.check_shape(n_BxNxD, ("B", "N", cfg.node_width), "n_BxNxD")
     b, n, _ = n_BxNxD.shape
@@ -132,23 +150,34 @@ class RelationalTransformer(nn.Module):
     if adjacency_BxNxN is not None:
       shapes.check_shape(adjacency_BxNxN, (b, n, n), "adjacency_BxNxN")
     mask_BxNxN = attention_mask(
-        adjacency_BxNxN if cfg.use_adjacency else None, node_mask_BxN)
+        adjacency_BxNxN if cfg.use_adjacency else None, node_mask_BxN
+    )
 
     make_layer = lambda name: RelationalTransformerLayer(
-        num_heads=cfg.num_heads, head_dim=cfg.head_dim,
-        node_ffn_dim=cfg.node_ffn_dim, edge_msg_dim=cfg.edge_msg_dim,
-        edge_ffn_dim=cfg.edge_ffn_dim, use_edges=cfg.use_edges,
-        edge_update=cfg.edge_update, triangular_heads=cfg.triangular_heads,
-        chunk_size=cfg.chunk_size, dropout_rate=cfg.dropout_rate,
-        use_ln=cfg.use_ln, ln_epsilon=cfg.ln_epsilon, init_scheme=cfg.init,
+        num_heads=cfg.num_heads,
+        head_dim=cfg.head_dim,
+        node_ffn_dim=cfg.node_ffn_dim,
+        edge_msg_dim=cfg.edge_msg_dim,
+        edge_ffn_dim=cfg.edge_ffn_dim,
+        use_edges=cfg.use_edges,
+        edge_update=cfg.edge_update,
+        triangular_heads=cfg.triangular_heads,
+        chunk_size=cfg.chunk_size,
+        dropout_rate=cfg.dropout_rate,
+        use_ln=cfg.use_ln,
+        ln_epsilon=cfg.ln_epsilon,
+        init_scheme=cfg.init,
         dtype=self.dtype,
-        param_dtype=self.param_dtype, name=name)
+        param_dtype=self.param_dtype,
+        name=name,
+    )
     if cfg.tied:
       shared = make_layer("layer_tied")
       layers = [shared] * cfg.num_layers
     else:
       layers = [make_layer(f"layer_{i}") for i in range(cfg.num_layers)]
     for layer in layers:
-      n_BxNxD, e_BxNxNxE = layer(n_BxNxD, e_BxNxNxE, mask_BxNxN, deterministic,
-                                 node_mask_BxN)
+      n_BxNxD, e_BxNxNxE = layer(
+          n_BxNxD, e_BxNxNxE, mask_BxNxN, deterministic, node_mask_BxN
+      )
     return n_BxNxD, e_BxNxNxE

@@ -110,6 +110,7 @@ class Seq2SeqConfig:
   tests/fidelity/test_peer_goldens.py checks that the defaults compute their
   TransformerEncDecModel.
   """
+
   src_vocab_size: int
   tgt_vocab_size: int
   d_model: int = 128
@@ -118,65 +119,82 @@ class Seq2SeqConfig:
   num_encoder_layers: int = 3
   num_decoder_layers: int = 3
   dropout_rate: float = 0.1
-  positions: str = "absolute"      # One of POSITIONS.
-  scaling: str = "ped"             # One of positional_encoding.SCALINGS.
+  positions: str = "absolute"  # One of POSITIONS.
+  scaling: str = "ped"  # One of positional_encoding.SCALINGS.
   tied: bool = False
   relation_aware: bool = False
-  num_relations: int = 3           # Relation ids in [0, num_relations).
-  num_edge_labels: int = 0         # > 0 adds a PairwiseEdgeScorer head.
-  edge_scorer: str = "mlp"         # One of relation_aware.SCORERS.
+  num_relations: int = 3  # Relation ids in [0, num_relations).
+  num_edge_labels: int = 0  # > 0 adds a PairwiseEdgeScorer head.
+  edge_scorer: str = "mlp"  # One of relation_aware.SCORERS.
   max_src_len: int = 128
   max_tgt_len: int = 128
-  tree_depth: int = 32             # k of Shiv & Quirk (sec. 5: k = 32).
-  tree_arity: int = 2              # n; 2 after LCRS binarisation.
-  tree_order: str = "dfs"          # One of tree.ORDERS.
+  tree_depth: int = 32  # k of Shiv & Quirk (sec. 5: k = 32).
+  tree_arity: int = 2  # n; 2 after LCRS binarisation.
+  tree_order: str = "dfs"  # One of tree.ORDERS.
   tree_binarize: bool = True
-  tree_alignment: str = "output"   # One of tree.ALIGNMENTS (sec. 4).
-  tree_encoder: bool = False       # Tree PE on the source too (tree2tree).
-  tree_pos_width: int = 0          # d_pos; 0 = d_model; % (n*k) == 0.
-  tree_pe_norm: str = "paper"      # One of tree.PE_NORMS (sec. 3.2 scale).
+  tree_alignment: str = "output"  # One of tree.ALIGNMENTS (sec. 4).
+  tree_encoder: bool = False  # Tree PE on the source too (tree2tree).
+  tree_pos_width: int = 0  # d_pos; 0 = d_model; % (n*k) == 0.
+  tree_pe_norm: str = "paper"  # One of tree.PE_NORMS (sec. 3.2 scale).
   pre_norm: bool = False
-  tie_embeddings: bool = False     # Decoder output = h E^T.
+  tie_embeddings: bool = False  # Decoder output = h E^T.
   # Csordas et al.'s code (their defaults, see the class docstring):
   attention_out_bias: bool = False  # Bias on attention's output map W_O.
-  output_bias: bool = True         # Bias on the output logits (tied too).
+  output_bias: bool = True  # Bias on the output logits (tied too).
   embedding_dropout: float = -1.0  # < 0: 0.1 with added positions, else 0.
-  init: str = "csordas"            # One of init.INITS (parameter init).
-  pad_id: int = 0                  # Default src_mask is src != pad_id.
-  encoder: str = "transformer"     # A name given to register_encoder.
+  init: str = "csordas"  # One of init.INITS (parameter init).
+  pad_id: int = 0  # Default src_mask is src != pad_id.
+  encoder: str = "transformer"  # A name given to register_encoder.
   ln_epsilon: float = 1e-5
 
   def __post_init__(self):
     self.validate()
 
   def validate(self) -> None:
-    for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "num_heads",
-                 "ffn_dim", "num_encoder_layers", "num_decoder_layers",
-                 "num_relations", "max_src_len", "max_tgt_len", "tree_depth",
-                 "tree_arity"):
+    for name in (
+        "src_vocab_size",
+        "tgt_vocab_size",
+        "d_model",
+        "num_heads",
+        "ffn_dim",
+        "num_encoder_layers",
+        "num_decoder_layers",
+        "num_relations",
+        "max_src_len",
+        "max_tgt_len",
+        "tree_depth",
+        "tree_arity",
+    ):
       value = getattr(self, name)
       if not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value!r}.")
     if self.tree_pos_width < 0:
-      raise ValueError(f"tree_pos_width must be >= 0 (0: d_model), got "
-                       f"{self.tree_pos_width}.")
+      raise ValueError(
+          "tree_pos_width must be >= 0 (0: d_model), got "
+          f"{self.tree_pos_width}."
+      )
     if self.num_edge_labels < 0:
       raise ValueError(
-          f"num_edge_labels must be >= 0, got {self.num_edge_labels}.")
+          f"num_edge_labels must be >= 0, got {self.num_edge_labels}."
+      )
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(
-          f"dropout_rate must be in [0, 1), got {self.dropout_rate}.")
+          f"dropout_rate must be in [0, 1), got {self.dropout_rate}."
+      )
     if not self.embedding_dropout < 1.0:
-      raise ValueError(f"embedding_dropout must be < 1 (negative: the "
-                       f"authors' rule), got {self.embedding_dropout}.")
+      raise ValueError(
+          "embedding_dropout must be < 1 (negative: the "
+          f"authors' rule), got {self.embedding_dropout}."
+      )
     if not self.ln_epsilon > 0.0:
       raise ValueError(f"ln_epsilon must be positive, got {self.ln_epsilon}.")
     shapes.check_choice(self.positions, POSITIONS, "positions")
     shapes.check_choice(self.scaling, pe_lib.SCALINGS, "scaling")
     shapes.check_choice(self.init, init_lib.INITS, "init")
     shapes.check_choice(self.tree_order, tree_lib.ORDERS, "tree_order")
-    shapes.check_choice(self.tree_alignment, tree_lib.ALIGNMENTS,
-                        "tree_alignment")
+    shapes.check_choice(
+        self.tree_alignment, tree_lib.ALIGNMENTS, "tree_alignment"
+    )
     shapes.check_choice(self.tree_pe_norm, tree_lib.PE_NORMS, "tree_pe_norm")
     shapes.check_choice(self.edge_scorer, ra_lib.SCORERS, "edge_scorer")
     shapes.check_choice(self.encoder, tuple(ENCODERS), "encoder")
@@ -185,25 +203,35 @@ class Seq2SeqConfig:
       raise ValueError(
           "relation_aware=True needs positions in ['absolute', 'tree'] (the "
           "relation-aware encoder takes absolute positions, as in "
-          "Graph2Graph); got positions='relative'.")
+          "Graph2Graph); got positions='relative'."
+      )
     if self.positions == "tree":
       if self.tree_binarize and self.tree_arity != 2:
-        raise ValueError(f"tree_binarize=True gives binary trees: tree_arity "
-                         f"must be 2, got {self.tree_arity}.")
+        raise ValueError(
+            "tree_binarize=True gives binary trees: tree_arity "
+            f"must be 2, got {self.tree_arity}."
+        )
       if self.tree_width % (self.tree_arity * self.tree_depth):
         raise ValueError(
-            f"positions='tree' needs the tree PE width (tree_pos_width, or "
+            "positions='tree' needs the tree PE width (tree_pos_width, or "
             f"d_model when 0: {self.tree_width}) to be a multiple of "
-            f"tree_arity*tree_depth ({self.tree_arity}*{self.tree_depth}).")
+            f"tree_arity*tree_depth ({self.tree_arity}*{self.tree_depth})."
+        )
       if self.tree_encoder and self.encoder != "transformer":
-        raise ValueError(f"tree_encoder=True needs encoder='transformer', got "
-                         f"encoder={self.encoder!r}.")
+        raise ValueError(
+            "tree_encoder=True needs encoder='transformer', got "
+            f"encoder={self.encoder!r}."
+        )
       if self.tree_encoder and self.relation_aware:
-        raise ValueError("tree_encoder=True and relation_aware=True both "
-                         "define the source positions; choose one.")
+        raise ValueError(
+            "tree_encoder=True and relation_aware=True both "
+            "define the source positions; choose one."
+        )
     elif self.tree_encoder:
-      raise ValueError(f"tree_encoder=True needs positions='tree', got "
-                       f"positions={self.positions!r}.")
+      raise ValueError(
+          "tree_encoder=True needs positions='tree', got "
+          f"positions={self.positions!r}."
+      )
 
   @property
   def embedding_dropout_rate(self) -> float:
@@ -228,6 +256,7 @@ class Seq2SeqConfig:
 
 class FeedForward(nn.Module):
   """max(0, h W_1 + b_1) W_2 + b_2 ([V17] eq. 2), dropout after the ReLU."""
+
   d_model: int
   ffn_dim: int
   dropout_rate: float = 0.0
@@ -237,102 +266,159 @@ class FeedForward(nn.Module):
   def __call__(self, h_BxNxD, deterministic: bool = True):
     shapes.check_shape(h_BxNxD, ("B", "N", self.d_model), "inputs")
     i = init_lib.feed_forward(self.init_scheme, self.d_model, self.ffn_dim)
-    u_BxNxF = jax.nn.relu(nn.Dense(
-        self.ffn_dim, kernel_init=i["hidden_kernel"],
-        bias_init=i["hidden_bias"], name="hidden")(h_BxNxD))
-    u_BxNxF = nn.Dropout(self.dropout_rate)(u_BxNxF,
-                                            deterministic=deterministic)
-    return nn.Dense(self.d_model, kernel_init=i["out_kernel"],
-                    bias_init=i["out_bias"], name="out")(u_BxNxF)
+    u_BxNxF = jax.nn.relu(
+        nn.Dense(
+            self.ffn_dim,
+            kernel_init=i["hidden_kernel"],
+            bias_init=i["hidden_bias"],
+            name="hidden",
+        )(h_BxNxD)
+    )
+    u_BxNxF = nn.Dropout(self.dropout_rate)(
+        u_BxNxF, deterministic=deterministic
+    )
+    return nn.Dense(
+        self.d_model,
+        kernel_init=i["out_kernel"],
+        bias_init=i["out_bias"],
+        name="out",
+    )(u_BxNxF)
 
 
 class EncoderLayer(nn.Module):
   """Self-attention (plain, relative or relation-aware) + feed-forward."""
+
   config: Seq2SeqConfig
 
   def setup(self):
     c = self.config
     if c.relation_aware:
       self.self_attn = ra_lib.RelationAwareAttention(
-          c.d_model, c.num_heads, c.num_relations, c.dropout_rate)
+          c.d_model, c.num_heads, c.num_relations, c.dropout_rate
+      )
     elif c.positions == "relative":
       self.self_attn = attn_lib.RelativeMultiHeadAttention(
-          c.d_model, c.num_heads, c.dropout_rate, causal=False,
+          c.d_model,
+          c.num_heads,
+          c.dropout_rate,
+          causal=False,
           out_bias=c.attention_out_bias,
-          kernel_init=init_lib.attention_kernel(c.init, relative=True))
+          kernel_init=init_lib.attention_kernel(c.init, relative=True),
+      )
     else:
       self.self_attn = attn_lib.MultiHeadAttention(
-          c.d_model, c.num_heads, c.dropout_rate, causal=False,
+          c.d_model,
+          c.num_heads,
+          c.dropout_rate,
+          causal=False,
           out_bias=c.attention_out_bias,
-          kernel_init=init_lib.attention_kernel(c.init, relative=False))
+          kernel_init=init_lib.attention_kernel(c.init, relative=False),
+      )
     self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate, c.init)
     self.attn_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.ff_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.dropout = nn.Dropout(c.dropout_rate)
 
-  def __call__(self, h_BxSxD, mask_BxS, relations_BxSxS=None,
-               deterministic: bool = True):
+  def __call__(
+      self, h_BxSxD, mask_BxS, relations_BxSxS=None, deterministic: bool = True
+  ):
     c = self.config
     shapes.check_shape(h_BxSxD, ("B", "S", c.d_model), "encoder hiddens")
     x_BxSxD = self.attn_norm(h_BxSxD) if c.pre_norm else h_BxSxD
     if c.relation_aware:
-      a_BxSxD = self.self_attn(x_BxSxD, relations_BxSxS, mask_BxS,
-                               deterministic)
+      a_BxSxD = self.self_attn(
+          x_BxSxD, relations_BxSxS, mask_BxS, deterministic
+      )
     elif c.positions == "relative":
       a_BxSxD = self.self_attn(x_BxSxD, mask_BxS, deterministic)
     else:
       a_BxSxD = self.self_attn(x_BxSxD, None, mask_BxS, deterministic)
-    h_BxSxD = _residual(h_BxSxD, self.dropout(a_BxSxD, deterministic),
-                        self.attn_norm, c.pre_norm)
+    h_BxSxD = _residual(
+        h_BxSxD,
+        self.dropout(a_BxSxD, deterministic),
+        self.attn_norm,
+        c.pre_norm,
+    )
     x_BxSxD = self.ff_norm(h_BxSxD) if c.pre_norm else h_BxSxD
     f_BxSxD = self.ff(x_BxSxD, deterministic)
-    return _residual(h_BxSxD, self.dropout(f_BxSxD, deterministic),
-                     self.ff_norm, c.pre_norm)
+    return _residual(
+        h_BxSxD, self.dropout(f_BxSxD, deterministic), self.ff_norm, c.pre_norm
+    )
 
 
 class DecoderLayer(nn.Module):
   """Causal self-attention + cross-attention (no positions) + feed-forward."""
+
   config: Seq2SeqConfig
 
   def setup(self):
     c = self.config
     if c.positions == "relative":
       self.self_attn = attn_lib.RelativeMultiHeadAttention(
-          c.d_model, c.num_heads, c.dropout_rate, causal=True,
+          c.d_model,
+          c.num_heads,
+          c.dropout_rate,
+          causal=True,
           out_bias=c.attention_out_bias,
-          kernel_init=init_lib.attention_kernel(c.init, relative=True))
+          kernel_init=init_lib.attention_kernel(c.init, relative=True),
+      )
     else:
       self.self_attn = attn_lib.MultiHeadAttention(
-          c.d_model, c.num_heads, c.dropout_rate, causal=True,
+          c.d_model,
+          c.num_heads,
+          c.dropout_rate,
+          causal=True,
           out_bias=c.attention_out_bias,
-          kernel_init=init_lib.attention_kernel(c.init, relative=False))
+          kernel_init=init_lib.attention_kernel(c.init, relative=False),
+      )
     self.cross_attn = attn_lib.MultiHeadAttention(
-        c.d_model, c.num_heads, c.dropout_rate, causal=False,
+        c.d_model,
+        c.num_heads,
+        c.dropout_rate,
+        causal=False,
         out_bias=c.attention_out_bias,
-        kernel_init=init_lib.attention_kernel(c.init, relative=False))
+        kernel_init=init_lib.attention_kernel(c.init, relative=False),
+    )
     self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate, c.init)
     self.self_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.cross_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.ff_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.dropout = nn.Dropout(c.dropout_rate)
 
-  def _after_self(self, h_BxTxD, a_BxTxD, memory_BxMxD, memory_mask_BxM,
-                  deterministic):
+  def _after_self(
+      self, h_BxTxD, a_BxTxD, memory_BxMxD, memory_mask_BxM, deterministic
+  ):
     c = self.config
-    h_BxTxD = _residual(h_BxTxD, self.dropout(a_BxTxD, deterministic),
-                        self.self_norm, c.pre_norm)
+    h_BxTxD = _residual(
+        h_BxTxD,
+        self.dropout(a_BxTxD, deterministic),
+        self.self_norm,
+        c.pre_norm,
+    )
     x_BxTxD = self.cross_norm(h_BxTxD) if c.pre_norm else h_BxTxD
-    a_BxTxD = self.cross_attn(x_BxTxD, memory_BxMxD, memory_mask_BxM,
-                              deterministic)
-    h_BxTxD = _residual(h_BxTxD, self.dropout(a_BxTxD, deterministic),
-                        self.cross_norm, c.pre_norm)
+    a_BxTxD = self.cross_attn(
+        x_BxTxD, memory_BxMxD, memory_mask_BxM, deterministic
+    )
+    h_BxTxD = _residual(
+        h_BxTxD,
+        self.dropout(a_BxTxD, deterministic),
+        self.cross_norm,
+        c.pre_norm,
+    )
     x_BxTxD = self.ff_norm(h_BxTxD) if c.pre_norm else h_BxTxD
     f_BxTxD = self.ff(x_BxTxD, deterministic)
-    return _residual(h_BxTxD, self.dropout(f_BxTxD, deterministic),
-                     self.ff_norm, c.pre_norm)
+    return _residual(
+        h_BxTxD, self.dropout(f_BxTxD, deterministic), self.ff_norm, c.pre_norm
+    )
 
-  def __call__(self, h_BxTxD, memory_BxMxD, memory_mask_BxM, tgt_mask_BxT=None,
-               deterministic: bool = True):
+  def __call__(
+      self,
+      h_BxTxD,
+      memory_BxMxD,
+      memory_mask_BxM,
+      tgt_mask_BxT=None,
+      deterministic: bool = True,
+  ):
     c = self.config
     shapes.check_shape(h_BxTxD, ("B", "T", c.d_model), "decoder hiddens")
     x_BxTxD = self.self_norm(h_BxTxD) if c.pre_norm else h_BxTxD
@@ -340,17 +426,28 @@ class DecoderLayer(nn.Module):
       a_BxTxD = self.self_attn(x_BxTxD, tgt_mask_BxT, deterministic)
     else:
       a_BxTxD = self.self_attn(x_BxTxD, None, tgt_mask_BxT, deterministic)
-    return self._after_self(h_BxTxD, a_BxTxD, memory_BxMxD, memory_mask_BxM,
-                            deterministic)
+    return self._after_self(
+        h_BxTxD, a_BxTxD, memory_BxMxD, memory_mask_BxM, deterministic
+    )
 
-  def decode_step(self, h_BxTxD, memory_BxMxD, memory_mask_BxM, cache,
-                  deterministic: bool = True):
+  def decode_step(
+      self,
+      h_BxTxD,
+      memory_BxMxD,
+      memory_mask_BxM,
+      cache,
+      deterministic: bool = True,
+  ):
     c = self.config
     shapes.check_shape(h_BxTxD, ("B", "T", c.d_model), "decoder hiddens")
     x_BxTxD = self.self_norm(h_BxTxD) if c.pre_norm else h_BxTxD
     a_BxTxD, cache = self.self_attn.decode_step(x_BxTxD, cache, deterministic)
-    return self._after_self(h_BxTxD, a_BxTxD, memory_BxMxD, memory_mask_BxM,
-                            deterministic), cache
+    return (
+        self._after_self(
+            h_BxTxD, a_BxTxD, memory_BxMxD, memory_mask_BxM, deterministic
+        ),
+        cache,
+    )
 
 
 def _residual(h, update, norm, pre_norm: bool):
@@ -361,17 +458,22 @@ class TreeEmbedding(nn.Module):
   """Raw n*k tree positions -> d_model features: the learned tree PE of
   Shiv & Quirk sec. 3.2 (`tree.TreePositionalEncoding`), `tree_width` wide,
   then, if that is not d_model, a bias-free linear map to d_model."""
+
   config: Seq2SeqConfig
 
   @nn.compact
   def __call__(self, x_BxNxP):
     c = self.config
-    shapes.check_shape(x_BxNxP, ("B", "N", c.tree_position_dim),
-                       "tree positions")
+    shapes.check_shape(
+        x_BxNxP, ("B", "N", c.tree_position_dim), "tree positions"
+    )
     pe_BxNxW = tree_lib.TreePositionalEncoding(
-        c.tree_width, c.tree_depth, c.tree_arity, c.tree_pe_norm,
-        name="encoding")(
-            jnp.asarray(x_BxNxP, jnp.float32))
+        c.tree_width,
+        c.tree_depth,
+        c.tree_arity,
+        c.tree_pe_norm,
+        name="encoding",
+    )(jnp.asarray(x_BxNxP, jnp.float32))
     if c.tree_width == c.d_model:
       return pe_BxNxW
     return nn.Dense(c.d_model, use_bias=False, name="to_d_model")(pe_BxNxW)
@@ -388,13 +490,17 @@ def _layer_schedule(num_layers: int, tied: bool):
 
 class TransformerEncoder(nn.Module):
   """Token embedding (+ sinusoidal PE unless relative) and encoder layers."""
+
   config: Seq2SeqConfig
 
   def setup(self):
     c = self.config
     self.embed = pe_lib.TokenEmbedding(
-        c.src_vocab_size, c.d_model, c.scaling,
-        init_lib.embedding(c.init, c.scaling, c.positions, c.d_model))
+        c.src_vocab_size,
+        c.d_model,
+        c.scaling,
+        init_lib.embedding(c.init, c.scaling, c.positions, c.d_model),
+    )
     if c.tree_encoder:
       self.tree_pe = TreeEmbedding(c)
     num_modules = 1 if c.tied else c.num_encoder_layers
@@ -403,27 +509,40 @@ class TransformerEncoder(nn.Module):
       self.final_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.dropout = nn.Dropout(c.embedding_dropout_rate)
 
-  def __call__(self, src_BxS, src_mask_BxS, src_relations_BxSxS=None,
-               deterministic: bool = True, src_tree_pos_BxSxP=None):
+  def __call__(
+      self,
+      src_BxS,
+      src_mask_BxS,
+      src_relations_BxSxS=None,
+      deterministic: bool = True,
+      src_tree_pos_BxSxP=None,
+  ):
     c = self.config
     shapes.check_shape(src_BxS, ("B", "S"), "src")
     num_b, num_s = src_BxS.shape
     shapes.check_shape(src_mask_BxS, (num_b, num_s), "src_mask")
     if num_s > c.max_src_len:
-      raise ValueError(f"source length {num_s} exceeds max_src_len="
-                       f"{c.max_src_len}.")
+      raise ValueError(
+          f"source length {num_s} exceeds max_src_len={c.max_src_len}."
+      )
     if c.relation_aware:
       if src_relations_BxSxS is None:
         src_relations_BxSxS = jnp.zeros((num_b, num_s, num_s), jnp.int32)
-      shapes.check_shape(src_relations_BxSxS, (num_b, num_s, num_s),
-                         "src_relations")
+      shapes.check_shape(
+          src_relations_BxSxS, (num_b, num_s, num_s), "src_relations"
+      )
     if c.tree_encoder:
       if src_tree_pos_BxSxP is None:
-        raise ValueError("tree_encoder=True needs the source tokens' tree "
-                         "positions (src_tree_pos_BxSxP; see "
-                         "tree.node_positions).")
-      shapes.check_shape(src_tree_pos_BxSxP,
-                         (num_b, num_s, c.tree_position_dim), "src_tree_pos")
+        raise ValueError(
+            "tree_encoder=True needs the source tokens' tree "
+            "positions (src_tree_pos_BxSxP; see "
+            "tree.node_positions)."
+        )
+      shapes.check_shape(
+          src_tree_pos_BxSxP,
+          (num_b, num_s, c.tree_position_dim),
+          "src_tree_pos",
+      )
       pe = self.tree_pe(src_tree_pos_BxSxP)
     elif c.positions == "relative":
       pe = None
@@ -431,8 +550,9 @@ class TransformerEncoder(nn.Module):
       pe = pe_lib.sinusoidal(num_s, c.d_model)
     h_BxSxD = self.dropout(self.embed(src_BxS, pe), deterministic)
     for l in _layer_schedule(c.num_encoder_layers, c.tied):
-      h_BxSxD = self.layers[l](h_BxSxD, src_mask_BxS, src_relations_BxSxS,
-                               deterministic)
+      h_BxSxD = self.layers[l](
+          h_BxSxD, src_mask_BxS, src_relations_BxSxS, deterministic
+      )
     if c.pre_norm:
       h_BxSxD = self.final_norm(h_BxSxD)
     return h_BxSxD, src_mask_BxS
@@ -441,25 +561,33 @@ class TransformerEncoder(nn.Module):
 register_encoder("transformer", TransformerEncoder)
 
 
-def init_decoder_cache(config: Seq2SeqConfig, batch: int, max_len: int,
-                       dtype=jnp.float32):
+def init_decoder_cache(
+    config: Seq2SeqConfig, batch: int, max_len: int, dtype=jnp.float32
+):
   """Empty cache: one self-attention cache per decoder-layer application."""
   head_dim = config.d_model // config.num_heads
-  return {"index": jnp.zeros((), jnp.int32),
-          "layers": [attn_lib.init_cache(batch, max_len, config.num_heads,
-                                        head_dim, dtype)
-                     for _ in range(config.num_decoder_layers)]}
+  return {
+      "index": jnp.zeros((), jnp.int32),
+      "layers": [
+          attn_lib.init_cache(batch, max_len, config.num_heads, head_dim, dtype)
+          for _ in range(config.num_decoder_layers)
+      ],
+  }
 
 
 class TransformerDecoder(nn.Module):
   """Target embedding (+ sinusoidal or tree PE), decoder layers, logits."""
+
   config: Seq2SeqConfig
 
   def setup(self):
     c = self.config
     self.embed = pe_lib.TokenEmbedding(
-        c.tgt_vocab_size, c.d_model, c.scaling,
-        init_lib.embedding(c.init, c.scaling, c.positions, c.d_model))
+        c.tgt_vocab_size,
+        c.d_model,
+        c.scaling,
+        init_lib.embedding(c.init, c.scaling, c.positions, c.d_model),
+    )
     if c.positions == "tree":
       self.tree_pe = TreeEmbedding(c)
     num_modules = 1 if c.tied else c.num_decoder_layers
@@ -468,12 +596,17 @@ class TransformerDecoder(nn.Module):
       self.final_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     if not c.tie_embeddings:
       i = init_lib.output_map(c.init, c.d_model)
-      self.out = nn.Dense(c.tgt_vocab_size, use_bias=c.output_bias,
-                          kernel_init=i["kernel"], bias_init=i["bias"],
-                          name="out")
+      self.out = nn.Dense(
+          c.tgt_vocab_size,
+          use_bias=c.output_bias,
+          kernel_init=i["kernel"],
+          bias_init=i["bias"],
+          name="out",
+      )
     elif c.output_bias:
-      self.out_bias_V = self.param("out_bias", nn.initializers.zeros,
-                                   (c.tgt_vocab_size,))
+      self.out_bias_V = self.param(
+          "out_bias", nn.initializers.zeros, (c.tgt_vocab_size,)
+      )
     self.dropout = nn.Dropout(c.embedding_dropout_rate)
 
   def _embed(self, tokens_BxT, offset, tree_pos_BxTxP, deterministic):
@@ -483,11 +616,14 @@ class TransformerDecoder(nn.Module):
       pe = pe_lib.sinusoidal(num_t, c.d_model, offset)
     elif c.positions == "tree":
       if tree_pos_BxTxP is None:
-        raise ValueError("positions='tree' needs the decoder inputs' tree "
-                         "positions (tgt_tree_pos_BxTxP; see "
-                         "tree.decoder_positions / TreeDecoderState).")
-      shapes.check_shape(tree_pos_BxTxP, (num_b, num_t, c.tree_position_dim),
-                         "tgt_tree_pos")
+        raise ValueError(
+            "positions='tree' needs the decoder inputs' tree "
+            "positions (tgt_tree_pos_BxTxP; see "
+            "tree.decoder_positions / TreeDecoderState)."
+        )
+      shapes.check_shape(
+          tree_pos_BxTxP, (num_b, num_t, c.tree_position_dim), "tgt_tree_pos"
+      )
       pe = self.tree_pe(tree_pos_BxTxP)
     else:
       pe = None
@@ -502,39 +638,65 @@ class TransformerDecoder(nn.Module):
       return logits_BxTxV + self.out_bias_V if c.output_bias else logits_BxTxV
     return self.out(h_BxTxD)
 
-  def __call__(self, tgt_in_BxT, memory_BxMxD, memory_mask_BxM,
-               tgt_mask_BxT=None, tgt_tree_pos_BxTxP=None,
-               deterministic: bool = True):
+  def __call__(
+      self,
+      tgt_in_BxT,
+      memory_BxMxD,
+      memory_mask_BxM,
+      tgt_mask_BxT=None,
+      tgt_tree_pos_BxTxP=None,
+      deterministic: bool = True,
+  ):
     c = self.config
     shapes.check_shape(tgt_in_BxT, ("B", "T"), "tgt_in")
     if tgt_in_BxT.shape[1] > c.max_tgt_len:
-      raise ValueError(f"target length {tgt_in_BxT.shape[1]} exceeds "
-                       f"max_tgt_len={c.max_tgt_len}.")
+      raise ValueError(
+          f"target length {tgt_in_BxT.shape[1]} exceeds "
+          f"max_tgt_len={c.max_tgt_len}."
+      )
     h_BxTxD = self._embed(tgt_in_BxT, 0, tgt_tree_pos_BxTxP, deterministic)
     for l in _layer_schedule(c.num_decoder_layers, c.tied):
-      h_BxTxD = self.layers[l](h_BxTxD, memory_BxMxD, memory_mask_BxM,
-                               tgt_mask_BxT, deterministic)
+      h_BxTxD = self.layers[l](
+          h_BxTxD, memory_BxMxD, memory_mask_BxM, tgt_mask_BxT, deterministic
+      )
     return self._logits(h_BxTxD)
 
-  def decode_step(self, tokens_BxT, memory_BxMxD, memory_mask_BxM, cache,
-                  tree_pos_BxTxP=None, deterministic: bool = True):
+  def decode_step(
+      self,
+      tokens_BxT,
+      memory_BxMxD,
+      memory_mask_BxM,
+      cache,
+      tree_pos_BxTxP=None,
+      deterministic: bool = True,
+  ):
     """Logits for T new decoder inputs at positions index..index+T-1."""
     c = self.config
     shapes.check_shape(tokens_BxT, ("B", "T"), "tokens")
     if len(cache["layers"]) != c.num_decoder_layers:
-      raise ValueError(f"cache has {len(cache['layers'])} layer caches, the "
-                       f"decoder applies {c.num_decoder_layers} layers.")
-    h_BxTxD = self._embed(tokens_BxT, cache["index"], tree_pos_BxTxP,
-                          deterministic)
+      raise ValueError(
+          f"cache has {len(cache['layers'])} layer caches, the "
+          f"decoder applies {c.num_decoder_layers} layers."
+      )
+    h_BxTxD = self._embed(
+        tokens_BxT, cache["index"], tree_pos_BxTxP, deterministic
+    )
     new_layers = []
     for application, l in enumerate(
-        _layer_schedule(c.num_decoder_layers, c.tied)):
+        _layer_schedule(c.num_decoder_layers, c.tied)
+    ):
       h_BxTxD, layer_cache = self.layers[l].decode_step(
-          h_BxTxD, memory_BxMxD, memory_mask_BxM,
-          cache["layers"][application], deterministic)
+          h_BxTxD,
+          memory_BxMxD,
+          memory_mask_BxM,
+          cache["layers"][application],
+          deterministic,
+      )
       new_layers.append(layer_cache)
-    new_cache = {"index": cache["index"] + tokens_BxT.shape[1],
-                 "layers": new_layers}
+    new_cache = {
+        "index": cache["index"] + tokens_BxT.shape[1],
+        "layers": new_layers,
+    }
     return self._logits(h_BxTxD), new_cache
 
 
@@ -549,6 +711,7 @@ class Seq2SeqTransformer(nn.Module):
   returns BxTxV logits. Greedy decoding: `model.greedy_decode(p, src, ...)`
   on the unbound module.
   """
+
   config: Seq2SeqConfig
 
   def setup(self):
@@ -557,15 +720,22 @@ class Seq2SeqTransformer(nn.Module):
     self.decoder = TransformerDecoder(c)
     if c.num_edge_labels > 0:
       self.edge_scorer = ra_lib.PairwiseEdgeScorer(
-          c.num_edge_labels, c.edge_scorer, hidden_dim=c.d_model)
+          c.num_edge_labels, c.edge_scorer, hidden_dim=c.d_model
+      )
 
   def _src_mask(self, src_BxS, src_mask_BxS):
     if src_mask_BxS is None:
       return src_BxS != self.config.pad_id
     return jnp.asarray(src_mask_BxS).astype(bool)
 
-  def encode(self, src_BxS, src_mask_BxS=None, src_relations_BxSxS=None,
-             deterministic: bool = True, src_tree_pos_BxSxP=None):
+  def encode(
+      self,
+      src_BxS,
+      src_mask_BxS=None,
+      src_relations_BxSxS=None,
+      deterministic: bool = True,
+      src_tree_pos_BxSxP=None,
+  ):
     """-> (memory_BxMxD, memory_mask_BxM). src_tree_pos_BxSxP: raw tree
     positions of the source tokens (tree_encoder only)."""
     extras = {}
@@ -573,34 +743,80 @@ class Seq2SeqTransformer(nn.Module):
       extras["src_tree_pos_BxSxP"] = src_tree_pos_BxSxP
     elif src_tree_pos_BxSxP is not None:
       raise ValueError("src_tree_pos_BxSxP given but tree_encoder=False.")
-    return self.encoder(src_BxS, self._src_mask(src_BxS, src_mask_BxS),
-                        src_relations_BxSxS, deterministic, **extras)
+    return self.encoder(
+        src_BxS,
+        self._src_mask(src_BxS, src_mask_BxS),
+        src_relations_BxSxS,
+        deterministic,
+        **extras,
+    )
 
-  def decode(self, memory_BxMxD, memory_mask_BxM, tgt_in_BxT, tgt_mask_BxT=None,
-             tgt_tree_pos_BxTxP=None, deterministic: bool = True):
+  def decode(
+      self,
+      memory_BxMxD,
+      memory_mask_BxM,
+      tgt_in_BxT,
+      tgt_mask_BxT=None,
+      tgt_tree_pos_BxTxP=None,
+      deterministic: bool = True,
+  ):
     """Teacher-forced decoder logits BxTxV."""
-    return self.decoder(tgt_in_BxT, memory_BxMxD, memory_mask_BxM,
-                        tgt_mask_BxT, tgt_tree_pos_BxTxP, deterministic)
+    return self.decoder(
+        tgt_in_BxT,
+        memory_BxMxD,
+        memory_mask_BxM,
+        tgt_mask_BxT,
+        tgt_tree_pos_BxTxP,
+        deterministic,
+    )
 
-  def decode_step(self, memory_BxMxD, memory_mask_BxM, tokens_BxT, cache,
-                  tree_pos_BxTxP=None, deterministic: bool = True):
+  def decode_step(
+      self,
+      memory_BxMxD,
+      memory_mask_BxM,
+      tokens_BxT,
+      cache,
+      tree_pos_BxTxP=None,
+      deterministic: bool = True,
+  ):
     """Incremental decoding: -> (logits_BxTxV, new_cache)."""
-    return self.decoder.decode_step(tokens_BxT, memory_BxMxD, memory_mask_BxM,
-                                    cache, tree_pos_BxTxP, deterministic)
+    return self.decoder.decode_step(
+        tokens_BxT,
+        memory_BxMxD,
+        memory_mask_BxM,
+        cache,
+        tree_pos_BxTxP,
+        deterministic,
+    )
 
-  def edge_logits(self, src_BxS, src_mask_BxS=None, src_relations_BxSxS=None,
-                  deterministic: bool = True):
+  def edge_logits(
+      self,
+      src_BxS,
+      src_mask_BxS=None,
+      src_relations_BxSxS=None,
+      deterministic: bool = True,
+  ):
     """BxSxSxY output-edge logits from encoder token pairs (Graph2Graph
     sec. 3.3); needs num_edge_labels > 0 and the default encoder."""
     if self.config.num_edge_labels <= 0:
       raise ValueError("edge_logits needs num_edge_labels > 0.")
-    memory_BxSxD, _ = self.encode(src_BxS, src_mask_BxS, src_relations_BxSxS,
-                                  deterministic)
+    memory_BxSxD, _ = self.encode(
+        src_BxS, src_mask_BxS, src_relations_BxSxS, deterministic
+    )
     return self.edge_scorer(memory_BxSxD)
 
-  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, tgt_mask_BxT=None, *,
-               src_relations_BxSxS=None, tgt_tree_pos_BxTxP=None,
-               src_tree_pos_BxSxP=None, deterministic: bool = True):
+  def __call__(
+      self,
+      src_BxS,
+      src_mask_BxS,
+      tgt_in_BxT,
+      tgt_mask_BxT=None,
+      *,
+      src_relations_BxSxS=None,
+      tgt_tree_pos_BxTxP=None,
+      src_tree_pos_BxSxP=None,
+      deterministic: bool = True,
+  ):
     """Teacher forcing: logits BxTxV for the next token after each input.
 
     Args:
@@ -617,44 +833,97 @@ class Seq2SeqTransformer(nn.Module):
       deterministic: False enables dropout (needs a 'dropout' rng).
     """
     memory_BxMxD, memory_mask_BxM = self.encode(
-        src_BxS, src_mask_BxS, src_relations_BxSxS, deterministic,
-        src_tree_pos_BxSxP)
+        src_BxS,
+        src_mask_BxS,
+        src_relations_BxSxS,
+        deterministic,
+        src_tree_pos_BxSxP,
+    )
     if self.config.num_edge_labels > 0 and self.is_initializing():
       self.edge_scorer(memory_BxMxD)  # Create the edge head's parameters.
-    return self.decode(memory_BxMxD, memory_mask_BxM, tgt_in_BxT,
-                       tgt_mask_BxT, tgt_tree_pos_BxTxP, deterministic)
+    return self.decode(
+        memory_BxMxD,
+        memory_mask_BxM,
+        tgt_in_BxT,
+        tgt_mask_BxT,
+        tgt_tree_pos_BxTxP,
+        deterministic,
+    )
 
   # -- Plain Python helpers, called on the unbound module. ------------------
 
   def init_cache(self, batch: int, max_len: int):
     return init_decoder_cache(self.config, batch, max_len)
 
-  def greedy_decode(self, params, src_BxS, max_len: int, bos: int, eos: int,
-                    *, src_mask_BxS=None, src_relations_BxSxS=None,
-                    arities: Optional[Sequence[int]] = None,
-                    pad_id: Optional[int] = None, src_tree_pos_BxSxP=None):
+  def greedy_decode(
+      self,
+      params,
+      src_BxS,
+      max_len: int,
+      bos: int,
+      eos: int,
+      *,
+      src_mask_BxS=None,
+      src_relations_BxSxS=None,
+      arities: Optional[Sequence[int]] = None,
+      pad_id: Optional[int] = None,
+      src_tree_pos_BxSxP=None,
+  ):
     """See `greedy_decode`."""
-    return greedy_decode(self, params, src_BxS, max_len, bos, eos,
-                         src_mask_BxS=src_mask_BxS,
-                         src_relations_BxSxS=src_relations_BxSxS,
-                         arities=arities, pad_id=pad_id,
-                         src_tree_pos_BxSxP=src_tree_pos_BxSxP)
+    return greedy_decode(
+        self,
+        params,
+        src_BxS,
+        max_len,
+        bos,
+        eos,
+        src_mask_BxS=src_mask_BxS,
+        src_relations_BxSxS=src_relations_BxSxS,
+        arities=arities,
+        pad_id=pad_id,
+        src_tree_pos_BxSxP=src_tree_pos_BxSxP,
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("model",))
-def _encode_jit(model, params, src_BxS, src_mask_BxS, src_relations_BxSxS,
-                src_tree_pos_BxSxP=None):
-  return model.apply({"params": params}, src_BxS, src_mask_BxS,
-                     src_relations_BxSxS, True, src_tree_pos_BxSxP,
-                     method=Seq2SeqTransformer.encode)
+def _encode_jit(
+    model,
+    params,
+    src_BxS,
+    src_mask_BxS,
+    src_relations_BxSxS,
+    src_tree_pos_BxSxP=None,
+):
+  return model.apply(
+      {"params": params},
+      src_BxS,
+      src_mask_BxS,
+      src_relations_BxSxS,
+      True,
+      src_tree_pos_BxSxP,
+      method=Seq2SeqTransformer.encode,
+  )
 
 
 @functools.partial(jax.jit, static_argnames=("model",))
-def _decode_step_jit(model, params, memory_BxMxD, memory_mask_BxM, tokens_BxT,
-                     cache, tree_pos_BxTxP):
-  return model.apply({"params": params}, memory_BxMxD, memory_mask_BxM,
-                     tokens_BxT, cache, tree_pos_BxTxP,
-                     method=Seq2SeqTransformer.decode_step)
+def _decode_step_jit(
+    model,
+    params,
+    memory_BxMxD,
+    memory_mask_BxM,
+    tokens_BxT,
+    cache,
+    tree_pos_BxTxP,
+):
+  return model.apply(
+      {"params": params},
+      memory_BxMxD,
+      memory_mask_BxM,
+      tokens_BxT,
+      cache,
+      tree_pos_BxTxP,
+      method=Seq2SeqTransformer.decode_step,
+  )
 
 
 def greedy_loop(step_fn, state, num_b: int, max_len: int, bos, eos, pad):
@@ -682,26 +951,41 @@ def greedy_loop(step_fn, state, num_b: int, max_len: int, bos, eos, pad):
 
 
 @functools.partial(jax.jit, static_argnames=("model", "max_len"))
-def _greedy_loop(model, params, memory_BxMxD, memory_mask_BxM, max_len, bos,
-                 eos, pad):
+def _greedy_loop(
+    model, params, memory_BxMxD, memory_mask_BxM, max_len, bos, eos, pad
+):
   """Greedy decoding over sequence positions with the decoder cache."""
+
   def step(cache, last_B):
     logits_Bx1xV, cache = model.apply(
-        {"params": params}, memory_BxMxD, memory_mask_BxM, last_B[:, None],
-        cache, method=Seq2SeqTransformer.decode_step)
+        {"params": params},
+        memory_BxMxD,
+        memory_mask_BxM,
+        last_B[:, None],
+        cache,
+        method=Seq2SeqTransformer.decode_step,
+    )
     return logits_Bx1xV[:, 0], cache
 
   num_b = memory_BxMxD.shape[0]
-  cache = init_decoder_cache(model.config, num_b, max_len,
-                             memory_BxMxD.dtype)
+  cache = init_decoder_cache(model.config, num_b, max_len, memory_BxMxD.dtype)
   return greedy_loop(step, cache, num_b, max_len, bos, eos, pad)
 
 
-def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
-                  bos: int, eos: int, *, src_mask_BxS=None,
-                  src_relations_BxSxS=None,
-                  arities: Optional[Sequence[int]] = None,
-                  pad_id: Optional[int] = None, src_tree_pos_BxSxP=None):
+def greedy_decode(
+    model: Seq2SeqTransformer,
+    params,
+    src_BxS,
+    max_len: int,
+    bos: int,
+    eos: int,
+    *,
+    src_mask_BxS=None,
+    src_relations_BxSxS=None,
+    arities: Optional[Sequence[int]] = None,
+    pad_id: Optional[int] = None,
+    src_tree_pos_BxSxP=None,
+):
   """Greedy decoding with the incremental self-attention cache.
 
   Returns BxT int32 tokens (T = max_len, BOS not included); each row ends at
@@ -720,26 +1004,37 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
   """
   c = model.config
   if max_len <= 0 or max_len > c.max_tgt_len:
-    raise ValueError(f"max_len must be in [1, max_tgt_len={c.max_tgt_len}], "
-                     f"got {max_len}.")
+    raise ValueError(
+        f"max_len must be in [1, max_tgt_len={c.max_tgt_len}], got {max_len}."
+    )
   pad = c.pad_id if pad_id is None else pad_id
   src_BxS = jnp.asarray(src_BxS)
   memory_BxMxD, memory_mask_BxM = _encode_jit(
-      model, params, src_BxS, src_mask_BxS, src_relations_BxSxS,
-      None if src_tree_pos_BxSxP is None else jnp.asarray(src_tree_pos_BxSxP))
+      model,
+      params,
+      src_BxS,
+      src_mask_BxS,
+      src_relations_BxSxS,
+      None if src_tree_pos_BxSxP is None else jnp.asarray(src_tree_pos_BxSxP),
+  )
   if c.positions != "tree":
-    return _greedy_loop(model, params, memory_BxMxD, memory_mask_BxM, max_len,
-                        bos, eos, pad)
+    return _greedy_loop(
+        model, params, memory_BxMxD, memory_mask_BxM, max_len, bos, eos, pad
+    )
 
   if arities is None or len(arities) != c.tgt_vocab_size:
     raise ValueError(
         "positions='tree' greedy decoding needs `arities`, the number of "
         f"children of each of the {c.tgt_vocab_size} target tokens; got "
-        f"{None if arities is None else len(arities)} entries.")
+        f"{None if arities is None else len(arities)} entries."
+    )
   num_b = src_BxS.shape[0]
-  states = [tree_lib.TreeDecoderState(c.tree_order, c.tree_depth,
-                                      c.tree_arity, c.tree_binarize)
-            for _ in range(num_b)]
+  states = [
+      tree_lib.TreeDecoderState(
+          c.tree_order, c.tree_depth, c.tree_arity, c.tree_binarize
+      )
+      for _ in range(num_b)
+  ]
   cache = init_decoder_cache(c, num_b, max_len, memory_BxMxD.dtype)
   out_BxT = np.full((num_b, max_len), pad, np.int32)
   last_B = np.full((num_b,), bos, np.int32)
@@ -752,8 +1047,14 @@ def greedy_decode(model: Seq2SeqTransformer, params, src_BxS, max_len: int,
     else:
       tree_pos_Bx1xP = np.stack([s.next_position() for s in states])[:, None]
     logits_Bx1xV, cache = _decode_step_jit(
-        model, params, memory_BxMxD, memory_mask_BxM,
-        jnp.asarray(last_B[:, None]), cache, jnp.asarray(tree_pos_Bx1xP))
+        model,
+        params,
+        memory_BxMxD,
+        memory_mask_BxM,
+        jnp.asarray(last_B[:, None]),
+        cache,
+        jnp.asarray(tree_pos_Bx1xP),
+    )
     next_B = np.asarray(jnp.argmax(logits_Bx1xV[:, 0], axis=-1), np.int32)
     next_B = np.where(finished_B, pad, next_B)
     out_BxT[:, t] = next_B

@@ -83,10 +83,13 @@ def abstract_like(tree: Any, sharding: Any = None) -> Any:
     sharding: a sharding for every leaf (default: the leaf's own sharding,
       if it has one).
   """
+
   def one(x):
-    leaf_sharding = sharding if sharding is not None else getattr(
-        x, "sharding", None)
+    leaf_sharding = (
+        sharding if sharding is not None else getattr(x, "sharding", None)
+    )
     return jax.ShapeDtypeStruct(np.shape(x), x.dtype, sharding=leaf_sharding)
+
   return jax.tree_util.tree_map(one, tree)
 
 
@@ -98,8 +101,11 @@ def _all_finite(leaves: List[Any]) -> jax.Array:
 def is_finite(tree: Any) -> bool:
   """True when every floating-point leaf of `tree` is finite (one jitted
   computation, whatever the number of leaves)."""
-  leaves = [x for x in jax.tree_util.tree_leaves(tree)
-            if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)]
+  leaves = [
+      x
+      for x in jax.tree_util.tree_leaves(tree)
+      if jnp.issubdtype(jnp.asarray(x).dtype, jnp.inexact)
+  ]
   return bool(_all_finite(leaves)) if leaves else True
 
 
@@ -115,7 +121,8 @@ def _leaf_checksum(x) -> jax.Array:
     words = jax.lax.bitcast_convert_type(x, jnp.uint32)
   else:
     words = jax.lax.bitcast_convert_type(
-        x, {1: jnp.uint8, 2: jnp.uint16}[size]).astype(jnp.uint32)
+        x, {1: jnp.uint8, 2: jnp.uint16}[size]
+    ).astype(jnp.uint32)
   words = words.reshape(-1)
   h = words ^ (jax.lax.iota(jnp.uint32, words.size) * jnp.uint32(0x9E3779B9))
   h = (h ^ (h >> 16)) * jnp.uint32(0x85EBCA6B)  # murmur3 finaliser
@@ -136,15 +143,18 @@ def state_checksums(tree: Any) -> Dict[str, List]:
     return {}
   paths, leaves = zip(*paths_leaves)
   sums = jax.device_get(_checksums(list(leaves)))
-  return {jax.tree_util.keystr(p): [str(jnp.asarray(x).dtype), int(c)]
-          for p, x, c in zip(paths, leaves, sums)}
+  return {
+      jax.tree_util.keystr(p): [str(jnp.asarray(x).dtype), int(c)]
+      for p, x, c in zip(paths, leaves, sums)
+  }
 
 
 def _record_hash(meta: Dict) -> str:
   """SHA-256 of `meta` as it reads back from JSON (keys sorted)."""
   canonical = json.loads(json.dumps(meta))
   return hashlib.sha256(
-      json.dumps(canonical, sort_keys=True).encode()).hexdigest()
+      json.dumps(canonical, sort_keys=True).encode()
+  ).hexdigest()
 
 
 def _verify(state: Any, meta: Dict, integrity: Dict) -> None:
@@ -152,14 +162,19 @@ def _verify(state: Any, meta: Dict, integrity: Dict) -> None:
   if integrity.get("meta") != _record_hash(meta):
     raise ValueError("the JSON record does not match its saved checksum")
   saved, now = integrity.get("state", {}), state_checksums(state)
-  bad = [path for path, (dtype, checksum) in now.items()
-         if path in saved and saved[path][0] == dtype
-         and saved[path][1] != checksum]
+  bad = [
+      path
+      for path, (dtype, checksum) in now.items()
+      if path in saved
+      and saved[path][0] == dtype
+      and saved[path][1] != checksum
+  ]
   missing = sorted(set(saved) - set(now))
   if bad or missing:
     raise ValueError(
         "array data does not match the saved checksums: "
-        + ", ".join((bad + [f"{m} (missing)" for m in missing])[:8]))
+        + ", ".join((bad + [f"{m} (missing)" for m in missing])[:8])
+    )
 
 
 def _short(error: BaseException) -> str:
@@ -180,8 +195,13 @@ class RunCheckpoints:
   (dicts: which, step, path, error, moved_to).
   """
 
-  def __init__(self, directory: str, keep_latest: int = 2, keep_best: int = 1,
-               check_finite: bool = True):
+  def __init__(
+      self,
+      directory: str,
+      keep_latest: int = 2,
+      keep_best: int = 1,
+      check_finite: bool = True,
+  ):
     for name, keep in (("keep_latest", keep_latest), ("keep_best", keep_best)):
       if keep < 1:
         raise ValueError(f"{name} must be >= 1, got {keep}.")
@@ -192,9 +212,11 @@ class RunCheckpoints:
         which: ocp.CheckpointManager(
             os.path.join(self.directory, which),
             options=ocp.CheckpointManagerOptions(
-                max_to_keep=keep, create=True,
-                enable_async_checkpointing=False))
-        for which, keep in (("latest", keep_latest), ("best", keep_best))}
+                max_to_keep=keep, create=True, enable_async_checkpointing=False
+            ),
+        )
+        for which, keep in (("latest", keep_latest), ("best", keep_best))
+    }
 
   def _manager(self, which: str) -> ocp.CheckpointManager:
     shapes.check_choice(which, WHICH, "checkpoint set")
@@ -207,8 +229,9 @@ class RunCheckpoints:
   def all_steps(self, which: str = "latest"):
     return list(self._manager(which).all_steps())
 
-  def save(self, step: int, state: Any, meta: Dict, *,
-           best: bool = False) -> None:
+  def save(
+      self, step: int, state: Any, meta: Dict, *, best: bool = False
+  ) -> None:
     """Saves `state` and `meta` as step `step` of 'latest' (and of 'best' if
     `best`). Synchronous: the files are complete when this returns. A step
     that is already saved is kept as it is.
@@ -220,28 +243,40 @@ class RunCheckpoints:
     if self.check_finite and not is_finite(state):
       raise NonFiniteStateError(
           f"refusing to checkpoint step {step}: the state contains NaN or "
-          f"Inf; the previous checkpoints in {self.directory} are kept.")
+          f"Inf; the previous checkpoints in {self.directory} are kept."
+      )
     record = {k: v for k, v in meta.items() if k != INTEGRITY_KEY}
-    record[INTEGRITY_KEY] = {"state": state_checksums(state),
-                             "meta": _record_hash(record)}
+    record[INTEGRITY_KEY] = {
+        "state": state_checksums(state),
+        "meta": _record_hash(record),
+    }
     for which in ("latest", "best") if best else ("latest",):
       mgr = self._manager(which)
       if step in mgr.all_steps():
         continue
-      mgr.save(step, args=ocp.args.Composite(
-          state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(record)),
-               force=True)
+      mgr.save(
+          step,
+          args=ocp.args.Composite(
+              state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(record)
+          ),
+          force=True,
+      )
       mgr.wait_until_finished()
 
   def step_path(self, which: str, step: int) -> str:
     return os.path.join(self.directory, which, str(step))
 
-  def _restore_one(self, abstract_state: Any, which: str,
-                   step: int) -> Tuple[Any, Dict]:
+  def _restore_one(
+      self, abstract_state: Any, which: str, step: int
+  ) -> Tuple[Any, Dict]:
     """Restores and verifies one checkpoint; raises on any problem."""
-    restored = self._manager(which).restore(step, args=ocp.args.Composite(
-        state=ocp.args.StandardRestore(abstract_state),
-        meta=ocp.args.JsonRestore()))
+    restored = self._manager(which).restore(
+        step,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract_state),
+            meta=ocp.args.JsonRestore(),
+        ),
+    )
     state, meta = restored["state"], restored["meta"]
     if not isinstance(meta, dict):
       raise ValueError(f"the JSON record is {type(meta).__name__}, not a dict")
@@ -261,14 +296,20 @@ class RunCheckpoints:
     if jax.process_index() != 0 or not os.path.isdir(source):
       return None
     target = os.path.join(
-        self.directory, "corrupt",
-        f"{which}_{step}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}")
+        self.directory,
+        "corrupt",
+        f"{which}_{step}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}",
+    )
     os.makedirs(os.path.dirname(target), exist_ok=True)
     os.replace(source, target)
     return target
 
-  def restore(self, abstract_state: Any, which: str = "latest",
-              step: Optional[int] = None) -> Optional[Tuple[Any, Dict]]:
+  def restore(
+      self,
+      abstract_state: Any,
+      which: str = "latest",
+      step: Optional[int] = None,
+  ) -> Optional[Tuple[Any, Dict]]:
     """(state, meta) of `step` (default: the newest) of `which`, restored
     into `abstract_state` (see `abstract_like`) and checked against the
     checksums saved with it; None if there is no checkpoint.
@@ -290,11 +331,13 @@ class RunCheckpoints:
     if step is not None:
       candidates = [(which, step)]
     else:
-      candidates = [(which, s) for s in sorted(self.all_steps(which),
-                                              reverse=True)]
+      candidates = [
+          (which, s) for s in sorted(self.all_steps(which), reverse=True)
+      ]
       if which == "latest":
-        candidates += [("best", s) for s in sorted(self.all_steps("best"),
-                                                   reverse=True)]
+        candidates += [
+            ("best", s) for s in sorted(self.all_steps("best"), reverse=True)
+        ]
     if not candidates:
       return None
     failures = []
@@ -302,26 +345,38 @@ class RunCheckpoints:
       try:
         state, meta = self._restore_one(abstract_state, source, s)
       except Exception as e:  # pylint: disable=broad-except
-        failures.append({"which": source, "step": s,
-                         "path": self.step_path(source, s),
-                         "error": _short(e)})
-        logging.warning("checkpoint %s cannot be restored (%s)%s",
-                        self.step_path(source, s), _short(e),
-                        "" if step is not None else "; trying an older one")
+        failures.append({
+            "which": source,
+            "step": s,
+            "path": self.step_path(source, s),
+            "error": _short(e),
+        })
+        logging.warning(
+            "checkpoint %s cannot be restored (%s)%s",
+            self.step_path(source, s),
+            _short(e),
+            "" if step is not None else "; trying an older one",
+        )
         if step is not None:
           break
         continue
       self._check_agreement(source, s)
       if failures:
         for failure in failures:
-          failure["moved_to"] = self._move_aside(failure["which"],
-                                                 failure["step"])
+          failure["moved_to"] = self._move_aside(
+              failure["which"], failure["step"]
+          )
           failure["restored_instead"] = {"which": source, "step": s}
           logging.warning(
               "skipped unrestorable checkpoint %s (%s), moved to %s; "
-              "restored %s step %d (%s) instead.", failure["path"],
-              failure["error"], failure["moved_to"], source, s,
-              self.step_path(source, s))
+              "restored %s step %d (%s) instead.",
+              failure["path"],
+              failure["error"],
+              failure["moved_to"],
+              source,
+              s,
+              self.step_path(source, s),
+          )
         # Every process must see the moved steps before it saves again.
         distributed.barrier("relational_jax.checkpoints.move_aside")
         for moved in {f["which"] for f in failures}:
@@ -336,26 +391,33 @@ class RunCheckpoints:
         "could be restored: "
         + "; ".join(f"{f['path']}: {f['error']}" for f in failures)
         + ". Refusing to start from scratch: move them away (or use a new "
-        "directory) to train afresh.")
+        "directory) to train afresh."
+    )
 
-  def _check_agreement(self, which: Optional[str],
-                       step: Optional[int]) -> None:
+  def _check_agreement(self, which: Optional[str], step: Optional[int]) -> None:
     """With several processes: raises CorruptCheckpointError unless every
     process restored the same checkpoint (`which`, `step`; None: none), so
     that a checkpoint read differently by different processes stops the run
     instead of leaving the processes out of step."""
     if jax.process_count() == 1:
       return
-    mine = np.array([-1 if which is None else WHICH.index(which),
-                     -1 if step is None else step], np.int64)
+    mine = np.array(
+        [
+            -1 if which is None else WHICH.index(which),
+            -1 if step is None else step,
+        ],
+        np.int64,
+    )
     every = np.asarray(multihost_utils.process_allgather(mine))
     if not np.all(every == every[0]):
       restored = ", ".join(
           f"process {i}: " + ("none" if w < 0 else f"{WHICH[w]} step {t}")
-          for i, (w, t) in enumerate(every.tolist()))
+          for i, (w, t) in enumerate(every.tolist())
+      )
       raise CorruptCheckpointError(
           f"the processes restored different checkpoints of {self.directory}"
-          f" ({restored}); check the files every process reads.")
+          f" ({restored}); check the files every process reads."
+      )
 
   def close(self) -> None:
     for mgr in self._managers.values():

@@ -75,27 +75,42 @@ from relational_jax.training import reporting
 
 ConfigDict = config_lib.ConfigDict
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-DEFAULT_DATA_DIR = os.path.normpath(os.path.join(
-    _REPO_ROOT, "..", "shared", "data", "clutrr", "gen_train23_test2to10"))
+_REPO_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
+DEFAULT_DATA_DIR = os.path.normpath(
+    os.path.join(
+        _REPO_ROOT, "..", "shared", "data", "clutrr", "gen_train23_test2to10"
+    )
+)
 
-MODEL_CONFIGS = {"edge_transformer": ETConfig, "rat": models.RATConfig,
-                 "rt": RTConfig}
+MODEL_CONFIGS = {
+    "edge_transformer": ETConfig,
+    "rat": models.RATConfig,
+    "rt": RTConfig,
+}
 MODELS = tuple(MODEL_CONFIGS)
 SCHEDULES = ("linear", "constant")
 SELECT_ON = loop_lib.SELECT_ON
 GENERATED = "generated"
 # Paths that may differ when a run is resumed; every other path of the
 # saved config must match.
-RESUMABLE_CHANGES = ("data.data_dir", "data.test_files",
-                     "data.max_eval_examples", "protocol.generated_test_ks",
-                     "protocol.num_generated_test_per_k",
-                     "train.eval_batch_size", "train.eval_every",
-                     "train.eval_tests",
-                     "train.checkpoint_every", "train.select_on",
-                     "train.devices", "train.progress", "train.stop_at_step",
-                     "results_path")
+RESUMABLE_CHANGES = (
+    "data.data_dir",
+    "data.test_files",
+    "data.max_eval_examples",
+    "protocol.generated_test_ks",
+    "protocol.num_generated_test_per_k",
+    "train.eval_batch_size",
+    "train.eval_every",
+    "train.eval_tests",
+    "train.checkpoint_every",
+    "train.select_on",
+    "train.devices",
+    "train.progress",
+    "train.stop_at_step",
+    "results_path",
+)
 
 
 # ----------------------------------------------------------------------------
@@ -121,26 +136,47 @@ def default_config() -> ConfigDict:
   t.node_ffn_dim, t.edge_msg_dim, t.edge_ffn_dim = 800, 200, 800
   t.tied, t.dropout_rate = True, 0.2
   t.chunk_size = 8
-  c.head = ConfigDict(dict(layers=2, rt_readout="nodes_and_edge",
-                           rt_node_init="zeros"))
-  c.data = ConfigDict(dict(data_dir=DEFAULT_DATA_DIR,
-                           test_files=("test.csv",),
-                           max_eval_examples=0))  # > 0: a seeded subset.
-  c.protocol = ConfigDict(dict(
-      train_source=GENERATED,       # Or a CSV file name in data.data_dir.
-      train_ks=(2, 3),
-      num_train_per_k=17_500,       # 35k generated rows (paper sec. 4.1).
-      val_fraction=0.2,             # Authors: random 80/20 split.
-      generated_test_ks=tuple(range(2, 11)),
-      num_generated_test_per_k=100,  # 0: no generated test set.
-      generation_seed=0,
-      holdout_fraction=0.2))
-  c.train = ConfigDict(dict(
-      learning_rate=1e-3, schedule="linear", warmup_steps=100,
-      steps=3500, clip=1.0, batch_size=400, eval_batch_size=0,
-      eval_every=350, eval_tests=False, checkpoint_every=0, seed=42,
-      select_on="last",
-      devices=0, progress=True, stop_at_step=0))
+  c.head = ConfigDict(
+      dict(layers=2, rt_readout="nodes_and_edge", rt_node_init="zeros")
+  )
+  c.data = ConfigDict(
+      dict(
+          data_dir=DEFAULT_DATA_DIR,
+          test_files=("test.csv",),
+          max_eval_examples=0,
+      )
+  )  # > 0: a seeded subset.
+  c.protocol = ConfigDict(
+      dict(
+          train_source=GENERATED,  # Or a CSV file name in data.data_dir.
+          train_ks=(2, 3),
+          num_train_per_k=17_500,  # 35k generated rows (paper sec. 4.1).
+          val_fraction=0.2,  # Authors: random 80/20 split.
+          generated_test_ks=tuple(range(2, 11)),
+          num_generated_test_per_k=100,  # 0: no generated test set.
+          generation_seed=0,
+          holdout_fraction=0.2,
+      )
+  )
+  c.train = ConfigDict(
+      dict(
+          learning_rate=1e-3,
+          schedule="linear",
+          warmup_steps=100,
+          steps=3500,
+          clip=1.0,
+          batch_size=400,
+          eval_batch_size=0,
+          eval_every=350,
+          eval_tests=False,
+          checkpoint_every=0,
+          seed=42,
+          select_on="last",
+          devices=0,
+          progress=True,
+          stop_at_step=0,
+      )
+  )
   c.results_path = ""
   return c
 
@@ -148,8 +184,9 @@ def default_config() -> ConfigDict:
 def model_config(config: ConfigDict):
   """The model config dataclass of `config.model`, from its section."""
   check_choice(config.model, MODELS, "model")
-  return config_lib.instantiate(MODEL_CONFIGS[config.model],
-                                config[config.model])
+  return config_lib.instantiate(
+      MODEL_CONFIGS[config.model], config[config.model]
+  )
 
 
 def build_model(config: ConfigDict):
@@ -160,40 +197,52 @@ def build_model(config: ConfigDict):
     return models.ClutrrEdgeTransformer(cfg, head_layers=head)
   if config.model == "rat":
     return models.ClutrrRAT(cfg, head_layers=head)
-  return models.ClutrrRT(cfg, head_layers=head, readout=config.head.rt_readout,
-                         node_init=config.head.rt_node_init)
+  return models.ClutrrRT(
+      cfg,
+      head_layers=head,
+      readout=config.head.rt_readout,
+      node_init=config.head.rt_node_init,
+  )
 
 
 def validate(config: ConfigDict) -> None:
   """Raises ValueError naming the bad value (and the valid choices)."""
   model_config(config)
   check_choice(config.head.rt_readout, models.RT_READOUTS, "head.rt_readout")
-  check_choice(config.head.rt_node_init, models.NODE_INITS,
-               "head.rt_node_init")
+  check_choice(config.head.rt_node_init, models.NODE_INITS, "head.rt_node_init")
   if config.head.layers not in (1, 2):
     raise ValueError(f"head.layers must be 1 or 2, got {config.head.layers}.")
   t, p = config.train, config.protocol
   check_choice(t.schedule, SCHEDULES, "train.schedule")
   loop_lib.validate_train_config(t)
   if not 0.0 <= p.val_fraction < 1.0:
-    raise ValueError(f"protocol.val_fraction must be in [0, 1), got "
-                     f"{p.val_fraction}.")
+    raise ValueError(
+        f"protocol.val_fraction must be in [0, 1), got {p.val_fraction}."
+    )
   if not p.train_ks or min(p.train_ks) < 2:
-    raise ValueError(f"protocol.train_ks must be non-empty with every k >= 2, "
-                     f"got {tuple(p.train_ks)}.")
+    raise ValueError(
+        "protocol.train_ks must be non-empty with every k >= 2, "
+        f"got {tuple(p.train_ks)}."
+    )
   if p.train_source == GENERATED and p.num_train_per_k < 1:
-    raise ValueError(f"protocol.num_train_per_k must be >= 1, got "
-                     f"{p.num_train_per_k}.")
+    raise ValueError(
+        f"protocol.num_train_per_k must be >= 1, got {p.num_train_per_k}."
+    )
   if p.num_generated_test_per_k < 0 or (
-      p.num_generated_test_per_k and min(p.generated_test_ks) < 2):
-    raise ValueError("protocol.num_generated_test_per_k must be >= 0 and "
-                     "every generated test k >= 2.")
+      p.num_generated_test_per_k and min(p.generated_test_ks) < 2
+  ):
+    raise ValueError(
+        "protocol.num_generated_test_per_k must be >= 0 and "
+        "every generated test k >= 2."
+    )
   if p.train_source != GENERATED:
     path = os.path.join(config.data.data_dir, p.train_source)
     if not os.path.isfile(path):
-      raise ValueError(f"protocol.train_source {p.train_source!r} is neither "
-                       f"'{GENERATED}' nor a file in data.data_dir ({path} "
-                       f"not found).")
+      raise ValueError(
+          f"protocol.train_source {p.train_source!r} is neither "
+          f"'{GENERATED}' nor a file in data.data_dir ({path} "
+          "not found)."
+      )
   for name in config.data.test_files:
     path = os.path.join(config.data.data_dir, name)
     if not os.path.isfile(path):
@@ -226,13 +275,18 @@ def load_data(config: ConfigDict) -> Dict[str, List]:
   generated_test: List = []
   if p.train_source == GENERATED:
     train_rows, test_rows = data_lib.generate_splits(
-        train_ks, gen_test_ks if num_test else (), int(p.num_train_per_k),
-        num_test, seed=int(p.generation_seed),
-        holdout_fraction=float(p.holdout_fraction))
+        train_ks,
+        gen_test_ks if num_test else (),
+        int(p.num_train_per_k),
+        num_test,
+        seed=int(p.generation_seed),
+        holdout_fraction=float(p.holdout_fraction),
+    )
     rows = data_lib.examples_from_rows(train_rows, "generated train rows")
     if num_test:
-      generated_test = data_lib.examples_from_rows(test_rows,
-                                                   "generated test rows")
+      generated_test = data_lib.examples_from_rows(
+          test_rows, "generated test rows"
+      )
   else:
     rows = data_lib.load_clutrr(os.path.join(d.data_dir, p.train_source))
     rows = [ex for ex in rows if ex.k in train_ks]
@@ -240,39 +294,56 @@ def load_data(config: ConfigDict) -> Dict[str, List]:
       raise ValueError(f"{p.train_source} has no rows with k in {train_ks}.")
     if num_test:  # The generated test set only (train part discarded).
       _, test_rows = data_lib.generate_splits(
-          train_ks, gen_test_ks, 1, num_test, seed=int(p.generation_seed),
-          holdout_fraction=float(p.holdout_fraction))
-      generated_test = data_lib.examples_from_rows(test_rows,
-                                                   "generated test rows")
+          train_ks,
+          gen_test_ks,
+          1,
+          num_test,
+          seed=int(p.generation_seed),
+          holdout_fraction=float(p.holdout_fraction),
+      )
+      generated_test = data_lib.examples_from_rows(
+          test_rows, "generated test rows"
+      )
   order = np.random.default_rng([int(config.train.seed), 7]).permutation(
-      len(rows))
+      len(rows)
+  )
   num_val = int(round(p.val_fraction * len(rows)))
-  out = {"train": [rows[int(i)] for i in order[num_val:]],
-         "val": [rows[int(i)] for i in order[:num_val]]}
+  out = {
+      "train": [rows[int(i)] for i in order[num_val:]],
+      "val": [rows[int(i)] for i in order[:num_val]],
+  }
   limit = int(d.max_eval_examples)
   out["val"] = _subset(out["val"], limit, 1)
   for name in d.test_files:
     stem = os.path.splitext(os.path.basename(name))[0]
-    out[stem] = _subset(data_lib.load_clutrr(os.path.join(d.data_dir, name)),
-                        limit, 2)
+    out[stem] = _subset(
+        data_lib.load_clutrr(os.path.join(d.data_dir, name)), limit, 2
+    )
   if generated_test:
     out[GENERATED] = _subset(generated_test, limit, 3)
   return {k: v for k, v in out.items() if v}
 
 
-def _pad_rows(arrays: Dict[str, np.ndarray], size: int) -> Dict[str, np.ndarray]:
+def _pad_rows(
+    arrays: Dict[str, np.ndarray], size: int
+) -> Dict[str, np.ndarray]:
   """Rows 0..n-1 of `arrays` plus zero-weight copies of row 0 up to `size`."""
   n = len(arrays["targets"])
-  out = {k: np.concatenate([v, np.repeat(v[:1], size - n, axis=0)])
-         for k, v in arrays.items()}
-  out["weights"] = np.concatenate([np.ones(n, np.float32),
-                                   np.zeros(size - n, np.float32)])
+  out = {
+      k: np.concatenate([v, np.repeat(v[:1], size - n, axis=0)])
+      for k, v in arrays.items()
+  }
+  out["weights"] = np.concatenate(
+      [np.ones(n, np.float32), np.zeros(size - n, np.float32)]
+  )
   return out
 
 
 def _model_inputs(arrays):
-  return {k: arrays[k] for k in ("edge_labels", "query", "node_mask",
-                                 "targets", "weights")}
+  return {
+      k: arrays[k]
+      for k in ("edge_labels", "query", "node_mask", "targets", "weights")
+  }
 
 
 # ----------------------------------------------------------------------------
@@ -293,25 +364,32 @@ def make_schedule(lr: float, schedule: str, warmup_steps: int, steps: int):
       return lr * warm
     decay = jnp.clip((steps - count) / max(steps - w, 1), 0.0, 1.0)
     return lr * jnp.where(count < w, warm, decay)
+
   return fn
 
 
 def make_optimizer(train_config) -> optax.GradientTransformation:
   t = train_config
-  adam = optax.adam(make_schedule(t.learning_rate, t.schedule,
-                                  t.warmup_steps, t.steps))
+  adam = optax.adam(
+      make_schedule(t.learning_rate, t.schedule, t.warmup_steps, t.steps)
+  )
   if t.clip > 0:
     return optax.chain(optax.clip_by_global_norm(t.clip), adam)
   return adam
 
 
 def _loss(model, params, batch, rng, deterministic):
-  logits_BxY = model.apply({"params": params}, batch["edge_labels"],
-                           batch["query"], batch["node_mask"],
-                           deterministic=deterministic,
-                           rngs={"dropout": rng}).astype(jnp.float32)
-  ce_B = optax.softmax_cross_entropy_with_integer_labels(logits_BxY,
-                                                         batch["targets"])
+  logits_BxY = model.apply(
+      {"params": params},
+      batch["edge_labels"],
+      batch["query"],
+      batch["node_mask"],
+      deterministic=deterministic,
+      rngs={"dropout": rng},
+  ).astype(jnp.float32)
+  ce_B = optax.softmax_cross_entropy_with_integer_labels(
+      logits_BxY, batch["targets"]
+  )
   w_B = batch["weights"]
   total = jnp.maximum(jnp.sum(w_B), 1.0)
   correct_B = jnp.argmax(logits_BxY, -1) == batch["targets"]
@@ -321,31 +399,39 @@ def _loss(model, params, batch, rng, deterministic):
 def make_train_step(model, tx, mesh):
   """`loop.make_train_step` of the CLUTRR loss (training mode, dropout on)."""
   return loop_lib.make_train_step(
-      lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh)
+      lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh
+  )
 
 
 def make_predict(model, mesh):
   rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
 
   def predict(params, batch):
-    logits = model.apply({"params": params}, batch["edge_labels"],
-                         batch["query"], batch["node_mask"], deterministic=True)
+    logits = model.apply(
+        {"params": params},
+        batch["edge_labels"],
+        batch["query"],
+        batch["node_mask"],
+        deterministic=True,
+    )
     return jnp.argmax(logits, -1)
+
   return jax.jit(predict, in_shardings=(rep, bsh), out_shardings=bsh)
 
 
-def accuracy_by_k(predict, params, examples, batch_size: int,
-                  mesh) -> Dict[str, object]:
+def accuracy_by_k(
+    predict, params, examples, batch_size: int, mesh
+) -> Dict[str, object]:
   """{'all', 'per_k': {k: acc}, 'count_per_k': {k: n}} of `examples`
   (batches of `batch_size`, padded; graphs padded to the set's largest)."""
   arrays = data_lib.to_arrays(examples)
   n = len(examples)
   preds = []
   for start in range(0, n, batch_size):
-    chunk = {k: v[start:start + batch_size] for k, v in arrays.items()}
+    chunk = {k: v[start : start + batch_size] for k, v in arrays.items()}
     batch = _model_inputs(_pad_rows(chunk, batch_size))
     out = np.asarray(predict(params, mesh_lib.shard_batch(batch, mesh)))
-    preds.append(out[:len(chunk["targets"])])
+    preds.append(out[: len(chunk["targets"])])
   correct = np.concatenate(preds) == arrays["targets"]
   per_k, counts = {}, {}
   for k in sorted(set(arrays["k"].tolist())):
@@ -362,8 +448,9 @@ def headline_accuracies(entry: Dict, train_ks: Sequence[int]) -> Dict:
     ks = [k for k in entry["per_k"] if (int(k) in train_ks) == inside]
     total = sum(entry["count_per_k"][k] for k in ks)
     if total:
-      out[name] = sum(entry["per_k"][k] * entry["count_per_k"][k]
-                      for k in ks) / total
+      out[name] = (
+          sum(entry["per_k"][k] * entry["count_per_k"][k] for k in ks) / total
+      )
   out["all"] = entry["all"]
   return out
 
@@ -373,10 +460,11 @@ def headline_accuracies(entry: Dict, train_ks: Sequence[int]) -> Dict:
 # ----------------------------------------------------------------------------
 
 
-
-
-def train_and_evaluate(config: ConfigDict, workdir: str,
-                       log: Optional[Callable[[str], None]] = None) -> Dict:
+def train_and_evaluate(
+    config: ConfigDict,
+    workdir: str,
+    log: Optional[Callable[[str], None]] = None,
+) -> Dict:
   """Trains (or resumes) the run of `config` in `workdir`; returns and
   writes the results (`results_path`): per-k accuracy on every test set.
 
@@ -400,17 +488,21 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   data = load_data(config)
   train_ks = tuple(int(k) for k in config.protocol.train_ks)
   train_arrays = data_lib.to_arrays(
-      data["train"], max(ex.num_nodes for ex in data["train"]))
+      data["train"], max(ex.num_nodes for ex in data["train"])
+  )
   num_train = len(data["train"])
   steps_per_epoch = math.ceil(num_train / t_cfg.batch_size)
-  log(f"CLUTRR {config.model}: {num_train} train rows, "
+  log(
+      f"CLUTRR {config.model}: {num_train} train rows, "
       f"{len(data.get('val', []))} val, sets "
-      f"{[k for k in data if k != 'train']}; {steps_per_epoch} steps/epoch")
+      f"{[k for k in data if k != 'train']}; {steps_per_epoch} steps/epoch"
+  )
 
   def batch_at(step: int):
     idx = loop_lib.epoch_indices(step, num_train, t_cfg.batch_size, t_cfg.seed)
-    rows = _pad_rows({k: v[idx] for k, v in train_arrays.items()},
-                     t_cfg.batch_size)
+    rows = _pad_rows(
+        {k: v[idx] for k, v in train_arrays.items()}, t_cfg.batch_size
+    )
     return mesh_lib.shard_batch(_model_inputs(rows), mesh)
 
   model = build_model(config)
@@ -421,17 +513,27 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   def evaluate(params) -> Dict:
     entry = {}
     if "val" in data:
-      entry["val_accuracy"] = accuracy_by_k(predict, params, data["val"],
-                                            eval_batch, mesh)["all"]
+      entry["val_accuracy"] = accuracy_by_k(
+          predict, params, data["val"], eval_batch, mesh
+      )["all"]
     if t_cfg.eval_tests:  # Learning curves on the test sets.
       entry["tests"] = {
           name: accuracy_by_k(predict, params, examples, eval_batch, mesh)
-          for name, examples in data.items() if name not in ("train", "val")}
+          for name, examples in data.items()
+          if name not in ("train", "val")
+      }
     return entry
 
-  done = loop_lib.run(init=init, step_fn=make_train_step(model, tx, mesh),
-                      batch_at=batch_at, evaluate=evaluate,
-                      train_config=t_cfg, workdir=workdir, mesh=mesh, log=log)
+  done = loop_lib.run(
+      init=init,
+      step_fn=make_train_step(model, tx, mesh),
+      batch_at=batch_at,
+      evaluate=evaluate,
+      train_config=t_cfg,
+      workdir=workdir,
+      mesh=mesh,
+      log=log,
+  )
   if done.stopped:
     return {"stopped_at": done.step}
   params = done.params
@@ -440,21 +542,38 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   started = time.time()
   for name, examples in data.items():
     if name != "train":
-      evaluations[name] = accuracy_by_k(predict, params, examples, eval_batch,
-                                        mesh)
+      evaluations[name] = accuracy_by_k(
+          predict, params, examples, eval_batch, mesh
+      )
   eval_seconds = time.time() - started
-  primary = next((os.path.splitext(os.path.basename(f))[0]
-                  for f in config.data.test_files), None)
-  primary = primary if primary in evaluations else (
-      GENERATED if GENERATED in evaluations else None)
-  final = {"step": done.step, "selected": done.selected, "test_set": primary,
-           "accuracies": (headline_accuracies(evaluations[primary], train_ks)
-                          if primary else {})}
+  primary = next(
+      (
+          os.path.splitext(os.path.basename(f))[0]
+          for f in config.data.test_files
+      ),
+      None,
+  )
+  primary = (
+      primary
+      if primary in evaluations
+      else (GENERATED if GENERATED in evaluations else None)
+  )
+  final = {
+      "step": done.step,
+      "selected": done.selected,
+      "test_set": primary,
+      "accuracies": (
+          headline_accuracies(evaluations[primary], train_ks) if primary else {}
+      ),
+  }
   results = {
-      "model": config.model, "num_params": done.num_params,
+      "model": config.model,
+      "num_params": done.num_params,
       "config": config_lib.to_dict(config),
       "data": {k: len(v) for k, v in data.items()},
-      "history": done.meta["history"], "final": final, "best": None,
+      "history": done.meta["history"],
+      "final": final,
+      "best": None,
       "evaluations": evaluations,
       "train_seconds": done.meta["train_seconds"],
       "eval_seconds": eval_seconds,
@@ -463,18 +582,27 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   path = results_path(config, workdir)
   reporting.write_json(path, results)
   plot_accuracy_by_k(
-      [(f"{config.model} ({name})", e) for name, e in evaluations.items()
-       if name != "val"],
+      [
+          (f"{config.model} ({name})", e)
+          for name, e in evaluations.items()
+          if name != "val"
+      ],
       os.path.join(os.path.dirname(path), "accuracy_by_k.png"),
-      title=f"CLUTRR, trained on k={','.join(map(str, train_ks))}")
-  log("test accuracy by k: " + ", ".join(
-      f"{k} {v:.3f}" for k, v in final["accuracies"].items()))
+      title=f"CLUTRR, trained on k={','.join(map(str, train_ks))}",
+  )
+  log(
+      "test accuracy by k: "
+      + ", ".join(f"{k} {v:.3f}" for k, v in final["accuracies"].items())
+  )
   return results
 
 
-def plot_accuracy_by_k(series, path: str, title: str = "",
-                       published: Optional[Dict[str, Dict[str, float]]] = None
-                       ) -> None:
+def plot_accuracy_by_k(
+    series,
+    path: str,
+    title: str = "",
+    published: Optional[Dict[str, Dict[str, float]]] = None,
+) -> None:
   """Figure 3 style: accuracy vs k, one line per (label, evaluation entry);
   `published` adds {label: {'k6': acc, ...}} lines (fractions)."""
   lines = []
@@ -484,25 +612,35 @@ def plot_accuracy_by_k(series, path: str, title: str = "",
   for label, values in (published or {}).items():
     ks = sorted(values, key=lambda s: int(s[1:]))
     lines.append((label, [int(k[1:]) for k in ks], [values[k] for k in ks]))
-  reporting.plot_curves(lines, path, xlabel="k (facts in the story)",
-                        ylabel="accuracy", title=title)
+  reporting.plot_curves(
+      lines,
+      path,
+      xlabel="k (facts in the story)",
+      ylabel="accuracy",
+      title=title,
+  )
 
 
 def _state_init(model, tx, example: Dict[str, np.ndarray]) -> Callable:
   """key -> the training state of `model` (shapes from `example`, a batch
   of `data_lib.to_arrays` rows)."""
+
   def init(key):
     init_key, rng = jax.random.split(key)
-    params = model.init(init_key, example["edge_labels"], example["query"],
-                        example["node_mask"])["params"]
+    params = model.init(
+        init_key, example["edge_labels"], example["query"], example["node_mask"]
+    )["params"]
     return loop_lib.train_state(params, tx, rng)
+
   return init
 
 
 def load_params(config: ConfigDict, workdir: str, which: str = "latest"):
   """Parameters of the run's newest `which` checkpoint (None if none)."""
-  probe = data_lib.to_arrays(data_lib.examples_from_rows(
-      data_lib.generate_rows(2, 1, seed=0)))
+  probe = data_lib.to_arrays(
+      data_lib.examples_from_rows(data_lib.generate_rows(2, 1, seed=0))
+  )
   init = _state_init(build_model(config), make_optimizer(config.train), probe)
   return loop_lib.restore_params(
-      init, workdir, mesh_lib.mesh_of_first(config.train.devices), which)
+      init, workdir, mesh_lib.mesh_of_first(config.train.devices), which
+  )

@@ -71,18 +71,29 @@ from relational_jax.training.clutrr import make_schedule
 
 ConfigDict = config_lib.ConfigDict
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
-DEFAULT_DATA_DIR = os.path.normpath(os.path.join(
-    _REPO_ROOT, "..", "shared", "data", "cogs"))
+_REPO_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
+DEFAULT_DATA_DIR = os.path.normpath(
+    os.path.join(_REPO_ROOT, "..", "shared", "data", "cogs")
+)
 SELECT_ON = loop_lib.SELECT_ON
 TARGETS = ("parent_or_self",) + data_lib.LABEL_FIELDS
 # Paths that may differ when a run is resumed.
-RESUMABLE_CHANGES = ("data.data_dir", "data.eval_files", "data.val_file",
-                     "data.max_eval_examples", "train.eval_batch_size",
-                     "train.eval_every", "train.checkpoint_every",
-                     "train.select_on", "train.devices", "train.progress",
-                     "train.stop_at_step", "results_path")
+RESUMABLE_CHANGES = (
+    "data.data_dir",
+    "data.eval_files",
+    "data.val_file",
+    "data.max_eval_examples",
+    "train.eval_batch_size",
+    "train.eval_every",
+    "train.checkpoint_every",
+    "train.select_on",
+    "train.devices",
+    "train.progress",
+    "train.stop_at_step",
+    "results_path",
+)
 
 
 def default_config() -> ConfigDict:
@@ -92,18 +103,35 @@ def default_config() -> ConfigDict:
   et.num_layers, et.num_heads, et.head_dim = 3, 4, 16  # d = 64.
   et.tied, et.dropout_rate, et.layout = True, 0.1, "released_code"
   c.head = ConfigDict(dict(max_distance=16, parent_from_column=True))
-  c.data = ConfigDict(dict(
-      data_dir=DEFAULT_DATA_DIR, train_file="train.tsv",
-      eval_files=("dev.tsv", "test.tsv", "gen.tsv"),
-      val_file="dev.tsv",          # Scored every eval_every steps ('' none).
-      max_train_examples=0,        # > 0: the first rows of train_file.
-      max_eval_examples=0,         # > 0: a seeded subset of each file.
-      length_multiple=8))
-  c.train = ConfigDict(dict(
-      learning_rate=5e-4, weight_decay=0.01, warmup_steps=1000,
-      steps=48_200, clip=1.0, batch_size=100, eval_batch_size=0,
-      eval_every=2410, checkpoint_every=0, seed=42, select_on="last",
-      devices=0, progress=True, stop_at_step=0))
+  c.data = ConfigDict(
+      dict(
+          data_dir=DEFAULT_DATA_DIR,
+          train_file="train.tsv",
+          eval_files=("dev.tsv", "test.tsv", "gen.tsv"),
+          val_file="dev.tsv",  # Scored every eval_every steps ('' none).
+          max_train_examples=0,  # > 0: the first rows of train_file.
+          max_eval_examples=0,  # > 0: a seeded subset of each file.
+          length_multiple=8,
+      )
+  )
+  c.train = ConfigDict(
+      dict(
+          learning_rate=5e-4,
+          weight_decay=0.01,
+          warmup_steps=1000,
+          steps=48_200,
+          clip=1.0,
+          batch_size=100,
+          eval_batch_size=0,
+          eval_every=2410,
+          checkpoint_every=0,
+          seed=42,
+          select_on="last",
+          devices=0,
+          progress=True,
+          stop_at_step=0,
+      )
+  )
   c.results_path = ""
   return c
 
@@ -114,11 +142,12 @@ def model_config(config: ConfigDict) -> ETConfig:
 
 def build_model(config: ConfigDict, vocabs: data_lib.GraphVocabs):
   return CogsGraphEdgeTransformer(
-      model_config(config), vocab_size=len(vocabs.tokens),
-      label_sizes=tuple(len(getattr(vocabs, f))
-                        for f in data_lib.LABEL_FIELDS),
+      model_config(config),
+      vocab_size=len(vocabs.tokens),
+      label_sizes=tuple(len(getattr(vocabs, f)) for f in data_lib.LABEL_FIELDS),
       max_distance=int(config.head.max_distance),
-      parent_from_column=bool(config.head.parent_from_column))
+      parent_from_column=bool(config.head.parent_from_column),
+  )
 
 
 def validate(config: ConfigDict) -> None:
@@ -129,20 +158,30 @@ def validate(config: ConfigDict) -> None:
   if t.weight_decay < 0 or t.clip < 0:
     raise ValueError("train.weight_decay and train.clip must be >= 0.")
   if config.head.max_distance < 0:
-    raise ValueError(f"head.max_distance must be >= 0, got "
-                     f"{config.head.max_distance}.")
-  if d.length_multiple < 1 or d.max_train_examples < 0 or (
-      d.max_eval_examples < 0):
-    raise ValueError("data.length_multiple must be >= 1 and "
-                     "data.max_{train,eval}_examples >= 0.")
+    raise ValueError(
+        f"head.max_distance must be >= 0, got {config.head.max_distance}."
+    )
+  if (
+      d.length_multiple < 1
+      or d.max_train_examples < 0
+      or (d.max_eval_examples < 0)
+  ):
+    raise ValueError(
+        "data.length_multiple must be >= 1 and "
+        "data.max_{train,eval}_examples >= 0."
+    )
   if t.select_on == "val" and not d.val_file:
     raise ValueError("train.select_on='val' needs data.val_file.")
-  for name in (d.train_file,) + tuple(d.eval_files) + (
-      (d.val_file,) if d.val_file else ()):
+  for name in (
+      (d.train_file,)
+      + tuple(d.eval_files)
+      + ((d.val_file,) if d.val_file else ())
+  ):
     path = os.path.join(d.data_dir, name)
     if not os.path.isfile(path):
-      raise ValueError(f"COGS file {path} not found (data.data_dir="
-                       f"{d.data_dir!r}).")
+      raise ValueError(
+          f"COGS file {path} not found (data.data_dir={d.data_dir!r})."
+      )
 
 
 def results_path(config: ConfigDict, workdir: str) -> str:
@@ -157,8 +196,9 @@ def results_path(config: ConfigDict, workdir: str) -> str:
 def _subset(graphs: List[Dict], limit: int, salt: int) -> List[Dict]:
   if not limit or len(graphs) <= limit:
     return graphs
-  idx = np.sort(np.random.default_rng([0, salt]).choice(
-      len(graphs), limit, replace=False))
+  idx = np.sort(
+      np.random.default_rng([0, salt]).choice(len(graphs), limit, replace=False)
+  )
   return [graphs[int(i)] for i in idx]
 
 
@@ -167,13 +207,17 @@ def load_data(config: ConfigDict) -> Dict[str, List[Dict]]:
   d = config.data
   train = data_lib.convert_file(os.path.join(d.data_dir, d.train_file))
   if d.max_train_examples:
-    train = train[:d.max_train_examples]
+    train = train[: d.max_train_examples]
   out = {"train": train}
   names = ((("val", d.val_file),) if d.val_file else ()) + tuple(
-      (os.path.splitext(os.path.basename(f))[0], f) for f in d.eval_files)
+      (os.path.splitext(os.path.basename(f))[0], f) for f in d.eval_files
+  )
   for salt, (key, name) in enumerate(names, start=1):
-    out[key] = _subset(data_lib.convert_file(os.path.join(d.data_dir, name)),
-                       int(d.max_eval_examples), salt)
+    out[key] = _subset(
+        data_lib.convert_file(os.path.join(d.data_dir, name)),
+        int(d.max_eval_examples),
+        salt,
+    )
   return out
 
 
@@ -181,16 +225,18 @@ def _padded_length(lengths, multiple: int) -> int:
   return int(math.ceil(max(int(np.max(lengths)), 1) / multiple) * multiple)
 
 
-def make_batch(arrays: Dict[str, np.ndarray], idx: np.ndarray, size: int,
-               multiple: int) -> Dict[str, np.ndarray]:
+def make_batch(
+    arrays: Dict[str, np.ndarray], idx: np.ndarray, size: int, multiple: int
+) -> Dict[str, np.ndarray]:
   """Rows `idx` of `arrays`, cut to their padded length, plus zero-weight
   copies of the first row up to `size` rows."""
   n = len(idx)
   length = _padded_length(arrays["lengths"][idx], multiple)
   fill = np.concatenate([idx, np.repeat(idx[:1], size - n)])
   batch = {k: arrays[k][fill, :length] for k in ("tokens", "mask") + TARGETS}
-  batch["weights"] = np.concatenate([np.ones(n, np.float32),
-                                     np.zeros(size - n, np.float32)])
+  batch["weights"] = np.concatenate(
+      [np.ones(n, np.float32), np.zeros(size - n, np.float32)]
+  )
   return batch
 
 
@@ -200,9 +246,13 @@ def make_batch(arrays: Dict[str, np.ndarray], idx: np.ndarray, size: int,
 
 
 def make_optimizer(t) -> optax.GradientTransformation:
-  opt = optax.adamw(make_schedule(t.learning_rate, "linear", t.warmup_steps,
-                                  t.steps),
-                    b1=0.9, b2=0.999, eps=1e-8, weight_decay=t.weight_decay)
+  opt = optax.adamw(
+      make_schedule(t.learning_rate, "linear", t.warmup_steps, t.steps),
+      b1=0.9,
+      b2=0.999,
+      eps=1e-8,
+      weight_decay=t.weight_decay,
+  )
   if t.clip > 0:
     return optax.chain(optax.clip_by_global_norm(t.clip), opt)
   return opt
@@ -217,25 +267,33 @@ def token_correct(logits: Dict[str, jax.Array], batch) -> jax.Array:
 
 
 def _loss(model, params, batch, rng, deterministic):
-  logits = model.apply({"params": params}, batch["tokens"], batch["mask"],
-                       deterministic=deterministic, rngs={"dropout": rng})
+  logits = model.apply(
+      {"params": params},
+      batch["tokens"],
+      batch["mask"],
+      deterministic=deterministic,
+      rngs={"dropout": rng},
+  )
   w_BxN = batch["mask"] * batch["weights"][:, None]
   total = jnp.maximum(jnp.sum(w_BxN), 1.0)
   loss = 0.0
   for head, target in zip(HEADS, TARGETS):
     ce = optax.softmax_cross_entropy_with_integer_labels(
-        logits[head].astype(jnp.float32), batch[target])
+        logits[head].astype(jnp.float32), batch[target]
+    )
     loss += jnp.sum(ce * w_BxN) / total
   sent_B = jnp.all(token_correct(logits, batch), -1)
   acc = jnp.sum(sent_B * batch["weights"]) / jnp.maximum(
-      jnp.sum(batch["weights"]), 1.0)
+      jnp.sum(batch["weights"]), 1.0
+  )
   return loss, acc
 
 
 def make_train_step(model, tx, mesh):
   """`loop.make_train_step` of the graph-COGS loss (training mode)."""
   return loop_lib.make_train_step(
-      lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh)
+      lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh
+  )
 
 
 def make_predict(model, mesh):
@@ -243,32 +301,39 @@ def make_predict(model, mesh):
   rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
 
   def predict(params, batch):
-    logits = model.apply({"params": params}, batch["tokens"], batch["mask"],
-                         deterministic=True)
+    logits = model.apply(
+        {"params": params}, batch["tokens"], batch["mask"], deterministic=True
+    )
     return jnp.all(token_correct(logits, batch), -1)
+
   return jax.jit(predict, in_shardings=(rep, bsh), out_shardings=bsh)
 
 
-def sentence_accuracy(predict, params, graphs, vocabs, batch_size: int,
-                      multiple: int, mesh) -> Dict[str, object]:
+def sentence_accuracy(
+    predict, params, graphs, vocabs, batch_size: int, multiple: int, mesh
+) -> Dict[str, object]:
   """{'all', 'count', 'per_category', 'count_per_category'} of `graphs`
   (batches sorted by length to limit padding and compilations)."""
   arrays = data_lib.graphs_to_arrays(graphs, vocabs)
   order = np.argsort(arrays["lengths"], kind="stable")
   correct = np.zeros(len(graphs), bool)
   for start in range(0, len(graphs), batch_size):
-    idx = order[start:start + batch_size]
+    idx = order[start : start + batch_size]
     batch = make_batch(arrays, idx, batch_size, multiple)
     batch.pop("weights")
     out = np.asarray(predict(params, mesh_lib.shard_batch(batch, mesh)))
-    correct[idx] = out[:len(idx)]
+    correct[idx] = out[: len(idx)]
   cats = np.asarray([g.get("distribution") or "none" for g in graphs])
   per, counts = {}, {}
   for c in sorted(set(cats.tolist())):
     sel = cats == c
     per[c], counts[c] = float(correct[sel].mean()), int(sel.sum())
-  return {"all": float(correct.mean()), "count": len(graphs),
-          "per_category": per, "count_per_category": counts}
+  return {
+      "all": float(correct.mean()),
+      "count": len(graphs),
+      "per_category": per,
+      "count_per_category": counts,
+  }
 
 
 # ----------------------------------------------------------------------------
@@ -276,9 +341,11 @@ def sentence_accuracy(predict, params, graphs, vocabs, batch_size: int,
 # ----------------------------------------------------------------------------
 
 
-
-def train_and_evaluate(config: ConfigDict, workdir: str,
-                       log: Optional[Callable[[str], None]] = None) -> Dict:
+def train_and_evaluate(
+    config: ConfigDict,
+    workdir: str,
+    log: Optional[Callable[[str], None]] = None,
+) -> Dict:
   """Trains (or resumes) the run of `config` in `workdir`; returns and
   writes the results (`results_path`).
 
@@ -301,19 +368,23 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
 
   data = load_data(config)
   vocabs = data_lib.build_graph_vocabs(data["train"])
-  reporting.write_json(os.path.join(workdir, "vocabs.json"),
-                       reporting_vocabs(vocabs))
+  reporting.write_json(
+      os.path.join(workdir, "vocabs.json"), reporting_vocabs(vocabs)
+  )
   train_arrays = data_lib.graphs_to_arrays(data["train"], vocabs)
   num_train = len(data["train"])
   steps_per_epoch = math.ceil(num_train / t_cfg.batch_size)
-  log(f"COGS graph ET: {num_train} train rows, sets "
+  log(
+      f"COGS graph ET: {num_train} train rows, sets "
       f"{ {k: len(v) for k, v in data.items() if k != 'train'} }; "
-      f"{steps_per_epoch} steps/epoch")
+      f"{steps_per_epoch} steps/epoch"
+  )
 
   def batch_at(step: int):
     idx = loop_lib.epoch_indices(step, num_train, t_cfg.batch_size, t_cfg.seed)
     return mesh_lib.shard_batch(
-        make_batch(train_arrays, idx, t_cfg.batch_size, multiple), mesh)
+        make_batch(train_arrays, idx, t_cfg.batch_size, multiple), mesh
+    )
 
   model = build_model(config, vocabs)
   tx = make_optimizer(t_cfg)
@@ -327,42 +398,61 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   predict = make_predict(model, mesh)
 
   def score(params, graphs):
-    return sentence_accuracy(predict, params, graphs, vocabs, eval_batch,
-                             multiple, mesh)
+    return sentence_accuracy(
+        predict, params, graphs, vocabs, eval_batch, multiple, mesh
+    )
 
   def evaluate(params) -> Dict:
     if "val" not in data:
       return {}
     return {"val_accuracy": score(params, data["val"])["all"]}
 
-  done = loop_lib.run(init=init, step_fn=make_train_step(model, tx, mesh),
-                      batch_at=batch_at, evaluate=evaluate,
-                      train_config=t_cfg, workdir=workdir, mesh=mesh, log=log)
+  done = loop_lib.run(
+      init=init,
+      step_fn=make_train_step(model, tx, mesh),
+      batch_at=batch_at,
+      evaluate=evaluate,
+      train_config=t_cfg,
+      workdir=workdir,
+      mesh=mesh,
+      log=log,
+  )
   if done.stopped:
     return {"stopped_at": done.step}
   params = done.params
 
   started = time.time()
-  evaluations = {name: score(params, graphs) for name, graphs in data.items()
-                 if name not in ("train", "val")}
+  evaluations = {
+      name: score(params, graphs)
+      for name, graphs in data.items()
+      if name not in ("train", "val")
+  }
   eval_seconds = time.time() - started
-  final = {"step": done.step, "selected": done.selected,
-           "accuracies": {k: v["all"] for k, v in evaluations.items()}}
+  final = {
+      "step": done.step,
+      "selected": done.selected,
+      "accuracies": {k: v["all"] for k, v in evaluations.items()},
+  }
   if "gen" in evaluations:
     final["gen_per_category"] = evaluations["gen"]["per_category"]
   results = {
-      "model": "edge_transformer", "num_params": done.num_params,
+      "model": "edge_transformer",
+      "num_params": done.num_params,
       "config": config_lib.to_dict(config),
       "data": {k: len(v) for k, v in data.items()},
-      "history": done.meta["history"], "final": final, "best": None,
+      "history": done.meta["history"],
+      "final": final,
+      "best": None,
       "evaluations": evaluations,
       "train_seconds": done.meta["train_seconds"],
       "eval_seconds": eval_seconds,
       "devices": [str(d) for d in mesh.devices.flat],
   }
   reporting.write_json(results_path(config, workdir), results)
-  log("sentence accuracy: " + ", ".join(
-      f"{k} {v:.4f}" for k, v in final["accuracies"].items()))
+  log(
+      "sentence accuracy: "
+      + ", ".join(f"{k} {v:.4f}" for k, v in final["accuracies"].items())
+  )
   return results
 
 

@@ -86,12 +86,14 @@ def to_dict(value: Any) -> Any:
 
 def from_dict(raw: Mapping) -> ConfigDict:
   """The ConfigDict of a `to_dict` record (JSON lists become tuples)."""
+
   def convert(v):
     if isinstance(v, Mapping):
       return {k: convert(x) for k, x in v.items()}
     if isinstance(v, list):
       return tuple(convert(x) for x in v)
     return v
+
   return ConfigDict(convert(raw))
 
 
@@ -102,8 +104,10 @@ def instantiate(cls, values: Union[ConfigDict, Mapping], **fixed):
   names = {f.name for f in dataclasses.fields(cls) if f.init}
   unknown = sorted(set(values) - names)
   if unknown:
-    raise ValueError(f"unknown {cls.__name__} field(s) {unknown}; valid "
-                     f"fields are {sorted(names)}.")
+    raise ValueError(
+        f"unknown {cls.__name__} field(s) {unknown}; valid "
+        f"fields are {sorted(names)}."
+    )
   hints = typing.get_type_hints(cls)
   kwargs = {}
   for k, v in values.items():
@@ -136,13 +140,17 @@ def override(config: ConfigDict, overrides: Mapping[str, Any]) -> ConfigDict:
     try:
       get_path(out, path)
     except (KeyError, AttributeError) as e:
-      raise ValueError(f"unknown config path {path!r}; top-level keys are "
-                       f"{sorted(out.keys())}.") from e
+      raise ValueError(
+          f"unknown config path {path!r}; top-level keys are "
+          f"{sorted(out.keys())}."
+      ) from e
     set_path(out, path, value)
   return out
 
 
-def diff(saved: Mapping, current: Mapping, prefix: str = "") -> Dict[str, Tuple]:
+def diff(
+    saved: Mapping, current: Mapping, prefix: str = ""
+) -> Dict[str, Tuple]:
   """{path: (saved, current)} of the leaves that differ between two dicts."""
   out = {}
   for key in sorted(set(saved) | set(current)):
@@ -155,22 +163,27 @@ def diff(saved: Mapping, current: Mapping, prefix: str = "") -> Dict[str, Tuple]
   return out
 
 
-def check_and_save(config: ConfigDict, workdir: str,
-                   resumable: Tuple[str, ...]) -> None:
+def check_and_save(
+    config: ConfigDict, workdir: str, resumable: Tuple[str, ...]
+) -> None:
   """Refuses a work dir whose `config.json` differs from `config` outside
   the path prefixes `resumable` (naming the differing paths); then saves
   `config` there."""
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
+
   path = os.path.join(workdir, "config.json")
   current = to_dict(config)
   if os.path.exists(path):
-    changed = {k: v for k, v in diff(reporting.read_json(path),
-                                     current).items()
-               if not k.startswith(tuple(resumable))}
+    changed = {
+        k: v
+        for k, v in diff(reporting.read_json(path), current).items()
+        if not k.startswith(tuple(resumable))
+    }
     if changed:
       raise ValueError(
           f"{workdir} holds a run with another config; differing paths "
-          f"(saved, current): {changed}. Use another work dir.")
+          f"(saved, current): {changed}. Use another work dir."
+      )
   reporting.write_json(path, current)
 
 
@@ -182,8 +195,9 @@ def _targets(target) -> Tuple[str, ...]:
   return (target,) if isinstance(target, str) else tuple(target)
 
 
-def define_aliases(aliases: Aliases, default: ConfigDict,
-                   flag_values=flags.FLAGS) -> None:
+def define_aliases(
+    aliases: Aliases, default: ConfigDict, flag_values=flags.FLAGS
+) -> None:
   """Defines `--<alias>` for each alias, typed like its first target path."""
   for name, target in aliases.items():
     paths = _targets(target)
@@ -206,12 +220,16 @@ def define_aliases(aliases: Aliases, default: ConfigDict,
 def given_aliases(aliases: Aliases, flag_values=flags.FLAGS) -> Dict[str, Any]:
   """{alias: value} of the alias flags given on the command line, in the
   order of `aliases`."""
-  return {name: flag_values[name].value for name in aliases
-          if flag_values[name].present}
+  return {
+      name: flag_values[name].value
+      for name in aliases
+      if flag_values[name].present
+  }
 
 
-def set_alias(config: ConfigDict, name: str, value: Any,
-              paths: Sequence[str]) -> None:
+def set_alias(
+    config: ConfigDict, name: str, value: Any, paths: Sequence[str]
+) -> None:
   """Sets `paths` of `config` to alias `name`'s `value` (a comma-separated
   list becomes a tuple typed like the current value)."""
   for path in paths:
@@ -224,13 +242,16 @@ def set_alias(config: ConfigDict, name: str, value: Any,
       try:
         new = tuple(kind(v) for v in value)
       except ValueError as e:
-        raise ValueError(f"--{name} must be a comma-separated list of "
-                         f"{kind.__name__}, got {value}.") from e
+        raise ValueError(
+            f"--{name} must be a comma-separated list of "
+            f"{kind.__name__}, got {value}."
+        ) from e
     set_path(config, path, new)
 
 
-def apply_aliases(config: ConfigDict, aliases: Aliases,
-                  flag_values=flags.FLAGS) -> ConfigDict:
+def apply_aliases(
+    config: ConfigDict, aliases: Aliases, flag_values=flags.FLAGS
+) -> ConfigDict:
   """`config` with every alias flag given on the command line applied, in
   the order of `aliases` (so a later, more specific alias wins)."""
   config = ConfigDict(config.to_dict())

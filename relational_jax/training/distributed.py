@@ -28,21 +28,33 @@ from relational_jax.training import mesh as mesh_lib
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
   """--distributed, --coordinator_address, --num_processes, --process_id."""
   flags.DEFINE_boolean(
-      "distributed", False,
+      "distributed",
+      False,
       "Run as one of several processes (jax.distributed.initialize before "
       "anything else); without the three flags below JAX reads them from the "
-      "cluster environment.", flag_values=flag_values)
+      "cluster environment.",
+      flag_values=flag_values,
+  )
   flags.DEFINE_string(
-      "coordinator_address", None,
+      "coordinator_address",
+      None,
       "HOST:PORT of process 0's coordinator service (with --distributed).",
-      flag_values=flag_values)
-  flags.DEFINE_integer("num_processes", None,
-                       "Number of processes of the run (with --distributed).",
-                       lower_bound=1, flag_values=flag_values)
-  flags.DEFINE_integer("process_id", None,
-                       "This process's index, 0 .. num_processes - 1 (with "
-                       "--distributed).", lower_bound=0,
-                       flag_values=flag_values)
+      flag_values=flag_values,
+  )
+  flags.DEFINE_integer(
+      "num_processes",
+      None,
+      "Number of processes of the run (with --distributed).",
+      lower_bound=1,
+      flag_values=flag_values,
+  )
+  flags.DEFINE_integer(
+      "process_id",
+      None,
+      "This process's index, 0 .. num_processes - 1 (with --distributed).",
+      lower_bound=0,
+      flag_values=flag_values,
+  )
 
 
 def initialize_from_flags(flag_values: flags.FlagValues = flags.FLAGS) -> bool:
@@ -53,8 +65,10 @@ def initialize_from_flags(flag_values: flags.FlagValues = flags.FLAGS) -> bool:
     ValueError: a process flag is given without --distributed, or
       --process_id is not below --num_processes.
   """
-  given = {name: flag_values[name].value
-           for name in ("coordinator_address", "num_processes", "process_id")}
+  given = {
+      name: flag_values[name].value
+      for name in ("coordinator_address", "num_processes", "process_id")
+  }
   if not flag_values.distributed:
     stray = [f"--{k}" for k, v in given.items() if v is not None]
     if stray:
@@ -62,8 +76,9 @@ def initialize_from_flags(flag_values: flags.FlagValues = flags.FLAGS) -> bool:
     return False
   num, index = given["num_processes"], given["process_id"]
   if num is not None and index is not None and index >= num:
-    raise ValueError(f"--process_id={index} must be below "
-                     f"--num_processes={num}.")
+    raise ValueError(
+        f"--process_id={index} must be below --num_processes={num}."
+    )
   return mesh_lib.maybe_initialize_distributed(True, **given)
 
 

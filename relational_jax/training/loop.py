@@ -48,19 +48,29 @@ def validate_train_config(t) -> None:
   for name in ("steps", "batch_size", "eval_every"):
     if t[name] < 1:
       raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
-  for name in ("warmup_steps", "eval_batch_size", "checkpoint_every",
-               "devices", "stop_at_step"):
+  for name in (
+      "warmup_steps",
+      "eval_batch_size",
+      "checkpoint_every",
+      "devices",
+      "stop_at_step",
+  ):
     if t[name] < 0:
       raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
   if not t.learning_rate > 0:
-    raise ValueError(f"train.learning_rate must be positive, got "
-                     f"{t.learning_rate}.")
+    raise ValueError(
+        f"train.learning_rate must be positive, got {t.learning_rate}."
+    )
 
 
 def train_state(params, tx: optax.GradientTransformation, rng) -> Dict:
   """The training state: parameters, optimiser state, step 0, the run's key."""
-  return {"params": params, "opt_state": tx.init(params),
-          "step": jnp.zeros((), jnp.int32), "rng": rng}
+  return {
+      "params": params,
+      "opt_state": tx.init(params),
+      "step": jnp.zeros((), jnp.int32),
+      "rng": rng,
+  }
 
 
 def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation, mesh):
@@ -72,30 +82,39 @@ def make_train_step(loss_fn: LossFn, tx: optax.GradientTransformation, mesh):
   def step(state, batch):
     rng = jax.random.fold_in(state["rng"], state["step"])
     (loss, acc), grads = jax.value_and_grad(
-        lambda p: loss_fn(p, batch, rng), has_aux=True)(state["params"])
+        lambda p: loss_fn(p, batch, rng), has_aux=True
+    )(state["params"])
     updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
-    return ({"params": optax.apply_updates(state["params"], updates),
-             "opt_state": opt_state, "step": state["step"] + 1,
-             "rng": state["rng"]},
-            {"loss": loss, "accuracy": acc,
-             "grad_norm": optax.tree.norm(grads)})
+    return (
+        {
+            "params": optax.apply_updates(state["params"], updates),
+            "opt_state": opt_state,
+            "step": state["step"] + 1,
+            "rng": state["rng"],
+        },
+        {"loss": loss, "accuracy": acc, "grad_norm": optax.tree.norm(grads)},
+    )
 
-  return jax.jit(step, in_shardings=(rep, bsh), out_shardings=(rep, rep),
-                 donate_argnums=0)
+  return jax.jit(
+      step, in_shardings=(rep, bsh), out_shardings=(rep, rep), donate_argnums=0
+  )
 
 
-def epoch_indices(step: int, num_train: int, batch_size: int,
-                  seed: int) -> np.ndarray:
+def epoch_indices(
+    step: int, num_train: int, batch_size: int, seed: int
+) -> np.ndarray:
   """Indices of the training examples of `step` (0-based): batch i of epoch
   e is slice i of the permutation drawn by default_rng([seed, e]); the last
   batch of an epoch may be short (callers pad it with zero weights)."""
   if num_train < 1 or batch_size < 1:
-    raise ValueError(f"num_train and batch_size must be positive, got "
-                     f"{num_train} and {batch_size}.")
+    raise ValueError(
+        "num_train and batch_size must be positive, got "
+        f"{num_train} and {batch_size}."
+    )
   steps_per_epoch = math.ceil(num_train / batch_size)
   epoch, i = divmod(step, steps_per_epoch)
   perm = np.random.default_rng([seed, epoch]).permutation(num_train)
-  return perm[i * batch_size:(i + 1) * batch_size]
+  return perm[i * batch_size : (i + 1) * batch_size]
 
 
 @dataclasses.dataclass
@@ -107,6 +126,7 @@ class LoopResult:
   params: the selected parameters; selected: 'last' or 'val (step S)'.
   meta: {'history': [...], 'best_val', 'train_seconds'} as checkpointed.
   """
+
   step: int
   stopped: bool
   params: object
@@ -115,9 +135,17 @@ class LoopResult:
   num_params: int
 
 
-def run(*, init: Callable, step_fn: Callable, batch_at: Callable[[int], Dict],
-        evaluate: Callable[[object], Dict], train_config, workdir: str,
-        mesh, log: Callable[[str], None]) -> LoopResult:
+def run(
+    *,
+    init: Callable,
+    step_fn: Callable,
+    batch_at: Callable[[int], Dict],
+    evaluate: Callable[[object], Dict],
+    train_config,
+    workdir: str,
+    mesh,
+    log: Callable[[str], None],
+) -> LoopResult:
   """Trains (or resumes) in `workdir/checkpoints`; see the module docstring.
 
   Args:
@@ -134,7 +162,8 @@ def run(*, init: Callable, step_fn: Callable, batch_at: Callable[[int], Dict],
   t = train_config
   rep = mesh_lib.replicated(mesh)
   abstract = ckpt_lib.abstract_like(
-      jax.eval_shape(init, jax.random.PRNGKey(0)), rep)
+      jax.eval_shape(init, jax.random.PRNGKey(0)), rep
+  )
   with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
     restored = ckpts.restore(abstract)
     if restored is None:
@@ -143,8 +172,11 @@ def run(*, init: Callable, step_fn: Callable, batch_at: Callable[[int], Dict],
     else:
       state, meta = restored
       log(f"resumed at step {int(state['step'])}")
-    num_params = int(sum(np.prod(x.shape) for x in
-                         jax.tree_util.tree_leaves(state["params"])))
+    num_params = int(
+        sum(
+            np.prod(x.shape) for x in jax.tree_util.tree_leaves(state["params"])
+        )
+    )
     step = int(state["step"])
     stop = min(t.steps, t.stop_at_step or t.steps)
     save_every = t.checkpoint_every or t.eval_every
@@ -159,23 +191,34 @@ def run(*, init: Callable, step_fn: Callable, batch_at: Callable[[int], Dict],
       if not math.isfinite(loss):
         raise NonFiniteLossError(
             f"loss {loss} at step {step}; the last good checkpoint "
-            f"(step {ckpts.latest_step()}) in {workdir} is kept.")
+            f"(step {ckpts.latest_step()}) in {workdir} is kept."
+        )
       meta["train_seconds"] += time.time() - started
       started = time.time()
       best = False
       if evaluate_now:
-        entry = {"step": step, "loss": loss,
-                 "train_accuracy": float(metrics["accuracy"]),
-                 **evaluate(state["params"])}
+        entry = {
+            "step": step,
+            "loss": loss,
+            "train_accuracy": float(metrics["accuracy"]),
+            **evaluate(state["params"]),
+        }
         if "val_accuracy" in entry:
-          best = (meta["best_val"] is None
-                  or entry["val_accuracy"] > meta["best_val"])
+          best = (
+              meta["best_val"] is None
+              or entry["val_accuracy"] > meta["best_val"]
+          )
           if best:
             meta["best_val"] = entry["val_accuracy"]
         meta["history"].append(entry)
-        log(f"step {step}: loss {loss:.4f}, " + ", ".join(
-            f"{k} {v:.4f}" for k, v in entry.items()
-            if k.endswith("accuracy")))
+        log(
+            f"step {step}: loss {loss:.4f}, "
+            + ", ".join(
+                f"{k} {v:.4f}"
+                for k, v in entry.items()
+                if k.endswith("accuracy")
+            )
+        )
       ckpts.save(step, state, meta, best=best)
     meta["train_seconds"] += time.time() - started
     if step < t.steps:
@@ -189,12 +232,14 @@ def run(*, init: Callable, step_fn: Callable, batch_at: Callable[[int], Dict],
   return LoopResult(step, False, params, selected, meta, num_params)
 
 
-def restore_params(init: Callable, workdir: str, mesh,
-                   which: str = "latest") -> Optional[object]:
+def restore_params(
+    init: Callable, workdir: str, mesh, which: str = "latest"
+) -> Optional[object]:
   """Parameters of the newest `which` checkpoint in `workdir` (None if none);
   `init` as for `run`."""
   abstract = ckpt_lib.abstract_like(
-      jax.eval_shape(init, jax.random.PRNGKey(0)), mesh_lib.replicated(mesh))
+      jax.eval_shape(init, jax.random.PRNGKey(0)), mesh_lib.replicated(mesh)
+  )
   with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
     restored = ckpts.restore(abstract, which)
   return None if restored is None else restored[0]["params"]

@@ -68,8 +68,9 @@ def batch_sharded(mesh: Mesh) -> NamedSharding:
   return NamedSharding(mesh, P(DATA_AXIS))
 
 
-def check_divisible(global_batch: int, num_devices: int,
-                    what: str = "global batch size") -> None:
+def check_divisible(
+    global_batch: int, num_devices: int, what: str = "global batch size"
+) -> None:
   """Raises a ValueError naming both numbers unless num_devices divides
   global_batch."""
   if num_devices <= 0:
@@ -80,7 +81,8 @@ def check_divisible(global_batch: int, num_devices: int,
         f"{num_devices}: each device needs an equal share of the batch. Use a "
         f"multiple of {num_devices} (e.g. "
         f"{max(num_devices, global_batch // num_devices * num_devices)}) or "
-        f"fewer devices.")
+        "fewer devices."
+    )
 
 
 def _batch_size(batch: Any, batch_axis: int = 0) -> Optional[int]:
@@ -94,12 +96,15 @@ def _batch_size(batch: Any, batch_axis: int = 0) -> Optional[int]:
     if len(shape) <= batch_axis:
       raise ValueError(
           "shard_batch needs arrays with a leading batch axis, got a scalar "
-          "leaf." if batch_axis == 0 else
-          f"a batch array of shape {shape} has no batch axis {batch_axis}.")
+          "leaf."
+          if batch_axis == 0
+          else f"a batch array of shape {shape} has no batch axis {batch_axis}."
+      )
     sizes.add(shape[batch_axis])
   if len(sizes) > 1:
-    raise ValueError(f"batch arrays disagree on the batch size: "
-                     f"{sorted(sizes)}.")
+    raise ValueError(
+        f"batch arrays disagree on the batch size: {sorted(sizes)}."
+    )
   return sizes.pop() if sizes else None
 
 
@@ -121,22 +126,27 @@ def process_rows(global_batch: int, mesh: Mesh) -> slice:
   """
   check_divisible(global_batch, num_data_shards(mesh))
   held = batch_sharded(mesh).addressable_devices_indices_map((global_batch,))
-  blocks = sorted({index[0].indices(global_batch)[:2]
-                   for index in held.values()})
+  blocks = sorted(
+      {index[0].indices(global_batch)[:2] for index in held.values()}
+  )
   if not blocks:
-    raise ValueError(f"process {jax.process_index()} holds none of the "
-                     f"{num_data_shards(mesh)} devices of the data mesh.")
+    raise ValueError(
+        f"process {jax.process_index()} holds none of the "
+        f"{num_data_shards(mesh)} devices of the data mesh."
+    )
   start, stop = blocks[0][0], blocks[-1][1]
   if sum(b - a for a, b in blocks) != stop - start:
     raise ValueError(
         f"process {jax.process_index()}'s devices hold the non-contiguous "
         f"rows {blocks} of the global batch; order the mesh devices by "
-        "process (jax.devices() order).")
+        "process (jax.devices() order)."
+    )
   return slice(start, stop)
 
 
-def shard_process_batch(local_batch: Any, mesh: Mesh, global_batch: int,
-                        batch_axis: int = 0) -> Any:
+def shard_process_batch(
+    local_batch: Any, mesh: Mesh, global_batch: int, batch_axis: int = 0
+) -> Any:
   """Global batch arrays from this process's share of the batch.
 
   Args:
@@ -159,15 +169,17 @@ def shard_process_batch(local_batch: Any, mesh: Mesh, global_batch: int,
     raise ValueError(
         f"process {jax.process_index()} must give its {rows.stop - rows.start}"
         f" rows ({rows.start}:{rows.stop}) of the global batch of "
-        f"{global_batch}, got {size}.")
+        f"{global_batch}, got {size}."
+    )
   sharding = _sharding(mesh, batch_axis)
   if jax.process_count() == 1:
     return jax.device_put(local_batch, sharding)
 
   def to_global(x):
     x = np.asarray(x)
-    shape = x.shape[:batch_axis] + (global_batch,) + x.shape[batch_axis + 1:]
+    shape = x.shape[:batch_axis] + (global_batch,) + x.shape[batch_axis + 1 :]
     return jax.make_array_from_process_local_data(sharding, x, shape)
+
   return jax.tree_util.tree_map(to_global, local_batch)
 
 
@@ -194,21 +206,26 @@ def shard_batch(batch: Any, mesh: Mesh, batch_axis: int = 0) -> Any:
   if jax.process_count() == 1:
     return jax.device_put(batch, _sharding(mesh, batch_axis))
   return shard_process_batch(
-      take_rows(batch, process_rows(size, mesh), batch_axis), mesh, size,
-      batch_axis)
+      take_rows(batch, process_rows(size, mesh), batch_axis),
+      mesh,
+      size,
+      batch_axis,
+  )
 
 
 def mesh_of_first(num_devices: int) -> Mesh:
   """The data mesh of the first `num_devices` of `jax.devices()` (0: all)."""
   devices = jax.devices()
   if num_devices > len(devices):
-    raise ValueError(f"devices={num_devices} but only {len(devices)} "
-                     f"devices are available.")
+    raise ValueError(
+        f"devices={num_devices} but only {len(devices)} devices are available."
+    )
   if jax.process_count() > 1 and num_devices not in (0, len(devices)):
     raise ValueError(
         f"devices={num_devices} with {jax.process_count()} processes: a "
-        f"multi-process run uses all {len(devices)} devices (devices=0).")
-  return make_data_mesh(devices[:num_devices or len(devices)])
+        f"multi-process run uses all {len(devices)} devices (devices=0)."
+    )
+  return make_data_mesh(devices[: num_devices or len(devices)])
 
 
 def replicate(tree: Any, mesh: Mesh) -> Any:
@@ -229,5 +246,6 @@ def maybe_initialize_distributed(enabled: bool, **kwargs) -> bool:
   if jax.config.jax_cpu_collectives_implementation in (None, "none"):
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
   jax.distributed.initialize(
-      **{k: v for k, v in kwargs.items() if v is not None})
+      **{k: v for k, v in kwargs.items() if v is not None}
+  )
   return True

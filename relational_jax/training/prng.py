@@ -67,13 +67,22 @@ _THREEFRY = jex_random.threefry_prng_impl
 COUNTER_HASH = jex_random.define_prng_impl(
     key_shape=(2,),
     seed=lambda seed: jax.random.key_data(
-        jax.random.key(seed, impl="threefry2x32")),
-    split=lambda key, shape: jax.random.key_data(jax.random.split(
-        jax.random.wrap_key_data(key, impl="threefry2x32"), shape)),
+        jax.random.key(seed, impl="threefry2x32")
+    ),
+    split=lambda key, shape: jax.random.key_data(
+        jax.random.split(
+            jax.random.wrap_key_data(key, impl="threefry2x32"), shape
+        )
+    ),
     random_bits=_random_bits,
-    fold_in=lambda key, data: jax.random.key_data(jax.random.fold_in(
-        jax.random.wrap_key_data(key, impl="threefry2x32"), data)),
-    name="counter_hash", tag="ch")
+    fold_in=lambda key, data: jax.random.key_data(
+        jax.random.fold_in(
+            jax.random.wrap_key_data(key, impl="threefry2x32"), data
+        )
+    ),
+    name="counter_hash",
+    tag="ch",
+)
 
 
 def dropout_key(raw_key, prng: str):

@@ -14,8 +14,9 @@ def write_json(path: str, value: Any) -> None:
   same directory, then `os.replace`): a reader never sees half a file."""
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
-  fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_",
-                             suffix=os.path.basename(path))
+  fd, tmp = tempfile.mkstemp(
+      dir=directory, prefix=".tmp_", suffix=os.path.basename(path)
+  )
   try:
     with os.fdopen(fd, "w") as f:
       json.dump(value, f, indent=1)
@@ -31,13 +32,22 @@ def read_json(path: str) -> Any:
     return json.load(f)
 
 
-def plot_curves(series: Sequence[Series], path: str, *, xlabel: str,
-                ylabel: str, title: str = "", log2_x: bool = False,
-                ylim: Optional[Tuple[float, float]] = (-0.02, 1.02)) -> None:
+def plot_curves(
+    series: Sequence[Series],
+    path: str,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    log2_x: bool = False,
+    ylim: Optional[Tuple[float, float]] = (-0.02, 1.02)
+) -> None:
   """A PNG with one marked line per series (matplotlib, Agg backend)."""
   import matplotlib  # pylint: disable=g-import-not-at-top
+
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+
   fig, ax = plt.subplots(figsize=(6, 4))
   for label, xs, ys in series:
     ax.plot(list(xs), list(ys), marker="o" if log2_x else ".", label=label)

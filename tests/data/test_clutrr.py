@@ -41,121 +41,189 @@ grandson|granddaughter . brother|sister = grandson|granddaughter
 
 
 def _table():
-    table = {}
-    for line in _RULES.strip().splitlines():
-        left, result = line.split(" = ")
-        first, second = left.split(" . ")
-        for r1 in first.split("|"):
-            for r2, r in zip(second.split("|"), result.split("|")):
-                table[(r1, r2)] = r
-    return table
+  table = {}
+  for line in _RULES.strip().splitlines():
+    left, result = line.split(" = ")
+    first, second = left.split(" . ")
+    for r1 in first.split("|"):
+      for r2, r in zip(second.split("|"), result.split("|")):
+        table[(r1, r2)] = r
+  return table
 
 
 TABLE = _table()
-MALE = {"son", "father", "husband", "brother", "grandson", "grandfather", "nephew", "uncle",
-        "son-in-law", "father-in-law"}
-FEMALE = {"daughter", "mother", "wife", "sister", "granddaughter", "grandmother", "niece",
-          "aunt", "daughter-in-law", "mother-in-law"}
-CLASSES = ["aunt", "son-in-law", "grandfather", "brother", "sister", "father", "mother",
-           "grandmother", "uncle", "daughter-in-law", "grandson", "granddaughter",
-           "father-in-law", "mother-in-law", "nephew", "son", "daughter", "niece", "husband",
-           "wife", "sister-in-law"]
+MALE = {
+    "son",
+    "father",
+    "husband",
+    "brother",
+    "grandson",
+    "grandfather",
+    "nephew",
+    "uncle",
+    "son-in-law",
+    "father-in-law",
+}
+FEMALE = {
+    "daughter",
+    "mother",
+    "wife",
+    "sister",
+    "granddaughter",
+    "grandmother",
+    "niece",
+    "aunt",
+    "daughter-in-law",
+    "mother-in-law",
+}
+CLASSES = [
+    "aunt",
+    "son-in-law",
+    "grandfather",
+    "brother",
+    "sister",
+    "father",
+    "mother",
+    "grandmother",
+    "uncle",
+    "daughter-in-law",
+    "grandson",
+    "granddaughter",
+    "father-in-law",
+    "mother-in-law",
+    "nephew",
+    "son",
+    "daughter",
+    "niece",
+    "husband",
+    "wife",
+    "sister-in-law",
+]
 
 
 def derivable(facts):
-    """All relations derivable for the ends of a walk of facts (each used
-    once, any bracketing): CYK over the chain."""
-    n = len(facts)
-    span = {(i, i + 1): {facts[i]} for i in range(n)}
-    for length in range(2, n + 1):
-        for i in range(n - length + 1):
-            j = i + length
-            span[i, j] = {TABLE[a, b] for m in range(i + 1, j)
-                          for a in span[i, m] for b in span[m, j] if (a, b) in TABLE}
-    return span[0, n]
+  """All relations derivable for the ends of a walk of facts (each used
+  once, any bracketing): CYK over the chain."""
+  n = len(facts)
+  span = {(i, i + 1): {facts[i]} for i in range(n)}
+  for length in range(2, n + 1):
+    for i in range(n - length + 1):
+      j = i + length
+      span[i, j] = {
+          TABLE[a, b]
+          for m in range(i + 1, j)
+          for a in span[i, m]
+          for b in span[m, j]
+          if (a, b) in TABLE
+      }
+  return span[0, n]
 
 
 def check_walk(edges, query):
-    """The facts, in story order, form a walk from query[0] to query[1]."""
-    assert edges[0][0] == query[0] and edges[-1][1] == query[1]
-    assert all(edges[i][1] == edges[i + 1][0] for i in range(len(edges) - 1))
+  """The facts, in story order, form a walk from query[0] to query[1]."""
+  assert edges[0][0] == query[0] and edges[-1][1] == query[1]
+  assert all(edges[i][1] == edges[i + 1][0] for i in range(len(edges) - 1))
 
 
 def replay_proof(row):
-    """Replay the row's proof_state: every step must be a rule of TABLE, the
-    root the query with the target, the leaves the stated facts."""
-    names = [g.split(":")[0] for g in row["genders"].split(",")]
-    edges = ast.literal_eval(row["story_edges"])
-    types = ast.literal_eval(row["edge_types"])
-    q = ast.literal_eval(row["query_edge"])
-    steps = [next(iter(s.items())) for s in ast.literal_eval(row["proof_state"])]
-    heads, bodies = collections.Counter(), collections.Counter()
-    for (a, r, c), ((a1, r1, b1), (b2, r2, c2)) in steps:
-        if not (a == a1 and b1 == b2 and c2 == c and TABLE.get((r1, r2)) == r):
-            return False
-        heads[(a, r, c)] += 1
-        bodies.update([(a1, r1, b1), (b2, r2, c2)])
-    facts = collections.Counter((names[i], t, names[j]) for (i, j), t in zip(edges, types))
-    return steps[0][0] == (names[q[0]], row["target_text"], names[q[1]]) and bodies - heads == facts
+  """Replay the row's proof_state: every step must be a rule of TABLE, the
+  root the query with the target, the leaves the stated facts."""
+  names = [g.split(":")[0] for g in row["genders"].split(",")]
+  edges = ast.literal_eval(row["story_edges"])
+  types = ast.literal_eval(row["edge_types"])
+  q = ast.literal_eval(row["query_edge"])
+  steps = [next(iter(s.items())) for s in ast.literal_eval(row["proof_state"])]
+  heads, bodies = collections.Counter(), collections.Counter()
+  for (a, r, c), ((a1, r1, b1), (b2, r2, c2)) in steps:
+    if not (a == a1 and b1 == b2 and c2 == c and TABLE.get((r1, r2)) == r):
+      return False
+    heads[(a, r, c)] += 1
+    bodies.update([(a1, r1, b1), (b2, r2, c2)])
+  facts = collections.Counter(
+      (names[i], t, names[j]) for (i, j), t in zip(edges, types)
+  )
+  return (
+      steps[0][0] == (names[q[0]], row["target_text"], names[q[1]])
+      and bodies - heads == facts
+  )
 
 
 def reason_over(rows):
-    """(number derived uniquely, ambiguous answer sets, proof replays that hold)."""
-    unique, ambiguous, proofs = 0, collections.Counter(), 0
-    for row in rows:
-        edges = ast.literal_eval(row["story_edges"])
-        check_walk(edges, ast.literal_eval(row["query_edge"]))
-        answers = derivable([clutrr.ALIASES.get(t, t) for t in ast.literal_eval(row["edge_types"])])
-        assert row["target_text"] in answers, row
-        if len(answers) == 1:
-            unique += 1
-        else:
-            ambiguous[tuple(sorted(answers))] += 1
-        proofs += replay_proof(row)
-    return unique, ambiguous, proofs
+  """(number derived uniquely, ambiguous answer sets, proof replays that hold)."""
+  unique, ambiguous, proofs = 0, collections.Counter(), 0
+  for row in rows:
+    edges = ast.literal_eval(row["story_edges"])
+    check_walk(edges, ast.literal_eval(row["query_edge"]))
+    answers = derivable(
+        [clutrr.ALIASES.get(t, t) for t in ast.literal_eval(row["edge_types"])]
+    )
+    assert row["target_text"] in answers, row
+    if len(answers) == 1:
+      unique += 1
+    else:
+      ambiguous[tuple(sorted(answers))] += 1
+    proofs += replay_proof(row)
+  return unique, ambiguous, proofs
 
 
 def _raw(path):
-    with open(path, newline="", encoding="utf-8-sig") as f:
-        return list(csv.DictReader(f))
+  with open(path, newline="", encoding="utf-8-sig") as f:
+    return list(csv.DictReader(f))
 
 
 # ---------------------------------------------------------------------------
 # The official files.
 
 
-@pytest.mark.parametrize("name,total", [("validation.csv", 2020), ("test.csv", 1146)])
+@pytest.mark.parametrize(
+    "name,total", [("validation.csv", 2020), ("test.csv", 1146)]
+)
 def test_official_files_load(shared_data, name, total):
-    path = shared_data / OFFICIAL / name
-    raw = _raw(path)
-    examples = clutrr.load_clutrr(path)
-    assert len(raw) == len(examples) == total
-    expected = collections.Counter(int(r["task_name"].rsplit(".", 1)[1]) for r in raw)
-    assert collections.Counter(ex.k for ex in examples) == expected
-    assert set(expected) == ({2, 3} if name == "validation.csv" else set(range(2, 11)))
-    for r, ex in zip(raw, examples):
-        assert 0 <= ex.target < 21 and CLASSES[ex.target] == r["target_text"] == ex.target_text
-        assert int(r["target"]) == ex.target
-        assert len(ex.edges) == ex.k and ex.num_nodes == len(r["genders"].split(","))
-        assert list(ex.edge_types) == ast.literal_eval(r["edge_types"])
-        for (_, b), t in zip(ex.edges, ex.edge_types):  # names are gendered by b
-            assert ex.genders[b] == ("male" if t in MALE else "female")
+  path = shared_data / OFFICIAL / name
+  raw = _raw(path)
+  examples = clutrr.load_clutrr(path)
+  assert len(raw) == len(examples) == total
+  expected = collections.Counter(
+      int(r["task_name"].rsplit(".", 1)[1]) for r in raw
+  )
+  assert collections.Counter(ex.k for ex in examples) == expected
+  assert set(expected) == (
+      {2, 3} if name == "validation.csv" else set(range(2, 11))
+  )
+  for r, ex in zip(raw, examples):
+    assert (
+        0 <= ex.target < 21
+        and CLASSES[ex.target] == r["target_text"] == ex.target_text
+    )
+    assert int(r["target"]) == ex.target
+    assert len(ex.edges) == ex.k and ex.num_nodes == len(
+        r["genders"].split(",")
+    )
+    assert list(ex.edge_types) == ast.literal_eval(r["edge_types"])
+    for (_, b), t in zip(ex.edges, ex.edge_types):  # names are gendered by b
+      assert ex.genders[b] == ("male" if t in MALE else "female")
 
 
 def test_reasoner_derives_official_rows(shared_data):
-    # Every target is derivable from its facts.  A few stories have two
-    # derivations with different answers: "child . grandparent = parent" is
-    # one of CLUTRR's rules, but a child's grandparent may be the partner's
-    # parent (e.g. wife, son, grandmother: mother or mother-in-law).  The
-    # recorded proof (proof_state) then picks the target; it replays for all.
-    val = _raw(shared_data / OFFICIAL / "validation.csv")
-    test = _raw(shared_data / OFFICIAL / "test.csv")
-    unique, ambiguous, proofs = reason_over(val)
-    assert (unique, sum(ambiguous.values()), proofs) == (1999, 21, 2020)
-    assert set(ambiguous) <= {("father", "father-in-law"), ("mother", "mother-in-law")}
-    unique, ambiguous, proofs = reason_over(test)
-    assert (unique, sum(ambiguous.values()), proofs) == (1124, 22, 1146)
-    assert set(ambiguous) <= {("father", "father-in-law"), ("mother", "mother-in-law")}
+  # Every target is derivable from its facts.  A few stories have two
+  # derivations with different answers: "child . grandparent = parent" is
+  # one of CLUTRR's rules, but a child's grandparent may be the partner's
+  # parent (e.g. wife, son, grandmother: mother or mother-in-law).  The
+  # recorded proof (proof_state) then picks the target; it replays for all.
+  val = _raw(shared_data / OFFICIAL / "validation.csv")
+  test = _raw(shared_data / OFFICIAL / "test.csv")
+  unique, ambiguous, proofs = reason_over(val)
+  assert (unique, sum(ambiguous.values()), proofs) == (1999, 21, 2020)
+  assert set(ambiguous) <= {
+      ("father", "father-in-law"),
+      ("mother", "mother-in-law"),
+  }
+  unique, ambiguous, proofs = reason_over(test)
+  assert (unique, sum(ambiguous.values()), proofs) == (1124, 22, 1146)
+  assert set(ambiguous) <= {
+      ("father", "father-in-law"),
+      ("mother", "mother-in-law"),
+  }
 
 
 # ---------------------------------------------------------------------------
@@ -164,165 +232,268 @@ def test_reasoner_derives_official_rows(shared_data):
 
 @pytest.fixture(scope="module")
 def generated():
-    return {k: clutrr.generate_rows(k, 60, seed=k) for k in range(2, 11)}
+  return {k: clutrr.generate_rows(k, 60, seed=k) for k in range(2, 11)}
 
 
 def test_generated_rows_are_derivable(generated):
-    for k, rows in generated.items():
-        assert len(rows) == 60
-        unique, ambiguous, proofs = reason_over(rows)
-        assert proofs == len(rows)
-        assert set(ambiguous) <= {("father", "father-in-law"), ("mother", "mother-in-law")}
-        assert unique >= 0.8 * len(rows)
+  for k, rows in generated.items():
+    assert len(rows) == 60
+    unique, ambiguous, proofs = reason_over(rows)
+    assert proofs == len(rows)
+    assert set(ambiguous) <= {
+        ("father", "father-in-law"),
+        ("mother", "mother-in-law"),
+    }
+    assert unique >= 0.8 * len(rows)
 
 
 def test_generated_shape(generated):
-    repeats = 0
-    for k, rows in generated.items():
-        examples = clutrr.examples_from_rows(rows)
-        for row, ex in zip(rows, examples):
-            assert ex.k == k and len(ex.edges) == k and row["task_name"] == f"task_1.{k}"
-            assert ex.query == (0, ex.edges[-1][1])
-            order = []  # node ids by first appearance along the story
-            for a, b in ex.edges:
-                order += [v for v in (a, b) if v not in order]
-            assert order == list(range(ex.num_nodes))
-            for (_, b), t in zip(ex.edges, ex.edge_types):
-                assert ex.genders[b] == ("male" if t in MALE else "female")
-            assert row["f_comb"] == "-".join(ex.edge_types)
-            repeats += ex.num_nodes < k + 1
-    assert repeats > 0  # some stories pass through a person twice, as in CLUTRR
-    # Only relations CLUTRR's rules use as premises appear as facts.
-    facts = {t for rows in generated.values() for r in rows for t in ast.literal_eval(r["edge_types"])}
-    assert facts <= {"son", "daughter", "father", "mother", "husband", "wife", "brother", "sister",
-                     "grandson", "granddaughter", "grandfather", "grandmother", "uncle", "aunt"}
+  repeats = 0
+  for k, rows in generated.items():
+    examples = clutrr.examples_from_rows(rows)
+    for row, ex in zip(rows, examples):
+      assert (
+          ex.k == k and len(ex.edges) == k and row["task_name"] == f"task_1.{k}"
+      )
+      assert ex.query == (0, ex.edges[-1][1])
+      order = []  # node ids by first appearance along the story
+      for a, b in ex.edges:
+        order += [v for v in (a, b) if v not in order]
+      assert order == list(range(ex.num_nodes))
+      for (_, b), t in zip(ex.edges, ex.edge_types):
+        assert ex.genders[b] == ("male" if t in MALE else "female")
+      assert row["f_comb"] == "-".join(ex.edge_types)
+      repeats += ex.num_nodes < k + 1
+  assert repeats > 0  # some stories pass through a person twice, as in CLUTRR
+  # Only relations CLUTRR's rules use as premises appear as facts.
+  facts = {
+      t
+      for rows in generated.values()
+      for r in rows
+      for t in ast.literal_eval(r["edge_types"])
+  }
+  assert facts <= {
+      "son",
+      "daughter",
+      "father",
+      "mother",
+      "husband",
+      "wife",
+      "brother",
+      "sister",
+      "grandson",
+      "granddaughter",
+      "grandfather",
+      "grandmother",
+      "uncle",
+      "aunt",
+  }
 
 
 def test_generation_is_deterministic():
-    a = clutrr.generate_rows(4, 40, seed=11)
-    assert a == clutrr.generate_rows(4, 40, seed=11)
-    assert a != clutrr.generate_rows(4, 40, seed=12)
-    tr1, te1 = clutrr.generate_splits((2, 3), (2, 3, 5), 40, 10, seed=3)
-    tr2, te2 = clutrr.generate_splits((2, 3), (2, 3, 5), 40, 10, seed=3)
-    assert (tr1, te1) == (tr2, te2)
+  a = clutrr.generate_rows(4, 40, seed=11)
+  assert a == clutrr.generate_rows(4, 40, seed=11)
+  assert a != clutrr.generate_rows(4, 40, seed=12)
+  tr1, te1 = clutrr.generate_splits((2, 3), (2, 3, 5), 40, 10, seed=3)
+  tr2, te2 = clutrr.generate_splits((2, 3), (2, 3, 5), 40, 10, seed=3)
+  assert (tr1, te1) == (tr2, te2)
 
 
 def test_family_tree_and_kinship():
-    tree = clutrr.sample_family_tree(np.random.default_rng(0))
-    assert tree.num_people == 42  # 1 + 1, 4 + 4, 16 + 16
-    rel = clutrr.kinship(tree)
-    # inverse pairs
-    inverse = {"child": "inv-child", "grand": "inv-grand", "un": "inv-un", "in-law": "inv-in-law"}
-    inverse.update({v: k for k, v in inverse.items()})
-    inverse.update({"SO": "SO", "sibling": "sibling"})
-    for (a, b), r in rel.items():
-        assert rel[(b, a)] == inverse[r]
-    assert sum(r == "SO" for r in rel.values()) == 42
+  tree = clutrr.sample_family_tree(np.random.default_rng(0))
+  assert tree.num_people == 42  # 1 + 1, 4 + 4, 16 + 16
+  rel = clutrr.kinship(tree)
+  # inverse pairs
+  inverse = {
+      "child": "inv-child",
+      "grand": "inv-grand",
+      "un": "inv-un",
+      "in-law": "inv-in-law",
+  }
+  inverse.update({v: k for k, v in inverse.items()})
+  inverse.update({"SO": "SO", "sibling": "sibling"})
+  for (a, b), r in rel.items():
+    assert rel[(b, a)] == inverse[r]
+  assert sum(r == "SO" for r in rel.values()) == 42
 
 
 def test_train_test_disjoint():
-    train, test = clutrr.generate_splits((2, 3), (2, 3, 4), 200, 30, seed=5)
-    sig = lambda rows: {clutrr.story_signature(x) for x in clutrr.examples_from_rows(rows)}
-    assert len(train) == 400 and len(test) == 90
-    assert not sig(train) & sig(test)
-    assert {r["task_split"] for r in train} == {"train"} and {r["task_split"] for r in test} == {"test"}
-    counts = collections.Counter(r["task_name"] for r in test)
-    assert counts == {"task_1.2": 30, "task_1.3": 30, "task_1.4": 30}
+  train, test = clutrr.generate_splits((2, 3), (2, 3, 4), 200, 30, seed=5)
+  sig = lambda rows: {
+      clutrr.story_signature(x) for x in clutrr.examples_from_rows(rows)
+  }
+  assert len(train) == 400 and len(test) == 90
+  assert not sig(train) & sig(test)
+  assert {r["task_split"] for r in train} == {"train"} and {
+      r["task_split"] for r in test
+  } == {"test"}
+  counts = collections.Counter(r["task_name"] for r in test)
+  assert counts == {"task_1.2": 30, "task_1.3": 30, "task_1.4": 30}
 
 
 def test_round_trip(tmp_path, generated):
-    rows = generated[2] + generated[7]
-    path = tmp_path / "gen.csv"
-    clutrr.write_csv(rows, path)
-    assert clutrr.load_clutrr(path) == clutrr.examples_from_rows(rows)
-    raw = _raw(path)
-    assert list(raw[0]) == list(clutrr.COLUMNS)
-    assert [{c: r[c] for c in clutrr.COLUMNS[1:]} for r in raw] == rows
+  rows = generated[2] + generated[7]
+  path = tmp_path / "gen.csv"
+  clutrr.write_csv(rows, path)
+  assert clutrr.load_clutrr(path) == clutrr.examples_from_rows(rows)
+  raw = _raw(path)
+  assert list(raw[0]) == list(clutrr.COLUMNS)
+  assert [{c: r[c] for c in clutrr.COLUMNS[1:]} for r in raw] == rows
 
 
 def test_to_arrays():
-    ex = clutrr.examples_from_rows([{
-        "story_edges": "[(0, 1), (1, 2), (2, 1), (1, 3)]",
-        "edge_types": "['husband', 'daughter', 'father', 'neice']",
-        "query_edge": "(0, 3)", "genders": "A:female,B:male,C:female,D:female",
-        "target": "20", "target_text": "sister-in-law", "task_name": "task_1.4"}])[0]
-    assert ex.edge_types == ("husband", "daughter", "father", "niece") and ex.num_nodes == 4
-    small = clutrr.examples_from_rows(clutrr.generate_rows(2, 1, seed=0))[0]
-    arrays = clutrr.to_arrays([ex, small], num_nodes=6)
-    assert arrays["edge_labels"].shape == (2, 6, 6) and arrays["edge_labels"].dtype == np.int32
-    expected = np.full((6, 6), clutrr.NO_EDGE)
-    expected[0, 1], expected[1, 2], expected[2, 1], expected[1, 3] = 18, 16, 5, 17
-    np.testing.assert_array_equal(arrays["edge_labels"][0], expected)
-    assert (arrays["edge_labels"][1] != clutrr.NO_EDGE).sum() == 2
-    np.testing.assert_array_equal(arrays["query"], [[0, 3], [0, 2]])
-    np.testing.assert_array_equal(arrays["targets"], [20, small.target])
-    np.testing.assert_array_equal(arrays["node_mask"].sum(1), [4, 3])
-    np.testing.assert_array_equal(arrays["k"], [4, 2])
-    assert clutrr.to_arrays([ex])["edge_labels"].shape == (1, 4, 4)
-    with pytest.raises(ValueError, match="num_nodes=3"):
-        clutrr.to_arrays([ex], num_nodes=3)
+  ex = clutrr.examples_from_rows([{
+      "story_edges": "[(0, 1), (1, 2), (2, 1), (1, 3)]",
+      "edge_types": "['husband', 'daughter', 'father', 'neice']",
+      "query_edge": "(0, 3)",
+      "genders": "A:female,B:male,C:female,D:female",
+      "target": "20",
+      "target_text": "sister-in-law",
+      "task_name": "task_1.4",
+  }])[0]
+  assert (
+      ex.edge_types == ("husband", "daughter", "father", "niece")
+      and ex.num_nodes == 4
+  )
+  small = clutrr.examples_from_rows(clutrr.generate_rows(2, 1, seed=0))[0]
+  arrays = clutrr.to_arrays([ex, small], num_nodes=6)
+  assert (
+      arrays["edge_labels"].shape == (2, 6, 6)
+      and arrays["edge_labels"].dtype == np.int32
+  )
+  expected = np.full((6, 6), clutrr.NO_EDGE)
+  expected[0, 1], expected[1, 2], expected[2, 1], expected[1, 3] = 18, 16, 5, 17
+  np.testing.assert_array_equal(arrays["edge_labels"][0], expected)
+  assert (arrays["edge_labels"][1] != clutrr.NO_EDGE).sum() == 2
+  np.testing.assert_array_equal(arrays["query"], [[0, 3], [0, 2]])
+  np.testing.assert_array_equal(arrays["targets"], [20, small.target])
+  np.testing.assert_array_equal(arrays["node_mask"].sum(1), [4, 3])
+  np.testing.assert_array_equal(arrays["k"], [4, 2])
+  assert clutrr.to_arrays([ex])["edge_labels"].shape == (1, 4, 4)
+  with pytest.raises(ValueError, match="num_nodes=3"):
+    clutrr.to_arrays([ex], num_nodes=3)
 
 
 # ---------------------------------------------------------------------------
 # Bad input.
 
-_GOOD = ["0", "x", "s", "('A', 'C')", "2", "grandfather", "s", "[]", "sister-grandfather",
-         "task_1.2", "[(0, 1), (1, 2)]", "['sister', 'grandfather']", "(0, 2)",
-         "A:female,B:female,C:male", "validation"]
+_GOOD = [
+    "0",
+    "x",
+    "s",
+    "('A', 'C')",
+    "2",
+    "grandfather",
+    "s",
+    "[]",
+    "sister-grandfather",
+    "task_1.2",
+    "[(0, 1), (1, 2)]",
+    "['sister', 'grandfather']",
+    "(0, 2)",
+    "A:female,B:female,C:male",
+    "validation",
+]
 
 
 def _write(tmp_path, *bad_rows):
-    path = tmp_path / "bad.csv"
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(clutrr.COLUMNS)
-        w.writerow(_GOOD)
-        for row in bad_rows:
-            w.writerow(row)
-    return path
+  path = tmp_path / "bad.csv"
+  with open(path, "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(clutrr.COLUMNS)
+    w.writerow(_GOOD)
+    for row in bad_rows:
+      w.writerow(row)
+  return path
 
 
 def _with(**changes):
-    row = dict(zip(clutrr.COLUMNS, _GOOD))
-    row.update(changes)
-    return [row[c] for c in clutrr.COLUMNS]
+  row = dict(zip(clutrr.COLUMNS, _GOOD))
+  row.update(changes)
+  return [row[c] for c in clutrr.COLUMNS]
 
 
-@pytest.mark.parametrize("changes,message", [
-    (dict(edge_types="['sister', 'cousin']"), r"row 2: unknown relation 'cousin'"),
-    (dict(target="grandpa", target_text=""), r"row 2: unknown relation 'grandpa' in target"),
-    (dict(task_name="task_1.1", story_edges="[(0, 2)]", edge_types="['grandfather']"),
-     r"row 2: k = 1 .*k >= 2"),
-    (dict(story_edges="[(0, 1), (1,"), r"row 2: column 'story_edges' is not a Python literal"),
-    (dict(story_edges="[(0, 1), (1, 'b')]"), r"row 2: column 'story_edges': expected a pair"),
-    (dict(edge_types="['sister']"), r"row 2: 2 story_edges but 1 edge_types"),
-    (dict(target="3"), r"row 2: target 3 is 'brother' but target_text is 'grandfather'"),
-    (dict(target="21", target_text=""), r"row 2: target 21 is not a class index"),
-    (dict(task_name="task_1.3"), r"row 2: task_name 'task_1.3' says k = 3 facts, story has 2"),
-    (dict(task_name="one"), r"row 2: task_name 'one' is not of the form"),
-    (dict(genders="A:female,B:female"), r"row 2: node ids \[0, 1, 2\] do not fit the 2 genders"),
-    (dict(genders="A:female,B,C:male"), r"row 2: column 'genders': bad entry 'B'"),
-])
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        (
+            dict(edge_types="['sister', 'cousin']"),
+            r"row 2: unknown relation 'cousin'",
+        ),
+        (
+            dict(target="grandpa", target_text=""),
+            r"row 2: unknown relation 'grandpa' in target",
+        ),
+        (
+            dict(
+                task_name="task_1.1",
+                story_edges="[(0, 2)]",
+                edge_types="['grandfather']",
+            ),
+            r"row 2: k = 1 .*k >= 2",
+        ),
+        (
+            dict(story_edges="[(0, 1), (1,"),
+            r"row 2: column 'story_edges' is not a Python literal",
+        ),
+        (
+            dict(story_edges="[(0, 1), (1, 'b')]"),
+            r"row 2: column 'story_edges': expected a pair",
+        ),
+        (
+            dict(edge_types="['sister']"),
+            r"row 2: 2 story_edges but 1 edge_types",
+        ),
+        (
+            dict(target="3"),
+            r"row 2: target 3 is 'brother' but target_text is 'grandfather'",
+        ),
+        (
+            dict(target="21", target_text=""),
+            r"row 2: target 21 is not a class index",
+        ),
+        (
+            dict(task_name="task_1.3"),
+            r"row 2: task_name 'task_1.3' says k = 3 facts, story has 2",
+        ),
+        (dict(task_name="one"), r"row 2: task_name 'one' is not of the form"),
+        (
+            dict(genders="A:female,B:female"),
+            r"row 2: node ids \[0, 1, 2\] do not fit the 2 genders",
+        ),
+        (
+            dict(genders="A:female,B,C:male"),
+            r"row 2: column 'genders': bad entry 'B'",
+        ),
+    ],
+)
 def test_bad_rows(tmp_path, changes, message):
-    path = _write(tmp_path, _with(**changes))
-    with pytest.raises(clutrr.ClutrrFormatError, match=r"bad\.csv, " + message):
-        clutrr.load_clutrr(path)
+  path = _write(tmp_path, _with(**changes))
+  with pytest.raises(clutrr.ClutrrFormatError, match=r"bad\.csv, " + message):
+    clutrr.load_clutrr(path)
 
 
 def test_malformed_csv_rows(tmp_path):
-    with pytest.raises(ValueError, match=r"bad\.csv, row 2: missing or empty column\(s\) story_edges"):
-        clutrr.load_clutrr(_write(tmp_path, _GOOD[:10]))
-    with pytest.raises(ValueError, match=r"bad\.csv, row 2: more fields than header columns"):
-        clutrr.load_clutrr(_write(tmp_path, _GOOD + ["extra"]))
-    path = tmp_path / "nohead.csv"
-    path.write_text("a,b\n1,2\n")
-    with pytest.raises(ValueError, match=r"nohead\.csv: header lacks column\(s\) story_edges"):
-        clutrr.load_clutrr(path)
-    assert len(clutrr.load_clutrr(_write(tmp_path))) == 1
+  with pytest.raises(
+      ValueError,
+      match=r"bad\.csv, row 2: missing or empty column\(s\) story_edges",
+  ):
+    clutrr.load_clutrr(_write(tmp_path, _GOOD[:10]))
+  with pytest.raises(
+      ValueError, match=r"bad\.csv, row 2: more fields than header columns"
+  ):
+    clutrr.load_clutrr(_write(tmp_path, _GOOD + ["extra"]))
+  path = tmp_path / "nohead.csv"
+  path.write_text("a,b\n1,2\n")
+  with pytest.raises(
+      ValueError, match=r"nohead\.csv: header lacks column\(s\) story_edges"
+  ):
+    clutrr.load_clutrr(path)
+  assert len(clutrr.load_clutrr(_write(tmp_path))) == 1
 
 
 def test_generator_rejects_small_k():
-    with pytest.raises(ValueError, match="k must be >= 2"):
-        clutrr.generate_rows(1, 5)
-    with pytest.raises(RuntimeError, match="only 62 of 63 new stories"):
-        clutrr.generate_rows(2, 63, seed=0, unique=True, max_rounds=200)
+  with pytest.raises(ValueError, match="k must be >= 2"):
+    clutrr.generate_rows(1, 5)
+  with pytest.raises(RuntimeError, match="only 62 of 63 new stories"):
+    clutrr.generate_rows(2, 63, seed=0, unique=True, max_rounds=200)

@@ -24,8 +24,13 @@ def _expr(node, env):
   s = node.symbol
   if s in ("+", "-", "<", ">", "=="):
     a, b = (_expr(c, env) for c in node.children)
-    return {"+": a + b, "-": a - b, "<": int(a < b), ">": int(a > b),
-            "==": int(a == b)}[s]
+    return {
+        "+": a + b,
+        "-": a - b,
+        "<": int(a < b),
+        ">": int(a > b),
+        "==": int(a == b),
+    }[s]
   if s.lstrip("-").isdigit():
     return int(s)
   return env[s]
@@ -33,6 +38,7 @@ def _expr(node, env):
 
 def run_for(program, env):
   """FOR: statements update `env` in place; C-style for loops."""
+
   def block(node):
     for stmt in node.children:
       kind = stmt.symbol
@@ -49,6 +55,7 @@ def run_for(program, env):
           env[var.symbol] += 1
       else:
         raise AssertionError(kind)
+
   block(program)
   return env
 
@@ -57,6 +64,7 @@ def run_lambda(program, env):
   """LAMBDA with dynamic scope: returns the environment reached at `unit`.
   Environments are immutable dicts; functions live in them as
   ('fn', param, body)."""
+
   def ev(node, env):
     s = node.symbol
     if s == "unit":
@@ -75,6 +83,7 @@ def run_lambda(program, env):
       _, param, body = env[f.symbol]
       return ev(body, {**env, param: _expr(arg, env)})
     raise AssertionError(s)
+
   return ev(program, env)
 
 
@@ -91,30 +100,58 @@ def test_compiled_lambda_computes_the_for_programs_values(size):
   for program, target in pairs:
     kinds |= {s for s, _ in for2lam.linearize(program)}
     for _ in range(3):
-      inputs = {v: int(x) for v, x in zip(for2lam.VARIABLES,
-                                          rng.integers(-5, 6, 5))}
+      inputs = {
+          v: int(x) for v, x in zip(for2lam.VARIABLES, rng.integers(-5, 6, 5))
+      }
       want = _program_vars(run_for(program, dict(inputs)))
       got = _program_vars(run_lambda(target, dict(inputs)))
-      assert got == want, (for2lam.to_tokens(program),
-                           for2lam.to_tokens(target))
+      assert got == want, (
+          for2lam.to_tokens(program),
+          for2lam.to_tokens(target),
+      )
   assert {"=", "if", "for"} <= kinds  # Every statement kind was exercised.
 
 
 def test_compiler_rules_on_a_hand_written_program():
   # a = 1; for b in [0, 2): a = a + b; if a > 1 then c = 1 else (); d = c
-  program = Tree("block", [
-      Tree("=", [Tree("a"), Tree("1")]),
-      Tree("for", [Tree("b"), Tree("0"), Tree("2"), Tree("block", [
-          Tree("=", [Tree("a"), Tree("+", [Tree("a"), Tree("b")])])])]),
-      Tree("if", [Tree(">", [Tree("a"), Tree("1")]),
+  program = Tree(
+      "block",
+      [
+          Tree("=", [Tree("a"), Tree("1")]),
+          Tree(
+              "for",
+              [
+                  Tree("b"),
+                  Tree("0"),
+                  Tree("2"),
+                  Tree(
+                      "block",
+                      [
+                          Tree(
+                              "=",
+                              [Tree("a"), Tree("+", [Tree("a"), Tree("b")])],
+                          )
+                      ],
+                  ),
+              ],
+          ),
+          Tree(
+              "if",
+              [
+                  Tree(">", [Tree("a"), Tree("1")]),
                   Tree("block", [Tree("=", [Tree("c"), Tree("1")])]),
-                  Tree("block", [])]),
-      Tree("=", [Tree("d"), Tree("c")])])
+                  Tree("block", []),
+              ],
+          ),
+          Tree("=", [Tree("d"), Tree("c")]),
+      ],
+  )
   target = for2lam.compile_program(program)
   assert " ".join(s for s, _ in for2lam.linearize(target)) == (
       "let a 1 letrec f0 b if < b 2 let a + a b app f0 + b 1 "
       "letrec f1 _ let d c unit if > a 1 let c 1 app f1 0 app f1 0 "
-      "app f0 0")
+      "app f0 0"
+  )
   env = run_lambda(target, {"a": 0, "b": 0, "c": 7, "d": 0, "e": 0})
   assert _program_vars(env) == {"a": 2, "b": 2, "c": 1, "d": 1, "e": 0}
 
@@ -132,21 +169,26 @@ def test_sets_are_deterministic_disjoint_and_sized():
     program = tree_lib.tree_from_annotated(src.split(), "dfs")
     target = tree_lib.tree_from_annotated(tgt.split(), "dfs")
     assert for2lam.to_tokens(for2lam.compile_program(program)) == tgt
-    assert max(for2lam.binarized_depth(program),
-               for2lam.binarized_depth(target)) <= 32
+    assert (
+        max(for2lam.binarized_depth(program), for2lam.binarized_depth(target))
+        <= 32
+    )
     _, positions = tree_lib.tree_positions(target, "dfs", k=64)
     assert for2lam.binarized_depth(target) == max(  # Deepest used slot.
-        int(np.max(np.nonzero(p)[0], initial=-1)) // 2 + 1 for p in positions)
+        int(np.max(np.nonzero(p)[0], initial=-1)) // 2 + 1 for p in positions
+    )
   bfs = for2lam.generate_sets("short", 60, 20, seed=3, target_order="bfs")
   for (src, tgt), (src_b, tgt_b) in zip(sets["train"], bfs["train"]):
     assert src == src_b
     assert tree_lib.tree_from_annotated(tgt_b.split(), "bfs") == (
-        tree_lib.tree_from_annotated(tgt.split(), "dfs"))
+        tree_lib.tree_from_annotated(tgt.split(), "dfs")
+    )
 
 
 def test_long_programs_fit_their_length_and_depth():
-  pairs = for2lam.generate_pairs("long", 10, np.random.default_rng(0),
-                                 max_depth=32)
+  pairs = for2lam.generate_pairs(
+      "long", 10, np.random.default_rng(0), max_depth=32
+  )
   for program, target in pairs:
     assert 60 <= for2lam.num_nodes(program) <= 80
     assert for2lam.binarized_depth(target) <= 32
@@ -169,26 +211,34 @@ def test_pipeline_tree_positions_of_source_and_target():
   src_vocab = Vocab.build(s for s, _ in pairs)
   tgt_vocab = Vocab.build(t for _, t in pairs)
   k = 32
-  args = {"arities": data_lib.target_arities(tgt_vocab), "order": "dfs",
-          "k": k, "src_arities": data_lib.target_arities(src_vocab, "source")}
+  args = {
+      "arities": data_lib.target_arities(tgt_vocab),
+      "order": "dfs",
+      "k": k,
+      "src_arities": data_lib.target_arities(src_vocab, "source"),
+  }
   enc = data_lib.encode_set(pairs, src_vocab, tgt_vocab, 25, 40, args)
   extras = enc.tree_extras(np.arange(4))
   for row, (src, tgt) in enumerate(pairs):
     tokens = src.split()
     _, want_src = tree_lib.tree_positions(
-        tree_lib.tree_from_annotated(tokens, "dfs"), "dfs", k=k)
+        tree_lib.tree_from_annotated(tokens, "dfs"), "dfs", k=k
+    )
     np.testing.assert_array_equal(
-        extras["src_tree_pos"][row, :len(tokens)], want_src)
-    assert not extras["src_tree_pos"][row, len(tokens):].any()  # Padding.
+        extras["src_tree_pos"][row, : len(tokens)], want_src
+    )
+    assert not extras["src_tree_pos"][row, len(tokens) :].any()  # Padding.
     nodes = tgt.split()
     _, want_tgt = tree_lib.tree_positions(
-        tree_lib.tree_from_annotated(nodes, "dfs"), "dfs", k=k)
+        tree_lib.tree_from_annotated(nodes, "dfs"), "dfs", k=k
+    )
     got = extras["tgt_tree_pos"][row]
     assert not got[0].any()  # The start token.
-    np.testing.assert_array_equal(got[1:1 + len(nodes)], want_tgt)
-    assert not got[1 + len(nodes):].any()
+    np.testing.assert_array_equal(got[1 : 1 + len(nodes)], want_tgt)
+    assert not got[1 + len(nodes) :].any()
   # A training target that is not one tree is refused.
-  bad = data_lib.encode_set([("block/0", "let/3 a/0")], src_vocab, tgt_vocab,
-                            2, 3, args)
+  bad = data_lib.encode_set(
+      [("block/0", "let/3 a/0")], src_vocab, tgt_vocab, 2, 3, args
+  )
   with pytest.raises(ValueError, match="target row 0: .* missing"):
     bad.tree_extras([0])

@@ -34,10 +34,16 @@ def test_run_times_every_pass_and_reports_shares():
   config = etm.ETConfig(num_layers=2, num_heads=2, head_dim=4)
   result = bench_et_parts.run(batch_size=2, nodes=4, config=config, rounds=2)
   json.dumps(result)  # JSON-serialisable as written by main
-  assert set(result["ms"]) == {"stack", "stack_core_free", "core", "ffn",
-                               "gemm"}
+  assert set(result["ms"]) == {
+      "stack",
+      "stack_core_free",
+      "core",
+      "ffn",
+      "gemm",
+  }
   assert all(m["min"] > 0 for m in result["ms"].values())
   assert result["gemm_gflop_per_s"] > 0
   assert result["core_gflop_per_layer"] > 0
   assert result["stack_core_free_over_stack"] == pytest.approx(
-      result["ms"]["stack_core_free"]["min"] / result["ms"]["stack"]["min"])
+      result["ms"]["stack_core_free"]["min"] / result["ms"]["stack"]["min"]
+  )

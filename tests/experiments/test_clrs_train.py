@@ -9,7 +9,9 @@ import sys
 from relational_jax.training.clrs import loop as clrs_loop
 from tests.training.clrs.test_loop import tiny
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 
 def test_command_line_resumes_a_library_run(tmp_path):
@@ -18,14 +20,31 @@ def test_command_line_resumes_a_library_run(tmp_path):
   run = results["algorithms"]["bellman_ford"]["runs"][0]
   # The command line, on the same directory with more steps, resumes at step
   # 2; old flat names and --config.* paths mix.
-  cmd = [sys.executable, "-m", "experiments.clrs_train", f"--checkpoint_path={workdir}",
-         "--algorithms=bellman_ford", "--train_lengths=5", "--test_lengths=5",
-         "--batch_size=4", "--eval_batch_size=4", "--train_steps=3",
-         "--eval_every=1", "--max_eval_samples=4", "--hidden_size=16",
-         "--nb_heads=2", "--config.rt.head_dim=4", "--num_layers=1",
-         "--node_hidden_size=4", "--edge_hidden_size1=4",
-         "--config.rt.edge_ffn_dim=4", "--noprogress"]
-  proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+  cmd = [
+      sys.executable,
+      "-m",
+      "experiments.clrs_train",
+      f"--checkpoint_path={workdir}",
+      "--algorithms=bellman_ford",
+      "--train_lengths=5",
+      "--test_lengths=5",
+      "--batch_size=4",
+      "--eval_batch_size=4",
+      "--train_steps=3",
+      "--eval_every=1",
+      "--max_eval_samples=4",
+      "--hidden_size=16",
+      "--nb_heads=2",
+      "--config.rt.head_dim=4",
+      "--num_layers=1",
+      "--node_hidden_size=4",
+      "--edge_hidden_size1=4",
+      "--config.rt.edge_ffn_dim=4",
+      "--noprogress",
+  ]
+  proc = subprocess.run(
+      cmd, cwd=REPO, capture_output=True, text=True, timeout=600
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert "resumed at step 2" in proc.stdout
   assert "OOD test n=5" in proc.stdout

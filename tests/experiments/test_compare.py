@@ -13,8 +13,9 @@ from experiments.compare import clutrr_et
 from experiments.compare import curves
 from experiments.compare import reference
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 
 def _run(points):
@@ -22,9 +23,11 @@ def _run(points):
 
 
 def test_aggregate_mean_sd_range_per_step_and_metric():
-  runs = [_run([(10, {"a": 0.1, "b": 1.0}), (20, {"a": 0.5})]),
-          _run([(10, {"a": 0.3, "b": 3.0}), (20, {"a": 0.7})]),
-          _run([(10, {"a": 0.2, "b": 2.0}), (20, {"a": 0.9})])]
+  runs = [
+      _run([(10, {"a": 0.1, "b": 1.0}), (20, {"a": 0.5})]),
+      _run([(10, {"a": 0.3, "b": 3.0}), (20, {"a": 0.7})]),
+      _run([(10, {"a": 0.2, "b": 2.0}), (20, {"a": 0.9})]),
+  ]
   agg = curves.aggregate(runs)
   assert sorted(agg) == ["a", "b"] and sorted(agg["a"]) == [10, 20]
   a10 = agg["a"][10]
@@ -43,19 +46,23 @@ def test_aggregate_rejects_empty_and_malformed_runs():
 
 
 def test_matching_rule_uses_the_larger_of_range_and_two_standard_errors():
-  ours = curves.summarize([0.50, 0.60, 0.70])     # range 0.2, sd 0.1
-  theirs = curves.summarize([0.74, 0.75, 0.76])   # range 0.02
-  se = math.sqrt(0.1 ** 2 / 3 + 0.01 ** 2 / 3)
+  ours = curves.summarize([0.50, 0.60, 0.70])  # range 0.2, sd 0.1
+  theirs = curves.summarize([0.74, 0.75, 0.76])  # range 0.02
+  se = math.sqrt(0.1**2 / 3 + 0.01**2 / 3)
   assert curves.tolerance(ours, theirs) == pytest.approx(max(0.2, 2 * se))
   close = curves.compare_sides({"m": {5: ours}}, {"m": {5: theirs}})
   assert close["all_match"] and close["points"][0]["diff"] == pytest.approx(
-      -0.15)
-  far = curves.compare_sides({"m": {5: ours}},
-                             {"m": {5: curves.summarize([0.95, 0.96, 0.97])}})
+      -0.15
+  )
+  far = curves.compare_sides(
+      {"m": {5: ours}}, {"m": {5: curves.summarize([0.95, 0.96, 0.97])}}
+  )
   assert not far["all_match"] and far["unmatched"] == [("m", 5)]
   # Two standard errors win when the ranges are narrow but seeds are few.
   a, b = curves.summarize([0.0, 1.0]), curves.summarize([0.5, 0.5])
-  assert curves.tolerance(a, b) == pytest.approx(max(1.0, 2 * math.sqrt(0.5 / 2)))
+  assert curves.tolerance(a, b) == pytest.approx(
+      max(1.0, 2 * math.sqrt(0.5 / 2))
+  )
 
 
 def test_a_point_on_one_side_only_is_unmatched_not_skipped():
@@ -97,34 +104,54 @@ def test_clutrr_et_settings_translate_field_by_field(tmp_path):
     if name != "share_layers":
       assert parsed[f"--{name}"] == str(value), name
   with pytest.raises(ValueError, match="scheduler='constant'"):
-    clutrr_et.our_config(budget, 0, str(tmp_path),
-                         dict(hp, scheduler="constant"))
+    clutrr_et.our_config(
+        budget, 0, str(tmp_path), dict(hp, scheduler="constant")
+    )
 
 
 def test_reference_curve_log_is_parsed(tmp_path):
   log = tmp_path / "curve.jsonl"
-  entry = {"step": 50, "loss": 1.0, "tests": {"test": {
-      "all": 0.5, "per_k": {"2": 1.0, "3": 0.0}, "count_per_k": {}}}}
+  entry = {
+      "step": 50,
+      "loss": 1.0,
+      "tests": {
+          "test": {"all": 0.5, "per_k": {"2": 1.0, "3": 0.0}, "count_per_k": {}}
+      },
+  }
   log.write_text(json.dumps(entry) + "\n")
   assert clutrr_et.read_curve(str(tmp_path / "absent.jsonl")) == []
   points = clutrr_et.read_curve(str(log))
-  assert points == [{"step": 50, "metrics": {"test_all": 0.5, "test_k2": 1.0,
-                                             "test_k3": 0.0}}]
+  assert points == [
+      {"step": 50, "metrics": {"test_all": 0.5, "test_k2": 1.0, "test_k3": 0.0}}
+  ]
 
 
 def test_missing_reference_names_what_to_fetch(tmp_path):
-  with pytest.raises(reference.MissingReferenceError,
-                     match="github.com/bergen/EdgeTransformer"):
-    reference.require("clutrr_et", None, clutrr_et.REPOSITORY,
-                      clutrr_et.MARKER)
-  with pytest.raises(reference.MissingReferenceError,
-                     match="has no clutrr/train.py"):
-    reference.require("clutrr_et", str(tmp_path), clutrr_et.REPOSITORY,
-                      clutrr_et.MARKER)
+  with pytest.raises(
+      reference.MissingReferenceError, match="github.com/bergen/EdgeTransformer"
+  ):
+    reference.require("clutrr_et", None, clutrr_et.REPOSITORY, clutrr_et.MARKER)
+  with pytest.raises(
+      reference.MissingReferenceError, match="has no clutrr/train.py"
+  ):
+    reference.require(
+        "clutrr_et", str(tmp_path), clutrr_et.REPOSITORY, clutrr_et.MARKER
+    )
   proc = subprocess.run(
-      [sys.executable, "-m", "experiments.compare", "clutrr_et",
-       f"--workdir={tmp_path}/w", f"--output_dir={tmp_path}/o"],
-      cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+      [
+          sys.executable,
+          "-m",
+          "experiments.compare",
+          "clutrr_et",
+          f"--workdir={tmp_path}/w",
+          f"--output_dir={tmp_path}/o",
+      ],
+      cwd=REPO,
+      capture_output=True,
+      text=True,
+      timeout=300,
+      check=False,
+  )
   assert proc.returncode == 2, proc.stderr[-2000:]
   assert "No --reference given" in proc.stderr
   assert "fetch github:bergen/EdgeTransformer" in proc.stderr
@@ -133,16 +160,26 @@ def test_missing_reference_names_what_to_fetch(tmp_path):
 
 def test_unknown_comparison_and_budget_name_the_choices(tmp_path):
   from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
+
   with pytest.raises(ValueError, match="clutrr_et"):
-    entry.run("nope", None, "cpu", str(tmp_path), str(tmp_path), "python",
-              "x.csv")
+    entry.run(
+        "nope", None, "cpu", str(tmp_path), str(tmp_path), "python", "x.csv"
+    )
   with pytest.raises(ValueError, match="smoke"):
-    entry.run("clutrr_et", None, "huge", str(tmp_path), str(tmp_path),
-              "python", "x.csv")
+    entry.run(
+        "clutrr_et",
+        None,
+        "huge",
+        str(tmp_path),
+        str(tmp_path),
+        "python",
+        "x.csv",
+    )
 
 
 def test_report_only_aggregates_the_seeds_both_sides_finished(tmp_path):
   from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
+
   budget = clutrr_et.BUDGETS["smoke"]  # 4 steps, evaluated every 2.
 
   def tests(acc):
@@ -151,33 +188,62 @@ def test_report_only_aggregates_the_seeds_both_sides_finished(tmp_path):
   work = tmp_path / "w"
   for seed, acc in ((0, 0.5), (1, 0.7)):
     (work / f"ours_seed{seed}").mkdir(parents=True)
-    (work / f"ours_seed{seed}" / "results.json").write_text(json.dumps(
-        {"history": [{"step": 2, "tests": tests(acc - 0.1)},
-                     {"step": 4, "tests": tests(acc)}]}))
+    (work / f"ours_seed{seed}" / "results.json").write_text(
+        json.dumps({
+            "history": [
+                {"step": 2, "tests": tests(acc - 0.1)},
+                {"step": 4, "tests": tests(acc)},
+            ]
+        })
+    )
   (work / "theirs_seed0").mkdir()
-  (work / "theirs_seed0" / "curve.jsonl").write_text("".join(
-      json.dumps({"step": s, "tests": tests(a)}) + "\n"
-      for s, a in ((2, 0.45), (4, 0.55))))
+  (work / "theirs_seed0" / "curve.jsonl").write_text(
+      "".join(
+          json.dumps({"step": s, "tests": tests(a)}) + "\n"
+          for s, a in ((2, 0.45), (4, 0.55))
+      )
+  )
   (work / "theirs_seed1").mkdir()  # Unfinished: stopped at step 2.
   (work / "theirs_seed1" / "curve.jsonl").write_text(
-      json.dumps({"step": 2, "tests": tests(0.6)}) + "\n")
+      json.dumps({"step": 2, "tests": tests(0.6)}) + "\n"
+  )
   out = tmp_path / "out"
-  result = entry.run("clutrr_et", None, "smoke", str(work), str(out), "python",
-                     "unused.csv", report_only=True, log=lambda m: None)
+  result = entry.run(
+      "clutrr_et",
+      None,
+      "smoke",
+      str(work),
+      str(out),
+      "python",
+      "unused.csv",
+      report_only=True,
+      log=lambda m: None,
+  )
   assert result["seeds_finished"] == [0] and result["seeds"] == 2
   assert (out / "clutrr_et__smoke__partial.json").exists()
   assert (out / "clutrr_et__smoke__partial.png").exists()
-  point = next(p for p in result["comparison"]["points"]
-               if p["metric"] == "test_all" and p["step"] == 4)
+  point = next(
+      p
+      for p in result["comparison"]["points"]
+      if p["metric"] == "test_all" and p["step"] == 4
+  )
   assert point["ours"]["values"] == [0.5] and point["theirs"]["values"] == [
-      0.55]
+      0.55
+  ]
   with pytest.raises(ValueError, match="no seed .* is finished on both sides"):
-    entry.run("clutrr_et", None, "smoke", str(tmp_path / "empty"), str(out),
-              "python", "unused.csv", report_only=True)
+    entry.run(
+        "clutrr_et",
+        None,
+        "smoke",
+        str(tmp_path / "empty"),
+        str(out),
+        "python",
+        "unused.csv",
+        report_only=True,
+    )
 
 
-def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(
-    tmp_path):
+def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(tmp_path):
   from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
 
   def point(step, acc):
@@ -186,19 +252,36 @@ def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(
   work = tmp_path / "w"
   for seed in (0, 1):
     (work / f"ours_seed{seed}").mkdir(parents=True)
-    (work / f"ours_seed{seed}" / "results.json").write_text(json.dumps(
-        {"history": [{"step": s, "tests": {"test": {"all": 0.5, "per_k": {}}}}
-                     for s in (2, 4)]}))
-  earlier = {"name": "clutrr_et", "budget_name": "smoke",
-             **clutrr_et.describe(clutrr_et.BUDGETS["smoke"]),
-             "runs": {"theirs": {str(s): [point(2, 0.4), point(4, 0.6)]
-                                 for s in (0, 1)}}}
+    (work / f"ours_seed{seed}" / "results.json").write_text(
+        json.dumps({
+            "history": [
+                {"step": s, "tests": {"test": {"all": 0.5, "per_k": {}}}}
+                for s in (2, 4)
+            ]
+        })
+    )
+  earlier = {
+      "name": "clutrr_et",
+      "budget_name": "smoke",
+      **clutrr_et.describe(clutrr_et.BUDGETS["smoke"]),
+      "runs": {
+          "theirs": {str(s): [point(2, 0.4), point(4, 0.6)] for s in (0, 1)}
+      },
+  }
   path = tmp_path / "earlier.json"
   path.write_text(json.dumps(earlier))
-  result = entry.run("clutrr_et", None, "smoke", str(work),
-                     str(tmp_path / "out"), "python", "unused.csv",
-                     report_only=True, reuse_reference=str(path),
-                     log=lambda m: None)
+  result = entry.run(
+      "clutrr_et",
+      None,
+      "smoke",
+      str(work),
+      str(tmp_path / "out"),
+      "python",
+      "unused.csv",
+      report_only=True,
+      reuse_reference=str(path),
+      log=lambda m: None,
+  )
   assert result["seeds_finished"] == [0, 1]
   assert result["reference_reused_from"] == str(path)
   assert result["runs"]["theirs"][1][-1] == point(4, 0.6)
@@ -206,9 +289,17 @@ def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(
   earlier["reference_flags"] = ["--lr", "0.5"]
   path.write_text(json.dumps(earlier))
   with pytest.raises(ValueError, match="\\['reference_flags'\\] differ"):
-    entry.run("clutrr_et", None, "smoke", str(work), str(tmp_path / "out"),
-              "python", "unused.csv", report_only=True,
-              reuse_reference=str(path))
+    entry.run(
+        "clutrr_et",
+        None,
+        "smoke",
+        str(work),
+        str(tmp_path / "out"),
+        "python",
+        "unused.csv",
+        report_only=True,
+        reuse_reference=str(path),
+    )
 
 
 def test_chance_failure_rate_of_the_matching_rule():
@@ -223,22 +314,38 @@ def test_chance_failure_rate_of_the_matching_rule():
 
 def test_markdown_table_of_a_comparison():
   from experiments.compare import table  # pylint: disable=g-import-not-at-top
-  ours = [[{"step": 10, "metrics": {"acc": 0.5}},
-           {"step": 20, "metrics": {"acc": 0.7}}],
-          [{"step": 10, "metrics": {"acc": 0.7}},
-           {"step": 20, "metrics": {"acc": 0.9}}]]
-  theirs = [[{"step": 10, "metrics": {"acc": 0.1}},
-             {"step": 20, "metrics": {"acc": 0.8}}],
-            [{"step": 10, "metrics": {"acc": 0.1}},
-             {"step": 20, "metrics": {"acc": 0.8}}]]
-  result = {"comparison": curves.compare_sides(curves.aggregate(ours),
-                                               curves.aggregate(theirs)),
-            "seeds_finished": [0, 1]}
+
+  ours = [
+      [
+          {"step": 10, "metrics": {"acc": 0.5}},
+          {"step": 20, "metrics": {"acc": 0.7}},
+      ],
+      [
+          {"step": 10, "metrics": {"acc": 0.7}},
+          {"step": 20, "metrics": {"acc": 0.9}},
+      ],
+  ]
+  theirs = [
+      [
+          {"step": 10, "metrics": {"acc": 0.1}},
+          {"step": 20, "metrics": {"acc": 0.8}},
+      ],
+      [
+          {"step": 10, "metrics": {"acc": 0.1}},
+          {"step": 20, "metrics": {"acc": 0.8}},
+      ],
+  ]
+  result = {
+      "comparison": curves.compare_sides(
+          curves.aggregate(ours), curves.aggregate(theirs)
+      ),
+      "seeds_finished": [0, 1],
+  }
   text = table.markdown(result)
   lines = text.splitlines()
   assert lines[0] == "| step | acc: ours / theirs |"
   # Step 10: |0.6 - 0.1| = 0.5 > max(ranges 0.2, 0; 2 se) -> fails.
-  assert lines[2] == ("| 10 | 0.600 +- 0.141 / 0.100 +- 0.000 **x** |")
+  assert lines[2] == "| 10 | 0.600 +- 0.141 / 0.100 +- 0.000 **x** |"
   assert lines[3] == "| 20 | 0.800 +- 0.141 / 0.800 +- 0.000 |"
   assert "1 of 2 points match" in text
   with pytest.raises(ValueError, match="unknown metrics \\['loss'\\]"):

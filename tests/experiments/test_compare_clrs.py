@@ -27,9 +27,15 @@ def test_clrs_rt_settings_translate_field_by_field():
   assert c.algorithms == ("binary_search",) and c.seeds == (45,)
   assert c.hint_mode == "encoded_decoded"  # 2.0.3 has no diffs: = nodiff
   assert (r.num_layers, r.num_heads, r.head_dim) == (
-      hp["num_layers"], hp["nb_heads"], hp["head_size"])
+      hp["num_layers"],
+      hp["nb_heads"],
+      hp["head_size"],
+  )
   assert (r.node_ffn_dim, r.edge_msg_dim, r.edge_ffn_dim) == (
-      hp["node_hid_size"], hp["edge_hid_size_1"], hp["edge_hid_size_2"])
+      hp["node_hid_size"],
+      hp["edge_hid_size_1"],
+      hp["edge_hid_size_2"],
+  )
   assert m.hidden_dim == hp["nb_heads"] * hp["head_size"] == 192
   assert r.use_ln is c.processor.use_ln is hp["use_ln"] is True
   assert c.processor.graph_vec == hp["graph_vec"] == "cat"
@@ -43,6 +49,7 @@ def test_clrs_rt_settings_translate_field_by_field():
   assert (p.train_lengths, p.test_lengths) == ((16,), (64,))
   assert (p.train_steps, p.eval_every) == (budget.steps, budget.eval_every)
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
+
   clrs_config.validate(c)
 
 
@@ -58,14 +65,19 @@ def test_clrs_rt_reference_flags_carry_every_value_and_the_seed():
   assert "--eval_batch_size=32" in flags
   # A budget scoring fewer samples than a batch scores them in one batch.
   assert "--eval_batch_size=4" in clrs_rt.reference_flags(
-      clrs_rt.BUDGETS["smoke"], 0)
+      clrs_rt.BUDGETS["smoke"], 0
+  )
 
 
-@pytest.mark.parametrize("name,value,match", [
-    ("hint_mode", "encoded_decoded", "nodiff"),
-    ("disable_edge_updates", True, "edge updates"),
-    ("processor_type", "mpnn", "'rt'"),
-    ("use_lstm", True, "use_lstm")])
+@pytest.mark.parametrize(
+    "name,value,match",
+    [
+        ("hint_mode", "encoded_decoded", "nodiff"),
+        ("disable_edge_updates", True, "edge updates"),
+        ("processor_type", "mpnn", "'rt'"),
+        ("use_lstm", True, "use_lstm"),
+    ],
+)
 def test_clrs_rt_untranslatable_values_are_refused(name, value, match):
   hp = dict(clrs_rt.AUTHORS, **{name: value})
   with pytest.raises(ValueError, match=match):
@@ -74,33 +86,62 @@ def test_clrs_rt_untranslatable_values_are_refused(name, value, match):
 
 def test_clrs_rt_missing_reference_names_what_to_fetch(tmp_path):
   assert entry.COMPARISONS["clrs_rt"] is clrs_rt
-  with pytest.raises(reference.MissingReferenceError,
-                     match="fetch github:CameronDiao/relational-transformer"):
-    entry.run("clrs_rt", None, "smoke", str(tmp_path / "w"),
-              str(tmp_path / "o"), "python", "x.csv")
-  with pytest.raises(reference.MissingReferenceError,
-                     match="has no clrs/examples/run.py"):
-    entry.run("clrs_rt", str(tmp_path), "smoke", str(tmp_path / "w"),
-              str(tmp_path / "o"), "python", "x.csv")
+  with pytest.raises(
+      reference.MissingReferenceError,
+      match="fetch github:CameronDiao/relational-transformer",
+  ):
+    entry.run(
+        "clrs_rt",
+        None,
+        "smoke",
+        str(tmp_path / "w"),
+        str(tmp_path / "o"),
+        "python",
+        "x.csv",
+    )
+  with pytest.raises(
+      reference.MissingReferenceError, match="has no clrs/examples/run.py"
+  ):
+    entry.run(
+        "clrs_rt",
+        str(tmp_path),
+        "smoke",
+        str(tmp_path / "w"),
+        str(tmp_path / "o"),
+        "python",
+        "x.csv",
+    )
   assert not os.path.exists(tmp_path / "o")
 
 
 def _fake_fork_npz(path):
   """Two samples of a tiny spec in the wrapper's `data` layout."""
-  spec = {"x": ["input", "node", "scalar"], "h": ["hint", "node", "mask"],
-          "y": ["output", "node", "pointer"]}
+  spec = {
+      "x": ["input", "node", "scalar"],
+      "h": ["hint", "node", "mask"],
+      "y": ["output", "node", "pointer"],
+  }
   rng = np.random.RandomState(5)
   kind, keys, pos, has_gauss, cached = rng.get_state()
-  arrays = {"train_rng_keys": keys,
-            "train_rng_rest": np.array([pos, has_gauss, cached], np.float64),
-            "meta_json": np.frombuffer(json.dumps(
-                {"spec": spec, "rng_kind": kind, "train_size": 3,
-                 "batch_size": 2, "algorithm": "t"}).encode(), np.uint8)}
+  arrays = {
+      "train_rng_keys": keys,
+      "train_rng_rest": np.array([pos, has_gauss, cached], np.float64),
+      "meta_json": np.frombuffer(
+          json.dumps({
+              "spec": spec,
+              "rng_kind": kind,
+              "train_size": 3,
+              "batch_size": 2,
+              "algorithm": "t",
+          }).encode(),
+          np.uint8,
+      ),
+  }
   for split in ("train", "val", "test"):
-    arrays[f"{split}/input/x"] = np.arange(12.).reshape(3, 4)
-    arrays[f"{split}/hint/h"] = np.arange(24.).reshape(2, 3, 4)  # time first
+    arrays[f"{split}/input/x"] = np.arange(12.0).reshape(3, 4)
+    arrays[f"{split}/hint/h"] = np.arange(24.0).reshape(2, 3, 4)  # time first
     arrays[f"{split}/output/y"] = np.arange(12).reshape(3, 4) % 4
-    arrays[f"{split}/lengths"] = np.array([2., 1., 2.])
+    arrays[f"{split}/lengths"] = np.array([2.0, 1.0, 2.0])
   np.savez(path, **arrays)
 
 
@@ -112,50 +153,75 @@ def test_fork_data_batches_follow_their_sampler_index_stream(tmp_path):
   rng = np.random.RandomState()
   rng.set_state(data.train_rng_state)
   idx = rng.choice(3, (2,), replace=True)
-  assert list(idx) == list(np.random.RandomState(5).choice(3, (2,),
-                                                           replace=True))
+  assert list(idx) == list(
+      np.random.RandomState(5).choice(3, (2,), replace=True)
+  )
   fb = data.feedback("train", idx)
   (x,), (h,), (y,) = fb.features.inputs, fb.features.hints, fb.outputs
-  np.testing.assert_array_equal(x.data, np.arange(12.).reshape(3, 4)[idx])
-  np.testing.assert_array_equal(h.data,
-                                np.arange(24.).reshape(2, 3, 4)[:, idx])
+  np.testing.assert_array_equal(x.data, np.arange(12.0).reshape(3, 4)[idx])
+  np.testing.assert_array_equal(
+      h.data, np.arange(24.0).reshape(2, 3, 4)[:, idx]
+  )
   assert (y.name, y.location, y.type_) == ("y", "node", "pointer")
-  assert list(fb.features.lengths) == list(np.array([2., 1., 2.])[idx])
+  assert list(fb.features.lengths) == list(np.array([2.0, 1.0, 2.0])[idx])
   eval_set = data.eval_set("t", "test", batch_size=2, max_samples=2)
   assert eval_set.num_samples == 2 and eval_set.length == 64
 
 
 def test_clrs_rt_curves_merge_and_finish_per_algorithm(tmp_path):
-  budget = dataclasses.replace(clrs_rt.BUDGETS["smoke"],
-                               algorithms=clrs_rt.BOTH)
+  budget = dataclasses.replace(
+      clrs_rt.BUDGETS["smoke"], algorithms=clrs_rt.BOTH
+  )
   out = tmp_path / "theirs_seed0"
   for algorithm, acc in (("bellman_ford", 0.5), ("binary_search", 0.25)):
     (out / algorithm).mkdir(parents=True)
-    (out / algorithm / "curve.jsonl").write_text("".join(
-        json.dumps({"step": s, "val": acc * s, "test": acc}) + "\n"
-        for s in (1, 2)))
+    (out / algorithm / "curve.jsonl").write_text(
+        "".join(
+            json.dumps({"step": s, "val": acc * s, "test": acc}) + "\n"
+            for s in (1, 2)
+        )
+    )
   points = clrs_rt.finished_theirs(budget, str(out))
-  assert points[1] == {"step": 2, "metrics": {
-      "bellman_ford/val": 1.0, "bellman_ford/test": 0.5,
-      "binary_search/val": 0.5, "binary_search/test": 0.25}}
+  assert points[1] == {
+      "step": 2,
+      "metrics": {
+          "bellman_ford/val": 1.0,
+          "bellman_ford/test": 0.5,
+          "binary_search/val": 0.5,
+          "binary_search/test": 0.25,
+      },
+  }
   # One algorithm short of the last step: not finished.
   (out / "binary_search" / "curve.jsonl").write_text(
-      json.dumps({"step": 1, "val": 0.1, "test": 0.1}) + "\n")
+      json.dumps({"step": 1, "val": 0.1, "test": 0.1}) + "\n"
+  )
   assert clrs_rt.finished_theirs(budget, str(out)) is None
   assert clrs_rt.finished_ours(budget, str(tmp_path / "absent")) is None
 
 
 @pytest.mark.skipif(
-    not (os.path.isfile(os.path.join(RT_CHECKOUT, clrs_rt.MARKER))
-         and os.path.isfile(RT_PYTHON)),
-    reason=f"needs the authors' checkout ({RT_CHECKOUT}, "
-           f"github.com/{clrs_rt.REPOSITORY}) and their Python ({RT_PYTHON}; "
-           f"install command in experiments/compare/clrs_rt.py); CI has "
-           f"neither")
+    not (
+        os.path.isfile(os.path.join(RT_CHECKOUT, clrs_rt.MARKER))
+        and os.path.isfile(RT_PYTHON)
+    ),
+    reason=(
+        f"needs the authors' checkout ({RT_CHECKOUT}, "
+        f"github.com/{clrs_rt.REPOSITORY}) and their Python ({RT_PYTHON}; "
+        "install command in experiments/compare/clrs_rt.py); CI has "
+        "neither"
+    ),
+)
 def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
-  result = entry.run("clrs_rt", RT_CHECKOUT, "smoke", str(tmp_path / "w"),
-                     str(tmp_path / "o"), RT_PYTHON, "x.csv",
-                     log=lambda m: None)
+  result = entry.run(
+      "clrs_rt",
+      RT_CHECKOUT,
+      "smoke",
+      str(tmp_path / "w"),
+      str(tmp_path / "o"),
+      RT_PYTHON,
+      "x.csv",
+      log=lambda m: None,
+  )
   budget = clrs_rt.BUDGETS["smoke"]
   for side in ("ours", "theirs"):
     points = result["runs"][side][0]
@@ -167,27 +233,40 @@ def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
   # With run.py's arguments the fork's samplers and dm-clrs 2.0.3's give
   # the same arrays and the same batch stream.
   data_dir = str(tmp_path / "w" / "scratch" / "data")
-  clrs_rt.prepare_data(dataclasses.replace(budget, algorithms=clrs_rt.BOTH),
-                       str(tmp_path / "w" / "scratch"), RT_CHECKOUT, RT_PYTHON)
+  clrs_rt.prepare_data(
+      dataclasses.replace(budget, algorithms=clrs_rt.BOTH),
+      str(tmp_path / "w" / "scratch"),
+      RT_CHECKOUT,
+      RT_PYTHON,
+  )
   import clrs  # pylint: disable=g-import-not-at-top
+
   for algorithm, n_eval in (("bellman_ford", 32), ("binary_search", 2048)):
-    data = clrs_rt.ForkData.load(clrs_rt.data_path(data_dir, budget,
-                                                   algorithm))
-    for split, seed, num, length in (("train", 1, budget.train_size, 16),
-                                     ("val", 2, n_eval, 16),
-                                     ("test", 3, n_eval, 64)):
-      ours, spec = clrs.build_sampler(algorithm, num_samples=num,
-                                      length=length, seed=seed)
+    data = clrs_rt.ForkData.load(clrs_rt.data_path(data_dir, budget, algorithm))
+    for split, seed, num, length in (
+        ("train", 1, budget.train_size, 16),
+        ("val", 2, n_eval, 16),
+        ("test", 3, n_eval, 64),
+    ):
+      ours, spec = clrs.build_sampler(
+          algorithm, num_samples=num, length=length, seed=seed
+      )
       assert {k: tuple(v) for k, v in spec.items()} == data.spec
-      for stage, dps in (("input", ours._inputs), ("hint", ours._hints),  # pylint: disable=protected-access
-                         ("output", ours._outputs)):  # pylint: disable=protected-access
+      for stage, dps in (
+          ("input", ours._inputs),
+          ("hint", ours._hints),  # pylint: disable=protected-access
+          ("output", ours._outputs),
+      ):  # pylint: disable=protected-access
         for dp in dps:
           np.testing.assert_array_equal(
-              data.arrays[f"{split}/{stage}/{dp.name}"], dp.data)
-      np.testing.assert_array_equal(data.arrays[f"{split}/lengths"],
-                                    ours._lengths)  # pylint: disable=protected-access
+              data.arrays[f"{split}/{stage}/{dp.name}"], dp.data
+          )
+      np.testing.assert_array_equal(
+          data.arrays[f"{split}/lengths"], ours._lengths
+      )  # pylint: disable=protected-access
       if split == "train":
         theirs_rng = np.random.RandomState()
         theirs_rng.set_state(data.train_rng_state)
         assert list(theirs_rng.choice(num, (8,))) == list(
-            ours._rng.choice(num, (8,)))  # pylint: disable=protected-access
+            ours._rng.choice(num, (8,))
+        )  # pylint: disable=protected-access

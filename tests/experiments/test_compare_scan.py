@@ -22,12 +22,16 @@ def test_scan_settings_translate_field_by_field(tmp_path):
   c = scan.our_config(budget, seed=2, data_dir=str(tmp_path))
   seq2seq_config.validate(c, data=False)
   t, tr, d = c.transformer, c.train, c.data
-  assert (d.dataset, d.split, d.cutoff) == ("scan", "length_cutoff",
-                                            hp["scan.length_cutoff"])
+  assert (d.dataset, d.split, d.cutoff) == (
+      "scan",
+      "length_cutoff",
+      hp["scan.length_cutoff"],
+  )
   assert d.scan_official_order and d.data_dir == str(tmp_path)
   assert (t.positions, t.tied) == ("relative", True)
-  assert t.d_model == hp["state_size"] and t.num_heads == hp[
-      "transformer.n_heads"]
+  assert (
+      t.d_model == hp["state_size"] and t.num_heads == hp["transformer.n_heads"]
+  )
   assert t.ffn_dim == hp["transformer.ff_multiplier"] * hp["state_size"]
   assert t.num_encoder_layers == hp["transformer.encoder_n_layers"]
   assert t.num_decoder_layers == hp["transformer.decoder_n_layers"]
@@ -38,21 +42,33 @@ def test_scan_settings_translate_field_by_field(tmp_path):
   assert tr.learning_rate == hp["lr"] and tr.clip == hp["grad_clip"]
   assert tr.batch_size == hp["batch_size"] and tr.schedule == "constant"
   assert tr.warmup_steps == hp["lr_warmup"]
-  assert (tr.steps, tr.eval_every, tr.seed) == (budget.steps,
-                                                budget.eval_every, 2)
+  assert (tr.steps, tr.eval_every, tr.seed) == (
+      budget.steps,
+      budget.eval_every,
+      2,
+  )
   # Their code's behaviour, found by the fidelity goldens (scan.RESOLVED).
   assert (d.source_markers, d.target_start) == ("bos_eos", "eos")
-  assert (t.attention_out_bias, t.output_bias, t.init) == (False, True,
-                                                           "csordas")
+  assert (t.attention_out_bias, t.output_bias, t.init) == (
+      False,
+      True,
+      "csordas",
+  )
   assert t.embedding_dropout < 0
   assert seq2seq_config.model_config(c).embedding_dropout_rate == 0.0
   # Everything that shapes training equals the reproduction's paper config.
   paper = config_lib.to_dict(reproductions.get(scan.REPRODUCTION).config())
   diff = config_lib.diff(paper, config_lib.to_dict(c))
-  assert set(diff) <= {"data.data_dir", "data.max_eval_examples",
-                       "train.steps", "train.eval_every", "train.seed",
-                       "train.select_on", "train.progress",
-                       "train.eval_batch_size"}, diff
+  assert set(diff) <= {
+      "data.data_dir",
+      "data.max_eval_examples",
+      "train.steps",
+      "train.eval_every",
+      "train.seed",
+      "train.select_on",
+      "train.progress",
+      "train.eval_batch_size",
+  }, diff
 
 
 def test_scan_reference_flags_carry_every_value():
@@ -66,20 +82,32 @@ def test_scan_reference_flags_carry_every_value():
       assert parsed[f"-{name}"] == str(int(value))
     else:
       assert parsed[f"-{name}"] == str(value), name
-  smoke = dict(zip(*[iter(scan.reference_flags(
-      scan.AUTHORS, scan.BUDGETS["smoke"])[2:])] * 2))
+  smoke = dict(
+      zip(
+          *[iter(scan.reference_flags(scan.AUTHORS, scan.BUDGETS["smoke"])[2:])]
+          * 2
+      )
+  )
   assert smoke["-batch_size"] == str(scan.BUDGETS["smoke"].batch_size)
 
 
-@pytest.mark.parametrize("name,value,match", [
-    ("transformer.variant", "noscale", "relative_universal"),
-    ("wd", 0.1, "wd=0.1"),
-    ("lr_sched.type", "noam", "step"),
-    ("label_smoothing", 0.1, "label_smoothing")])
+@pytest.mark.parametrize(
+    "name,value,match",
+    [
+        ("transformer.variant", "noscale", "relative_universal"),
+        ("wd", 0.1, "wd=0.1"),
+        ("lr_sched.type", "noam", "step"),
+        ("label_smoothing", 0.1, "label_smoothing"),
+    ],
+)
 def test_scan_untranslatable_values_are_refused(tmp_path, name, value, match):
   with pytest.raises(ValueError, match=match):
-    scan.our_config(scan.BUDGETS["cpu"], 0, str(tmp_path),
-                    dict(scan.AUTHORS, **{name: value}))
+    scan.our_config(
+        scan.BUDGETS["cpu"],
+        0,
+        str(tmp_path),
+        dict(scan.AUTHORS, **{name: value}),
+    )
 
 
 def test_scan_budgets_have_three_seeds_and_curve_points():
@@ -90,43 +118,50 @@ def test_scan_budgets_have_three_seeds_and_curve_points():
 
 def test_scan_reference_curve_is_parsed(tmp_path):
   curve = tmp_path / "curve.jsonl"
-  entry_ = {"step": 200, "loss": 0.3, "accuracy": {"iid": 0.5, "gen": 0.0},
-            "sizes": {"train": 16458, "iid": 1828, "gen": 2624}}
+  entry_ = {
+      "step": 200,
+      "loss": 0.3,
+      "accuracy": {"iid": 0.5, "gen": 0.0},
+      "sizes": {"train": 16458, "iid": 1828, "gen": 2624},
+  }
   curve.write_text(json.dumps(entry_) + "\n")
   assert scan._read_curve(str(curve)) == [
-      {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}]
+      {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}
+  ]
   assert scan.finished_theirs(scan.Budget(200, 100, 1), str(tmp_path)) == [
-      {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}]
+      {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}
+  ]
   assert scan.finished_theirs(scan.Budget(400, 100, 1), str(tmp_path)) is None
 
 
 def test_each_comparison_gets_the_data_paths_it_names(tmp_path):
   available = {"test_csv": "t.csv", "shared_data": str(tmp_path)}
   assert entry.data_options(clutrr_et, **available) == {"test_csv": "t.csv"}
-  assert entry.data_options(scan, **available) == {
-      "shared_data": str(tmp_path)}
+  assert entry.data_options(scan, **available) == {"shared_data": str(tmp_path)}
   with pytest.raises(ValueError, match="needs \\['shared_data'\\]"):
     entry.data_options(scan, test_csv="t.csv")
   assert "scan_relative_universal" in entry.COMPARISONS
   with pytest.raises(FileNotFoundError, match="tasks.txt"):
-    scan.prepare_data(scan.BUDGETS["smoke"], str(tmp_path / "s"),
-                      str(tmp_path))
+    scan.prepare_data(scan.BUDGETS["smoke"], str(tmp_path / "s"), str(tmp_path))
 
 
 def test_scan_prepare_data_links_the_official_file(tmp_path):
   shared = tmp_path / "shared"
   (shared / "scan").mkdir(parents=True)
   (shared / "scan" / "tasks.txt").write_text("IN: jump OUT: I_JUMP\n")
-  out = scan.prepare_data(scan.BUDGETS["smoke"], str(tmp_path / "s"),
-                          str(shared))
+  out = scan.prepare_data(
+      scan.BUDGETS["smoke"], str(tmp_path / "s"), str(shared)
+  )
   assert out == str(shared)
   link = tmp_path / "s" / "cache" / "scan_resplit" / "tasks.txt"
   assert link.read_text() == "IN: jump OUT: I_JUMP\n"
 
 
 def test_bench_scan_step_without_reference_says_what_to_fetch(tmp_path):
-  with pytest.raises(reference.MissingReferenceError,
-                     match="fetch github:RobertCsordas/transformer_generalization"):
+  with pytest.raises(
+      reference.MissingReferenceError,
+      match="fetch github:RobertCsordas/transformer_generalization",
+  ):
     bench_scan_step.check_reference(None)
   with pytest.raises(reference.MissingReferenceError, match="has no main.py"):
     bench_scan_step.check_reference(str(tmp_path))

@@ -34,7 +34,7 @@ def test_unrolled_scans_counts_every_step_and_restores_haiku():
   with flops_processors._unrolled_scans(True):  # pylint: disable=protected-access
     unrolled = _scan_flops()
   assert clrs_nets.hk is hk
-  matmul = 2 * WIDTH ** 3
+  matmul = 2 * WIDTH**3
   # Unrolled, every step is counted (XLA 2026 counts a loop's body once).
   assert STEPS * matmul <= unrolled < (STEPS + 1) * matmul
   assert rolled <= unrolled
@@ -47,7 +47,8 @@ def _core_flops(chunk_size) -> float:
   backward (a `jax.lax.scan` over pivot chunks)."""
   q = jnp.ones((1, 8, 8, 2, 4))
   loss = lambda q: triangular.triangular_attention_core(
-      q, q, q, q, chunk_size=chunk_size).sum()
+      q, q, q, q, chunk_size=chunk_size
+  ).sum()
   cost = jax.jit(jax.grad(loss)).lower(q).compile().cost_analysis()
   cost = cost[0] if isinstance(cost, (list, tuple)) else cost
   return float(cost["flops"])

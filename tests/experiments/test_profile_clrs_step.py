@@ -18,13 +18,20 @@ def test_op_names_reads_op_names_of_hlo_instructions():
 
 def test_module_path_drops_transform_and_loop_scopes():
   names = xla_op_profile.op_names(_HLO)
-  assert (profile_clrs_step.module_path(names["ynn_fusion.80"], 2)
-          == "rt_clrs_processor/edge_in")
-  assert (profile_clrs_step.module_path(names["add.1"], 3)
-          == "layer_2/attention/edge_qk")
-  assert (profile_clrs_step.module_path(
-      "jit(_feedback)/jvp(net)/broadcast_in_dim", 3)
-          == "(top level) broadcast_in_dim")
+  assert (
+      profile_clrs_step.module_path(names["ynn_fusion.80"], 2)
+      == "rt_clrs_processor/edge_in"
+  )
+  assert (
+      profile_clrs_step.module_path(names["add.1"], 3)
+      == "layer_2/attention/edge_qk"
+  )
+  assert (
+      profile_clrs_step.module_path(
+          "jit(_feedback)/jvp(net)/broadcast_in_dim", 3
+      )
+      == "(top level) broadcast_in_dim"
+  )
 
 
 def test_result_shapes_reads_each_instruction_result_shape():

@@ -11,17 +11,31 @@ import pytest
 from experiments import reproduce
 from experiments import reproductions
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-REQUIRED = ("rt_clrs_core8", "rt_clrs_all30", "mpnn_clrs_core8",
-            "mpnn_clrs_all30", "triplet_gmpnn_clrs_all30",
-            "scan_cutoff26_relative_universal",
-            "scan_cutoff26_absolute_universal", "cogs_relative_transformer",
-            "cogs_edge_transformer", "readme_main_job")
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
+REQUIRED = (
+    "rt_clrs_core8",
+    "rt_clrs_all30",
+    "mpnn_clrs_core8",
+    "mpnn_clrs_all30",
+    "triplet_gmpnn_clrs_all30",
+    "scan_cutoff26_relative_universal",
+    "scan_cutoff26_absolute_universal",
+    "cogs_relative_transformer",
+    "cogs_edge_transformer",
+    "readme_main_job",
+)
 
 
 def test_list_names_every_reproduction_with_its_paper_and_number():
-  proc = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--list"],
-                        cwd=REPO, capture_output=True, text=True, timeout=300)
+  proc = subprocess.run(
+      [sys.executable, "-m", "experiments.reproduce", "--list"],
+      cwd=REPO,
+      capture_output=True,
+      text=True,
+      timeout=300,
+  )
   assert proc.returncode == 0, proc.stderr[-2000:]
   for name in REQUIRED:
     line = next(l for l in proc.stdout.splitlines() if l.startswith(name + " "))
@@ -30,51 +44,87 @@ def test_list_names_every_reproduction_with_its_paper_and_number():
 
 
 def test_budgets_scale_only_length_evaluation_and_seeds():
-  allowed = ("protocol.", "train.steps", "train.eval_every", "train.progress",
-             "train.batch_size", "train.eval_batch_size",
-             "data.max_eval_examples", "data.num_train", "data.num_test",
-             "seeds", "algorithms")
+  allowed = (
+      "protocol.",
+      "train.steps",
+      "train.eval_every",
+      "train.progress",
+      "train.batch_size",
+      "train.eval_batch_size",
+      "data.max_eval_examples",
+      "data.num_train",
+      "data.num_test",
+      "seeds",
+      "algorithms",
+  )
   # Smoke runs of For2Lam may also share one data split (its short / long
   # variants of a model share one smoke run, see smoke_workdirs) and shrink
   # the model (test_for2lam_paper_configs_build checks the paper sizes); the
   # COGS Edge Transformer's smoke run has one layer a side, CLUTRR's one
   # layer (test_clutrr_paper_configs_build checks the paper sizes).
-  smoke_only = ("data.split", "transformer.d_model",
-                "edge_transformer.num_layers", "rat.num_layers",
-                "rt.num_layers",
-                "transformer.num_encoder_layers",
-                "transformer.num_decoder_layers",
-                "edge_transformer.et.num_layers",
-                "edge_transformer.num_decoder_layers")
+  smoke_only = (
+      "data.split",
+      "transformer.d_model",
+      "edge_transformer.num_layers",
+      "rat.num_layers",
+      "rt.num_layers",
+      "transformer.num_encoder_layers",
+      "transformer.num_decoder_layers",
+      "edge_transformer.et.num_layers",
+      "edge_transformer.num_decoder_layers",
+  )
   for r in reproductions.REPRODUCTIONS.values():
     for budget, overrides in r.budgets.items():
       for path in overrides:
         ok = allowed + (smoke_only if budget == "smoke" else ())
         assert path.startswith(ok), (r.name, budget, path)
       r.build(budget)  # every override names a real path
-  with pytest.raises(ValueError, match=r"Unknown budget 'fast'; valid budgets are"):
+  with pytest.raises(
+      ValueError, match=r"Unknown budget 'fast'; valid budgets are"
+  ):
     reproductions.get("rt_clrs_core8").build("fast")
-  with pytest.raises(ValueError, match=r"Unknown reproduction 'rt'; valid names are"):
+  with pytest.raises(
+      ValueError, match=r"Unknown reproduction 'rt'; valid names are"
+  ):
     reproductions.get("rt")
 
 
 def test_set_overrides_parse_and_reach_the_record_and_the_work_dir():
-  got = reproduce.parse_overrides(["transformer.tree_pe_norm=sinusoid",
-                                   "train.steps=10", "protocol.train_ks=(2, 3)",
-                                   "train.learning_rate=1e-3"])
-  assert got == {"transformer.tree_pe_norm": "sinusoid", "train.steps": 10,
-                 "protocol.train_ks": (2, 3), "train.learning_rate": 1e-3}
+  got = reproduce.parse_overrides([
+      "transformer.tree_pe_norm=sinusoid",
+      "train.steps=10",
+      "protocol.train_ks=(2, 3)",
+      "train.learning_rate=1e-3",
+  ])
+  assert got == {
+      "transformer.tree_pe_norm": "sinusoid",
+      "train.steps": 10,
+      "protocol.train_ks": (2, 3),
+      "train.learning_rate": 1e-3,
+  }
   assert [reproduce.set_text(v) for v in got.values()] == [
-      "sinusoid", "10", "(2, 3)", "0.001"]
+      "sinusoid",
+      "10",
+      "(2, 3)",
+      "0.001",
+  ]
   assert reproduce.set_text("10") == "'10'"  # Stays a string when re-read.
-  assert reproduce.overrides_suffix({"transformer.tree_pe_norm": "sinusoid"}
-                                    ) == "__transformer.tree_pe_norm=sinusoid"
+  assert (
+      reproduce.overrides_suffix({"transformer.tree_pe_norm": "sinusoid"})
+      == "__transformer.tree_pe_norm=sinusoid"
+  )
   assert reproduce.overrides_suffix({}) == ""
   with pytest.raises(ValueError, match="expected PATH=VALUE"):
     reproduce.parse_overrides(["transformer.tree_pe_norm"])
-  with pytest.raises(ValueError, match="unknown config path 'transformer.nope'"):
-    reproduce.run("for2lam_short_tree_dfs", "smoke", "/nonexistent",
-                  overrides={"transformer.nope": 1})
+  with pytest.raises(
+      ValueError, match="unknown config path 'transformer.nope'"
+  ):
+    reproduce.run(
+        "for2lam_short_tree_dfs",
+        "smoke",
+        "/nonexistent",
+        overrides={"transformer.nope": 1},
+    )
 
 
 def test_paper_budgets_follow_the_papers():
@@ -91,11 +141,18 @@ def test_paper_budgets_follow_the_papers():
 def test_clutrr_paper_configs_build():
   """Bergen et al. Table 1 sizes at the paper budget (the smoke runs have
   one layer); k = 2, 3, 4 trains on 15k generated rows (sec. 4.1)."""
-  for name in ("clutrr_et_k23", "clutrr_et_k234", "clutrr_rat_k234",
-               "clutrr_rt_k234"):
+  for name in (
+      "clutrr_et_k23",
+      "clutrr_et_k234",
+      "clutrr_rat_k234",
+      "clutrr_rt_k234",
+  ):
     c = reproductions.get(name).build("paper")
-    assert (c.edge_transformer.num_layers, c.rat.num_layers,
-            c.rt.num_layers) == (8, 8, 8), name
+    assert (
+        c.edge_transformer.num_layers,
+        c.rat.num_layers,
+        c.rt.num_layers,
+    ) == (8, 8, 8), name
   k234 = reproductions.get("clutrr_et_k234").build("paper")
   assert tuple(k234.protocol.train_ks) == (2, 3, 4)
   assert 3 * k234.protocol.num_train_per_k == 15_000
@@ -113,12 +170,19 @@ def test_for2lam_paper_configs_build():
   import jax.numpy as jnp
   from relational_jax.training.seq2seq import config as seq2seq_config
   from relational_jax.training.seq2seq import loop
-  for name in ("for2lam_long_tree_dfs", "for2lam_short_tree_bfs",
-               "for2lam_long_seq"):
+
+  for name in (
+      "for2lam_long_tree_dfs",
+      "for2lam_short_tree_bfs",
+      "for2lam_long_seq",
+  ):
     c = reproductions.get(name).build("paper")
     t = c.transformer
     assert (t.d_model, t.num_encoder_layers, t.num_decoder_layers) == (
-        256, 4, 4)
+        256,
+        4,
+        4,
+    )
     assert c.train.batch_size == 128 and c.train.clip == 10.0
     assert (c.data.num_train, c.data.num_test) == (100_000, 10_000)
     _, model = loop.build_model(c, 40, 50, 80, 150)
@@ -127,15 +191,20 @@ def test_for2lam_paper_configs_build():
     if t.positions == "tree":
       assert (t.ffn_dim, t.tree_pos_width, t.tree_depth) == (512, 2048, 32)
       assert t.tree_encoder and t.tree_alignment == "output"
-      extras = {"src_tree_pos_BxSxP": jnp.zeros((1, 80, 64)),
-                "tgt_tree_pos_BxTxP": jnp.zeros((1, 150, 64))}
+      extras = {
+          "src_tree_pos_BxSxP": jnp.zeros((1, 80, 64)),
+          "tgt_tree_pos_BxTxP": jnp.zeros((1, 150, 64)),
+      }
     else:
       assert t.ffn_dim == 1024
-    params = jax.eval_shape(model.init, jax.random.key(0), src, None, tgt,
-                            **extras)["params"]
+    params = jax.eval_shape(
+        model.init, jax.random.key(0), src, None, tgt, **extras
+    )["params"]
     if t.positions == "tree":
       assert params["encoder"]["tree_pe"]["to_d_model"]["kernel"].shape == (
-          2048, 256)
+          2048,
+          256,
+      )
       assert params["decoder"]["tree_pe"]["encoding"]["theta"].shape == (32,)
     assert seq2seq_config.resolved_split(c.data) in ("short", "long")
 
@@ -146,9 +215,11 @@ def smoke_workdirs(tmp_path_factory):
   are the same config (e.g. rt_clrs_core8 and rt_clrs_all30 both smoke-test
   activity_selector) share it, so the second resumes the finished run."""
   root, dirs = tmp_path_factory.mktemp("smoke"), {}
+
   def get(name):
     key = reproductions.get(name).build("smoke").to_json(sort_keys=True)
     return dirs.setdefault(key, str(root / name))
+
   return get
 
 
@@ -178,11 +249,20 @@ def test_a_planned_stop_ends_cleanly_and_the_same_command_resumes(tmp_path):
   at (no results yet), and the same call then finishes the run."""
   workdir = str(tmp_path / "run")
   stop = {"train.stop_at_step": 1}
-  record = reproduce.run("clutrr_rat_k23", "smoke", workdir, log=lambda m: None,
-                         overrides=stop)
-  assert record == {"name": "clutrr_rat_k23", "budget": "smoke",
-                    "stopped_at": 1}
+  record = reproduce.run(
+      "clutrr_rat_k23", "smoke", workdir, log=lambda m: None, overrides=stop
+  )
+  assert record == {
+      "name": "clutrr_rat_k23",
+      "budget": "smoke",
+      "stopped_at": 1,
+  }
   assert not os.path.exists(os.path.join(workdir, "reproduction.json"))
-  done = reproduce.run("clutrr_rat_k23", "smoke", workdir, log=lambda m: None,
-                       overrides={"train.stop_at_step": 0})
+  done = reproduce.run(
+      "clutrr_rat_k23",
+      "smoke",
+      workdir,
+      log=lambda m: None,
+      overrides={"train.stop_at_step": 0},
+  )
   assert set(done["ours"]) & {"gen", "iid"}

@@ -21,56 +21,81 @@ import pytest
 from relational_jax.models.seq2seq import Seq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqTransformer
 
-GOLDEN = pathlib.Path(__file__).resolve().parent / "goldens" / "cs_init_scan.json"
-SPECIALS = 4  # our PAD/BOS/EOS/UNK rows; theirs: EOS+SOS (source), SOS/EOS (target)
+GOLDEN = (
+    pathlib.Path(__file__).resolve().parent / "goldens" / "cs_init_scan.json"
+)
+SPECIALS = (
+    4  # our PAD/BOS/EOS/UNK rows; theirs: EOS+SOS (source), SOS/EOS (target)
+)
 
-_ATTENTION = {"data_to_q.weight": ("query", "kernel"),
-              "data_to_kv.weight": (("key", "kernel"), ("value", "kernel")),
-              "pos_to_pq.weight": ("pos_proj", "kernel"),
-              "multi_head_merge.weight": ("out", "kernel"),
-              "global_content_bias": ("u_bias",),
-              "global_pos_bias": ("v_bias",)}
-_FF = {"linear1.weight": ("ff", "hidden", "kernel"),
-       "linear1.bias": ("ff", "hidden", "bias"),
-       "linear2.weight": ("ff", "out", "kernel"),
-       "linear2.bias": ("ff", "out", "bias")}
-_NORMS = {"encoder": {"norm1": "attn_norm", "norm2": "ff_norm"},
-          "decoder": {"norm1": "self_norm", "norm2": "cross_norm",
-                      "norm3": "ff_norm"}}
+_ATTENTION = {
+    "data_to_q.weight": ("query", "kernel"),
+    "data_to_kv.weight": (("key", "kernel"), ("value", "kernel")),
+    "pos_to_pq.weight": ("pos_proj", "kernel"),
+    "multi_head_merge.weight": ("out", "kernel"),
+    "global_content_bias": ("u_bias",),
+    "global_pos_bias": ("v_bias",),
+}
+_FF = {
+    "linear1.weight": ("ff", "hidden", "kernel"),
+    "linear1.bias": ("ff", "hidden", "bias"),
+    "linear2.weight": ("ff", "out", "kernel"),
+    "linear2.bias": ("ff", "out", "bias"),
+}
+_NORMS = {
+    "encoder": {"norm1": "attn_norm", "norm2": "ff_norm"},
+    "decoder": {
+        "norm1": "self_norm",
+        "norm2": "cross_norm",
+        "norm3": "ff_norm",
+    },
+}
 
 
 def our_paths(their_name):
   """Our parameter paths (tuples) holding their parameter `their_name`."""
-  fixed = {"input_embedding.weight": [("encoder", "embed", "embedding")],
-           "output_embedding.weight": [("decoder", "embed", "embedding")],
-           "output_map.bias": [("decoder", "out_bias")]}
+  fixed = {
+      "input_embedding.weight": [("encoder", "embed", "embedding")],
+      "output_embedding.weight": [("decoder", "embed", "embedding")],
+      "output_map.bias": [("decoder", "out_bias")],
+  }
   if their_name in fixed:
     return fixed[their_name]
   _, side, _, *rest = their_name.split(".")  # trafo.<side>.layer.<...>
   rest = ".".join(rest)
   base = (side, "layers_0")
-  for module, ours in (("self_attn", "self_attn"),
-                       ("multihead_attn", "cross_attn")):
+  for module, ours in (
+      ("self_attn", "self_attn"),
+      ("multihead_attn", "cross_attn"),
+  ):
     if rest.startswith(module + "."):
-      target = _ATTENTION[rest[len(module) + 1:]]
+      target = _ATTENTION[rest[len(module) + 1 :]]
       targets = target if isinstance(target[0], tuple) else (target,)
       return [base + (ours,) + t for t in targets]
   if rest in _FF:
     return [base + _FF[rest]]
   norm, field = rest.split(".")
-  return [base + (_NORMS[side][norm],
-                  {"weight": "scale", "bias": "bias"}[field])]
+  return [
+      base + (_NORMS[side][norm], {"weight": "scale", "bias": "bias"}[field])
+  ]
 
 
 def _our_init_stats(golden, seeds=5):
   sizes = golden["sizes"]
   config = Seq2SeqConfig(
       src_vocab_size=sizes["src_words"] + SPECIALS,
-      tgt_vocab_size=sizes["tgt_words"] + SPECIALS, d_model=sizes["width"],
-      num_heads=sizes["heads"], ffn_dim=sizes["ffn"],
-      num_encoder_layers=sizes["layers"], num_decoder_layers=sizes["layers"],
-      positions="relative", scaling="ped", tied=sizes["universal"],
-      tie_embeddings=sizes["tied_embedding"], dropout_rate=0.5)
+      tgt_vocab_size=sizes["tgt_words"] + SPECIALS,
+      d_model=sizes["width"],
+      num_heads=sizes["heads"],
+      ffn_dim=sizes["ffn"],
+      num_encoder_layers=sizes["layers"],
+      num_decoder_layers=sizes["layers"],
+      positions="relative",
+      scaling="ped",
+      tied=sizes["universal"],
+      tie_embeddings=sizes["tied_embedding"],
+      dropout_rate=0.5,
+  )
   assert config.init == "csordas"
   model = Seq2SeqTransformer(config)
   src = jnp.ones((1, 4), jnp.int32)
@@ -80,8 +105,9 @@ def _our_init_stats(golden, seeds=5):
     for path, value in jax.tree_util.tree_flatten_with_path(params)[0]:
       key = tuple(p.key for p in path)
       v = np.asarray(value, np.float64)
-      entry = stats.setdefault(key, {"shape": v.shape, "std": [],
-                                     "absmax": [], "mean": []})
+      entry = stats.setdefault(
+          key, {"shape": v.shape, "std": [], "absmax": [], "mean": []}
+      )
       entry["std"].append(v.std())
       entry["absmax"].append(np.abs(v).max())
       entry["mean"].append(v.mean())
@@ -98,7 +124,9 @@ def test_every_parameter_is_mapped_both_ways(golden_and_ours):
   golden, ours = golden_and_ours
   mapped = [p for name in golden["parameters"] for p in our_paths(name)]
   assert sorted(mapped) == sorted(ours), (
-      sorted(set(ours) - set(mapped)), sorted(set(mapped) - set(ours)))
+      sorted(set(ours) - set(mapped)),
+      sorted(set(mapped) - set(ours)),
+  )
 
 
 def test_initial_distributions_equal_theirs(golden_and_ours):
@@ -113,7 +141,9 @@ def test_initial_distributions_equal_theirs(golden_and_ours):
       elif name == "output_map.bias":  # one per target row
         assert o["shape"] == (golden["sizes"]["tgt_words"] + SPECIALS,), what
       elif name.endswith("data_to_kv.weight"):  # their k and v stacked
-        assert 2 * int(np.prod(o["shape"])) == int(np.prod(theirs["shape"])), what
+        assert 2 * int(np.prod(o["shape"])) == int(
+            np.prod(theirs["shape"])
+        ), what
       else:
         assert int(np.prod(o["shape"])) == int(np.prod(theirs["shape"])), what
       o_std, o_max = np.mean(o["std"]), np.max(o["absmax"])
@@ -130,12 +160,19 @@ def test_initial_distributions_equal_theirs(golden_and_ours):
 
 def test_flax_init_is_an_option():
   """init='flax' keeps Flax's defaults (zero FFN biases)."""
-  config = Seq2SeqConfig(src_vocab_size=9, tgt_vocab_size=7, d_model=16,
-                         num_heads=2, ffn_dim=32, positions="relative",
-                         init="flax")
+  config = Seq2SeqConfig(
+      src_vocab_size=9,
+      tgt_vocab_size=7,
+      d_model=16,
+      num_heads=2,
+      ffn_dim=32,
+      positions="relative",
+      init="flax",
+  )
   src = jnp.ones((1, 3), jnp.int32)
-  params = Seq2SeqTransformer(config).init(jax.random.PRNGKey(0), src, None,
-                                           src)["params"]
+  params = Seq2SeqTransformer(config).init(
+      jax.random.PRNGKey(0), src, None, src
+  )["params"]
   assert not np.any(params["encoder"]["layers_0"]["ff"]["hidden"]["bias"])
   with pytest.raises(ValueError, match="init.*'csordas'"):
     Seq2SeqConfig(src_vocab_size=9, tgt_vocab_size=7, init="torch")

@@ -61,13 +61,23 @@ TOLERANCE = 1e-5
 RT_NET_TOLERANCE = 5e-5
 DROPOUT = 0.1  # ours; must be inactive when deterministic
 
-RT_CASES = ("rt_layer", "rt_layer_no_edge_update", "rt_stack",
-            "rt_processor_cat", "rt_processor_core")
+RT_CASES = (
+    "rt_layer",
+    "rt_layer_no_edge_update",
+    "rt_stack",
+    "rt_processor_cat",
+    "rt_processor_core",
+)
 RT_NET_CASES = ("rt_net_binary_search", "rt_net_bellman_ford")
-ET_CASES = ("et_attention", "et_attention_value_ablation",
-            "et_attention_attention_ablation", "et_layer",
-            "et_stack_untied_sequence", "et_stack_tied_graph",
-            "et_stack_untied_graph")
+ET_CASES = (
+    "et_attention",
+    "et_attention_value_ablation",
+    "et_attention_attention_ablation",
+    "et_layer",
+    "et_stack_untied_sequence",
+    "et_stack_tied_graph",
+    "et_stack_untied_graph",
+)
 CS_CASES = ("cs_relative_universal", "cs_relative")
 CASES = RT_CASES + ET_CASES + CS_CASES + RT_NET_CASES
 
@@ -94,7 +104,8 @@ def _check_tree(mapped, initialised, what):
   init_shapes = jax.tree_util.tree_map(np.shape, initialised)
   assert mapped_shapes == init_shapes, (
       f"{what}: the mapped parameter tree does not match our module's "
-      f"parameters.\nmapped: {mapped_shapes}\nours:   {init_shapes}")
+      f"parameters.\nmapped: {mapped_shapes}\nours:   {init_shapes}"
+  )
 
 
 # ----------------------------------------------------------------------------
@@ -140,19 +151,27 @@ def _map_rt_layer(params, prefix, heads, edge_update=True):
   k = d // heads
 
   def heads_of(name, rows):
-    return {"kernel": params[f"{name}/w"].reshape(rows, heads, k),
-            "bias": params[f"{name}/b"].reshape(heads, k)}
+    return {
+        "kernel": params[f"{name}/w"].reshape(rows, heads, k),
+        "bias": params[f"{name}/b"].reshape(heads, k),
+    }
 
   attention = {
       "query_node": heads_of(f"{a}/linear", d),
       "key_node": heads_of(f"{a}/linear_1", d),
       "value_node": heads_of(f"{a}/linear_2", d),
       "edge_qk": {
-          "kernel": np.stack([params[f"{a}/linear_3/w"],
-                              params[f"{a}/linear_4/w"]],
-                             axis=1).reshape(e, 2, heads, k),
-          "bias": np.stack([params[f"{a}/linear_3/b"],
-                            params[f"{a}/linear_4/b"]]).reshape(2, heads, k)},
+          "kernel": (
+              np.stack(
+                  [params[f"{a}/linear_3/w"], params[f"{a}/linear_4/w"]], axis=1
+              ).reshape(e, 2, heads, k)
+          ),
+          "bias": (
+              np.stack(
+                  [params[f"{a}/linear_3/b"], params[f"{a}/linear_4/b"]]
+              ).reshape(2, heads, k)
+          ),
+      },
       "value_edge_kernel": params[f"{a}/linear_5/w"].reshape(e, heads, k),
       "value_edge_bias": params[f"{a}/linear_5/b"].reshape(heads, k),
   }
@@ -165,12 +184,12 @@ def _map_rt_layer(params, prefix, heads, edge_update=True):
   }
   tree = {"attention": attention, "node_update": node_update}
   if edge_update:
-    w4 = params[f"{prefix}/linear_3/w"]          # rows [e_ij | e_ji | n_j | n_i]
+    w4 = params[f"{prefix}/linear_3/w"]  # rows [e_ij | e_ji | n_j | n_i]
     tree["edge_update"] = {
         "w4_e_ij": {"kernel": w4[:e], "bias": params[f"{prefix}/linear_3/b"]},
-        "w4_e_ji": {"kernel": w4[e:2 * e]},
-        "w4_n_j": {"kernel": w4[2 * e:2 * e + d]},
-        "w4_n_i": {"kernel": w4[2 * e + d:]},
+        "w4_e_ji": {"kernel": w4[e : 2 * e]},
+        "w4_n_j": {"kernel": w4[2 * e : 2 * e + d]},
+        "w4_n_i": {"kernel": w4[2 * e + d :]},
         "w5": _rt_dense(params, f"{prefix}/linear_4"),
         "ln_1": {"LayerNorm_0": _rt_ln(params, f"{prefix}/layer_norm_2")},
         "w6": _rt_dense(params, f"{prefix}/linear_5"),
@@ -181,13 +200,16 @@ def _map_rt_layer(params, prefix, heads, edge_update=True):
 
 
 def _rt_config(sizes, **overrides):
-  return RTConfig(num_layers=sizes.get("num_layers", 1),
-                  num_heads=sizes["heads"],
-                  head_dim=sizes["node_width"] // sizes["heads"],
-                  node_ffn_dim=sizes["node_hidden"],
-                  edge_msg_dim=sizes["edge_hidden1"],
-                  edge_ffn_dim=sizes["edge_hidden2"],
-                  dropout_rate=DROPOUT, **overrides)
+  return RTConfig(
+      num_layers=sizes.get("num_layers", 1),
+      num_heads=sizes["heads"],
+      head_dim=sizes["node_width"] // sizes["heads"],
+      node_ffn_dim=sizes["node_hidden"],
+      edge_msg_dim=sizes["edge_hidden1"],
+      edge_ffn_dim=sizes["edge_hidden2"],
+      dropout_rate=DROPOUT,
+      **overrides,
+  )
 
 
 def _run_rt_layer(meta, inputs, params):
@@ -195,15 +217,23 @@ def _run_rt_layer(meta, inputs, params):
   edge_update = not sizes["disable_edge_updates"]
   cfg = _rt_config(sizes)
   layer = RelationalTransformerLayer(
-      num_heads=cfg.num_heads, head_dim=cfg.head_dim,
-      node_ffn_dim=cfg.node_ffn_dim, edge_msg_dim=cfg.edge_msg_dim,
-      edge_ffn_dim=cfg.edge_ffn_dim, edge_update=edge_update,
-      dropout_rate=DROPOUT)
+      num_heads=cfg.num_heads,
+      head_dim=cfg.head_dim,
+      node_ffn_dim=cfg.node_ffn_dim,
+      edge_msg_dim=cfg.edge_msg_dim,
+      edge_ffn_dim=cfg.edge_ffn_dim,
+      edge_update=edge_update,
+      dropout_rate=DROPOUT,
+  )
   nodes, edges = jnp.asarray(inputs["nodes"]), jnp.asarray(inputs["edges"])
-  ours = _map_rt_layer(params, "rt_layer0/rt_layer0", sizes["heads"],
-                       edge_update)
-  _check_tree(ours, layer.init(jax.random.PRNGKey(0), nodes, edges)["params"],
-              "RelationalTransformerLayer")
+  ours = _map_rt_layer(
+      params, "rt_layer0/rt_layer0", sizes["heads"], edge_update
+  )
+  _check_tree(
+      ours,
+      layer.init(jax.random.PRNGKey(0), nodes, edges)["params"],
+      "RelationalTransformerLayer",
+  )
   n, e = layer.apply({"params": ours}, nodes, edges, deterministic=True)
   return {"nodes": n, "edges": e}
 
@@ -213,11 +243,17 @@ def _run_rt_stack(meta, inputs, params):
   cfg = _rt_config(sizes, edge_dim=sizes["edge_width"])
   stack = RelationalTransformer(cfg)
   nodes, edges = jnp.asarray(inputs["nodes"]), jnp.asarray(inputs["edges"])
-  ours = {f"layer_{i}": _map_rt_layer(params, f"rt_layer{i}/rt_layer{i}",
-                                      sizes["heads"])
-          for i in range(sizes["num_layers"])}
-  _check_tree(ours, stack.init(jax.random.PRNGKey(0), nodes, edges)["params"],
-              "RelationalTransformer")
+  ours = {
+      f"layer_{i}": _map_rt_layer(
+          params, f"rt_layer{i}/rt_layer{i}", sizes["heads"]
+      )
+      for i in range(sizes["num_layers"])
+  }
+  _check_tree(
+      ours,
+      stack.init(jax.random.PRNGKey(0), nodes, edges)["params"],
+      "RelationalTransformer",
+  )
   n, e = stack.apply({"params": ours}, nodes, edges, deterministic=True)
   return {"nodes": n, "edges": e}
 
@@ -237,23 +273,27 @@ def _map_rt_processor(params, sizes, graph_vec, graph_width=4):
   Their layers 'rt/rt_layer{l}/rt_layer{l}' are our lifted stack's layer_{l}.
   """
   w = params["rt/linear_1/w"]
-  fe = w.shape[0] - sizes["node_width"] - (graph_width if graph_vec == "cat"
-                                           else 0)
+  fe = (
+      w.shape[0]
+      - sizes["node_width"]
+      - (graph_width if graph_vec == "cat" else 0)
+  )
   d = sizes["node_width"]
   flat = {
       "node_in": {"w": params["rt/linear/w"], "b": params["rt/linear/b"]},
       "edge_in": {"w": w[:fe], "b": params["rt/linear_1/b"]},
-      "edge_hidden_in": {"w": w[fe:fe + d]},
+      "edge_hidden_in": {"w": w[fe : fe + d]},
   }
   if graph_vec == "cat":
-    flat["edge_graph_in"] = {"w": w[fe + d:]}
+    flat["edge_graph_in"] = {"w": w[fe + d :]}
   else:
-    flat["core_in"] = {"w": params["rt/linear_2/w"],
-                       "b": params["rt/linear_2/b"]}
+    flat["core_in"] = {
+        "w": params["rt/linear_2/w"],
+        "b": params["rt/linear_2/b"],
+    }
     flat[""] = {"core_edge": np.zeros((d,), np.float32)}
   for i in range(sizes["num_layers"]):
-    layer = _map_rt_layer(params, f"rt/rt_layer{i}/rt_layer{i}",
-                          sizes["heads"])
+    layer = _map_rt_layer(params, f"rt/rt_layer{i}/rt_layer{i}", sizes["heads"])
 
     def walk(tree, path):
       for key, value in tree.items():
@@ -268,31 +308,55 @@ def _map_rt_processor(params, sizes, graph_vec, graph_width=4):
 
 def _run_rt_processor(meta, inputs, params):
   import processors  # pylint: disable=g-import-not-at-top  (CLRS, Haiku)
+
   sizes = meta["sizes"]
   graph_vec = sizes["graph_vec"]
   cfg = _rt_config(sizes)
 
   def fn(node_fts, edge_fts, graph_fts, adj_mat, hidden, e_hidden, g_hidden):
     processor = processors.RelationalTransformerProcessor(
-        sizes["node_width"], cfg, graph_vec=graph_vec, name="rt")
-    return processor(node_fts, edge_fts, graph_fts, adj_mat, hidden,
-                     edge_hidden=e_hidden, graph_hidden=g_hidden,
-                     return_state=True, is_training=False)
+        sizes["node_width"], cfg, graph_vec=graph_vec, name="rt"
+    )
+    return processor(
+        node_fts,
+        edge_fts,
+        graph_fts,
+        adj_mat,
+        hidden,
+        edge_hidden=e_hidden,
+        graph_hidden=g_hidden,
+        return_state=True,
+        is_training=False,
+    )
 
   transformed = hk.transform(fn)
-  args = [jnp.asarray(inputs[k]) for k in ("node_fts", "edge_fts", "graph_fts",
-                                           "adj_mat", "hidden", "e_hidden",
-                                           "g_hidden")]
+  args = [
+      jnp.asarray(inputs[k])
+      for k in (
+          "node_fts",
+          "edge_fts",
+          "graph_fts",
+          "adj_mat",
+          "hidden",
+          "e_hidden",
+          "g_hidden",
+      )
+  ]
   initialised = transformed.init(jax.random.PRNGKey(0), *args)
   top = {module.split("/", 1)[0] for module in initialised}
   assert len(top) == 1, f"one top-level processor module expected, got {top}"
   (top,) = top
-  relative = _map_rt_processor(params, sizes, graph_vec,
-                               inputs["graph_fts"].shape[-1])
-  ours = {(f"{top}/{rel}" if rel else top): group
-          for rel, group in relative.items()}
-  _check_tree(ours, {k: dict(v) for k, v in initialised.items()},
-              "RelationalTransformerProcessor")
+  relative = _map_rt_processor(
+      params, sizes, graph_vec, inputs["graph_fts"].shape[-1]
+  )
+  ours = {
+      (f"{top}/{rel}" if rel else top): group for rel, group in relative.items()
+  }
+  _check_tree(
+      ours,
+      {k: dict(v) for k, v in initialised.items()},
+      "RelationalTransformerProcessor",
+  )
   state = transformed.apply(ours, jax.random.PRNGKey(1), *args)
   out = {"nodes": state.nodes, "edges": state.edges}
   if graph_vec == "core":
@@ -324,24 +388,33 @@ def _rt_net_model(meta, noise):
   import tempfile  # pylint: disable=g-import-not-at-top
   from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
+
   sizes = meta["sizes"]
-  hp = dict(clrs_rt.AUTHORS, num_layers=sizes["num_layers"],
-            nb_heads=sizes["nb_heads"], head_size=sizes["head_size"],
-            node_hid_size=sizes["node_hid_size"],
-            edge_hid_size_1=sizes["edge_hid_size_1"],
-            edge_hid_size_2=sizes["edge_hid_size_2"],
-            use_ln=sizes["use_ln"], graph_vec=sizes["graph_vec"],
-            ptr_from_edges=sizes["ptr_from_edges"],
-            hint_teacher_forcing_noise=noise,
-            dropout_prob=sizes["dropout_prob"], batch_size=sizes["batch"],
-            eval_batch_size=sizes["batch"])
-  config = clrs_rt.our_config(clrs_rt.BUDGETS["smoke"], 0, meta["algorithm"],
-                              hp)
+  hp = dict(
+      clrs_rt.AUTHORS,
+      num_layers=sizes["num_layers"],
+      nb_heads=sizes["nb_heads"],
+      head_size=sizes["head_size"],
+      node_hid_size=sizes["node_hid_size"],
+      edge_hid_size_1=sizes["edge_hid_size_1"],
+      edge_hid_size_2=sizes["edge_hid_size_2"],
+      use_ln=sizes["use_ln"],
+      graph_vec=sizes["graph_vec"],
+      ptr_from_edges=sizes["ptr_from_edges"],
+      hint_teacher_forcing_noise=noise,
+      dropout_prob=sizes["dropout_prob"],
+      batch_size=sizes["batch"],
+      eval_batch_size=sizes["batch"],
+  )
+  config = clrs_rt.our_config(
+      clrs_rt.BUDGETS["smoke"], 0, meta["algorithm"], hp
+  )
   return config, loop, tempfile
 
 
 def _rt_net_feedback(meta, inputs, split):
   from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
+
   spec = {k: tuple(v) for k, v in meta["spec"].items()}
   arrays = {k: v for k, v in inputs.items() if k.startswith(f"{split}/")}
   return clrs_rt.ForkData(spec, arrays, None, 0).feedback(split), spec
@@ -352,27 +425,37 @@ def _map_rt_net(params, ours_init, meta, spec):
   sizes = meta["sizes"]
   d = sizes["hidden_dim"]
   encdec = "net/~_construct_encoders_decoders/"
-  node_pointers = {name for name, (_, loc, typ) in spec.items()
-                   if loc == "node" and typ in ("pointer", "permutation_pointer")}
+  node_pointers = {
+      name
+      for name, (_, loc, typ) in spec.items()
+      if loc == "node" and typ in ("pointer", "permutation_pointer")
+  }
   mapped = {}
   processor = {}
   for name, value in params.items():
     module, key = name.rsplit("/", 1)
     if module.startswith(encdec):
-      short = module[len(encdec):]
+      short = module[len(encdec) :]
       for pointer in node_pointers:
         if short == f"algo_0_{pointer}_dec_linear" and sizes["ptr_from_edges"]:
           short = f"algo_0_{pointer}_ptr_from_edges/linear"
       mapped.setdefault(encdec + short, {})[key] = value
     else:
       assert module.startswith("net/rt/"), name
-      processor[name[len("net/"):]] = value
+      processor[name[len("net/") :]] = value
   tops = {m.split("/")[1] for m in ours_init if not m.startswith(encdec)}
   assert len(tops) == 1, f"one processor module expected, got {tops}"
   (top,) = tops
   relative = _map_rt_processor(
-      processor, {"node_width": d, "num_layers": sizes["num_layers"],
-                  "heads": sizes["nb_heads"]}, sizes["graph_vec"], d)
+      processor,
+      {
+          "node_width": d,
+          "num_layers": sizes["num_layers"],
+          "heads": sizes["nb_heads"],
+      },
+      sizes["graph_vec"],
+      d,
+  )
   for rel, group in relative.items():
     mapped[f"net/{top}/{rel}" if rel else f"net/{top}"] = group
   return mapped
@@ -391,6 +474,7 @@ class _FixedForceMask:
       if shape is not None and tuple(shape) == (len(self.mask),):
         return jnp.asarray(self.mask)
       return self.original(key, p, shape)
+
     jax.random.bernoulli = bernoulli
 
   def __exit__(self, *exc):
@@ -407,26 +491,45 @@ def _run_rt_net(meta, inputs, params):
     with tempfile.TemporaryDirectory() as tmp:
       model = loop.build_model(config, spec, train, tmp)
       # Our parameter shapes, as CarryModel.init makes them (abstractly).
-      shapes = jax.eval_shape(functools.partial(
-          model.net_fn.init, features_list=[train.features], repred=True,
-          algorithm_index=-1, return_hints=False, return_all_outputs=False),
-                              jax.random.PRNGKey(43))
+      shapes = jax.eval_shape(
+          functools.partial(
+              model.net_fn.init,
+              features_list=[train.features],
+              repred=True,
+              algorithm_index=-1,
+              return_hints=False,
+              return_all_outputs=False,
+          ),
+          jax.random.PRNGKey(43),
+      )
       ours = _map_rt_net(params, shapes, meta, spec)
-      _check_tree(ours, {k: {n: np.zeros(v.shape, v.dtype)
-                             for n, v in group.items()}
-                         for k, group in shapes.items()}, "CarryModel")
+      _check_tree(
+          ours,
+          {
+              k: {n: np.zeros(v.shape, v.dtype) for n, v in group.items()}
+              for k, group in shapes.items()
+          },
+          "CarryModel",
+      )
       ours = jax.tree_util.tree_map(jnp.asarray, ours)
-      loss_and_grad = jax.jit(jax.value_and_grad(model._loss),  # pylint: disable=protected-access
-                              static_argnums=3)
+      loss_and_grad = jax.jit(
+          jax.value_and_grad(model._loss),  # pylint: disable=protected-access
+          static_argnums=3,
+      )
       if noise:
         with _FixedForceMask(meta["sizes"]["force_mask"]):
           loss, grads = loss_and_grad(ours, key, train, 0)
       else:
         loss, grads = loss_and_grad(ours, key, train, 0)
-        output_preds, hint_preds = jax.jit(functools.partial(
-            model.net_fn.apply, repred=True, algorithm_index=0,
-            return_hints=True, return_all_outputs=False))(
-                ours, key, [evaluation.features])
+        output_preds, hint_preds = jax.jit(
+            functools.partial(
+                model.net_fn.apply,
+                repred=True,
+                algorithm_index=0,
+                return_hints=True,
+                return_all_outputs=False,
+            )
+        )(ours, key, [evaluation.features])
         for name, value in output_preds.items():
           out[f"eval_output/{name}"] = value
         for name in hint_preds[0]:
@@ -444,8 +547,9 @@ def _rt_net_to_theirs(tree, params, meta, spec):
   our values back to the ids; every element of theirs must be hit."""
   ids, offset = {}, 1
   for name, value in sorted(params.items()):
-    ids[name] = np.arange(offset, offset + value.size,
-                          dtype=np.float64).reshape(value.shape)
+    ids[name] = np.arange(
+        offset, offset + value.size, dtype=np.float64
+    ).reshape(value.shape)
     offset += value.size
   mapped = _map_rt_net(ids, tree, meta, spec)
   flat = np.full(offset, np.nan, np.float32)
@@ -455,8 +559,9 @@ def _rt_net_to_theirs(tree, params, meta, spec):
       values = np.asarray(tree[module][key], np.float32).ravel()
       flat[index[index > 0]] = values[index > 0]
   assert not np.isnan(flat[1:]).any(), "some of their parameters unmapped"
-  return {name: flat[id_array.astype(np.int64)]
-          for name, id_array in ids.items()}
+  return {
+      name: flat[id_array.astype(np.int64)] for name, id_array in ids.items()
+  }
 
 
 # ----------------------------------------------------------------------------
@@ -497,8 +602,10 @@ def _torch_dense(params, name, out_shape=None, in_shape=None):
   if out_shape is not None:
     kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
   bias = params.get(f"{name}.bias", np.zeros((out_features,), np.float32))
-  return {"kernel": kernel,
-          "bias": bias.reshape(out_shape) if out_shape is not None else bias}
+  return {
+      "kernel": kernel,
+      "bias": bias.reshape(out_shape) if out_shape is not None else bias,
+  }
 
 
 def _map_et_attention(params, prefix, heads, ablation):
@@ -507,8 +614,10 @@ def _map_et_attention(params, prefix, heads, ablation):
   roles = {"query": 0, "key": 1, "value_left": 2, "value_right": 3}
   if ablation == "value":
     del roles["value_right"]
-  tree = {role: _torch_dense(params, f"{prefix}linears.{i}", out_shape=hk_shape)
-          for role, i in roles.items()}
+  tree = {
+      role: _torch_dense(params, f"{prefix}linears.{i}", out_shape=hk_shape)
+      for role, i in roles.items()
+  }
   tree["out"] = _torch_dense(params, f"{prefix}linears.5", in_shape=hk_shape)
   return tree
 
@@ -520,8 +629,9 @@ def _torch_ln(params, name):
 def _map_et_layer(params, prefix, heads):
   return {
       "ln_attention": _torch_ln(params, f"{prefix}norm1"),
-      "attention": _map_et_attention(params, f"{prefix}edge_attention.",
-                                     heads, "none"),
+      "attention": _map_et_attention(
+          params, f"{prefix}edge_attention.", heads, "none"
+      ),
       "ln_ffn": _torch_ln(params, f"{prefix}norm2"),
       "ffn_hidden": _torch_dense(params, f"{prefix}linear1"),
       "ffn_out": _torch_dense(params, f"{prefix}linear2"),
@@ -530,65 +640,93 @@ def _map_et_layer(params, prefix, heads):
 
 def _run_et_attention(meta, inputs, params, chunk_size=2):
   sizes = meta["sizes"]
-  module = TriangularAttention(num_heads=sizes["heads"],
-                               ablation=sizes["ablation"],
-                               chunk_size=chunk_size)
+  module = TriangularAttention(
+      num_heads=sizes["heads"],
+      ablation=sizes["ablation"],
+      chunk_size=chunk_size,
+  )
   x = jnp.asarray(inputs["x"])
   ours = _map_et_attention(params, "", sizes["heads"], sizes["ablation"])
-  _check_tree(ours, module.init(jax.random.PRNGKey(0), x)["params"],
-              "TriangularAttention")
+  _check_tree(
+      ours,
+      module.init(jax.random.PRNGKey(0), x)["params"],
+      "TriangularAttention",
+  )
   return {"y": module.apply({"params": ours}, x)}
 
 
 def _run_et_layer(meta, inputs, params, chunk_size=2):
   sizes = meta["sizes"]
   assert sizes["ff_factor"] == 4, "ours: ffn_dim=None is 4 x D"
-  module = EdgeTransformerLayer(num_heads=sizes["heads"],
-                                layout="released_code", chunk_size=chunk_size,
-                                dropout_rate=DROPOUT)
+  module = EdgeTransformerLayer(
+      num_heads=sizes["heads"],
+      layout="released_code",
+      chunk_size=chunk_size,
+      dropout_rate=DROPOUT,
+  )
   x = jnp.asarray(inputs["x"])
   ours = _map_et_layer(params, "", sizes["heads"])
-  _check_tree(ours, module.init(jax.random.PRNGKey(0), x)["params"],
-              "EdgeTransformerLayer")
+  _check_tree(
+      ours,
+      module.init(jax.random.PRNGKey(0), x)["params"],
+      "EdgeTransformerLayer",
+  )
   return {"y": module.apply({"params": ours}, x, deterministic=True)}
 
 
 def _et_stack(meta):
   sizes = meta["sizes"]
   assert sizes["ff_factor"] == 4, "ours: ffn_dim=None is 4 x D"
-  return EdgeTransformer(ETConfig(
-      num_layers=sizes["num_layers"], num_heads=sizes["heads"],
-      head_dim=sizes["width"] // sizes["heads"], tied=sizes["tied"],
-      layout="released_code", dropout_rate=DROPOUT))
+  return EdgeTransformer(
+      ETConfig(
+          num_layers=sizes["num_layers"],
+          num_heads=sizes["heads"],
+          head_dim=sizes["width"] // sizes["heads"],
+          tied=sizes["tied"],
+          layout="released_code",
+          dropout_rate=DROPOUT,
+      )
+  )
 
 
 def _map_et_stack(params, sizes):
   if sizes["tied"]:
     return {"layer": _map_et_layer(params, "layers.0.", sizes["heads"])}
-  return {f"layer_{i}": _map_et_layer(params, f"layers.{i}.", sizes["heads"])
-          for i in range(sizes["num_layers"])}
+  return {
+      f"layer_{i}": _map_et_layer(params, f"layers.{i}.", sizes["heads"])
+      for i in range(sizes["num_layers"])
+  }
 
 
 def _run_et_stack_sequence(meta, inputs, params):
   sizes = meta["sizes"]
   max_distance = sizes["max_relative_distance"]
-  embed = SequenceEdgeEmbedding(vocab_size=sizes["vocab"],
-                                features=sizes["width"],
-                                max_distance=max_distance)
+  embed = SequenceEdgeEmbedding(
+      vocab_size=sizes["vocab"],
+      features=sizes["width"],
+      max_distance=max_distance,
+  )
   theirs = params["spatial_relations_builder.rel_embeddings.weight"]
   embed_params = {
       "relative_position": {
-          "embedding": theirs[2 * max_distance - np.arange(2 * max_distance + 1)]},
+          "embedding": theirs[
+              2 * max_distance - np.arange(2 * max_distance + 1)
+          ]
+      },
       "token": {"embedding": inputs["token_table"]},
   }
   tokens = jnp.asarray(inputs["tokens"])
-  _check_tree(embed_params, embed.init(jax.random.PRNGKey(0), tokens)["params"],
-              "SequenceEdgeEmbedding")
+  _check_tree(
+      embed_params,
+      embed.init(jax.random.PRNGKey(0), tokens)["params"],
+      "SequenceEdgeEmbedding",
+  )
   x = embed.apply({"params": embed_params}, tokens)
   stack = _et_stack(meta)
   ours = _map_et_stack(params, sizes)
-  _check_tree(ours, stack.init(jax.random.PRNGKey(0), x)["params"],
-              "EdgeTransformer")
+  _check_tree(
+      ours, stack.init(jax.random.PRNGKey(0), x)["params"], "EdgeTransformer"
+  )
   return {"y": stack.apply({"params": ours}, x, deterministic=True)}
 
 
@@ -597,18 +735,25 @@ def _run_et_stack_graph(meta, inputs, params):
   ours drops padded pivots l only, so rows and columns of padded nodes differ
   by design and only the real x real block of each graph is compared."""
   sizes = meta["sizes"]
-  embed = GraphEdgeEmbedding(num_labels=sizes["num_labels"],
-                             features=sizes["width"])
+  embed = GraphEdgeEmbedding(
+      num_labels=sizes["num_labels"], features=sizes["width"]
+  )
   labels = jnp.asarray(inputs["labels"])
   embed_params = {"label": {"embedding": params["embedding.weight"]}}
-  _check_tree(embed_params, embed.init(jax.random.PRNGKey(0), labels)["params"],
-              "GraphEdgeEmbedding")
+  _check_tree(
+      embed_params,
+      embed.init(jax.random.PRNGKey(0), labels)["params"],
+      "GraphEdgeEmbedding",
+  )
   x = embed.apply({"params": embed_params}, labels)
   node_mask = jnp.asarray(~inputs["padding"])
   stack = _et_stack(meta)
   ours = _map_et_stack(params, sizes)
-  _check_tree(ours, stack.init(jax.random.PRNGKey(0), x, node_mask)["params"],
-              "EdgeTransformer")
+  _check_tree(
+      ours,
+      stack.init(jax.random.PRNGKey(0), x, node_mask)["params"],
+      "EdgeTransformer",
+  )
   return {"y": stack.apply({"params": ours}, x, node_mask, deterministic=True)}
 
 
@@ -634,24 +779,35 @@ def _map_cs_attention(params, prefix, heads, relative):
   q = params[f"{prefix}data_to_q.weight"]
   d = q.shape[1]
   k_dim = q.shape[0] // heads
-  kv_DxHx2xK = params[f"{prefix}data_to_kv.weight"].T.reshape(d, heads, 2,
-                                                              k_dim)
-  tree = {"query": {"kernel": q.T.reshape(d, heads, k_dim)},
-          "key": {"kernel": kv_DxHx2xK[:, :, 0]},
-          "value": {"kernel": kv_DxHx2xK[:, :, 1]},
-          "out": {"kernel": params[f"{prefix}multi_head_merge.weight"].T
-                            .reshape(heads, k_dim, d)}}
+  kv_DxHx2xK = params[f"{prefix}data_to_kv.weight"].T.reshape(
+      d, heads, 2, k_dim
+  )
+  tree = {
+      "query": {"kernel": q.T.reshape(d, heads, k_dim)},
+      "key": {"kernel": kv_DxHx2xK[:, :, 0]},
+      "value": {"kernel": kv_DxHx2xK[:, :, 1]},
+      "out": {
+          "kernel": (
+              params[f"{prefix}multi_head_merge.weight"].T.reshape(
+                  heads, k_dim, d
+              )
+          )
+      },
+  }
   if relative:
-    tree["pos_proj"] = {"kernel": params[f"{prefix}pos_to_pq.weight"].T
-                                  .reshape(d, heads, k_dim)}
+    tree["pos_proj"] = {
+        "kernel": params[f"{prefix}pos_to_pq.weight"].T.reshape(d, heads, k_dim)
+    }
     tree["u_bias"] = params[f"{prefix}global_content_bias"]
     tree["v_bias"] = params[f"{prefix}global_pos_bias"]
   return tree
 
 
 def _map_cs_ff(params, prefix):
-  return {"hidden": _torch_dense(params, f"{prefix}linear1"),
-          "out": _torch_dense(params, f"{prefix}linear2")}
+  return {
+      "hidden": _torch_dense(params, f"{prefix}linear1"),
+      "out": _torch_dense(params, f"{prefix}linear2"),
+  }
 
 
 def _map_cs_model(params, sizes):
@@ -659,8 +815,11 @@ def _map_cs_model(params, sizes):
   n = 1 if sizes["universal"] else sizes["num_layers"]
 
   def prefix(side, i):
-    return (f"trafo.{side}.layer." if sizes["universal"]
-            else f"trafo.{side}.layers.{i}.")
+    return (
+        f"trafo.{side}.layer."
+        if sizes["universal"]
+        else f"trafo.{side}.layers.{i}."
+    )
 
   encoder = {"embed": {"embedding": params["input_embedding.weight"]}}
   decoder = {"embed": {"embedding": params["output_embedding.weight"]}}
@@ -670,15 +829,18 @@ def _map_cs_model(params, sizes):
         "self_attn": _map_cs_attention(params, f"{e}self_attn.", heads, True),
         "attn_norm": _torch_ln(params, f"{e}norm1"),
         "ff": _map_cs_ff(params, e),
-        "ff_norm": _torch_ln(params, f"{e}norm2")}
+        "ff_norm": _torch_ln(params, f"{e}norm2"),
+    }
     decoder[f"layers_{i}"] = {
         "self_attn": _map_cs_attention(params, f"{d}self_attn.", heads, True),
         "self_norm": _torch_ln(params, f"{d}norm1"),
-        "cross_attn": _map_cs_attention(params, f"{d}multihead_attn.", heads,
-                                        False),
+        "cross_attn": _map_cs_attention(
+            params, f"{d}multihead_attn.", heads, False
+        ),
         "cross_norm": _torch_ln(params, f"{d}norm2"),
         "ff": _map_cs_ff(params, d),
-        "ff_norm": _torch_ln(params, f"{d}norm3")}
+        "ff_norm": _torch_ln(params, f"{d}norm3"),
+    }
   if sizes["tied_embedding"]:
     decoder["out_bias"] = params["output_map.bias"]
   else:
@@ -692,45 +854,68 @@ def _run_cs_model(meta, inputs, params):
   builds: [SOS] src [EOS] on the encoder, [SOS/EOS] y on the decoder."""
   sizes = meta["sizes"]
   config = Seq2SeqConfig(
-      src_vocab_size=sizes["src_rows"], tgt_vocab_size=sizes["tgt_rows"],
-      d_model=sizes["width"], num_heads=sizes["heads"], ffn_dim=sizes["ffn"],
+      src_vocab_size=sizes["src_rows"],
+      tgt_vocab_size=sizes["tgt_rows"],
+      d_model=sizes["width"],
+      num_heads=sizes["heads"],
+      ffn_dim=sizes["ffn"],
       num_encoder_layers=sizes["num_layers"],
-      num_decoder_layers=sizes["num_layers"], positions="relative",
-      scaling="none", tied=sizes["universal"],
-      tie_embeddings=sizes["tied_embedding"], dropout_rate=DROPOUT)
+      num_decoder_layers=sizes["num_layers"],
+      positions="relative",
+      scaling="none",
+      tied=sizes["universal"],
+      tie_embeddings=sizes["tied_embedding"],
+      dropout_rate=DROPOUT,
+  )
   model = Seq2SeqTransformer(config)
   src_eos = inputs["src_eos"]
   num_b = src_eos.shape[0]
-  src = np.concatenate([np.full((num_b, 1), sizes["encoder_sos"]), src_eos],
-                       axis=1).astype(np.int32)
+  src = np.concatenate(
+      [np.full((num_b, 1), sizes["encoder_sos"]), src_eos], axis=1
+  ).astype(np.int32)
   src_mask = np.arange(src.shape[1])[None] < (inputs["src_len"] + 2)[:, None]
   sos = sizes["decoder_sos_eos"]
-  tgt_in = np.concatenate([np.full((num_b, 1), sos),
-                           inputs["tgt_eos"][:, :-1]], axis=1).astype(np.int32)
+  tgt_in = np.concatenate(
+      [np.full((num_b, 1), sos), inputs["tgt_eos"][:, :-1]], axis=1
+  ).astype(np.int32)
   ours = _map_cs_model(params, sizes)
-  _check_tree(ours, model.init(jax.random.PRNGKey(0), src, src_mask,
-                               tgt_in)["params"], "Seq2SeqTransformer")
+  _check_tree(
+      ours,
+      model.init(jax.random.PRNGKey(0), src, src_mask, tgt_in)["params"],
+      "Seq2SeqTransformer",
+  )
   variables = {"params": ours}
   logits = model.apply(variables, src, src_mask, tgt_in)
-  memory, memory_mask = model.apply(variables, src, src_mask,
-                                    method=Seq2SeqTransformer.encode)
+  memory, memory_mask = model.apply(
+      variables, src, src_mask, method=Seq2SeqTransformer.encode
+  )
   cache = model.init_cache(num_b, sizes["greedy_len"])
   last = np.full((num_b, 1), sos, np.int32)
   steps = []
   for _ in range(sizes["greedy_len"]):
-    step_logits, cache = model.apply(variables, memory, memory_mask, last,
-                                     cache,
-                                     method=Seq2SeqTransformer.decode_step)
+    step_logits, cache = model.apply(
+        variables,
+        memory,
+        memory_mask,
+        last,
+        cache,
+        method=Seq2SeqTransformer.decode_step,
+    )
     steps.append(step_logits[:, 0])
     last = np.asarray(jnp.argmax(step_logits, axis=-1), np.int32)
   greedy_logits = jnp.stack(steps, axis=1)
   tokens = np.asarray(jnp.argmax(greedy_logits, axis=-1), np.int32)
   # Their out_len: steps before the first SOS/EOS (all steps if none).
   ended = tokens == sos
-  lengths = np.where(ended.any(1), ended.argmax(1),
-                     tokens.shape[1]).astype(np.int32)
-  return {"logits": logits, "greedy_logits": greedy_logits,
-          "greedy_tokens": tokens, "greedy_len": lengths}
+  lengths = np.where(ended.any(1), ended.argmax(1), tokens.shape[1]).astype(
+      np.int32
+  )
+  return {
+      "logits": logits,
+      "greedy_logits": greedy_logits,
+      "greedy_tokens": tokens,
+      "greedy_len": lengths,
+  }
 
 
 RUNNERS = {
@@ -765,18 +950,30 @@ def max_abs_diffs(case, scaled=False):
   diffs = {}
   for name, reference in theirs.items():
     value = np.asarray(ours[name])
-    expected = (reference.dtype if np.issubdtype(reference.dtype, np.integer)
-                else np.float32)  # integer outputs: tokens, lengths
+    expected = (
+        reference.dtype
+        if np.issubdtype(reference.dtype, np.integer)
+        else np.float32
+    )  # integer outputs: tokens, lengths
     assert value.dtype == expected, (case, name, value.dtype)
-    assert value.shape == reference.shape, (case, name, value.shape,
-                                            reference.shape)
+    assert value.shape == reference.shape, (
+        case,
+        name,
+        value.shape,
+        reference.shape,
+    )
     if "padding" in inputs:  # compare each graph's real x real block
       lengths = (~inputs["padding"]).sum(axis=1)
-      diffs[name] = max(float(np.max(np.abs(value[b, :m, :m] - reference[b, :m, :m])))
-                        for b, m in enumerate(lengths))
+      diffs[name] = max(
+          float(np.max(np.abs(value[b, :m, :m] - reference[b, :m, :m])))
+          for b, m in enumerate(lengths)
+      )
     else:
-      diffs[name] = float(np.max(np.abs(value.astype(np.float64) -
-                                        reference.astype(np.float64))))
+      diffs[name] = float(
+          np.max(
+              np.abs(value.astype(np.float64) - reference.astype(np.float64))
+          )
+      )
     if scaled:
       diffs[name] /= max(1.0, float(np.max(np.abs(reference))))
   return diffs
@@ -784,8 +981,9 @@ def max_abs_diffs(case, scaled=False):
 
 def test_all_goldens_present():
   missing = sorted(set(CASES) - set(available_cases()))
-  assert not missing, (
-      f"goldens missing: {missing}; regenerate with scripts/make_peer_goldens.sh")
+  assert (
+      not missing
+  ), f"goldens missing: {missing}; regenerate with scripts/make_peer_goldens.sh"
   readme = json.loads((GOLDEN_DIR / "README.json").read_text())
   for side in ("rt", "et", "cs"):
     assert len(readme["references"][side]["commit"]) == 40
@@ -813,4 +1011,5 @@ def test_ours_equals_the_authors_code(case):
   tolerance = RT_NET_TOLERANCE if whole_net else TOLERANCE
   assert max(diffs.values()) <= tolerance, (
       f"{case}: ours vs {meta['repository']}@{meta['commit'][:8]} "
-      f"({meta['function']}): max abs difference {diffs} > {tolerance}")
+      f"({meta['function']}): max abs difference {diffs} > {tolerance}"
+  )

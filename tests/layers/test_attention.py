@@ -17,11 +17,13 @@ def random_params(module, *args, seed=0, scale=0.5, **kwargs):
 
   Shapes come from jax.eval_shape, so nothing is compiled.
   """
-  shapes = jax.eval_shape(module.init, jax.random.key(0), *args,
-                          **kwargs)["params"]
+  shapes = jax.eval_shape(module.init, jax.random.key(0), *args, **kwargs)[
+      "params"
+  ]
   rng = np.random.default_rng(seed)
   return jax.tree.map(
-      lambda s: jnp.asarray(rng.normal(0.0, scale, s.shape), s.dtype), shapes)
+      lambda s: jnp.asarray(rng.normal(0.0, scale, s.shape), s.dtype), shapes
+  )
 
 
 def _np_sinusoid(pos, dim):
@@ -59,8 +61,7 @@ def _naive_relative(params, x, mask, causal, num_heads):
             continue
           k_j = x[b, j] @ wk
           r_ij = _np_sinusoid(j - i, d_model) @ wr
-          logits[j] = ((q_i + u) @ k_j + (q_i + v) @ r_ij) / math.sqrt(
-              head_dim)
+          logits[j] = ((q_i + u) @ k_j + (q_i + v) @ r_ij) / math.sqrt(head_dim)
         alpha = _np_softmax(logits)
         for j in range(num_n):
           z[i, h] += alpha[j] * (x[b, j] @ wv)
@@ -80,8 +81,9 @@ def test_relative_attention_matches_naive_loop(causal):
   np.testing.assert_allclose(np.asarray(got), want, atol=1e-4)
 
 
-@pytest.mark.parametrize("cls", [attention.MultiHeadAttention,
-                                 attention.RelativeMultiHeadAttention])
+@pytest.mark.parametrize(
+    "cls", [attention.MultiHeadAttention, attention.RelativeMultiHeadAttention]
+)
 def test_incremental_decoding_equals_full_causal_pass(cls):
   d_model, heads, length = 8, 2, 6
   attn = cls(d_model, heads, causal=True)
@@ -89,18 +91,22 @@ def test_incremental_decoding_equals_full_causal_pass(cls):
   params = random_params(attn, x, seed=1)
   full = jit(attn.apply)({"params": params}, x)
   cache = attention.init_cache(2, length + 2, heads, d_model // heads)
-  step = jit(lambda p, x_t, c: attn.apply({"params": p}, x_t, c,
-                                              method=cls.decode_step))
+  step = jit(
+      lambda p, x_t, c: attn.apply(
+          {"params": p}, x_t, c, method=cls.decode_step
+      )
+  )
   # Prefill two positions at once, then one token per step.
   outs = []
   out, cache = step(params, x[:, :2], cache)
   outs.append(out)
   for t in range(2, length):
-    out, cache = step(params, x[:, t:t + 1], cache)
+    out, cache = step(params, x[:, t : t + 1], cache)
     outs.append(out)
   assert int(cache["index"]) == length
-  np.testing.assert_allclose(np.asarray(jnp.concatenate(outs, axis=1)),
-                             np.asarray(full), atol=1e-5)
+  np.testing.assert_allclose(
+      np.asarray(jnp.concatenate(outs, axis=1)), np.asarray(full), atol=1e-5
+  )
 
 
 def test_key_padding_mask_hides_padded_keys():
@@ -115,10 +121,14 @@ def test_key_padding_mask_hides_padded_keys():
   kv_changed = kv.at[:, 2:].set(100.0)
   np.testing.assert_allclose(
       np.asarray(apply({"params": params}, q, kv_changed, mask)),
-      np.asarray(out), atol=1e-6)
+      np.asarray(out),
+      atol=1e-6,
+  )
   np.testing.assert_allclose(
       np.asarray(apply({"params": params}, q, kv[:, :2], None)),
-      np.asarray(out), atol=1e-5)
+      np.asarray(out),
+      atol=1e-5,
+  )
 
 
 def test_bad_heads_raise():

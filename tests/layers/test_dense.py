@@ -33,8 +33,9 @@ def _assert_same_module(ours_init, ours_apply, ref_init, ref_apply, x):
   """Same parameters, identical outputs, and gradients equal (to float
   summation order) with and without jit."""
   params = ref_init(jax.random.PRNGKey(0), x)
-  jax.tree.map(np.testing.assert_array_equal,
-               ours_init(jax.random.PRNGKey(0), x), params)
+  jax.tree.map(
+      np.testing.assert_array_equal, ours_init(jax.random.PRNGKey(0), x), params
+  )
   np.testing.assert_array_equal(ours_apply(params, x), ref_apply(params, x))
 
   def grads(apply, jit):
@@ -43,17 +44,20 @@ def _assert_same_module(ours_init, ours_apply, ref_init, ref_apply, x):
 
   ref = grads(ref_apply, False)
   for jit in (False, True):
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5,
-                                                         atol=1e-5),
-                 grads(ours_apply, jit), ref)
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5),
+        grads(ours_apply, jit),
+        ref,
+    )
 
 
 @pytest.mark.parametrize("use_bias", [True, False])
 def test_affine_matches_loop_reference_and_autodiff(use_bias):
   x, w = _inputs((2, 3, 4, 5)), _inputs((5, 6), 1)
   b = _inputs((6,), 2) if use_bias else None
-  np.testing.assert_allclose(dense.affine(x, w, b), _naive_affine(x, w, b),
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+      dense.affine(x, w, b), _naive_affine(x, w, b), rtol=1e-5, atol=1e-5
+  )
   cot = _inputs((2, 3, 4, 6), 3)
 
   def loss(fn):
@@ -75,17 +79,20 @@ def test_affine_matches_loop_reference_and_autodiff(use_bias):
 @pytest.mark.parametrize("use_bias", [True, False])
 def test_dense_equals_flax_dense(use_bias):
   ours, ref = dense.Dense(3, use_bias=use_bias), nn.Dense(3, use_bias=use_bias)
-  _assert_same_module(ours.init, ours.apply, ref.init, ref.apply,
-                      _inputs((2, 4, 4, 6)))
+  _assert_same_module(
+      ours.init, ours.apply, ref.init, ref.apply, _inputs((2, 4, 4, 6))
+  )
 
 
-@pytest.mark.parametrize("features,axis", [((2, 3), -1), (5, (-2, -1)),
-                                           (4, -1)])
+@pytest.mark.parametrize(
+    "features,axis", [((2, 3), -1), (5, (-2, -1)), (4, -1)]
+)
 def test_dense_general_equals_flax(features, axis):
   ours = dense.DenseGeneral(features, axis=axis)
   ref = nn.DenseGeneral(features, axis=axis)
-  _assert_same_module(ours.init, ours.apply, ref.init, ref.apply,
-                      _inputs((2, 3, 3, 2, 4)))
+  _assert_same_module(
+      ours.init, ours.apply, ref.init, ref.apply, _inputs((2, 3, 3, 2, 4))
+  )
 
 
 def test_dense_general_rejects_non_trailing_axes():
@@ -101,14 +108,20 @@ def test_dense_promotes_to_dtype():
   y = module.apply(params, x)
   assert y.dtype == jnp.bfloat16
   np.testing.assert_array_equal(
-      y, nn.Dense(3, dtype=jnp.bfloat16).apply(params, x))
+      y, nn.Dense(3, dtype=jnp.bfloat16).apply(params, x)
+  )
 
 
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_linear_equals_haiku_linear(with_bias):
-  ours = hk.without_apply_rng(hk.transform(
-      lambda x: linear_lib.Linear(3, with_bias=with_bias, name="lin")(x)))
-  ref = hk.without_apply_rng(hk.transform(
-      lambda x: hk.Linear(3, with_bias=with_bias, name="lin")(x)))
-  _assert_same_module(ours.init, ours.apply, ref.init, ref.apply,
-                      _inputs((2, 4, 4, 6)))
+  ours = hk.without_apply_rng(
+      hk.transform(
+          lambda x: linear_lib.Linear(3, with_bias=with_bias, name="lin")(x)
+      )
+  )
+  ref = hk.without_apply_rng(
+      hk.transform(lambda x: hk.Linear(3, with_bias=with_bias, name="lin")(x))
+  )
+  _assert_same_module(
+      ours.init, ours.apply, ref.init, ref.apply, _inputs((2, 4, 4, 6))
+  )

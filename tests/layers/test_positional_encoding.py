@@ -30,32 +30,40 @@ def test_sinusoidal_matches_formula():
   np.testing.assert_allclose(neg[0], _np_sinusoid(-3, 7), atol=1e-6)
   np.testing.assert_allclose(
       np.asarray(positional_encoding.sinusoidal(2, 6, offset=3)),
-      np.stack([_np_sinusoid(3, 6), _np_sinusoid(4, 6)]), atol=1e-6)
+      np.stack([_np_sinusoid(3, 6), _np_sinusoid(4, 6)]),
+      atol=1e-6,
+  )
 
 
-@pytest.mark.parametrize("scaling, token_scale, pe_scale",
-                         [("teu", 4.0, 1.0), ("ped", 1.0, 0.25),
-                          ("none", 1.0, 1.0)])
+@pytest.mark.parametrize(
+    "scaling, token_scale, pe_scale",
+    [("teu", 4.0, 1.0), ("ped", 1.0, 0.25), ("none", 1.0, 1.0)],
+)
 def test_embedding_scaling_numbers(scaling, token_scale, pe_scale):
   # Csordas et al. 2021 appendix D with D = 16: TEU sqrt(D) E + P,
   # PED E + P / sqrt(D), none E + P.
   d_model = 16
-  emb = positional_encoding.TokenEmbedding(vocab_size=7, d_model=d_model,
-                                 scaling=scaling)
+  emb = positional_encoding.TokenEmbedding(
+      vocab_size=7, d_model=d_model, scaling=scaling
+  )
   tokens = jnp.array([[1, 2, 6], [0, 3, 3]])
   pe = positional_encoding.sinusoidal(3, d_model)
   params = jit(emb.init)(jax.random.key(0), tokens, pe)["params"]
   table = np.asarray(params["embedding"])
-  expected = token_scale * table[np.asarray(tokens)] + pe_scale * np.asarray(
-      pe)[None]
-  np.testing.assert_allclose(np.asarray(emb.apply({"params": params}, tokens,
-                                                  pe)), expected, rtol=1e-6)
-  assert positional_encoding.embedding_scales(scaling, d_model) == (token_scale,
-                                                          pe_scale)
+  expected = (
+      token_scale * table[np.asarray(tokens)] + pe_scale * np.asarray(pe)[None]
+  )
+  np.testing.assert_allclose(
+      np.asarray(emb.apply({"params": params}, tokens, pe)), expected, rtol=1e-6
+  )
+  assert positional_encoding.embedding_scales(scaling, d_model) == (
+      token_scale,
+      pe_scale,
+  )
   no_pe = emb.apply({"params": params}, tokens)
-  np.testing.assert_allclose(np.asarray(no_pe),
-                             token_scale * table[np.asarray(tokens)],
-                             rtol=1e-6)
+  np.testing.assert_allclose(
+      np.asarray(no_pe), token_scale * table[np.asarray(tokens)], rtol=1e-6
+  )
 
 
 def test_embedding_init_statistics():
@@ -63,11 +71,15 @@ def test_embedding_init_statistics():
   tables = {}
   for scaling in positional_encoding.SCALINGS:
     emb = positional_encoding.TokenEmbedding(vocab, d_model, scaling)
-    tables[scaling] = np.asarray(jit(emb.init)(
-        jax.random.key(1), jnp.zeros((1, 1), jnp.int32))["params"]["embedding"])
+    tables[scaling] = np.asarray(
+        jit(emb.init)(jax.random.key(1), jnp.zeros((1, 1), jnp.int32))[
+            "params"
+        ]["embedding"]
+    )
   # PED: Kaiming N(0, 1/sqrt(D)); none: N(0, 1); TEU: Glorot uniform.
   assert abs(tables["ped"].std() - 1 / math.sqrt(d_model)) < 0.05 / math.sqrt(
-      d_model)
+      d_model
+  )
   assert abs(tables["none"].std() - 1.0) < 0.05
   bound = math.sqrt(6 / (vocab + d_model))
   assert np.abs(tables["teu"]).max() <= bound

@@ -17,7 +17,8 @@ def random_params(module, *args, seed=0, scale=0.5):
   shapes = jax.eval_shape(module.init, jax.random.key(0), *args)["params"]
   rng = np.random.default_rng(seed)
   return jax.tree.map(
-      lambda s: jnp.asarray(rng.normal(0.0, scale, s.shape), s.dtype), shapes)
+      lambda s: jnp.asarray(rng.normal(0.0, scale, s.shape), s.dtype), shapes
+  )
 
 
 def _inputs(num_b=2, num_n=5, d_model=8, num_relations=4, seed=0):
@@ -61,8 +62,9 @@ def test_relation_aware_attention_matches_naive_loop():
   attn = relation_aware.RelationAwareAttention(8, 2, num_relations=4)
   params = random_params(attn, x, rel, mask)
   got = jit(attn.apply)({"params": params}, x, rel, mask)
-  np.testing.assert_allclose(np.asarray(got), _naive(params, x, rel, mask, 2),
-                             atol=1e-4)
+  np.testing.assert_allclose(
+      np.asarray(got), _naive(params, x, rel, mask, 2), atol=1e-4
+  )
 
 
 def test_relation_aware_attention_is_permutation_equivariant():
@@ -72,8 +74,14 @@ def test_relation_aware_attention_is_permutation_equivariant():
   apply = jit(attn.apply)
   out = np.asarray(apply({"params": params}, x, rel, mask))
   perm = np.array([4, 1, 5, 0, 3, 2])
-  out_perm = np.asarray(apply({"params": params}, x[:, perm],
-                              rel[:, perm][:, :, perm], mask[:, perm]))
+  out_perm = np.asarray(
+      apply(
+          {"params": params},
+          x[:, perm],
+          rel[:, perm][:, :, perm],
+          mask[:, perm],
+      )
+  )
   np.testing.assert_allclose(out_perm, out[:, perm], atol=1e-5)
   # Relations matter: changing them changes the output.
   out_other = np.asarray(apply({"params": params}, x, (rel + 1) % 4, mask))
@@ -83,18 +91,16 @@ def test_relation_aware_attention_is_permutation_equivariant():
 def test_relations_from_parents():
   parents = jnp.array([[-1, 0, 0, 1]])
   rel = np.asarray(relation_aware.relations_from_parents(parents))
-  want = np.array([[0, 2, 2, 0],
-                   [1, 0, 0, 2],
-                   [1, 0, 0, 0],
-                   [0, 1, 0, 0]])
+  want = np.array([[0, 2, 2, 0], [1, 0, 0, 2], [1, 0, 0, 0], [0, 1, 0, 0]])
   np.testing.assert_array_equal(rel[0], want)
 
 
 @pytest.mark.parametrize("kind", ["mlp", "biaffine"])
 def test_pairwise_edge_scorer_matches_pairwise_formula(kind):
   h = jax.random.normal(jax.random.key(0), (2, 4, 6))
-  scorer = relation_aware.PairwiseEdgeScorer(num_labels=3, kind=kind,
-                                             hidden_dim=5)
+  scorer = relation_aware.PairwiseEdgeScorer(
+      num_labels=3, kind=kind, hidden_dim=5
+  )
   params = random_params(scorer, h)
   got = np.asarray(jit(scorer.apply)({"params": params}, h))
   assert got.shape == (2, 4, 4, 3)

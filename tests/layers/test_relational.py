@@ -37,7 +37,9 @@ def _dense(p, x):
 
 def _layer_norm(p, x, eps=1e-5):
   mu, var = x.mean(), x.var()
-  return (x - mu) / np.sqrt(var + eps) * np.asarray(p["scale"]) + np.asarray(p["bias"])
+  return (x - mu) / np.sqrt(var + eps) * np.asarray(p["scale"]) + np.asarray(
+      p["bias"]
+  )
 
 
 def naive_relational_attention(p, nodes, edges, mask, use_edges=True):
@@ -56,8 +58,10 @@ def naive_relational_attention(p, nodes, edges, mask, use_edges=True):
         qk = _dense(p["edge_qk"], edges[b, i, j])
         q = q + qk[0]
         k = k + qk[1]
-        v = v + _dense({"kernel": p["value_edge_kernel"],
-                        "bias": p["value_edge_bias"]}, edges[b, i, j])
+        v = v + _dense(
+            {"kernel": p["value_edge_kernel"], "bias": p["value_edge_bias"]},
+            edges[b, i, j],
+        )
       for h in range(H):
         logits[h, j] = q[h] @ k[h] / np.sqrt(K)
         if mask is not None and not mask[b, i, j]:
@@ -78,9 +82,13 @@ def test_relational_attention_matches_loop_reference(use_mask, use_edges):
   layer = RelationalAttention(num_heads=H, use_edges=use_edges)
   params = layer.init(jax.random.PRNGKey(1), nodes, edges, mask)["params"]
   got = layer.apply({"params": params}, nodes, edges, mask)
-  want = naive_relational_attention(params, nodes, edges,
-                                    None if mask is None else np.asarray(mask),
-                                    use_edges)
+  want = naive_relational_attention(
+      params,
+      nodes,
+      edges,
+      None if mask is None else np.asarray(mask),
+      use_edges,
+  )
   np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
@@ -91,10 +99,14 @@ def test_node_update_matches_loop_reference():
   params = layer.init(jax.random.PRNGKey(2), m, nodes)["params"]
   got = layer.apply({"params": params}, m, nodes)
   for b, i in itertools.product(range(B), range(N)):
-    u = _layer_norm(params["ln_1"]["LayerNorm_0"],
-                    _dense(params["w1"], np.asarray(m[b, i])) + np.asarray(nodes[b, i]))
+    u = _layer_norm(
+        params["ln_1"]["LayerNorm_0"],
+        _dense(params["w1"], np.asarray(m[b, i])) + np.asarray(nodes[b, i]),
+    )
     f = np.maximum(_dense(params["w2"], u), 0)
-    want = _layer_norm(params["ln_2"]["LayerNorm_0"], _dense(params["w3"], f) + u)
+    want = _layer_norm(
+        params["ln_2"]["LayerNorm_0"], _dense(params["w3"], f) + u
+    )
     np.testing.assert_allclose(got[b, i], want, rtol=1e-4, atol=1e-5)
 
 
@@ -104,24 +116,34 @@ def test_edge_update_matches_loop_reference():
   params = layer.init(jax.random.PRNGKey(3), edges, nodes)["params"]
   got = layer.apply({"params": params}, edges, nodes)
   # W_4 of eq. 6 as one matrix acting on the concatenation [e_ij, e_ji, n_i, n_j].
-  w4 = np.concatenate([np.asarray(params[k]["kernel"]) for k in
-                       ("w4_e_ij", "w4_e_ji", "w4_n_i", "w4_n_j")], axis=0)
+  w4 = np.concatenate(
+      [
+          np.asarray(params[k]["kernel"])
+          for k in ("w4_e_ij", "w4_e_ji", "w4_n_i", "w4_n_j")
+      ],
+      axis=0,
+  )
   b4 = np.asarray(params["w4_e_ij"]["bias"])
   e, n = np.asarray(edges), np.asarray(nodes)
   for b, i, j in itertools.product(range(B), range(N), range(N)):
     cat = np.concatenate([e[b, i, j], e[b, j, i], n[b, i], n[b, j]])
     m = np.maximum(cat @ w4 + b4, 0)
-    u = _layer_norm(params["ln_1"]["LayerNorm_0"], _dense(params["w5"], m) + e[b, i, j])
+    u = _layer_norm(
+        params["ln_1"]["LayerNorm_0"], _dense(params["w5"], m) + e[b, i, j]
+    )
     f = np.maximum(_dense(params["w6"], u), 0)
-    want = _layer_norm(params["ln_2"]["LayerNorm_0"], _dense(params["w7"], f) + u)
+    want = _layer_norm(
+        params["ln_2"]["LayerNorm_0"], _dense(params["w7"], f) + u
+    )
     np.testing.assert_allclose(got[b, i, j], want, rtol=1e-4, atol=1e-5)
 
 
 def test_layer_updates_nodes_before_edges():
   """The edge update reads the *updated* nodes (RT section 3.2)."""
   nodes, edges, _ = _inputs()
-  layer = RelationalTransformerLayer(num_heads=H, node_ffn_dim=4, edge_msg_dim=4,
-                                     edge_ffn_dim=3)
+  layer = RelationalTransformerLayer(
+      num_heads=H, node_ffn_dim=4, edge_msg_dim=4, edge_ffn_dim=3
+  )
   variables = layer.init(jax.random.PRNGKey(4), nodes, edges)
   new_nodes, new_edges = layer.apply(variables, nodes, edges)
   p = variables["params"]
@@ -130,8 +152,16 @@ def test_layer_updates_nodes_before_edges():
 
 
 def _stack(**kw):
-  cfg = RTConfig(num_layers=2, num_heads=H, head_dim=K, node_ffn_dim=4,
-                 edge_msg_dim=4, edge_ffn_dim=3, edge_dim=E, **kw)
+  cfg = RTConfig(
+      num_layers=2,
+      num_heads=H,
+      head_dim=K,
+      node_ffn_dim=4,
+      edge_msg_dim=4,
+      edge_ffn_dim=3,
+      edge_dim=E,
+      **kw
+  )
   return RelationalTransformer(cfg)
 
 
@@ -141,10 +171,16 @@ def test_stack_is_node_permutation_equivariant():
   variables = model.init(jax.random.PRNGKey(0), nodes, edges, adjacency)
   perm = np.random.RandomState(0).permutation(N)
   out_n, out_e = model.apply(variables, nodes, edges, adjacency)
-  p_n, p_e = model.apply(variables, nodes[:, perm], edges[:, perm][:, :, perm],
-                         adjacency[:, perm][:, :, perm])
+  p_n, p_e = model.apply(
+      variables,
+      nodes[:, perm],
+      edges[:, perm][:, :, perm],
+      adjacency[:, perm][:, :, perm],
+  )
   np.testing.assert_allclose(p_n, out_n[:, perm], rtol=1e-4, atol=1e-5)
-  np.testing.assert_allclose(p_e, out_e[:, perm][:, :, perm], rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(
+      p_e, out_e[:, perm][:, :, perm], rtol=1e-4, atol=1e-5
+  )
 
 
 def test_padding_does_not_change_real_nodes():
@@ -170,8 +206,13 @@ def test_jit_equals_no_jit_and_dropout_only_in_training():
   jitted = jax.jit(model.apply)(variables, nodes, edges)
   for a, b in zip(eager, jitted):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
-  train = model.apply(variables, nodes, edges, deterministic=False,
-                      rngs={"dropout": jax.random.PRNGKey(1)})
+  train = model.apply(
+      variables,
+      nodes,
+      edges,
+      deterministic=False,
+      rngs={"dropout": jax.random.PRNGKey(1)},
+  )
   assert not np.allclose(train[0], eager[0])
 
 
@@ -194,8 +235,10 @@ def test_ablations_standard_transformer_and_no_edge_update():
   np.testing.assert_array_equal(e_out, edges)
   plain = _stack(use_edges=False)
   v = plain.init(jax.random.PRNGKey(0), nodes, edges)
-  assert not any("edge" in "/".join(map(str, path)) for path, _ in
-                 jax.tree_util.tree_leaves_with_path(v))
+  assert not any(
+      "edge" in "/".join(map(str, path))
+      for path, _ in jax.tree_util.tree_leaves_with_path(v)
+  )
   n1, _ = plain.apply(v, nodes, edges)
   n2, _ = plain.apply(v, nodes, edges * 0 + 5.0)
   np.testing.assert_allclose(n1, n2)
@@ -203,12 +246,17 @@ def test_ablations_standard_transformer_and_no_edge_update():
 
 def test_bad_input_errors():
   nodes, edges, _ = _inputs()
-  with pytest.raises(ValueError, match=r"num_heads=3 must divide the node width D 8"):
+  with pytest.raises(
+      ValueError, match=r"num_heads=3 must divide the node width D 8"
+  ):
     RelationalAttention(num_heads=3).init(jax.random.PRNGKey(0), nodes, edges)
   with pytest.raises(ValueError, match=r"e_BxNxNxE axis 2 must have size 5"):
-    RelationalAttention(num_heads=2).init(jax.random.PRNGKey(0), nodes,
-                                          edges[:, :, :4])
+    RelationalAttention(num_heads=2).init(
+        jax.random.PRNGKey(0), nodes, edges[:, :, :4]
+    )
   with pytest.raises(ValueError, match=r"n_BxNxD axis 2 must have size 8"):
     _stack().init(jax.random.PRNGKey(0), nodes[..., :6], edges)
-  with pytest.raises(ValueError, match=r"RTConfig.num_layers must be a positive int"):
+  with pytest.raises(
+      ValueError, match=r"RTConfig.num_layers must be a positive int"
+  ):
     RTConfig(num_layers=0)

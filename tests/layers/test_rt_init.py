@@ -32,17 +32,30 @@ Z_NODE, Z_EDGE, Z_GRAPH = 64, 96, 64  # CLRS encoder widths (hidden size)
 
 @functools.lru_cache(maxsize=None)
 def _processor_params(init: str):
-  cfg = RTConfig(num_layers=1, num_heads=8, head_dim=16, node_ffn_dim=96,
-                 edge_msg_dim=64, edge_ffn_dim=80, edge_dim=112, init=init)
+  cfg = RTConfig(
+      num_layers=1,
+      num_heads=8,
+      head_dim=16,
+      node_ffn_dim=96,
+      edge_msg_dim=64,
+      edge_ffn_dim=80,
+      edge_dim=112,
+      init=init,
+  )
 
   def fwd(node_fts, edge_fts, graph_fts, adj, hidden):
     return RelationalTransformerProcessor(Z_NODE, cfg, name="rt")(
-        node_fts, edge_fts, graph_fts, adj, hidden)
+        node_fts, edge_fts, graph_fts, adj, hidden
+    )
 
   rng = np.random.default_rng(0)
-  args = (rng.normal(size=(B, N, Z_NODE)), rng.normal(size=(B, N, N, Z_EDGE)),
-          rng.normal(size=(B, Z_GRAPH)), np.ones((B, N, N)),
-          rng.normal(size=(B, N, Z_NODE)))
+  args = (
+      rng.normal(size=(B, N, Z_NODE)),
+      rng.normal(size=(B, N, N, Z_EDGE)),
+      rng.normal(size=(B, Z_GRAPH)),
+      np.ones((B, N, N)),
+      rng.normal(size=(B, N, Z_NODE)),
+  )
   args = [jnp.asarray(a, jnp.float32) for a in args]
   params = hk.transform(fwd).init(jax.random.PRNGKey(0), *args)
   return cfg, params
@@ -71,17 +84,21 @@ def _expected_fan_in_diao(path: str, cfg: RTConfig) -> int:
       "/edge_hidden_in/w": Z_EDGE + e + Z_GRAPH,
       "/edge_graph_in/w": Z_EDGE + e + Z_GRAPH,
       "/node_out/w": d,
-      "attention/query_node/kernel": d, "attention/key_node/kernel": d,
-      "attention/value_node/kernel": d, "attention/edge_qk/kernel": e,
+      "attention/query_node/kernel": d,
+      "attention/key_node/kernel": d,
+      "attention/value_node/kernel": d,
+      "attention/edge_qk/kernel": e,
       "attention/value_edge_kernel": e,
-      "node_update/w1/kernel": d, "node_update/w2/kernel": d,
+      "node_update/w1/kernel": d,
+      "node_update/w2/kernel": d,
       "node_update/w3/kernel": cfg.node_ffn_dim,
       "edge_update/w4_e_ij/kernel": 2 * e + 2 * d,
       "edge_update/w4_e_ji/kernel": 2 * e + 2 * d,
       "edge_update/w4_n_i/kernel": 2 * e + 2 * d,
       "edge_update/w4_n_j/kernel": 2 * e + 2 * d,
       "edge_update/w5/kernel": cfg.edge_msg_dim,
-      "edge_update/w6/kernel": e, "edge_update/w7/kernel": cfg.edge_ffn_dim,
+      "edge_update/w6/kernel": e,
+      "edge_update/w7/kernel": cfg.edge_ffn_dim,
   }
   matches = [k for k in table if path.endswith(k)]
   assert len(matches) == 1, (path, matches)
@@ -115,8 +132,12 @@ def test_schemes_differ_where_the_authors_concatenate():
   input linears are at least 1.5x narrower under 'diao'."""
   diao = _kernels(_processor_params("diao")[1])
   flax = _kernels(_processor_params("flax")[1])
-  for suffix in ("w4_n_i/kernel", "w4_e_ji/kernel", "/edge_in/w",
-                 "/edge_graph_in/w"):
+  for suffix in (
+      "w4_n_i/kernel",
+      "w4_e_ji/kernel",
+      "/edge_in/w",
+      "/edge_graph_in/w",
+  ):
     (path,) = [p for p in diao if p.endswith(suffix)]
     assert np.std(flax[path]) > 1.5 * np.std(diao[path]), path
 
@@ -126,6 +147,7 @@ def test_unknown_init_is_a_clear_error():
     RTConfig(init="haiku")
   with pytest.raises(ValueError, match=r"'xavier'.*diao"):
     EdgeUpdate(msg_dim=4, ffn_dim=4, init_scheme="xavier").init(
-        jax.random.PRNGKey(0), jnp.zeros((1, 3, 3, 8)), jnp.zeros((1, 3, 8)))
+        jax.random.PRNGKey(0), jnp.zeros((1, 3, 3, 8)), jnp.zeros((1, 3, 8))
+    )
   with pytest.raises(ValueError, match="fan_in"):
     init_lib.haiku_linear_kernel(0)

@@ -15,8 +15,7 @@ Tree = tree_lib.Tree
 
 def _example_tree():
   """A(B(G), C(D, E)): DFS A B G C D E, BFS A B C G D E."""
-  return Tree("A", [Tree("B", [Tree("G")]),
-                    Tree("C", [Tree("D"), Tree("E")])])
+  return Tree("A", [Tree("B", [Tree("G")]), Tree("C", [Tree("D"), Tree("E")])])
 
 
 def test_up_inverts_down_up_to_depth_k():
@@ -29,12 +28,11 @@ def test_up_inverts_down_up_to_depth_k():
       np.testing.assert_array_equal(tree_lib.up(tree_lib.down(x, i, n), n), x)
   # At depth k the deepest step falls off the stack: U D_i != I there.
   x_full = tree_lib.position_from_path([1, 0, 2, 1], n, k)
-  assert not np.array_equal(tree_lib.up(tree_lib.down(x_full, 0, n), n),
-                            x_full)
+  assert not np.array_equal(tree_lib.up(tree_lib.down(x_full, 0, n), n), x_full)
 
 
 def test_down_and_up_operators():
-  x = np.array([0., 1., 1., 0., 0., 0.])
+  x = np.array([0.0, 1.0, 1.0, 0.0, 0.0, 0.0])
   np.testing.assert_array_equal(tree_lib.down(x, 0, 2), [1, 0, 0, 1, 1, 0])
   np.testing.assert_array_equal(tree_lib.up(x, 2), [1, 0, 0, 0, 0, 0])
   with pytest.raises(ValueError, match="child index 2"):
@@ -45,29 +43,36 @@ def test_positions_of_hand_made_tree_binarized():
   # LCRS: A.left=B, B.left=G, B.right=C, C.left=D, D.right=E; n=2, k=3.
   symbols, pos = tree_lib.tree_positions(_example_tree(), "dfs", k=3)
   assert symbols == ["A", "B", "G", "C", "D", "E"]
-  want = np.array([
-      [0, 0, 0, 0, 0, 0],  # A  root
-      [1, 0, 0, 0, 0, 0],  # B  D_0 0
-      [1, 0, 1, 0, 0, 0],  # G  D_0 D_0 0
-      [0, 1, 1, 0, 0, 0],  # C  D_1 D_0 0
-      [1, 0, 0, 1, 1, 0],  # D  D_0 D_1 D_0 0
-      [0, 1, 1, 0, 0, 1],  # E  D_1 D_0 D_1 D_0 0 (oldest step dropped)
-  ], np.float32)
+  want = np.array(
+      [
+          [0, 0, 0, 0, 0, 0],  # A  root
+          [1, 0, 0, 0, 0, 0],  # B  D_0 0
+          [1, 0, 1, 0, 0, 0],  # G  D_0 D_0 0
+          [0, 1, 1, 0, 0, 0],  # C  D_1 D_0 0
+          [1, 0, 0, 1, 1, 0],  # D  D_0 D_1 D_0 0
+          [0, 1, 1, 0, 0, 1],  # E  D_1 D_0 D_1 D_0 0 (oldest step dropped)
+      ],
+      np.float32,
+  )
   np.testing.assert_array_equal(pos, want)
 
 
 def test_positions_of_hand_made_tree_regular_binary():
-  symbols, pos = tree_lib.tree_positions(_example_tree(), "bfs", k=3,
-                                         binarize=False)
+  symbols, pos = tree_lib.tree_positions(
+      _example_tree(), "bfs", k=3, binarize=False
+  )
   assert symbols == ["A", "B", "C", "G", "D", "E"]
-  want = np.array([
-      [0, 0, 0, 0, 0, 0],  # A  ()
-      [1, 0, 0, 0, 0, 0],  # B  (0)
-      [0, 1, 0, 0, 0, 0],  # C  (1)
-      [1, 0, 1, 0, 0, 0],  # G  (0, 0)
-      [1, 0, 0, 1, 0, 0],  # D  (1, 0)
-      [0, 1, 0, 1, 0, 0],  # E  (1, 1)
-  ], np.float32)
+  want = np.array(
+      [
+          [0, 0, 0, 0, 0, 0],  # A  ()
+          [1, 0, 0, 0, 0, 0],  # B  (0)
+          [0, 1, 0, 0, 0, 0],  # C  (1)
+          [1, 0, 1, 0, 0, 0],  # G  (0, 0)
+          [1, 0, 0, 1, 0, 0],  # D  (1, 0)
+          [0, 1, 0, 1, 0, 0],  # E  (1, 1)
+      ],
+      np.float32,
+  )
   np.testing.assert_array_equal(pos, want)
 
 
@@ -81,15 +86,28 @@ def test_lcrs_round_trip_and_dfs_agrees_with_binary_tree():
   _, general = tree_lib.tree_positions(tree, "dfs", k=8)
   paths = [p for _, p in tree_lib.node_paths(binary, "dfs")]
   np.testing.assert_array_equal(
-      general, tree_lib.positions_from_paths(paths, 2, 8))
+      general, tree_lib.positions_from_paths(paths, 2, 8)
+  )
 
 
 def test_linearize_and_annotations():
   tree = _example_tree()
   assert tree_lib.linearize(tree, "dfs") == [
-      ("A", 2), ("B", 1), ("G", 0), ("C", 2), ("D", 0), ("E", 0)]
+      ("A", 2),
+      ("B", 1),
+      ("G", 0),
+      ("C", 2),
+      ("D", 0),
+      ("E", 0),
+  ]
   assert tree_lib.linearize(tree, "bfs") == [
-      ("A", 2), ("B", 1), ("C", 2), ("G", 0), ("D", 0), ("E", 0)]
+      ("A", 2),
+      ("B", 1),
+      ("C", 2),
+      ("G", 0),
+      ("D", 0),
+      ("E", 0),
+  ]
   assert tree_lib.annotate("C", 2) == "C/2"
   assert tree_lib.split_annotation("C/2") == ("C", 2)
   with pytest.raises(ValueError, match="tree order 'pre'"):
@@ -112,14 +130,16 @@ def test_decoder_state_rebuilds_tree(order, binarize):
   assert state.to_tree() == tree
   arities = [a for _, a in tree_lib.linearize(tree, order)]
   # 'next' alignment: row t is node t's; then zeros (EOS, padding).
-  tf = tree_lib.decoder_positions(arities, order, k=4, binarize=binarize,
-                                  length=8, alignment="next")
+  tf = tree_lib.decoder_positions(
+      arities, order, k=4, binarize=binarize, length=8, alignment="next"
+  )
   np.testing.assert_array_equal(tf[:6], want_pos)
   np.testing.assert_array_equal(tf[6:], 0)
   # 'output' (the default, [SQ19] sec. 4): start token zero, then input t
   # (node t - 1 fed back) at node t - 1's position; padding zero.
-  tf = tree_lib.decoder_positions(arities, order, k=4, binarize=binarize,
-                                  length=8)
+  tf = tree_lib.decoder_positions(
+      arities, order, k=4, binarize=binarize, length=8
+  )
   np.testing.assert_array_equal(tf[0], 0)
   np.testing.assert_array_equal(tf[1:7], want_pos)
   np.testing.assert_array_equal(tf[7:], 0)
@@ -145,9 +165,10 @@ def test_parameterised_encoding_formula():
     p = math.tanh(theta)
     for f in range(n * k):
       slot = f // n
-      scale = p ** slot * math.sqrt(1 - p * p) * math.sqrt(d_model / 2)
-      np.testing.assert_allclose(got[:, m * n * k + f], raw[:, f] * scale,
-                                 rtol=1e-5, atol=1e-7)
+      scale = p**slot * math.sqrt(1 - p * p) * math.sqrt(d_model / 2)
+      np.testing.assert_allclose(
+          got[:, m * n * k + f], raw[:, f] * scale, rtol=1e-5, atol=1e-7
+      )
   init = jax.eval_shape(enc.init, jax.random.key(0), x)
   assert init["params"]["theta"].shape == (2,)
 
@@ -163,13 +184,16 @@ def test_encoding_norms_paper_and_sinusoid():
   p = np.tanh(np.asarray(thetas, np.float64))
   depth_sum = np.sum(1.0 - p ** (2 * k))
   sinusoid = pe_lib.sinusoidal(5, d_model)[3]
-  np.testing.assert_allclose(float(jnp.sum(sinusoid ** 2)), d_model / 2,
-                             rtol=1e-5)
-  for norm, want in (("paper", depth_sum * d_model / 2),
-                     ("sinusoid", depth_sum * d_model / (2 * m))):
+  np.testing.assert_allclose(
+      float(jnp.sum(sinusoid**2)), d_model / 2, rtol=1e-5
+  )
+  for norm, want in (
+      ("paper", depth_sum * d_model / 2),
+      ("sinusoid", depth_sum * d_model / (2 * m)),
+  ):
     enc = tree_lib.TreePositionalEncoding(d_model, k=k, n=n, norm=norm)
     got = enc.apply({"params": {"theta": thetas}}, x)
-    np.testing.assert_allclose(float(jnp.sum(got ** 2)), want, rtol=1e-5)
+    np.testing.assert_allclose(float(jnp.sum(got**2)), want, rtol=1e-5)
   assert depth_sum * d_model / (2 * m) <= d_model / 2
   enc = tree_lib.TreePositionalEncoding(d_model, k=k, n=n, norm="unit")
   with pytest.raises(ValueError, match="'unit'.*'paper', 'sinusoid'"):
@@ -203,8 +227,9 @@ def test_decoder_alignment_hand_worked_example():
   zero = [0] * 6
   paper = tree_lib.decoder_positions(arities, "dfs", k=3, length=6)
   np.testing.assert_array_equal(paper, [zero, a, b, c, d, zero])
-  nxt = tree_lib.decoder_positions(arities, "dfs", k=3, length=6,
-                                   alignment="next")
+  nxt = tree_lib.decoder_positions(
+      arities, "dfs", k=3, length=6, alignment="next"
+  )
   np.testing.assert_array_equal(nxt, [a, b, c, d, zero, zero])
   # The incremental state gives the same: push returns the node's own
   # position, next_position the next node's.
@@ -221,29 +246,34 @@ def test_node_positions_and_bad_trees():
   arities = [a for _, a in tree_lib.linearize(tree, "bfs")]
   _, want = tree_lib.tree_positions(tree, "bfs", k=4)
   np.testing.assert_array_equal(
-      tree_lib.node_positions(arities, "bfs", k=4), want)
-  tokens = [tree_lib.annotate(s, a)
-            for s, a in tree_lib.linearize(tree, "dfs")]
+      tree_lib.node_positions(arities, "bfs", k=4), want
+  )
+  tokens = [tree_lib.annotate(s, a) for s, a in tree_lib.linearize(tree, "dfs")]
   assert tree_lib.tree_from_annotated(tokens, "dfs") == tree
   # Arity annotations that disagree with the sequence: not one tree.
   with pytest.raises(ValueError, match="1 announced child\\(ren\\) missing"):
     tree_lib.node_positions([2, 0], "dfs", k=4)
-  with pytest.raises(ValueError, match="complete after 1 nodes but the "
-                                       "sequence has 2"):
+  with pytest.raises(
+      ValueError, match="complete after 1 nodes but the sequence has 2"
+  ):
     tree_lib.node_positions([0, 0], "dfs", k=4)
   with pytest.raises(ValueError, match="not describe one tree"):
     tree_lib.tree_from_annotated(["A/2", "B/0"])
   # Depth beyond k: the chain A(B(C)) is 2 deep.
-  with pytest.raises(ValueError, match="depth 2 of the binarised tree, "
-                                       "beyond .* k=1"):
+  with pytest.raises(
+      ValueError, match="depth 2 of the binarised tree, beyond .* k=1"
+  ):
     tree_lib.node_positions([1, 1, 0], "dfs", k=1)
   loose = tree_lib.node_positions([1, 1, 0, 0], "dfs", k=1, strict=False)
   np.testing.assert_array_equal(loose, [[0, 0], [1, 0], [1, 0], [0, 0]])
   # Unbinarisable general trees: a missing child; an arity annotation that
   # disagrees with the children.
-  with pytest.raises(ValueError, match="missing child \\(None\\) at root "
-                                       "path \\(1,\\)"):
+  with pytest.raises(
+      ValueError, match="missing child \\(None\\) at root path \\(1,\\)"
+  ):
     tree_lib.binarize_lcrs(Tree("A", [Tree("B"), None]))
-  with pytest.raises(ValueError, match="'f/2' at root path \\(\\) is "
-                                       "annotated with 2 children but has 1"):
+  with pytest.raises(
+      ValueError,
+      match="'f/2' at root path \\(\\) is annotated with 2 children but has 1",
+  ):
     tree_lib.binarize_lcrs(Tree("f/2", [Tree("x/0")]))

@@ -22,8 +22,9 @@ def _init(module, x, mask=None):
   return module.lazy_init(jax.random.PRNGKey(0), x, mask)
 
 
-def naive_triangular_attention(params, x_BxNxNxD, mask_BxN, num_heads,
-                               ablation, time_BxN=None):
+def naive_triangular_attention(
+    params, x_BxNxNxD, mask_BxN, num_heads, ablation, time_BxN=None
+):
   """eq. 4-9 with explicit Python loops over the edge (i, j) and the pivot l.
 
   With node times, pivot l of edge (i, j) is used only if
@@ -33,8 +34,10 @@ def naive_triangular_attention(params, x_BxNxNxD, mask_BxN, num_heads,
   k_size = d // num_heads
 
   def proj(name):  # x W + bias, per head: BxNxNxHxK.
-    return (jnp.einsum("bijd,dhk->bijhk", x_BxNxNxD, p[name]["kernel"])
-            + p[name]["bias"])
+    return (
+        jnp.einsum("bijd,dhk->bijhk", x_BxNxNxD, p[name]["kernel"])
+        + p[name]["bias"]
+    )
 
   q, key, v1 = proj("query"), proj("key"), proj("value_left")
   v2 = None if ablation == "value" else proj("value_right")
@@ -48,20 +51,23 @@ def naive_triangular_attention(params, x_BxNxNxD, mask_BxN, num_heads,
         s_BxH = jnp.sum(q[:, i, l] * k_vec, axis=-1) / np.sqrt(k_size)  # eq. 5
         allowed_B = mask_BxN[:, l]
         if time_BxN is not None:
-          allowed_B = allowed_B & (time_BxN[:, l] <= jnp.maximum(
-              time_BxN[:, i], time_BxN[:, j]))
+          allowed_B = allowed_B & (
+              time_BxN[:, l] <= jnp.maximum(time_BxN[:, i], time_BxN[:, j])
+          )
         scores.append(jnp.where(allowed_B[:, None], s_BxH, -1e30))
         if ablation == "value":
-          values.append(v1[:, i, l])                                      # 4.5
+          values.append(v1[:, i, l])  # 4.5
         else:
-          values.append(v1[:, i, l] * v2[:, l, j])                      # eq. 8
+          values.append(v1[:, i, l] * v2[:, l, j])  # eq. 8
       alpha_BxHxL = jax.nn.softmax(jnp.stack(scores, axis=-1), axis=-1)
       a_BxHxK = sum(alpha_BxHxL[:, :, l, None] * values[l] for l in range(n))
-      row.append(a_BxHxK)                                               # eq. 4
+      row.append(a_BxHxK)  # eq. 4
     rows.append(jnp.stack(row, axis=1))
   a_BxNxNxHxK = jnp.stack(rows, axis=1)
-  return (jnp.einsum("bijhk,hkd->bijd", a_BxNxNxHxK, p["out"]["kernel"])
-          + p["out"]["bias"])                                           # eq. 9
+  return (
+      jnp.einsum("bijhk,hkd->bijd", a_BxNxNxHxK, p["out"]["kernel"])
+      + p["out"]["bias"]
+  )  # eq. 9
 
 
 def _loss(apply, cotangent):
@@ -70,15 +76,18 @@ def _loss(apply, cotangent):
 
 def _assert_trees_close(a, b, rtol=1e-5, atol=1e-5):
   for u, v in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-    np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=rtol,
-                               atol=atol)
+    np.testing.assert_allclose(
+        np.asarray(u), np.asarray(v), rtol=rtol, atol=atol
+    )
 
 
-@pytest.mark.parametrize("ablation, unroll_nodes_max", [
-    ("none", 16), ("value", 16), ("attention", 16),
-    ("none", 0)])  # 0: the per-pivot backward of graphs above the limit.
-def test_matches_naive_loops_values_and_grads(ablation, unroll_nodes_max,
-                                              monkeypatch):
+@pytest.mark.parametrize(
+    "ablation, unroll_nodes_max",
+    [("none", 16), ("value", 16), ("attention", 16), ("none", 0)],
+)  # 0: the per-pivot backward of graphs above the limit.
+def test_matches_naive_loops_values_and_grads(
+    ablation, unroll_nodes_max, monkeypatch
+):
   monkeypatch.setattr(triangular, "UNROLL_NODES_MAX", unroll_nodes_max)
   n = 3
   x = _x(1, n=n)
@@ -91,11 +100,15 @@ def test_matches_naive_loops_values_and_grads(ablation, unroll_nodes_max,
   _assert_matches_naive(
       lambda prm, x: module.apply(prm, x, mask),
       lambda prm, x: naive_triangular_attention(prm, x, mask, H, ablation),
-      params, x, _x(2, n=n))
+      params,
+      x,
+      _x(2, n=n),
+  )
 
 
 def _assert_matches_naive(ours, naive, params, x, cotangent):
   """Outputs and VJPs (params, x) of `ours` and `naive` agree."""
+
   def out_and_grads(f):  # Output, and the VJP of the cotangent (params, x).
     out, vjp = jax.vjp(f, params, x)
     return out, vjp(cotangent)
@@ -108,9 +121,9 @@ def _assert_matches_naive(ours, naive, params, x, cotangent):
   _assert_trees_close(grads_ours, grads_naive, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("impl, chunk_size", [("chunked", 2),
-                                              ("chunked", None),
-                                              ("reference", None)])
+@pytest.mark.parametrize(
+    "impl, chunk_size", [("chunked", 2), ("chunked", None), ("reference", None)]
+)
 def test_causal_matches_naive_loops_values_and_grads(impl, chunk_size):
   n = 5
   x = _x(13, n=n)
@@ -123,7 +136,10 @@ def test_causal_matches_naive_loops_values_and_grads(impl, chunk_size):
   _assert_matches_naive(
       lambda prm, x: module.apply(prm, x, mask, time),
       lambda prm, x: naive_triangular_attention(prm, x, mask, H, "none", time),
-      params, x, _x(14, n=n))
+      params,
+      x,
+      _x(14, n=n),
+  )
 
 
 def test_causal_edges_ignore_later_nodes():
@@ -131,18 +147,21 @@ def test_causal_edges_ignore_later_nodes():
   n = 5
   time = jnp.array([[0, 0, 1, 2, 3]] * B, jnp.int32)
   x = _x(15, n=n)
-  edge_time = np.maximum(np.asarray(time)[0][:, None],
-                         np.asarray(time)[0][None, :])
+  edge_time = np.maximum(
+      np.asarray(time)[0][:, None], np.asarray(time)[0][None, :]
+  )
   late = jnp.asarray(edge_time >= 2)[None, :, :, None]
   x_changed = jnp.where(late, 10.0 * _x(16, n=n), x)
   module = TriangularAttention(num_heads=H, chunk_size=2)
   params = _init(module, x)
   apply = jax.jit(module.apply)
-  out, out_changed = apply(params, x, None, time), apply(params, x_changed,
-                                                         None, time)
+  out, out_changed = apply(params, x, None, time), apply(
+      params, x_changed, None, time
+  )
   early = edge_time < 2
-  np.testing.assert_allclose(out[:, early], out_changed[:, early], rtol=1e-5,
-                             atol=1e-5)
+  np.testing.assert_allclose(
+      out[:, early], out_changed[:, early], rtol=1e-5, atol=1e-5
+  )
   assert not np.allclose(out[:, ~early], out_changed[:, ~early])
 
 
@@ -158,7 +177,8 @@ def test_chunked_equals_unchunked():
   def value_and_grad(module):
     f = lambda prm, x: module.apply(prm, x, mask)
     return jax.jit(jax.value_and_grad(_loss(f, cotangent), argnums=(0, 1)))(
-        params, x)
+        params, x
+    )
 
   expected = value_and_grad(reference)
   for chunk_size in (None, 1, 3, 7):  # 3 does not divide 5; 7 > N.
@@ -172,12 +192,13 @@ def test_node_permutation_equivariance():
   module = TriangularAttention(num_heads=H, chunk_size=3)
   params = _init(module, x)
   perm = np.array([2, 0, 3, 1])
-  x_perm = x[:, perm][:, :, perm]                       # P X P^T
+  x_perm = x[:, perm][:, :, perm]  # P X P^T
   apply = jax.jit(module.apply)
   out = apply(params, x)
   out_perm = apply(params, x_perm)
-  np.testing.assert_allclose(out_perm, out[:, perm][:, :, perm], rtol=1e-5,
-                             atol=1e-5)
+  np.testing.assert_allclose(
+      out_perm, out[:, perm][:, :, perm], rtol=1e-5, atol=1e-5
+  )
 
 
 def test_masked_pivots_change_nothing_for_real_nodes():
@@ -189,13 +210,20 @@ def test_masked_pivots_change_nothing_for_real_nodes():
   module = TriangularAttention(num_heads=H, chunk_size=2)
   params = _init(module, x_real)
   # Gradients reach the real block only through real pivots.
-  out_pad, grad_pad = jax.jit(jax.value_and_grad(lambda x: jnp.sum(
-      module.apply(params, x, mask)[:, :n_real, :n_real] ** 2)))(x_pad)
-  out_real, grad_real = jax.jit(jax.value_and_grad(lambda x: jnp.sum(
-      module.apply(params, x) ** 2)))(x_real)
+  out_pad, grad_pad = jax.jit(
+      jax.value_and_grad(
+          lambda x: jnp.sum(
+              module.apply(params, x, mask)[:, :n_real, :n_real] ** 2
+          )
+      )
+  )(x_pad)
+  out_real, grad_real = jax.jit(
+      jax.value_and_grad(lambda x: jnp.sum(module.apply(params, x) ** 2))
+  )(x_real)
   np.testing.assert_allclose(out_pad, out_real, rtol=1e-5, atol=1e-5)
-  np.testing.assert_allclose(grad_pad[:, :n_real, :n_real], grad_real,
-                             rtol=1e-4, atol=1e-5)
+  np.testing.assert_allclose(
+      grad_pad[:, :n_real, :n_real], grad_real, rtol=1e-4, atol=1e-5
+  )
 
 
 def test_all_pivots_masked_is_finite():
@@ -203,8 +231,11 @@ def test_all_pivots_masked_is_finite():
   mask = jnp.zeros((B, N), bool)
   module = TriangularAttention(num_heads=H, use_bias=False)
   params = _init(module, x)
-  out, grad = jax.jit(jax.value_and_grad(
-      lambda x: jnp.sum(jnp.abs(module.apply(params, x, mask)))))(x)
+  out, grad = jax.jit(
+      jax.value_and_grad(
+          lambda x: jnp.sum(jnp.abs(module.apply(params, x, mask)))
+      )
+  )(x)
   assert np.isfinite(grad).all()
   assert out == 0.0
 
@@ -233,10 +264,12 @@ def test_bf16_input_close_to_fp32():
 
   out16, out32, grad16, grad32 = run(x)
   assert out16.dtype == grad16.dtype == jnp.bfloat16
-  np.testing.assert_allclose(np.asarray(out16, np.float32), out32, rtol=0.05,
-                             atol=0.05)
-  np.testing.assert_allclose(np.asarray(grad16, np.float32), grad32,
-                             rtol=0.05, atol=0.1)
+  np.testing.assert_allclose(
+      np.asarray(out16, np.float32), out32, rtol=0.05, atol=0.05
+  )
+  np.testing.assert_allclose(
+      np.asarray(grad16, np.float32), grad32, rtol=0.05, atol=0.1
+  )
 
 
 @pytest.mark.parametrize("ablation", ["none", "value", "attention"])
@@ -255,38 +288,75 @@ def test_pallas_interpret_matches_chunked(ablation):
   _assert_trees_close(run(pallas), run(chunked), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("make, args, match", [
-    (lambda: TriangularAttention(num_heads=H), (jnp.ones((B, 4, 5, D)),),
-     "equal node axes"),
-    (lambda: TriangularAttention(num_heads=4), (jnp.ones((B, N, N, D)),),
-     r"num_heads=4 must divide the width D 6; "
-     r"valid head counts are \[1, 2, 3, 6\]"),
-    (lambda: TriangularAttention(num_heads=H, ablation="keys"),
-     (jnp.ones((B, N, N, D)),),
-     r"Unknown ablation 'keys'; "
-     r"valid choices are \['none', 'value', 'attention'\]"),
-    (lambda: TriangularAttention(num_heads=H), (jnp.ones((B, N, D)),),
-     "x_BxNxNxD must have rank 4"),
-    (lambda: TriangularAttention(num_heads=H),
-     (jnp.ones((B, N, N, D)), jnp.ones((B, N + 1), bool)),
-     "node_mask_BxN axis 1 must have size 4"),
-    (lambda: TriangularAttention(num_heads=H, chunk_size=0),
-     (jnp.ones((B, N, N, D)),), "chunk_size must be a positive int"),
-    (lambda: TriangularAttention(num_heads=H, impl="cuda"),
-     (jnp.ones((B, N, N, D)),), r"Unknown impl 'cuda'; valid choices"),
-    (lambda: TriangularAttention(num_heads=H, impl="pallas",
-                                 pallas_block_size=6),
-     (jnp.ones((B, N, N, D)),), "block_size must be a positive power of two"),
-    (lambda: TriangularAttention(num_heads=H, impl="pallas", interpret=True),
-     (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N), jnp.int32)),
-     r"not supported by impl='pallas'; use impl='chunked' or 'reference'"),
-    (lambda: TriangularAttention(num_heads=H),
-     (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N))),
-     "node_time_BxN must be integer, got dtype float32"),
-    (lambda: TriangularAttention(num_heads=H),
-     (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N + 1), jnp.int32)),
-     "node_time_BxN axis 1 must have size 4"),
-])
+@pytest.mark.parametrize(
+    "make, args, match",
+    [
+        (
+            lambda: TriangularAttention(num_heads=H),
+            (jnp.ones((B, 4, 5, D)),),
+            "equal node axes",
+        ),
+        (
+            lambda: TriangularAttention(num_heads=4),
+            (jnp.ones((B, N, N, D)),),
+            r"num_heads=4 must divide the width D 6; "
+            r"valid head counts are \[1, 2, 3, 6\]",
+        ),
+        (
+            lambda: TriangularAttention(num_heads=H, ablation="keys"),
+            (jnp.ones((B, N, N, D)),),
+            r"Unknown ablation 'keys'; "
+            r"valid choices are \['none', 'value', 'attention'\]",
+        ),
+        (
+            lambda: TriangularAttention(num_heads=H),
+            (jnp.ones((B, N, D)),),
+            "x_BxNxNxD must have rank 4",
+        ),
+        (
+            lambda: TriangularAttention(num_heads=H),
+            (jnp.ones((B, N, N, D)), jnp.ones((B, N + 1), bool)),
+            "node_mask_BxN axis 1 must have size 4",
+        ),
+        (
+            lambda: TriangularAttention(num_heads=H, chunk_size=0),
+            (jnp.ones((B, N, N, D)),),
+            "chunk_size must be a positive int",
+        ),
+        (
+            lambda: TriangularAttention(num_heads=H, impl="cuda"),
+            (jnp.ones((B, N, N, D)),),
+            r"Unknown impl 'cuda'; valid choices",
+        ),
+        (
+            lambda: TriangularAttention(
+                num_heads=H, impl="pallas", pallas_block_size=6
+            ),
+            (jnp.ones((B, N, N, D)),),
+            "block_size must be a positive power of two",
+        ),
+        (
+            lambda: TriangularAttention(
+                num_heads=H, impl="pallas", interpret=True
+            ),
+            (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N), jnp.int32)),
+            (
+                r"not supported by impl='pallas'; use impl='chunked' or"
+                r" 'reference'"
+            ),
+        ),
+        (
+            lambda: TriangularAttention(num_heads=H),
+            (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N))),
+            "node_time_BxN must be integer, got dtype float32",
+        ),
+        (
+            lambda: TriangularAttention(num_heads=H),
+            (jnp.ones((B, N, N, D)), None, jnp.zeros((B, N + 1), jnp.int32)),
+            "node_time_BxN axis 1 must have size 4",
+        ),
+    ],
+)
 def test_bad_inputs_raise(make, args, match):
   with pytest.raises(ValueError, match=match):
     make().init(jax.random.PRNGKey(0), *args)
@@ -298,20 +368,23 @@ def test_chunked_memory_has_no_cubic_buffer():
   mask = jnp.ones((b, n), bool)
 
   def temp_bytes(core):
-    grad = jax.grad(lambda q, k, v1, v2: jnp.sum(core(q, k, v1, v2)),
-                    argnums=(0, 1, 2, 3))
+    grad = jax.grad(
+        lambda q, k, v1, v2: jnp.sum(core(q, k, v1, v2)), argnums=(0, 1, 2, 3)
+    )
     analysis = jax.jit(grad).lower(ones, ones, ones, ones).compile()
     analysis = analysis.memory_analysis()
     if analysis is None:
       pytest.skip("memory_analysis() is not available on this backend")
     return analysis.temp_size_in_bytes
 
-  chunked = temp_bytes(lambda *a: triangular.triangular_attention_core(
-      *a, mask, chunk_size=4))
-  naive = temp_bytes(lambda *a: triangular.triangular_attention_reference(
-      *a, mask))
-  cubic_buffer = b * n ** 3 * h * k * 4     # one B x N x N x N x D fp32 tensor
-  assert naive >= cubic_buffer              # the reference does hold one
+  chunked = temp_bytes(
+      lambda *a: triangular.triangular_attention_core(*a, mask, chunk_size=4)
+  )
+  naive = temp_bytes(
+      lambda *a: triangular.triangular_attention_reference(*a, mask)
+  )
+  cubic_buffer = b * n**3 * h * k * 4  # one B x N x N x N x D fp32 tensor
+  assert naive >= cubic_buffer  # the reference does hold one
   assert chunked < cubic_buffer / 4, (chunked, cubic_buffer)
 
 
@@ -324,7 +397,8 @@ def test_attention_dropout_matches_naive_loops():
   q, k, v1, v2 = (jax.random.normal(kk, (B, N, N, H, D // H)) for kk in ks)
   mask = jnp.array([[True] * N, [True] * (N - 1) + [False]])
   got = triangular.triangular_attention_reference(
-      q, k, v1, v2, mask, attention_dropout=(rate, key))
+      q, k, v1, v2, mask, attention_dropout=(rate, key)
+  )
   keep = np.asarray(jax.random.bernoulli(key, 1.0 - rate, (B, N, N, N, H)))
   qn, kn, v1n, v2n = (np.asarray(a, np.float64) for a in (q, k, v1, v2))
   want = np.zeros((B, N, N, H, D // H))
@@ -338,8 +412,9 @@ def test_attention_dropout_matches_naive_loops():
           alpha = np.exp(s - s.max())
           alpha /= alpha.sum()
           alpha = alpha * keep[b, i, :, j, h] / (1.0 - rate)
-          want[b, i, j, h] = sum(alpha[l] * v1n[b, i, l, h] * v2n[b, l, j, h]
-                                 for l in range(N))
+          want[b, i, j, h] = sum(
+              alpha[l] * v1n[b, i, l, h] * v2n[b, l, j, h] for l in range(N)
+          )
   np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
 
 
@@ -351,13 +426,18 @@ def test_attention_dropout_only_in_training():
   dropping = TriangularAttention(num_heads=H, attention_dropout_rate=0.5)
   params = _init(plain, x)
   eval_out = dropping.apply(params, x)
-  np.testing.assert_allclose(np.asarray(eval_out),
-                             np.asarray(plain.apply(params, x)), rtol=1e-5,
-                             atol=1e-6)
-  train_out = dropping.apply(params, x, deterministic=False,
-                             rngs={"dropout": jax.random.PRNGKey(1)})
+  np.testing.assert_allclose(
+      np.asarray(eval_out),
+      np.asarray(plain.apply(params, x)),
+      rtol=1e-5,
+      atol=1e-6,
+  )
+  train_out = dropping.apply(
+      params, x, deterministic=False, rngs={"dropout": jax.random.PRNGKey(1)}
+  )
   assert np.all(np.isfinite(np.asarray(train_out)))
   assert not np.allclose(np.asarray(train_out), np.asarray(eval_out))
   with pytest.raises(ValueError, match="attention_dropout_rate must be in"):
     TriangularAttention(num_heads=H, attention_dropout_rate=1.0).apply(
-        params, x)
+        params, x
+    )

@@ -11,29 +11,56 @@ from relational_jax.models.relational_transformer import RTConfig
 
 TINY = {
     "et": lambda: models.ClutrrEdgeTransformer(
-        ETConfig(num_layers=2, num_heads=2, head_dim=4, chunk_size=None,
-                 ffn_chunk_size=None)),
+        ETConfig(
+            num_layers=2,
+            num_heads=2,
+            head_dim=4,
+            chunk_size=None,
+            ffn_chunk_size=None,
+        )
+    ),
     "et_value": lambda: models.ClutrrEdgeTransformer(
-        ETConfig(num_layers=2, num_heads=2, head_dim=4, ablation="value",
-                 tied=False)),
+        ETConfig(
+            num_layers=2, num_heads=2, head_dim=4, ablation="value", tied=False
+        )
+    ),
     "et_attention": lambda: models.ClutrrEdgeTransformer(
         ETConfig(num_layers=1, num_heads=2, head_dim=4, ablation="attention"),
-        head_layers=1),
+        head_layers=1,
+    ),
     "rat": lambda: models.ClutrrRAT(
-        models.RATConfig(num_layers=2, num_heads=2, d_model=8)),
+        models.RATConfig(num_layers=2, num_heads=2, d_model=8)
+    ),
     "rt": lambda: models.ClutrrRT(
-        RTConfig(num_layers=2, num_heads=2, head_dim=4, node_ffn_dim=8,
-                 edge_msg_dim=8, edge_ffn_dim=8, tied=True)),
+        RTConfig(
+            num_layers=2,
+            num_heads=2,
+            head_dim=4,
+            node_ffn_dim=8,
+            edge_msg_dim=8,
+            edge_ffn_dim=8,
+            tied=True,
+        )
+    ),
     "rt_nodes_learned": lambda: models.ClutrrRT(
-        RTConfig(num_layers=1, num_heads=2, head_dim=4, node_ffn_dim=8,
-                 edge_msg_dim=8, edge_ffn_dim=8),
-        readout="nodes", node_init="learned"),
+        RTConfig(
+            num_layers=1,
+            num_heads=2,
+            head_dim=4,
+            node_ffn_dim=8,
+            edge_msg_dim=8,
+            edge_ffn_dim=8,
+        ),
+        readout="nodes",
+        node_init="learned",
+    ),
 }
 
 
 def _batch(num_nodes=7):
-  rows = (data_lib.generate_rows(3, 2, seed=1)
-          + data_lib.generate_rows(5, 2, seed=2))
+  rows = data_lib.generate_rows(3, 2, seed=1) + data_lib.generate_rows(
+      5, 2, seed=2
+  )
   return data_lib.to_arrays(data_lib.examples_from_rows(rows), num_nodes)
 
 
@@ -41,17 +68,22 @@ def _batch(num_nodes=7):
 def test_shapes_and_node_relabelling_invariance(name):
   a = _batch()
   model = TINY[name]()
-  params = model.init(jax.random.PRNGKey(0), a["edge_labels"], a["query"],
-                      a["node_mask"])
-  logits = np.asarray(model.apply(params, a["edge_labels"], a["query"],
-                                  a["node_mask"]))
+  params = model.init(
+      jax.random.PRNGKey(0), a["edge_labels"], a["query"], a["node_mask"]
+  )
+  logits = np.asarray(
+      model.apply(params, a["edge_labels"], a["query"], a["node_mask"])
+  )
   assert logits.shape == (4, data_lib.NUM_RELATIONS)
   assert np.all(np.isfinite(logits))
   # Relabel the nodes (padding included) by one permutation per example:
   # the same graph and query, so the same logits.
   rng = np.random.default_rng(0)
-  labels, query, mask = (a["edge_labels"].copy(), a["query"].copy(),
-                         a["node_mask"].copy())
+  labels, query, mask = (
+      a["edge_labels"].copy(),
+      a["query"].copy(),
+      a["node_mask"].copy(),
+  )
   for b in range(len(labels)):
     perm = rng.permutation(labels.shape[1])  # new id of node i: perm[i]
     inv = np.argsort(perm)
@@ -61,13 +93,15 @@ def test_shapes_and_node_relabelling_invariance(name):
   relabelled = np.asarray(model.apply(params, labels, query, mask))
   np.testing.assert_allclose(relabelled, logits, rtol=1e-4, atol=1e-4)
   # A different query (reversed pair) gives different logits.
-  other = np.asarray(model.apply(params, a["edge_labels"], a["query"][:, ::-1],
-                                 a["node_mask"]))
+  other = np.asarray(
+      model.apply(params, a["edge_labels"], a["query"][:, ::-1], a["node_mask"])
+  )
   assert not np.allclose(other, logits)
   # More padding nodes: the same logits.
   big = _batch(num_nodes=9)
-  padded = np.asarray(model.apply(params, big["edge_labels"], big["query"],
-                                  big["node_mask"]))
+  padded = np.asarray(
+      model.apply(params, big["edge_labels"], big["query"], big["node_mask"])
+  )
   np.testing.assert_allclose(padded, logits, rtol=1e-4, atol=1e-4)
 
 
@@ -79,16 +113,24 @@ def test_bad_configs_raise():
   with pytest.raises(ValueError, match="dropout_rate"):
     models.RATConfig(dropout_rate=1.0)
   a = _batch()
-  bad_readout = models.ClutrrRT(RTConfig(num_layers=1, num_heads=2,
-                                         head_dim=4), readout="pool")
+  bad_readout = models.ClutrrRT(
+      RTConfig(num_layers=1, num_heads=2, head_dim=4), readout="pool"
+  )
   with pytest.raises(ValueError, match="readout"):
-    bad_readout.init(jax.random.PRNGKey(0), a["edge_labels"], a["query"],
-                     a["node_mask"])
-  bad_head = models.ClutrrRAT(models.RATConfig(num_layers=1, num_heads=2,
-                                               d_model=8), head_layers=3)
+    bad_readout.init(
+        jax.random.PRNGKey(0), a["edge_labels"], a["query"], a["node_mask"]
+    )
+  bad_head = models.ClutrrRAT(
+      models.RATConfig(num_layers=1, num_heads=2, d_model=8), head_layers=3
+  )
   with pytest.raises(ValueError, match="head_layers must be 1 or 2"):
-    bad_head.init(jax.random.PRNGKey(0), a["edge_labels"], a["query"],
-                  a["node_mask"])
+    bad_head.init(
+        jax.random.PRNGKey(0), a["edge_labels"], a["query"], a["node_mask"]
+    )
   with pytest.raises(ValueError, match="query_Bx2"):
-    TINY["rat"]().init(jax.random.PRNGKey(0), a["edge_labels"],
-                       a["query"][:, :1], a["node_mask"])
+    TINY["rat"]().init(
+        jax.random.PRNGKey(0),
+        a["edge_labels"],
+        a["query"][:, :1],
+        a["node_mask"],
+    )

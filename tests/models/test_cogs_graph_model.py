@@ -10,8 +10,9 @@ from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
 from relational_jax.models.cogs_graph import HEADS
 from relational_jax.models.edge_transformer import ETConfig
 
-CFG = ETConfig(num_layers=2, num_heads=2, head_dim=4, chunk_size=None,
-               ffn_chunk_size=None)
+CFG = ETConfig(
+    num_layers=2, num_heads=2, head_dim=4, chunk_size=None, ffn_chunk_size=None
+)
 SIZES = (5, 6, 4, 7)
 
 
@@ -52,7 +53,8 @@ def test_bad_inputs():
   tokens, mask = _inputs()
   with pytest.raises(ValueError, match="label_sizes"):
     CogsGraphEdgeTransformer(CFG, vocab_size=11, label_sizes=(3,)).init(
-        jax.random.PRNGKey(0), tokens)
+        jax.random.PRNGKey(0), tokens
+    )
   with pytest.raises(ValueError):
     _model().init(jax.random.PRNGKey(0), tokens[0])
   with pytest.raises(ValueError):

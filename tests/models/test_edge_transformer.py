@@ -30,11 +30,17 @@ def _config(**kwargs):
 def test_layer_shape_dropout_and_grad():
   x = _x(0)
   mask = jnp.array([[True, True, True, False], [True] * N])
-  layer = et.EdgeTransformerLayer(num_heads=H, dropout_rate=0.5,
-                                  layout="released_code", chunk_size=3)
+  layer = et.EdgeTransformerLayer(
+      num_heads=H, dropout_rate=0.5, layout="released_code", chunk_size=3
+  )
   params = layer.lazy_init(jax.random.PRNGKey(0), x, mask)
-  assert set(params["params"]) == {"ln_attention", "attention", "ln_ffn",
-                                   "ffn_hidden", "ffn_out"}
+  assert set(params["params"]) == {
+      "ln_attention",
+      "attention",
+      "ln_ffn",
+      "ffn_hidden",
+      "ffn_out",
+  }
   assert params["params"]["ffn_hidden"]["kernel"].shape == (D, 4 * D)
 
   @jax.jit
@@ -43,7 +49,7 @@ def test_layer_shape_dropout_and_grad():
 
     def loss(p):
       out = layer.apply(p, x, mask, deterministic=False, rngs={"dropout": rng})
-      return jnp.sum(out ** 2), out
+      return jnp.sum(out**2), out
 
     (_, drop), grad = jax.value_and_grad(loss, has_aux=True)(params)
     return det, drop, grad
@@ -59,15 +65,16 @@ def test_layer_matches_eq3_by_hand():
   layer = et.EdgeTransformerLayer(num_heads=H)
   params = layer.lazy_init(jax.random.PRNGKey(0), x)
   p = params["params"]
-  ln = lambda name, y: nn.LayerNorm(epsilon=1e-5).apply({"params": p[name]},
-                                                        y)
+  ln = lambda name, y: nn.LayerNorm(epsilon=1e-5).apply({"params": p[name]}, y)
   ta = TriangularAttention(num_heads=H).apply(
-      {"params": p["attention"]}, ln("ln_attention", x))
-  z = ln("ln_ffn", x + ta)                              # LN(X + TA(LN(X)))
+      {"params": p["attention"]}, ln("ln_attention", x)
+  )
+  z = ln("ln_ffn", x + ta)  # LN(X + TA(LN(X)))
   hidden = jax.nn.relu(z @ p["ffn_hidden"]["kernel"] + p["ffn_hidden"]["bias"])
   expected = hidden @ p["ffn_out"]["kernel"] + p["ffn_out"]["bias"]  # FFN(.)
-  np.testing.assert_allclose(jax.jit(layer.apply)(params, x), expected,
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+      jax.jit(layer.apply)(params, x), expected, rtol=1e-5, atol=1e-5
+  )
 
 
 @pytest.mark.parametrize("layout", ["paper", "released_code"])
@@ -76,8 +83,9 @@ def test_chunked_ffn_equals_unchunked_values_and_grads(layout):
   x = _x(5, n=n)
   mask = jnp.array([[True] * 5 + [False] * 2, [True] * n])
   cotangent = _x(6, n=n)
-  unchunked = et.EdgeTransformerLayer(num_heads=H, layout=layout,
-                                      chunk_size=3, ffn_chunk_size=None)
+  unchunked = et.EdgeTransformerLayer(
+      num_heads=H, layout=layout, chunk_size=3, ffn_chunk_size=None
+  )
   params = unchunked.lazy_init(jax.random.PRNGKey(0), x, mask)
 
   def value_and_grad(layer):
@@ -87,27 +95,30 @@ def test_chunked_ffn_equals_unchunked_values_and_grads(layout):
   expected = value_and_grad(unchunked)
   # 1, 2, 3 and 4 do not divide N=7 (the last block overlaps), 7 and 9 >= N.
   for ffn_chunk_size in (1, 2, 3, 4, 7, 9):
-    layer = et.EdgeTransformerLayer(num_heads=H, layout=layout, chunk_size=3,
-                                    ffn_chunk_size=ffn_chunk_size)
+    layer = et.EdgeTransformerLayer(
+        num_heads=H, layout=layout, chunk_size=3, ffn_chunk_size=ffn_chunk_size
+    )
     # Same parameter tree (and initial values) whatever the chunking.
     chunked_params = layer.lazy_init(jax.random.PRNGKey(0), x, mask)
     jax.tree.map(np.testing.assert_array_equal, chunked_params, params)
     got = value_and_grad(layer)
     for u, v in zip(jax.tree.leaves(got), jax.tree.leaves(expected)):
-      np.testing.assert_allclose(np.asarray(u), np.asarray(v), rtol=1e-5,
-                                 atol=1e-5)
+      np.testing.assert_allclose(
+          np.asarray(u), np.asarray(v), rtol=1e-5, atol=1e-5
+      )
 
 
 def test_chunked_ffn_with_dropout():
   n = 5
   x = _x(7, n=n)
-  layer = et.EdgeTransformerLayer(num_heads=H, dropout_rate=0.5,
-                                  layout="released_code", ffn_chunk_size=2)
+  layer = et.EdgeTransformerLayer(
+      num_heads=H, dropout_rate=0.5, layout="released_code", ffn_chunk_size=2
+  )
   params = layer.lazy_init(jax.random.PRNGKey(0), x)
 
   def loss(p, rng):
     out = layer.apply(p, x, deterministic=False, rngs={"dropout": rng})
-    return jnp.sum(out ** 2)
+    return jnp.sum(out**2)
 
   grad_fn = jax.jit(jax.value_and_grad(loss))
   value, grad = grad_fn(params, jax.random.PRNGKey(1))
@@ -116,8 +127,9 @@ def test_chunked_ffn_with_dropout():
   assert np.isfinite(value) and value == value_again and value != other
   assert all(np.isfinite(g).all() for g in jax.tree.leaves(grad))
   # The dropout mask differs between blocks (each folds in its index).
-  out = layer.apply(params, x, deterministic=False,
-                    rngs={"dropout": jax.random.PRNGKey(1)})
+  out = layer.apply(
+      params, x, deterministic=False, rngs={"dropout": jax.random.PRNGKey(1)}
+  )
   det = layer.apply(params, x)
   assert not np.allclose(out, det)
 
@@ -135,7 +147,7 @@ def test_chunked_ffn_lowers_compiled_memory():
       pytest.skip("memory_analysis() is not available on this backend")
     return analysis.temp_size_in_bytes
 
-  state_bytes = b * n * n * d * 4            # one B x N x N x D fp32 tensor
+  state_bytes = b * n * n * d * 4  # one B x N x N x D fp32 tensor
   # Unchunked, the backward holds the 4D hidden, its ReLU and gradients.
   saved = peak_bytes(None) - peak_bytes(4)
   assert saved >= 4 * state_bytes, (saved, state_bytes)
@@ -159,15 +171,17 @@ def test_tied_and_untied_parameter_counts():
   expected = x
   for _ in range(num_layers):
     expected = apply_layer({"params": p_tied["params"]["layer"]}, expected)
-  np.testing.assert_allclose(jax.jit(tied.apply)(p_tied, x), expected,
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+      jax.jit(tied.apply)(p_tied, x), expected, rtol=1e-5, atol=1e-5
+  )
 
 
 def test_sequence_embedding_tokens_on_diagonal():
   tokens = jnp.array([[3, 1, 4, 1, 5], [9, 2, 6, 5, 3]])
   n, max_distance = tokens.shape[1], 2
-  embed = et.SequenceEdgeEmbedding(vocab_size=10, features=D,
-                                   max_distance=max_distance)
+  embed = et.SequenceEdgeEmbedding(
+      vocab_size=10, features=D, max_distance=max_distance
+  )
   params = embed.init(jax.random.PRNGKey(0), tokens)
   x = np.asarray(embed.apply(params, tokens))
   assert x.shape == (B, n, n, D)
@@ -178,7 +192,7 @@ def test_sequence_embedding_tokens_on_diagonal():
     for i in range(n):
       for j in range(n):
         rel = a[int(np.clip(i - j, -max_distance, max_distance)) + max_distance]
-        want = e[tokens[b, i]] + rel if i == j else rel          # eq. 10
+        want = e[tokens[b, i]] + rel if i == j else rel  # eq. 10
         np.testing.assert_allclose(x[b, i, j], want, rtol=1e-6, atol=1e-6)
 
 
@@ -207,8 +221,9 @@ def test_heads():
   assert node_logits.shape == (B, N, 7)
   # Node labels read the loop edges x_ii only.
   x_offdiag = x + 10.0 * (1.0 - jnp.eye(N))[None, :, :, None]
-  np.testing.assert_allclose(node.apply(p_node, x_offdiag), node_logits,
-                             rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(
+      node.apply(p_node, x_offdiag), node_logits, rtol=1e-5, atol=1e-5
+  )
   logits = parent.apply(p_parent, x, mask)
   assert logits.shape == (B, N, N) and logits.dtype == jnp.float32
   # Padded candidates j are masked for every i; real ones are x_ji's score.
@@ -218,8 +233,9 @@ def test_heads():
   score_ji = jnp.einsum("bjid,d->bij", x, w["kernel"][:, 0]) + w["bias"][0]
   np.testing.assert_allclose(logits[1], score_ji[1], rtol=1e-5, atol=1e-5)
   row = et.ParentPointerHead(from_column=False).apply(p_parent, x)
-  np.testing.assert_allclose(row, jnp.swapaxes(score_ji, 1, 2), rtol=1e-5,
-                             atol=1e-5)
+  np.testing.assert_allclose(
+      row, jnp.swapaxes(score_ji, 1, 2), rtol=1e-5, atol=1e-5
+  )
 
 
 def test_end_to_end_sequence_model_gradient():
@@ -231,8 +247,9 @@ def test_end_to_end_sequence_model_gradient():
     @nn.compact
     def __call__(self, tokens, mask):
       x = et.SequenceEdgeEmbedding(vocab_size=4, features=D)(tokens)
-      x = et.EdgeTransformer(_config(num_layers=2, ablation="attention",
-                                     layout="released_code"))(x, mask)
+      x = et.EdgeTransformer(
+          _config(num_layers=2, ablation="attention", layout="released_code")
+      )(x, mask)
       return et.ParentPointerHead()(x, mask)
 
   model = Model()
@@ -246,6 +263,7 @@ def test_end_to_end_sequence_model_gradient():
       logp = jax.nn.log_softmax(logits, axis=-1)
       nll = -jnp.take_along_axis(logp, parents[..., None], axis=-1)[..., 0]
       return jnp.sum(nll * mask) / jnp.sum(mask)
+
     return jax.value_and_grad(loss)(params)
 
   value, grad = loss_and_grad(params)
@@ -253,23 +271,49 @@ def test_end_to_end_sequence_model_gradient():
   assert all(np.isfinite(g).all() for g in jax.tree.leaves(grad))
 
 
-@pytest.mark.parametrize("make, args, match", [
-    (lambda: et.EdgeTransformerLayer(num_heads=H, layout="post"),
-     (jnp.ones((B, N, N, D)),),
-     r"Unknown layout 'post'; valid choices are \['paper', 'released_code'\]"),
-    (lambda: et.EdgeTransformerLayer(num_heads=3),
-     (jnp.ones((B, N, N, D)),), "num_heads=3 must divide the width D 8"),
-    (lambda: et.EdgeTransformerLayer(num_heads=H, ffn_chunk_size=0),
-     (jnp.ones((B, N, N, D)),), "ffn_chunk_size must be a positive int"),
-    (lambda: et.EdgeTransformer(_config(num_layers=0)),
-     (jnp.ones((B, N, N, D)),), "num_layers must be a positive int"),
-    (lambda: et.EdgeTransformer(_config(num_layers=1)),
-     (jnp.ones((B, N, N + 1, D)),), "equal node axes"),
-    (lambda: et.EdgeTransformer(_config(num_layers=1, ablation="both")),
-     (jnp.ones((B, N, N, D)),), r"Unknown ablation 'both'"),
-    (lambda: et.ParentPointerHead(),
-     (jnp.ones((B, N, N, D)), jnp.ones((B, N - 1), bool)), "node_mask_BxN"),
-])
+@pytest.mark.parametrize(
+    "make, args, match",
+    [
+        (
+            lambda: et.EdgeTransformerLayer(num_heads=H, layout="post"),
+            (jnp.ones((B, N, N, D)),),
+            (
+                r"Unknown layout 'post'; valid choices are \['paper',"
+                r" 'released_code'\]"
+            ),
+        ),
+        (
+            lambda: et.EdgeTransformerLayer(num_heads=3),
+            (jnp.ones((B, N, N, D)),),
+            "num_heads=3 must divide the width D 8",
+        ),
+        (
+            lambda: et.EdgeTransformerLayer(num_heads=H, ffn_chunk_size=0),
+            (jnp.ones((B, N, N, D)),),
+            "ffn_chunk_size must be a positive int",
+        ),
+        (
+            lambda: et.EdgeTransformer(_config(num_layers=0)),
+            (jnp.ones((B, N, N, D)),),
+            "num_layers must be a positive int",
+        ),
+        (
+            lambda: et.EdgeTransformer(_config(num_layers=1)),
+            (jnp.ones((B, N, N + 1, D)),),
+            "equal node axes",
+        ),
+        (
+            lambda: et.EdgeTransformer(_config(num_layers=1, ablation="both")),
+            (jnp.ones((B, N, N, D)),),
+            r"Unknown ablation 'both'",
+        ),
+        (
+            lambda: et.ParentPointerHead(),
+            (jnp.ones((B, N, N, D)), jnp.ones((B, N - 1), bool)),
+            "node_mask_BxN",
+        ),
+    ],
+)
 def test_bad_inputs_raise(make, args, match):
   with pytest.raises(ValueError, match=match):
     make().init(jax.random.PRNGKey(0), *args)
@@ -279,17 +323,20 @@ def test_project_and_update_compose_to_the_layer():
   """__call__ = update(x, sum over pivots of project(x)), the split that
   incremental decoding uses."""
   from relational_jax.layers import triangular  # pylint: disable=g-import-not-at-top
+
   x = _x(4)
   mask = jnp.array([[True, True, True, False], [True] * N])
-  layer = et.EdgeTransformerLayer(num_heads=H, layout="released_code",
-                                  chunk_size=3)
+  layer = et.EdgeTransformerLayer(
+      num_heads=H, layout="released_code", chunk_size=3
+  )
   params = layer.init(jax.random.PRNGKey(0), x, mask)
   q, k, v1, v2 = layer.apply(params, x, method=et.EdgeTransformerLayer.project)
   assert q.shape == k.shape == v1.shape == v2.shape == (B, N, N, H, D // H)
   o = triangular.triangular_attention_core(q, k, v1, v2, mask, chunk_size=3)
   got = layer.apply(params, x, o, method=et.EdgeTransformerLayer.update)
-  np.testing.assert_allclose(got, layer.apply(params, x, mask), rtol=1e-5,
-                             atol=1e-5)
+  np.testing.assert_allclose(
+      got, layer.apply(params, x, mask), rtol=1e-5, atol=1e-5
+  )
 
 
 def test_any_ffn_dim_and_ln_epsilon():
@@ -299,14 +346,17 @@ def test_any_ffn_dim_and_ln_epsilon():
   assert params["params"]["ffn_hidden"]["kernel"].shape == (D, 5)
   assert layer.apply(params, x).shape == (B, N, N, D)
   stack = et.EdgeTransformer(_config(num_layers=1, ffn_dim=5))
-  assert stack.init(jax.random.PRNGKey(0), x)["params"]["layer"][
-      "ffn_hidden"]["kernel"].shape == (D, 5)
+  assert stack.init(jax.random.PRNGKey(0), x)["params"]["layer"]["ffn_hidden"][
+      "kernel"
+  ].shape == (D, 5)
   # ln_epsilon reaches the LayerNorms (default 1e-5, the authors' value).
   assert et.ETConfig().ln_epsilon == 1e-5
   small = 1e-3 * x
-  params_4d = et.EdgeTransformerLayer(num_heads=H).init(jax.random.PRNGKey(0),
-                                                        x)
+  params_4d = et.EdgeTransformerLayer(num_heads=H).init(
+      jax.random.PRNGKey(0), x
+  )
   default = et.EdgeTransformerLayer(num_heads=H).apply(params_4d, small)
   large_eps = et.EdgeTransformerLayer(num_heads=H, ln_epsilon=1.0).apply(
-      params_4d, small)
+      params_4d, small
+  )
   assert not np.allclose(default, large_eps, atol=1e-3)

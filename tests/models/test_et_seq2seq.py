@@ -21,11 +21,22 @@ _ET_FIELDS = {f.name for f in dataclasses.fields(et_lib.ETConfig)}
 
 def tiny(**overrides):
   """Width 8 (2 heads of 4), FFN 16; ETConfig fields go to `et`."""
-  et_kwargs = dict(num_layers=2, num_heads=2, head_dim=4, ffn_dim=16,
-                   chunk_size=3, ffn_chunk_size=2)
-  kwargs = dict(src_vocab_size=SRC_VOCAB, tgt_vocab_size=TGT_VOCAB,
-                num_decoder_layers=2, max_distance=3, max_src_len=8,
-                max_tgt_len=8)
+  et_kwargs = dict(
+      num_layers=2,
+      num_heads=2,
+      head_dim=4,
+      ffn_dim=16,
+      chunk_size=3,
+      ffn_chunk_size=2,
+  )
+  kwargs = dict(
+      src_vocab_size=SRC_VOCAB,
+      tgt_vocab_size=TGT_VOCAB,
+      num_decoder_layers=2,
+      max_distance=3,
+      max_src_len=8,
+      max_tgt_len=8,
+  )
   for name, value in overrides.items():
     (et_kwargs if name in _ET_FIELDS else kwargs)[name] = value
   return ets.ETSeq2SeqConfig(et=et_lib.ETConfig(**et_kwargs), **kwargs)
@@ -33,18 +44,19 @@ def tiny(**overrides):
 
 # Row 0 has a padded source token; row 1 a padded target tail.
 SRC = jnp.array([[3, 4, 5, PAD], [2, 6, 1, 4]], jnp.int32)
-TGT_IN = jnp.array([[BOS, 3, 4, 5, 6, 8], [BOS, 8, 7, 3, EOS, PAD]],
-                   jnp.int32)
+TGT_IN = jnp.array([[BOS, 3, 4, 5, 6, 8], [BOS, 8, 7, 3, EOS, PAD]], jnp.int32)
 
 
 def init(model, src=SRC, tgt_in=TGT_IN, seed=0):
   return jit(lambda key: model.init(key, src, None, tgt_in))(
-      jax.random.PRNGKey(seed))["params"]
+      jax.random.PRNGKey(seed)
+  )["params"]
 
 
 def full_logits(model, params, src=SRC, tgt_in=TGT_IN):
   return jit(lambda p, s, t: model.apply({"params": p}, s, None, t))(
-      params, src, tgt_in)
+      params, src, tgt_in
+  )
 
 
 def incremental_logits(model, params, src=SRC, tgt_in=TGT_IN):
@@ -55,11 +67,13 @@ def incremental_logits(model, params, src=SRC, tgt_in=TGT_IN):
       logits_BxV, state = ets.decode_step(model, p, state, t[:, step])
       out.append(logits_BxV)
     return jnp.stack(out, axis=1)
+
   return jit(run)(params, src, tgt_in)
 
 
-@pytest.mark.parametrize("tied, layout", [(True, "paper"),
-                                          (False, "released_code")])
+@pytest.mark.parametrize(
+    "tied, layout", [(True, "paper"), (False, "released_code")]
+)
 def test_incremental_decoding_equals_full_causal_pass(tied, layout):
   model = ets.EdgeTransformerSeq2Seq(tiny(tied=tied, layout=layout))
   params = init(model)
@@ -67,9 +81,12 @@ def test_incremental_decoding_equals_full_causal_pass(tied, layout):
     assert set(params["decoder"]) == {"layer"}
   else:
     assert set(params["decoder"]) == {"layer_0", "layer_1"}
-  np.testing.assert_allclose(incremental_logits(model, params),
-                             full_logits(model, params), rtol=1e-4,
-                             atol=1e-5)
+  np.testing.assert_allclose(
+      incremental_logits(model, params),
+      full_logits(model, params),
+      rtol=1e-4,
+      atol=1e-5,
+  )
 
 
 def test_full_pass_is_causal():
@@ -78,8 +95,7 @@ def test_full_pass_is_causal():
   params = init(model)
   base = full_logits(model, params)
   changed = full_logits(model, params, tgt_in=TGT_IN.at[:, 3].set(7))
-  np.testing.assert_allclose(changed[:, :3], base[:, :3], rtol=1e-5,
-                             atol=1e-6)
+  np.testing.assert_allclose(changed[:, :3], base[:, :3], rtol=1e-5, atol=1e-6)
   assert not np.allclose(changed[:, 3:], base[:, 3:])
 
 
@@ -88,8 +104,12 @@ def test_joint_state_blocks():
   model = ets.EdgeTransformerSeq2Seq(tiny())
   params = init(model)
   x_enc = jax.random.normal(jax.random.PRNGKey(3), (2, 4, 4, 8))
-  x0 = model.apply({"params": params}, x_enc, TGT_IN,
-                   method=ets.EdgeTransformerSeq2Seq.joint_state)
+  x0 = model.apply(
+      {"params": params},
+      x_enc,
+      TGT_IN,
+      method=ets.EdgeTransformerSeq2Seq.joint_state,
+  )
   assert x0.shape == (2, 10, 10, 8)
   emb = params["tgt_embed"]
   rel, tok = emb["relative_position"]["embedding"], emb["token"]["embedding"]
@@ -115,9 +135,12 @@ def test_source_padding_invariance():
   model = ets.EdgeTransformerSeq2Seq(tiny())
   params = init(model)
   padded = jnp.concatenate([SRC, jnp.full((2, 2), PAD, jnp.int32)], axis=1)
-  np.testing.assert_allclose(full_logits(model, params, src=padded),
-                             full_logits(model, params), rtol=1e-5,
-                             atol=1e-6)
+  np.testing.assert_allclose(
+      full_logits(model, params, src=padded),
+      full_logits(model, params),
+      rtol=1e-5,
+      atol=1e-6,
+  )
 
 
 def test_greedy_decoding_is_the_argmax_of_its_own_prefixes():
@@ -125,10 +148,12 @@ def test_greedy_decoding_is_the_argmax_of_its_own_prefixes():
   params = init(model, seed=4)
   out = np.asarray(model.greedy_decode(params, SRC, 6, BOS, EOS))
   assert out.shape == (2, 6) and out.dtype == np.int32
-  tgt_in = jnp.concatenate([jnp.full((2, 1), BOS), jnp.asarray(out[:, :-1])],
-                           axis=1)
-  argmax = np.asarray(jnp.argmax(full_logits(model, params, tgt_in=tgt_in),
-                                 axis=-1))
+  tgt_in = jnp.concatenate(
+      [jnp.full((2, 1), BOS), jnp.asarray(out[:, :-1])], axis=1
+  )
+  argmax = np.asarray(
+      jnp.argmax(full_logits(model, params, tgt_in=tgt_in), axis=-1)
+  )
   for b in range(2):
     ended = np.flatnonzero(out[b] == EOS)
     stop = ended[0] + 1 if len(ended) else 6
@@ -142,15 +167,17 @@ def test_learns_to_copy():
   src = jnp.asarray(rng.integers(3, SRC_VOCAB, (16, 3)), jnp.int32)
   tgt_out = jnp.concatenate([src, jnp.full((16, 1), EOS)], axis=1)
   tgt_in = jnp.concatenate([jnp.full((16, 1), BOS), src], axis=1)
-  model = ets.EdgeTransformerSeq2Seq(tiny(head_dim=8, ffn_dim=32,
-                                          num_layers=1, num_decoder_layers=2))
+  model = ets.EdgeTransformerSeq2Seq(
+      tiny(head_dim=8, ffn_dim=32, num_layers=1, num_decoder_layers=2)
+  )
   params = init(model, src, tgt_in)
   tx = optax.adam(3e-3)
 
   def loss_fn(p):
     logits = model.apply({"params": p}, src, None, tgt_in)
     return optax.softmax_cross_entropy_with_integer_labels(
-        logits, tgt_out).mean()
+        logits, tgt_out
+    ).mean()
 
   @jit
   def train(p):
@@ -159,6 +186,7 @@ def test_learns_to_copy():
       loss, grads = jax.value_and_grad(loss_fn)(p)
       updates, opt = tx.update(grads, opt, p)
       return (optax.apply_updates(p, updates), opt), loss
+
     (p, _), losses = jax.lax.scan(step, (p, tx.init(p)), None, length=300)
     return p, losses
 
@@ -168,15 +196,24 @@ def test_learns_to_copy():
   assert np.mean(np.all(np.asarray(out) == np.asarray(tgt_out), axis=1)) > 0.9
 
 
-@pytest.mark.parametrize("overrides, match", [
-    (dict(num_heads=0), "ETConfig.num_heads must be a positive int"),
-    (dict(ablation="value"), "needs et.ablation='none'"),
-    (dict(layout="post"), r"Unknown layout 'post'; valid choices are "
-                          r"\['paper', 'released_code'\]"),
-    (dict(max_distance=-1), "max_distance must be an int >= 0"),
-    (dict(dropout_rate=1.0), r"dropout_rate must be in \[0, 1\)"),
-    (dict(num_decoder_layers=0), "num_decoder_layers must be a positive int"),
-])
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        (dict(num_heads=0), "ETConfig.num_heads must be a positive int"),
+        (dict(ablation="value"), "needs et.ablation='none'"),
+        (
+            dict(layout="post"),
+            r"Unknown layout 'post'; valid choices are "
+            r"\['paper', 'released_code'\]",
+        ),
+        (dict(max_distance=-1), "max_distance must be an int >= 0"),
+        (dict(dropout_rate=1.0), r"dropout_rate must be in \[0, 1\)"),
+        (
+            dict(num_decoder_layers=0),
+            "num_decoder_layers must be a positive int",
+        ),
+    ],
+)
 def test_bad_config_raises(overrides, match):
   with pytest.raises(ValueError, match=match):
     tiny(**overrides)
@@ -186,15 +223,26 @@ def test_bad_inputs_raise():
   model = ets.EdgeTransformerSeq2Seq(tiny())
   params = init(model)
   with pytest.raises(ValueError, match="tgt_tree_pos_BxTxP is not supported"):
-    model.apply({"params": params}, SRC, None, TGT_IN,
-                tgt_tree_pos_BxTxP=jnp.zeros((2, 6, 4)))
+    model.apply(
+        {"params": params},
+        SRC,
+        None,
+        TGT_IN,
+        tgt_tree_pos_BxTxP=jnp.zeros((2, 6, 4)),
+    )
   with pytest.raises(ValueError, match="src_relations_BxSxS is not supported"):
-    model.apply({"params": params}, SRC, None, TGT_IN,
-                src_relations_BxSxS=jnp.zeros((2, 4, 4), jnp.int32))
+    model.apply(
+        {"params": params},
+        SRC,
+        None,
+        TGT_IN,
+        src_relations_BxSxS=jnp.zeros((2, 4, 4), jnp.int32),
+    )
   with pytest.raises(ValueError, match="arities .* is not supported"):
     model.greedy_decode(params, SRC, 4, BOS, EOS, arities=[0] * TGT_VOCAB)
-  with pytest.raises(ValueError, match=r"max_len must be in \[1, "
-                                       r"max_tgt_len=8\], got 9"):
+  with pytest.raises(
+      ValueError, match=r"max_len must be in \[1, " r"max_tgt_len=8\], got 9"
+  ):
     model.greedy_decode(params, SRC, 9, BOS, EOS)
   with pytest.raises(ValueError, match="target length 9 exceeds max_tgt_len"):
     model.apply({"params": params}, SRC, None, jnp.ones((2, 9), jnp.int32))

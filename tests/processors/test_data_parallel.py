@@ -5,7 +5,9 @@ import subprocess
 import sys
 import textwrap
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 _SCRIPT = textwrap.dedent("""
     import jax, numpy as np
@@ -55,9 +57,18 @@ _SCRIPT = textwrap.dedent("""
 
 
 def test_four_devices_equal_one_device():
-  flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+  flags = (
+      os.environ.get("XLA_FLAGS", "")
+      + " --xla_force_host_platform_device_count=4"
+  )
   env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
-  proc = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=REPO, env=env,
-                        capture_output=True, text=True, timeout=900)
+  proc = subprocess.run(
+      [sys.executable, "-c", _SCRIPT],
+      cwd=REPO,
+      env=env,
+      capture_output=True,
+      text=True,
+      timeout=900,
+  )
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
   assert "DATA_PARALLEL_OK" in proc.stdout

@@ -9,8 +9,9 @@ import processors
 from relational_jax.training.clrs import data as clrs_data
 
 HIDDEN = 16
-RT_TINY = dict(num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4,
-               edge_ffn_dim=4)
+RT_TINY = dict(
+    num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4, edge_ffn_dim=4
+)
 ET_TINY = dict(num_layers=1, head_dim=4, chunk_size=3)
 
 
@@ -21,25 +22,47 @@ def data():
 
 
 def _model(model_cls, spec, feedback, kind="rt", lr=3e-3, **kwargs):
-  options = (RT_TINY if kind in processors.RT_KINDS else
-             ET_TINY if kind in processors.ET_KINDS else {})
-  factory = processors.get_processor_factory(kind, use_ln=True, nb_triplet_fts=4,
-                                             nb_heads=2, **options)
-  model = model_cls(spec, feedback, factory, hidden_dim=HIDDEN,
-                    encode_hints=True, decode_hints=True, learning_rate=lr,
-                    **kwargs)
+  options = (
+      RT_TINY
+      if kind in processors.RT_KINDS
+      else ET_TINY
+      if kind in processors.ET_KINDS
+      else {}
+  )
+  factory = processors.get_processor_factory(
+      kind, use_ln=True, nb_triplet_fts=4, nb_heads=2, **options
+  )
+  model = model_cls(
+      spec,
+      feedback,
+      factory,
+      hidden_dim=HIDDEN,
+      encode_hints=True,
+      decode_hints=True,
+      learning_rate=lr,
+      **kwargs
+  )
   model.init(feedback.features, seed=0)
   return model
 
 
 def _losses(model, feedback, steps=6):
-  return [float(model.feedback(jax.random.PRNGKey(s), feedback)) for s in range(steps)]
+  return [
+      float(model.feedback(jax.random.PRNGKey(s), feedback))
+      for s in range(steps)
+  ]
 
 
 def _raw_outputs(model, params, feedback):
-  out, _ = model.net_fn.apply(params, jax.random.PRNGKey(0), [feedback.features],
-                              repred=True, algorithm_index=0, return_hints=False,
-                              return_all_outputs=False)
+  out, _ = model.net_fn.apply(
+      params,
+      jax.random.PRNGKey(0),
+      [feedback.features],
+      repred=True,
+      algorithm_index=0,
+      return_hints=False,
+      return_all_outputs=False,
+  )
   return out
 
 
@@ -70,11 +93,19 @@ def test_stock_baseline_model_trains_rt(data):
 def test_carry_model_trains_and_uses_the_carried_edge_state(data, graph_vec):
   spec, feedback = data
   factory_opts = dict(RT_TINY, graph_vec=graph_vec)
-  factory = processors.get_processor_factory("rt", use_ln=True, nb_triplet_fts=4,
-                                             nb_heads=2, **factory_opts)
-  model = processors.CarryModel(spec, feedback, factory, hidden_dim=HIDDEN,
-                                encode_hints=True, decode_hints=True,
-                                learning_rate=3e-3, ptr_from_edges=True)
+  factory = processors.get_processor_factory(
+      "rt", use_ln=True, nb_triplet_fts=4, nb_heads=2, **factory_opts
+  )
+  model = processors.CarryModel(
+      spec,
+      feedback,
+      factory,
+      hidden_dim=HIDDEN,
+      encode_hints=True,
+      decode_hints=True,
+      learning_rate=3e-3,
+      ptr_from_edges=True,
+  )
   model.init(feedback.features, seed=0)
   losses = _losses(model, feedback)
   assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
@@ -114,24 +145,29 @@ def test_scalar_hint_gradient_off_is_stock_clrs(data):
   spec, feedback = data
   opts = dict(kind="mpnn", hint_teacher_forcing=0.0, hint_repred_mode="hard")
   stock = _model(clrs.models.BaselineModel, spec, feedback, **opts)
-  ours = _model(processors.CarryModel, spec, feedback,
-                scalar_hint_gradient=False, **opts)
+  ours = _model(
+      processors.CarryModel, spec, feedback, scalar_hint_gradient=False, **opts
+  )
   results = []
   for model in (stock, ours):
     fn = jax.value_and_grad(model._loss)  # pylint: disable=protected-access
     results.append(fn(stock.params, jax.random.PRNGKey(0), feedback, 0))
   (want_loss, want), (loss, got) = results
   np.testing.assert_allclose(loss, want_loss, rtol=1e-6)
-  for a, b in zip(jax.tree_util.tree_leaves(got),
-                  jax.tree_util.tree_leaves(want)):
+  for a, b in zip(
+      jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+  ):
     np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("kind, model_cls", [
-    ("et", clrs.models.BaselineModel),
-    ("rt_triangular", clrs.models.BaselineModel),
-    ("rt_triangular", processors.CarryModel),
-])
+@pytest.mark.parametrize(
+    "kind, model_cls",
+    [
+        ("et", clrs.models.BaselineModel),
+        ("rt_triangular", clrs.models.BaselineModel),
+        ("rt_triangular", processors.CarryModel),
+    ],
+)
 def test_triangular_kinds_train_in_clrs_models(data, kind, model_cls):
   spec, feedback = data
   model = _model(model_cls, spec, feedback, kind=kind)

@@ -10,8 +10,9 @@ import processors
 from processors.relational_transformer import ProcessorState
 
 B, N, F, OUT = 2, 5, 16, 16
-TINY = dict(num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4,
-            edge_ffn_dim=3)
+TINY = dict(
+    num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4, edge_ffn_dim=3
+)
 ET_TINY = dict(num_layers=2, head_dim=4, chunk_size=3)
 
 
@@ -24,48 +25,71 @@ def _inputs(seed=0):
   node_fts = jax.random.normal(ks[0], (B, N, F))
   edge_fts = jax.random.normal(ks[1], (B, N, N, F))
   graph_fts = jax.random.normal(ks[2], (B, F))
-  adj = (jax.random.bernoulli(ks[3], 0.4, (B, N, N)) | jnp.eye(N, dtype=bool)).astype(jnp.float32)
+  adj = (
+      jax.random.bernoulli(ks[3], 0.4, (B, N, N)) | jnp.eye(N, dtype=bool)
+  ).astype(jnp.float32)
   hidden = jax.random.normal(ks[4], (B, N, OUT))
   return node_fts, edge_fts, graph_fts, adj, hidden
 
 
 def _transform(kind, **options):
-  factory = processors.get_processor_factory(kind, use_ln=True, nb_triplet_fts=4,
-                                             nb_heads=2, **options)
+  factory = processors.get_processor_factory(
+      kind, use_ln=True, nb_triplet_fts=4, nb_heads=2, **options
+  )
 
   def fn(*args, **kwargs):
     return factory(OUT)(*args, **kwargs)
+
   return hk.transform(fn)
 
 
 @pytest.mark.parametrize("kind", processors.CLRS_KINDS)
 def test_every_clrs_kind_builds_and_matches_clrs(kind):
   import clrs  # pylint: disable=g-import-not-at-top
+
   args = _inputs()
   ours = _transform(kind)
-  stock = hk.transform(lambda *a: clrs.get_processor_factory(
-      kind, use_ln=True, nb_triplet_fts=4, nb_heads=2)(OUT)(*a))
+  stock = hk.transform(
+      lambda *a: clrs.get_processor_factory(
+          kind, use_ln=True, nb_triplet_fts=4, nb_heads=2
+      )(OUT)(*a)
+  )
   params = ours.init(jax.random.PRNGKey(0), *args)
   assert jax.tree_util.tree_structure(params) == jax.tree_util.tree_structure(
-      stock.init(jax.random.PRNGKey(0), *args))
+      stock.init(jax.random.PRNGKey(0), *args)
+  )
   got = ours.apply(params, None, *args)
   want = stock.apply(params, None, *args)
-  for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+  for a, b in zip(
+      jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)
+  ):
     np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("graph_vec", ["cat", "core"])
-@pytest.mark.parametrize("kind", ["rt", "rt_no_edge_update", "transformer",
-                                  "rt_triangular", "et"])
+@pytest.mark.parametrize(
+    "kind", ["rt", "rt_no_edge_update", "transformer", "rt_triangular", "et"]
+)
 def test_processor_is_node_permutation_equivariant(kind, graph_vec):
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
   t = _transform(kind, graph_vec=graph_vec, **_tiny(kind))
-  params = t.init(jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden)
+  params = t.init(
+      jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden
+  )
   perm = np.random.RandomState(1).permutation(N)
   pe = lambda x: x[:, perm][:, :, perm]
-  nodes, edges = t.apply(params, None, node_fts, edge_fts, graph_fts, adj, hidden)
-  p_nodes, p_edges = t.apply(params, None, node_fts[:, perm], pe(edge_fts),
-                             graph_fts, pe(adj), hidden[:, perm])
+  nodes, edges = t.apply(
+      params, None, node_fts, edge_fts, graph_fts, adj, hidden
+  )
+  p_nodes, p_edges = t.apply(
+      params,
+      None,
+      node_fts[:, perm],
+      pe(edge_fts),
+      graph_fts,
+      pe(adj),
+      hidden[:, perm],
+  )
   np.testing.assert_allclose(p_nodes, nodes[:, perm], rtol=1e-4, atol=1e-5)
   assert nodes.shape == (B, N, OUT)
   if kind == "transformer":
@@ -80,13 +104,26 @@ def test_processor_is_node_permutation_equivariant(kind, graph_vec):
 def test_carried_edge_and_graph_hiddens_change_the_output(kind, graph_vec):
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
   t = _transform(kind, graph_vec=graph_vec, **_tiny(kind))
-  params = t.init(jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden)
-  run = lambda **kw: t.apply(params, None, node_fts, edge_fts, graph_fts, adj,
-                             hidden, return_state=True, **kw)
+  params = t.init(
+      jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden
+  )
+  run = lambda **kw: t.apply(
+      params,
+      None,
+      node_fts,
+      edge_fts,
+      graph_fts,
+      adj,
+      hidden,
+      return_state=True,
+      **kw
+  )
   base = run()
   assert isinstance(base, ProcessorState)
   # Missing carried state means zeros.
-  zeros = run(edge_hidden=jnp.zeros((B, N, N, 8)), graph_hidden=jnp.zeros((B, OUT)))
+  zeros = run(
+      edge_hidden=jnp.zeros((B, N, N, 8)), graph_hidden=jnp.zeros((B, OUT))
+  )
   np.testing.assert_allclose(base.nodes, zeros.nodes, rtol=1e-6)
   with_edges = run(edge_hidden=base.edges)
   assert not np.allclose(with_edges.nodes, base.nodes, atol=1e-4)
@@ -101,62 +138,130 @@ def test_carried_edge_and_graph_hiddens_change_the_output(kind, graph_vec):
 def test_et_node_readouts_and_tied_layers():
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
   count = lambda p: sum(x.size for x in jax.tree_util.tree_leaves(p))
-  tied = _transform("et", **ET_TINY).init(jax.random.PRNGKey(0), node_fts,
-                                          edge_fts, graph_fts, adj, hidden)
+  tied = _transform("et", **ET_TINY).init(
+      jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden
+  )
   untied = _transform("et", tied=False, **ET_TINY).init(
-      jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden)
+      jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden
+  )
   stack = lambda p: count({k: v for k, v in p.items() if "/stack" in k})
   assert stack(untied) == 2 * stack(tied)
   t = _transform("et", node_readout="rowcol", **ET_TINY)
-  params = t.init(jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden)
+  params = t.init(
+      jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden
+  )
   nodes, _ = t.apply(params, None, node_fts, edge_fts, graph_fts, adj, hidden)
   assert nodes.shape == (B, N, OUT)
 
 
 def test_bad_input_errors():
-  with pytest.raises(ValueError, match=r"Unknown processor kind 'rtx'; valid kinds are \[.*'mpnn'.*'rt'"):
+  with pytest.raises(
+      ValueError,
+      match=r"Unknown processor kind 'rtx'; valid kinds are \[.*'mpnn'.*'rt'",
+  ):
     processors.get_processor_factory("rtx", use_ln=True, nb_triplet_fts=8)
-  with pytest.raises(ValueError, match=r"Unknown graph_vec 'sum'; valid choices are \['cat', 'core'\]"):
-    processors.get_processor_factory("rt", use_ln=True, nb_triplet_fts=8,
-                                     graph_vec="sum")
-  with pytest.raises(ValueError, match=r"Unknown option\(s\) \['depth'\].*valid options"):
-    processors.get_processor_factory("rt", use_ln=True, nb_triplet_fts=8, depth=2)
-  with pytest.raises(ValueError, match=r"Unknown ablation 'keys'; valid choices are \['none', 'value', 'attention'\]"):
-    processors.get_processor_factory("et", use_ln=True, nb_triplet_fts=8,
-                                     ablation="keys")
+  with pytest.raises(
+      ValueError,
+      match=r"Unknown graph_vec 'sum'; valid choices are \['cat', 'core'\]",
+  ):
+    processors.get_processor_factory(
+        "rt", use_ln=True, nb_triplet_fts=8, graph_vec="sum"
+    )
+  with pytest.raises(
+      ValueError, match=r"Unknown option\(s\) \['depth'\].*valid options"
+  ):
+    processors.get_processor_factory(
+        "rt", use_ln=True, nb_triplet_fts=8, depth=2
+    )
+  with pytest.raises(
+      ValueError,
+      match=(
+          r"Unknown ablation 'keys'; valid choices are \['none', 'value',"
+          r" 'attention'\]"
+      ),
+  ):
+    processors.get_processor_factory(
+        "et", use_ln=True, nb_triplet_fts=8, ablation="keys"
+    )
   with pytest.raises(ValueError, match=r"Unknown node_readout 'max'"):
-    processors.get_processor_factory("et", use_ln=True, nb_triplet_fts=8,
-                                     node_readout="max")
-  with pytest.raises(ValueError, match=r"triangular_heads=5 must divide the edge width 192"):
-    processors.get_processor_factory("rt_triangular", use_ln=True,
-                                     nb_triplet_fts=8, triangular_heads=5)
+    processors.get_processor_factory(
+        "et", use_ln=True, nb_triplet_fts=8, node_readout="max"
+    )
+  with pytest.raises(
+      ValueError, match=r"triangular_heads=5 must divide the edge width 192"
+  ):
+    processors.get_processor_factory(
+        "rt_triangular", use_ln=True, nb_triplet_fts=8, triangular_heads=5
+    )
   with pytest.raises(ValueError, match=r"CLRS kind and takes no extra options"):
-    processors.get_processor_factory("mpnn", use_ln=True, nb_triplet_fts=8,
-                                     graph_vec="cat")
+    processors.get_processor_factory(
+        "mpnn", use_ln=True, nb_triplet_fts=8, graph_vec="cat"
+    )
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
   t = _transform("rt", **TINY)
   with pytest.raises(ValueError, match=r"edge_fts axis 2 must have size 5"):
-    t.init(jax.random.PRNGKey(0), node_fts, edge_fts[:, :, :3], graph_fts, adj, hidden)
+    t.init(
+        jax.random.PRNGKey(0),
+        node_fts,
+        edge_fts[:, :, :3],
+        graph_fts,
+        adj,
+        hidden,
+    )
 
 
-@pytest.mark.parametrize("kind, options", [
-    ("rt", dict(num_layers=1, head_dim=4, node_ffn_dim=4, edge_msg_dim=4,
-                edge_ffn_dim=3, edge_dim=6, ln_epsilon=1e-3, tied=True)),
-    ("rt_triangular", dict(num_layers=1, head_dim=4, node_ffn_dim=4,
-                           edge_msg_dim=4, edge_ffn_dim=3, chunk_size=2,
-                           triangular_heads=2)),
-    ("et", dict(num_layers=1, head_dim=4, ffn_dim=5, ln_epsilon=1e-3,
-                layout="released_code", ffn_chunk_size=2,
-                node_readout="rowcol")),
-])
+@pytest.mark.parametrize(
+    "kind, options",
+    [
+        (
+            "rt",
+            dict(
+                num_layers=1,
+                head_dim=4,
+                node_ffn_dim=4,
+                edge_msg_dim=4,
+                edge_ffn_dim=3,
+                edge_dim=6,
+                ln_epsilon=1e-3,
+                tied=True,
+            ),
+        ),
+        (
+            "rt_triangular",
+            dict(
+                num_layers=1,
+                head_dim=4,
+                node_ffn_dim=4,
+                edge_msg_dim=4,
+                edge_ffn_dim=3,
+                chunk_size=2,
+                triangular_heads=2,
+            ),
+        ),
+        (
+            "et",
+            dict(
+                num_layers=1,
+                head_dim=4,
+                ffn_dim=5,
+                ln_epsilon=1e-3,
+                layout="released_code",
+                ffn_chunk_size=2,
+                node_readout="rowcol",
+            ),
+        ),
+    ],
+)
 def test_options_are_config_field_names(kind, options):
   """Factory options reach RTConfig / ETConfig under their own names."""
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
   t = _transform(kind, **options)
-  params = t.init(jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj,
-                  hidden)
-  nodes, edges = t.apply(params, None, node_fts, edge_fts, graph_fts, adj,
-                         hidden)
+  params = t.init(
+      jax.random.PRNGKey(0), node_fts, edge_fts, graph_fts, adj, hidden
+  )
+  nodes, edges = t.apply(
+      params, None, node_fts, edge_fts, graph_fts, adj, hidden
+  )
   assert nodes.shape == (B, N, OUT)
   width = options.get("edge_dim", 2 * options["head_dim"])
   assert edges.shape == (B, N, N, width)

@@ -7,7 +7,9 @@ import textwrap
 
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 _SCRIPT = textwrap.dedent("""
     import sys
@@ -48,17 +50,28 @@ def test_trains_without_tensorflow(tmp_path):
   for name in ("tensorflow", "tensorflow_datasets"):
     (shadow / name).mkdir(parents=True)
     (shadow / name / "__init__.py").write_text(
-        f"raise ImportError('{name} is absent in this test')\n")
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-      [str(shadow), REPO, os.environ.get("PYTHONPATH", "")]))
-  proc = subprocess.run([sys.executable, "-c", _SCRIPT, str(tmp_path / "run")],
-                        cwd=REPO, env=env, capture_output=True, text=True,
-                        timeout=600)
+        f"raise ImportError('{name} is absent in this test')\n"
+    )
+  env = dict(
+      os.environ,
+      PYTHONPATH=os.pathsep.join(
+          [str(shadow), REPO, os.environ.get("PYTHONPATH", "")]
+      ),
+  )
+  proc = subprocess.run(
+      [sys.executable, "-c", _SCRIPT, str(tmp_path / "run")],
+      cwd=REPO,
+      env=env,
+      capture_output=True,
+      text=True,
+      timeout=600,
+  )
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
   assert "TRAINED_WITHOUT_TF" in proc.stdout
   # The stand-ins are announced once, through absl logging.
-  assert proc.stderr.count("installed import-time stand-ins") == 1, (
-      proc.stderr[-4000:])
+  assert proc.stderr.count("installed import-time stand-ins") == 1, proc.stderr[
+      -4000:
+  ]
 
 
 def test_import_installs_no_stand_ins_where_tensorflow_is_installed():
@@ -75,8 +88,13 @@ def test_import_installs_no_stand_ins_where_tensorflow_is_installed():
       assert getattr(sys.modules["tensorflow"], "__file__", None)
       print("REAL_TENSORFLOW")
   """)
-  proc = subprocess.run([sys.executable, "-c", script], cwd=REPO,
-                        capture_output=True, text=True, timeout=600)
+  proc = subprocess.run(
+      [sys.executable, "-c", script],
+      cwd=REPO,
+      capture_output=True,
+      text=True,
+      timeout=600,
+  )
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
   if "NO_TENSORFLOW" in proc.stdout:
     pytest.skip("TensorFlow is not installed here.")

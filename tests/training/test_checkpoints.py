@@ -19,12 +19,16 @@ from relational_jax.training import mesh as mesh_lib
 # orbax leaves the reads of a failed restore as coroutines that report their
 # own errors when collected: expected here, where restores are meant to fail.
 pytestmark = pytest.mark.filterwarnings(
-    "ignore::pytest.PytestUnraisableExceptionWarning")
+    "ignore::pytest.PytestUnraisableExceptionWarning"
+)
 
 
 def _state(value):
-  return {"params": {"w": jnp.full((2, 3), value, jnp.float32)},
-          "step": jnp.asarray(3, jnp.int32), "rng": jax.random.PRNGKey(7)}
+  return {
+      "params": {"w": jnp.full((2, 3), value, jnp.float32)},
+      "step": jnp.asarray(3, jnp.int32),
+      "rng": jax.random.PRNGKey(7),
+  }
 
 
 def test_checkpoints_roundtrip_keep_and_refuse_nan(tmp_path):
@@ -32,11 +36,17 @@ def test_checkpoints_roundtrip_keep_and_refuse_nan(tmp_path):
   with ckpt_lib.RunCheckpoints(str(tmp_path / "ck")) as ckpts:
     assert ckpts.restore(ckpt_lib.abstract_like(_state(0.0))) is None
     for step in (1, 2, 3):
-      ckpts.save(step, _state(float(step)), {"step": step, "stream": [step, 0]},
-                 best=step == 2)
+      ckpts.save(
+          step,
+          _state(float(step)),
+          {"step": step, "stream": [step, 0]},
+          best=step == 2,
+      )
     assert ckpts.all_steps("latest") == [2, 3]  # keep 2
     assert ckpts.all_steps("best") == [2]
-    with pytest.raises(ckpt_lib.NonFiniteStateError, match="step 4: the state contains NaN"):
+    with pytest.raises(
+        ckpt_lib.NonFiniteStateError, match="step 4: the state contains NaN"
+    ):
       ckpts.save(4, _state(float("nan")), {"step": 4})
     assert ckpts.all_steps("latest") == [2, 3]  # nothing deleted
     abstract = ckpt_lib.abstract_like(_state(0.0), mesh_lib.replicated(mesh))
@@ -48,9 +58,17 @@ def test_checkpoints_roundtrip_keep_and_refuse_nan(tmp_path):
     assert state["params"]["w"].sharding == mesh_lib.replicated(mesh)
     best, best_meta = ckpts.restore(abstract, "best")
     assert best_meta["step"] == 2 and float(best["params"]["w"][0, 0]) == 2.0
-    with pytest.raises(ValueError, match=r"Unknown checkpoint set 'worst'; valid choices are \['latest', 'best'\]"):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"Unknown checkpoint set 'worst'; valid choices are \['latest',"
+            r" 'best'\]"
+        ),
+    ):
       ckpts.latest_step("worst")
-  assert ckpt_lib.is_finite(_state(1.0)) and not ckpt_lib.is_finite(_state(float("inf")))
+  assert ckpt_lib.is_finite(_state(1.0)) and not ckpt_lib.is_finite(
+      _state(float("inf"))
+  )
 
 
 # -- Corruption. ---------------------------------------------------------------
@@ -59,22 +77,32 @@ def test_checkpoints_roundtrip_keep_and_refuse_nan(tmp_path):
 def _train_state(step):
   """A generic pytree state: distinct data per step."""
   rng = np.random.default_rng(step)
-  return {"params": {"w": jnp.asarray(rng.normal(size=(32, 32)), jnp.float32),
-                     "b": jnp.asarray(rng.normal(size=(32,)), jnp.bfloat16)},
-          "mask": jnp.asarray(rng.random(8) > 0.5),
-          "step": jnp.asarray(step, jnp.int32), "rng": jax.random.PRNGKey(step)}
+  return {
+      "params": {
+          "w": jnp.asarray(rng.normal(size=(32, 32)), jnp.float32),
+          "b": jnp.asarray(rng.normal(size=(32,)), jnp.bfloat16),
+      },
+      "mask": jnp.asarray(rng.random(8) > 0.5),
+      "step": jnp.asarray(step, jnp.int32),
+      "rng": jax.random.PRNGKey(step),
+  }
 
 
 def _save_steps(directory, steps, best=()):
   with ckpt_lib.RunCheckpoints(directory) as ckpts:
     for step in steps:
-      ckpts.save(step, _train_state(step), {"step": step, "stream": [0, step]},
-                 best=step in best)
+      ckpts.save(
+          step,
+          _train_state(step),
+          {"step": step, "stream": [0, step]},
+          best=step in best,
+      )
 
 
 def _largest_array_file(step_dir):
-  files = glob.glob(os.path.join(step_dir, "state", "**", "d", "*"),
-                    recursive=True)
+  files = glob.glob(
+      os.path.join(step_dir, "state", "**", "d", "*"), recursive=True
+  )
   return max(files, key=os.path.getsize)
 
 
@@ -82,8 +110,9 @@ def _truncate_array(step_dir):
   # Every array data file cut to half, as by a write that stopped short (a
   # data file may hold bytes no longer referenced: cutting one file alone
   # need not damage the checkpoint).
-  for path in glob.glob(os.path.join(step_dir, "state", "**", "d", "*"),
-                        recursive=True):
+  for path in glob.glob(
+      os.path.join(step_dir, "state", "**", "d", "*"), recursive=True
+  ):
     with open(path, "r+b") as f:
       f.truncate(os.path.getsize(path) // 2)
 
@@ -124,31 +153,36 @@ def _edit_meta(step_dir):
 
 
 def _empty_step_dir(step_dir):
-  for path in sorted(glob.glob(os.path.join(step_dir, "**"), recursive=True),
-                     reverse=True):
+  for path in sorted(
+      glob.glob(os.path.join(step_dir, "**"), recursive=True), reverse=True
+  ):
     if os.path.isfile(path):
       os.remove(path)
 
 
-CORRUPTIONS = {"truncated_array": _truncate_array,
-               "garbage_array": _garbage_array,
-               "flipped_array_bytes": _flip_array_bytes,
-               "deleted_metadata": _delete_meta,
-               "garbage_metadata": _garbage_meta,
-               "edited_metadata": _edit_meta,
-               "emptied_step": _empty_step_dir}
+CORRUPTIONS = {
+    "truncated_array": _truncate_array,
+    "garbage_array": _garbage_array,
+    "flipped_array_bytes": _flip_array_bytes,
+    "deleted_metadata": _delete_meta,
+    "garbage_metadata": _garbage_meta,
+    "edited_metadata": _edit_meta,
+    "emptied_step": _empty_step_dir,
+}
 
 
 def _assert_state(state, step):
   expected = _train_state(step)
-  for a, b in zip(jax.tree_util.tree_leaves(state),
-                  jax.tree_util.tree_leaves(expected)):
+  for a, b in zip(
+      jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(expected)
+  ):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
 def test_corrupt_newest_checkpoint_falls_back_to_the_previous_one(
-    tmp_path, caplog, corruption):
+    tmp_path, caplog, corruption
+):
   directory = str(tmp_path / "ck")
   _save_steps(directory, (1, 2, 3))
   newest = os.path.join(directory, "latest", "3")
@@ -173,8 +207,9 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_previous_one(
       _assert_state(state, 3)
       # The record of the fallback travels with the run.
       assert meta[ckpt_lib.FALLBACKS_KEY][0]["path"] == newest
-  warnings = [r.getMessage() for r in caplog.records
-              if r.levelno == logging.WARNING]
+  warnings = [
+      r.getMessage() for r in caplog.records if r.levelno == logging.WARNING
+  ]
   assert any(newest in w and "restored latest step 2" in w for w in warnings)
 
 
@@ -188,7 +223,9 @@ def test_both_latest_corrupt_falls_back_to_best(tmp_path):
     assert meta["step"] == 1
     _assert_state(state, 1)
     assert [(s["which"], s["step"]) for s in ckpts.skipped] == [
-        ("latest", 3), ("latest", 2)]
+        ("latest", 3),
+        ("latest", 2),
+    ]
     assert ckpts.all_steps("latest") == [] and ckpts.all_steps("best") == [1]
 
 
@@ -208,21 +245,29 @@ def test_no_restorable_checkpoint_is_an_error_naming_the_paths(tmp_path):
     assert ckpts.all_steps("latest") == [1, 2]
     assert not os.path.exists(os.path.join(directory, "corrupt"))
     # A given step is restored or refused, never replaced by another.
-    with pytest.raises(ckpt_lib.CorruptCheckpointError,
-                       match=r"latest/1: [A-Za-z]*(Error|Exception): "):
+    with pytest.raises(
+        ckpt_lib.CorruptCheckpointError,
+        match=r"latest/1: [A-Za-z]*(Error|Exception): ",
+    ):
       ckpts.restore(abstract, step=1)
 
 
 def test_checkpoints_without_checksums_still_restore(tmp_path):
   """Checkpoints saved before the integrity record existed."""
   directory = str(tmp_path / "ck")
-  with ocp.CheckpointManager(os.path.join(directory, "latest"),
-                             options=ocp.CheckpointManagerOptions(
-                                 create=True,
-                                 enable_async_checkpointing=False)) as mgr:
-    mgr.save(5, args=ocp.args.Composite(
-        state=ocp.args.StandardSave(_train_state(5)),
-        meta=ocp.args.JsonSave({"step": 5})))
+  with ocp.CheckpointManager(
+      os.path.join(directory, "latest"),
+      options=ocp.CheckpointManagerOptions(
+          create=True, enable_async_checkpointing=False
+      ),
+  ) as mgr:
+    mgr.save(
+        5,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardSave(_train_state(5)),
+            meta=ocp.args.JsonSave({"step": 5}),
+        ),
+    )
   with ckpt_lib.RunCheckpoints(directory) as ckpts:
     state, meta = ckpts.restore(ckpt_lib.abstract_like(_train_state(0)))
   assert meta == {"step": 5}
@@ -232,15 +277,23 @@ def test_checkpoints_without_checksums_still_restore(tmp_path):
 def test_state_checksums_see_values_positions_and_dtypes():
   state = _train_state(1)
   sums = ckpt_lib.state_checksums(state)
-  assert set(sums) == {"['params']['w']", "['params']['b']", "['mask']",
-                       "['step']", "['rng']"}
+  assert set(sums) == {
+      "['params']['w']",
+      "['params']['b']",
+      "['mask']",
+      "['step']",
+      "['rng']",
+  }
   assert sums == ckpt_lib.state_checksums(_train_state(1))
   assert sums["['params']['b']"][0] == "bfloat16"
   w = np.asarray(state["params"]["w"])
   swapped = w.copy()
   swapped[0, 0], swapped[0, 1] = w[0, 1], w[0, 0]
-  assert (ckpt_lib.state_checksums({"w": jnp.asarray(swapped)})["['w']"]
-          != ckpt_lib.state_checksums({"w": jnp.asarray(w)})["['w']"])
+  assert (
+      ckpt_lib.state_checksums({"w": jnp.asarray(swapped)})["['w']"]
+      != ckpt_lib.state_checksums({"w": jnp.asarray(w)})["['w']"]
+  )
   typed = jax.random.key(3)
   assert ckpt_lib.state_checksums({"k": typed})["['k']"][1] == (
-      ckpt_lib.state_checksums({"k": jax.random.key_data(typed)})["['k']"][1])
+      ckpt_lib.state_checksums({"k": jax.random.key_data(typed)})["['k']"][1]
+  )

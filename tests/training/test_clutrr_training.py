@@ -56,10 +56,12 @@ def test_resume_is_exact(tmp_path, shared_data):
   assert [sorted(e["tests"]) for e in straight["history"]] == [["test"]] * 2
   # The last point's test scores are the final (last-step) model's.
   assert straight["history"][-1]["tests"]["test"] == (
-      straight["evaluations"]["test"])
+      straight["evaluations"]["test"]
+  )
   config.train.stop_at_step = 20
   assert clutrr.train_and_evaluate(config, str(tmp_path / "resumed")) == {
-      "stopped_at": 20}
+      "stopped_at": 20
+  }
   config.train.stop_at_step = 0
   resumed = clutrr.train_and_evaluate(config, str(tmp_path / "resumed"))
   assert resumed["final"] == straight["final"]
@@ -76,23 +78,27 @@ def test_resume_is_exact(tmp_path, shared_data):
 
 def _leaves(tree):
   import jax  # pylint: disable=g-import-not-at-top
+
   return [np.asarray(x) for x in jax.tree_util.tree_leaves(tree)]
 
 
-@pytest.mark.parametrize("path,value,match", [
-    ("model", "gat", "model"),
-    ("train.schedule", "cosine", "schedule"),
-    ("train.select_on", "best", "select_on"),
-    ("train.steps", 0, "train.steps must be >= 1"),
-    ("protocol.val_fraction", 1.0, "val_fraction"),
-    ("protocol.train_ks", (1, 2), "train_ks"),
-    ("protocol.train_source", "nope.csv", "neither 'generated' nor a file"),
-    ("data.test_files", ("missing.csv",), "missing.csv not found"),
-    ("head.layers", 3, "head.layers must be 1 or 2"),
-    ("head.rt_readout", "pool", "rt_readout"),
-    ("edge_transformer.ablation", "keys", "ablation"),
-    ("rat.num_heads", 7, "must divide d_model"),
-])
+@pytest.mark.parametrize(
+    "path,value,match",
+    [
+        ("model", "gat", "model"),
+        ("train.schedule", "cosine", "schedule"),
+        ("train.select_on", "best", "select_on"),
+        ("train.steps", 0, "train.steps must be >= 1"),
+        ("protocol.val_fraction", 1.0, "val_fraction"),
+        ("protocol.train_ks", (1, 2), "train_ks"),
+        ("protocol.train_source", "nope.csv", "neither 'generated' nor a file"),
+        ("data.test_files", ("missing.csv",), "missing.csv not found"),
+        ("head.layers", 3, "head.layers must be 1 or 2"),
+        ("head.rt_readout", "pool", "rt_readout"),
+        ("edge_transformer.ablation", "keys", "ablation"),
+        ("rat.num_heads", 7, "must divide d_model"),
+    ],
+)
 def test_bad_config_values_are_named(path, value, match, tmp_path):
   config = clutrr.default_config()
   config.model = "rat" if path.startswith("rat.") else config.model
@@ -106,6 +112,7 @@ def test_batch_size_must_divide_over_devices(tmp_path, shared_data):
   the device count is fixed when JAX starts."""
   import subprocess  # pylint: disable=g-import-not-at-top
   import sys  # pylint: disable=g-import-not-at-top
+
   script = (
       "import jax, pytest\n"
       "assert len(jax.devices()) == 2\n"
@@ -115,11 +122,22 @@ def test_batch_size_must_divide_over_devices(tmp_path, shared_data):
       "config.train.batch_size = 3\n"
       "with pytest.raises(ValueError, match='not divisible'):\n"
       f"  clutrr.train_and_evaluate(config, {str(tmp_path)!r})\n"
-      "print('REFUSED')\n")
-  env = dict(os.environ, JAX_PLATFORMS="cpu",
-             XLA_FLAGS="--xla_force_host_platform_device_count=2")
-  repo = os.path.dirname(os.path.dirname(os.path.dirname(
-      os.path.abspath(__file__))))
-  proc = subprocess.run([sys.executable, "-c", script], cwd=repo, env=env,
-                        capture_output=True, text=True, timeout=600)
+      "print('REFUSED')\n"
+  )
+  env = dict(
+      os.environ,
+      JAX_PLATFORMS="cpu",
+      XLA_FLAGS="--xla_force_host_platform_device_count=2",
+  )
+  repo = os.path.dirname(
+      os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+  )
+  proc = subprocess.run(
+      [sys.executable, "-c", script],
+      cwd=repo,
+      env=env,
+      capture_output=True,
+      text=True,
+      timeout=600,
+  )
   assert proc.returncode == 0 and "REFUSED" in proc.stdout, proc.stderr[-3000:]

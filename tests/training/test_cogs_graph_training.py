@@ -11,7 +11,8 @@ from relational_jax.training import reporting
 DATA = cg.DEFAULT_DATA_DIR
 needs_data = pytest.mark.skipif(
     not os.path.isfile(os.path.join(DATA, "train.tsv")),
-    reason="COGS data not found")
+    reason="COGS data not found",
+)
 
 
 def _config(steps=80, **overrides):
@@ -25,9 +26,18 @@ def _config(steps=80, **overrides):
   c.data.val_file = ""
   c.data.max_eval_examples = 16
   c.data.length_multiple = 16
-  c.train.update(dict(steps=steps, batch_size=32, eval_batch_size=16,
-                      eval_every=20, warmup_steps=5, learning_rate=1e-2,
-                      weight_decay=0.0, progress=False))
+  c.train.update(
+      dict(
+          steps=steps,
+          batch_size=32,
+          eval_batch_size=16,
+          eval_every=20,
+          warmup_steps=5,
+          learning_rate=1e-2,
+          weight_decay=0.0,
+          progress=False,
+      )
+  )
   for k, v in overrides.items():
     cg.config_lib.set_path(c, k, v)
   return c
@@ -49,21 +59,27 @@ def test_fits_real_rows_and_reports(tmp_path):
 
 @needs_data
 def test_exact_resume(tmp_path):
-  small = {"train.eval_every": 3, "edge_transformer.num_layers": 1,
-           "data.max_eval_examples": 4}
+  small = {
+      "train.eval_every": 3,
+      "edge_transformer.num_layers": 1,
+      "data.max_eval_examples": 4,
+  }
   c = _config(steps=6, **small)
   full = cg.train_and_evaluate(c, str(tmp_path / "full"))
   stopped = cg.train_and_evaluate(
       _config(steps=6, **small, **{"train.stop_at_step": 3}),
-      str(tmp_path / "split"))
+      str(tmp_path / "split"),
+  )
   assert stopped == {"stopped_at": 3}
   resumed = cg.train_and_evaluate(c, str(tmp_path / "split"))
   assert resumed["history"] == full["history"]
   assert resumed["final"] == full["final"]
   # Another config in the same work dir is refused.
   with pytest.raises(ValueError, match="another config"):
-    cg.train_and_evaluate(_config(steps=6, **small, **{"train.batch_size": 16}),
-                          str(tmp_path / "split"))
+    cg.train_and_evaluate(
+        _config(steps=6, **small, **{"train.batch_size": 16}),
+        str(tmp_path / "split"),
+    )
 
 
 def test_bad_configs(tmp_path):
@@ -73,6 +89,7 @@ def test_bad_configs(tmp_path):
       ("edge_transformer.num_heads", 0, "num_heads"),
       ("data.train_file", "missing.tsv", "not found"),
       ("head.max_distance", -1, "max_distance"),
-      ("train.learning_rate", 0.0, "learning_rate")):
+      ("train.learning_rate", 0.0, "learning_rate"),
+  ):
     with pytest.raises(ValueError, match=match):
       cg.train_and_evaluate(_config(**{path: value}), str(tmp_path / "x"))

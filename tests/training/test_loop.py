@@ -19,14 +19,22 @@ Y = X @ np.array([1.0, -2.0, 0.5], np.float32)
 def _loss(params, batch, rng):
   del rng
   err = batch["x"] @ params["w"] * params["scale"] - batch["y"]
-  return jnp.mean(err ** 2), -jnp.mean(err ** 2)
+  return jnp.mean(err**2), -jnp.mean(err**2)
 
 
-def _run(workdir, steps=6, stop_at_step=0, select_on="last", scale=1.0,
-         val=None):
-  t = config_lib.ConfigDict(dict(
-      steps=steps, eval_every=2, checkpoint_every=0, stop_at_step=stop_at_step,
-      seed=3, select_on=select_on))
+def _run(
+    workdir, steps=6, stop_at_step=0, select_on="last", scale=1.0, val=None
+):
+  t = config_lib.ConfigDict(
+      dict(
+          steps=steps,
+          eval_every=2,
+          checkpoint_every=0,
+          stop_at_step=stop_at_step,
+          seed=3,
+          select_on=select_on,
+      )
+  )
   mesh = mesh_lib.mesh_of_first(1)
   tx = optax.sgd(0.1)
 
@@ -40,24 +48,36 @@ def _run(workdir, steps=6, stop_at_step=0, select_on="last", scale=1.0,
     return mesh_lib.shard_batch({"x": X[idx], "y": Y[idx]}, mesh)
 
   scores = iter(val or [])
-  evaluate = (lambda params: {"val_accuracy": next(scores)}) if val else (
-      lambda params: {})
-  return loop_lib.run(init=init,
-                      step_fn=loop_lib.make_train_step(_loss, tx, mesh),
-                      batch_at=batch_at, evaluate=evaluate, train_config=t,
-                      workdir=str(workdir), mesh=mesh, log=lambda m: None)
+  evaluate = (
+      (lambda params: {"val_accuracy": next(scores)})
+      if val
+      else (lambda params: {})
+  )
+  return loop_lib.run(
+      init=init,
+      step_fn=loop_lib.make_train_step(_loss, tx, mesh),
+      batch_at=batch_at,
+      evaluate=evaluate,
+      train_config=t,
+      workdir=str(workdir),
+      mesh=mesh,
+      log=lambda m: None,
+  )
 
 
 def test_epoch_indices_cover_each_epoch_once_and_are_seeded():
   for epoch in range(3):
-    seen = np.concatenate([loop_lib.epoch_indices(epoch * 3 + i, 10, 4, 7)
-                           for i in range(3)])
+    seen = np.concatenate(
+        [loop_lib.epoch_indices(epoch * 3 + i, 10, 4, 7) for i in range(3)]
+    )
     assert sorted(seen) == list(range(10))
   assert len(loop_lib.epoch_indices(2, 10, 4, 7)) == 2  # the short batch
-  np.testing.assert_array_equal(loop_lib.epoch_indices(4, 10, 4, 7),
-                                loop_lib.epoch_indices(4, 10, 4, 7))
-  assert not np.array_equal(loop_lib.epoch_indices(0, 10, 4, 7),
-                            loop_lib.epoch_indices(3, 10, 4, 7))
+  np.testing.assert_array_equal(
+      loop_lib.epoch_indices(4, 10, 4, 7), loop_lib.epoch_indices(4, 10, 4, 7)
+  )
+  assert not np.array_equal(
+      loop_lib.epoch_indices(0, 10, 4, 7), loop_lib.epoch_indices(3, 10, 4, 7)
+  )
   with pytest.raises(ValueError, match="batch_size"):
     loop_lib.epoch_indices(0, 10, 0, 7)
 
@@ -69,8 +89,9 @@ def test_resume_equals_an_uninterrupted_run(tmp_path):
   resumed = _run(tmp_path / "b")
   assert not resumed.stopped and resumed.step == 6
   np.testing.assert_array_equal(straight.params["w"], resumed.params["w"])
-  assert ([h["loss"] for h in straight.meta["history"]]
-          == [h["loss"] for h in resumed.meta["history"]])
+  assert [h["loss"] for h in straight.meta["history"]] == [
+      h["loss"] for h in resumed.meta["history"]
+  ]
   assert straight.num_params == 4
 
 

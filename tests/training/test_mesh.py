@@ -14,7 +14,9 @@ from jax.sharding import PartitionSpec as P
 
 from relational_jax.training import mesh as mesh_lib
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 
 def test_mesh_over_all_devices_and_shardings():
@@ -32,7 +34,10 @@ def test_mesh_over_all_devices_and_shardings():
 
 
 def test_batch_errors_name_the_numbers():
-  with pytest.raises(ValueError, match=r"global batch size 6 is not divisible by the number of devices 4"):
+  with pytest.raises(
+      ValueError,
+      match=r"global batch size 6 is not divisible by the number of devices 4",
+  ):
     mesh_lib.check_divisible(6, 4)
   mesh_lib.check_divisible(8, 4)
   mesh = mesh_lib.make_data_mesh(jax.devices()[:1])
@@ -46,7 +51,9 @@ def test_batch_errors_name_the_numbers():
 
 def test_maybe_initialize_distributed(monkeypatch):
   calls = []
-  monkeypatch.setattr(jax.distributed, "initialize", lambda **kw: calls.append(kw))
+  monkeypatch.setattr(
+      jax.distributed, "initialize", lambda **kw: calls.append(kw)
+  )
   assert mesh_lib.maybe_initialize_distributed(False) is False and not calls
   assert mesh_lib.maybe_initialize_distributed(True, num_processes=1) is True
   assert calls == [{"num_processes": 1}]
@@ -92,19 +99,30 @@ _FOUR_DEVICES = textwrap.dedent("""
 
 def test_four_devices_match_one_device():
   env = dict(os.environ)
-  env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
+  env["XLA_FLAGS"] = (
+      env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+  ).strip()
   env["JAX_PLATFORMS"] = "cpu"
-  proc = subprocess.run([sys.executable, "-c", _FOUR_DEVICES], cwd=REPO, env=env,
-                        capture_output=True, text=True, timeout=300)
+  proc = subprocess.run(
+      [sys.executable, "-c", _FOUR_DEVICES],
+      cwd=REPO,
+      env=env,
+      capture_output=True,
+      text=True,
+      timeout=300,
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
   line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
-  out = json.loads(line[len("RESULT "):])
+  out = json.loads(line[len("RESULT ") :])
   assert out["n"] == 4
   (losses4, w4, shards4), (losses1, w1, shards1) = out["four"], out["one"]
   assert (shards4, shards1) == (4, 1)
   np.testing.assert_allclose(losses4, losses1, rtol=1e-5)
   np.testing.assert_allclose(w4, w1, rtol=1e-5, atol=1e-6)
-  assert "global batch size 6 is not divisible by the number of devices 4" in out["error"]
+  assert (
+      "global batch size 6 is not divisible by the number of devices 4"
+      in out["error"]
+  )
 
 
 def test_process_rows_and_shard_process_batch_in_one_process():
@@ -116,38 +134,61 @@ def test_process_rows_and_shard_process_batch_in_one_process():
   assert sharded["h"].sharding.spec == P(None, "data")
   np.testing.assert_array_equal(sharded["h"], hints)
   np.testing.assert_array_equal(
-      mesh_lib.take_rows(hints, slice(2, 4), batch_axis=1), hints[:, 2:4])
-  with pytest.raises(ValueError, match=r"must give its 8 rows \(0:8\) of the "
-                     r"global batch of 8, got 4"):
+      mesh_lib.take_rows(hints, slice(2, 4), batch_axis=1), hints[:, 2:4]
+  )
+  with pytest.raises(
+      ValueError,
+      match=r"must give its 8 rows \(0:8\) of the " r"global batch of 8, got 4",
+  ):
     mesh_lib.shard_process_batch({"x": np.zeros((4, 2))}, mesh, 8)
 
 
 def test_distributed_flags(monkeypatch):
   from absl import flags  # pylint: disable=g-import-not-at-top
   from relational_jax.training import distributed  # pylint: disable=g-import-not-at-top
+
   calls = []
-  monkeypatch.setattr(jax.distributed, "initialize", lambda **kw: calls.append(kw))
+  monkeypatch.setattr(
+      jax.distributed, "initialize", lambda **kw: calls.append(kw)
+  )
 
   def parsed(*argv):
     values = flags.FlagValues()
     distributed.define_flags(values)
     values(["prog", *argv])
     return values
+
   assert distributed.initialize_from_flags(parsed()) is False
-  with pytest.raises(ValueError, match="--coordinator_address, --process_id "
-                     "given without --distributed"):
-    distributed.initialize_from_flags(parsed("--coordinator_address=h:1",
-                                             "--process_id=0"))
-  with pytest.raises(ValueError, match="--process_id=2 must be below "
-                     "--num_processes=2"):
-    distributed.initialize_from_flags(parsed(
-        "--distributed", "--num_processes=2", "--process_id=2"))
+  with pytest.raises(
+      ValueError,
+      match="--coordinator_address, --process_id given without --distributed",
+  ):
+    distributed.initialize_from_flags(
+        parsed("--coordinator_address=h:1", "--process_id=0")
+    )
+  with pytest.raises(
+      ValueError, match="--process_id=2 must be below --num_processes=2"
+  ):
+    distributed.initialize_from_flags(
+        parsed("--distributed", "--num_processes=2", "--process_id=2")
+    )
   assert not calls
-  assert distributed.initialize_from_flags(parsed(
-      "--distributed", "--coordinator_address=10.0.0.1:1234",
-      "--num_processes=2", "--process_id=1"))
+  assert distributed.initialize_from_flags(
+      parsed(
+          "--distributed",
+          "--coordinator_address=10.0.0.1:1234",
+          "--num_processes=2",
+          "--process_id=1",
+      )
+  )
   assert distributed.initialize_from_flags(parsed("--distributed"))  # env
-  assert calls == [{"coordinator_address": "10.0.0.1:1234",
-                    "num_processes": 2, "process_id": 1}, {}]
+  assert calls == [
+      {
+          "coordinator_address": "10.0.0.1:1234",
+          "num_processes": 2,
+          "process_id": 1,
+      },
+      {},
+  ]
   assert distributed.is_primary()
   distributed.barrier("one process: returns at once")

@@ -31,35 +31,48 @@ import time
 import numpy as np
 import pytest
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 LAUNCH_TIMEOUT_S = 300
-FAST_XLA = ("--xla_backend_optimization_level=0 "
-            "--xla_llvm_disable_expensive_passes=true")
+FAST_XLA = (
+    "--xla_backend_optimization_level=0 "
+    "--xla_llvm_disable_expensive_passes=true"
+)
 
 CLRS_ARGS = [
     "--config.algorithms=('bellman_ford',)",
     "--config.protocol.train_lengths=(5,)",
     "--config.protocol.test_lengths=(5,)",
-    "--config.protocol.batch_size=4", "--config.protocol.eval_batch_size=4",
-    "--config.protocol.train_steps=10", "--config.protocol.eval_every=5",
-    "--config.protocol.max_eval_samples=4", "--config.protocol.progress=False",
+    "--config.protocol.batch_size=4",
+    "--config.protocol.eval_batch_size=4",
+    "--config.protocol.train_steps=10",
+    "--config.protocol.eval_every=5",
+    "--config.protocol.max_eval_samples=4",
+    "--config.protocol.progress=False",
     # The processor does not matter here; the MPNN baseline compiles in
     # half the time of a one-layer RT.
-    "--config.processor_type=mpnn", "--config.model.hidden_dim=16"]
+    "--config.processor_type=mpnn",
+    "--config.model.hidden_dim=16",
+]
 SEQ2SEQ_STEPS = 24
 SEQ2SEQ_ARGS = [
-    "--config.data.dataset=tsv", "--config.data.max_eval_examples=4",
-    "--config.transformer.d_model=16", "--config.transformer.num_heads=2",
+    "--config.data.dataset=tsv",
+    "--config.data.max_eval_examples=4",
+    "--config.transformer.d_model=16",
+    "--config.transformer.num_heads=2",
     "--config.transformer.ffn_dim=32",
     "--config.transformer.num_encoder_layers=1",
     "--config.transformer.num_decoder_layers=1",
-    "--config.transformer.dropout_rate=0.1", "--config.train.batch_size=8",
+    "--config.transformer.dropout_rate=0.1",
+    "--config.train.batch_size=8",
     "--config.train.eval_batch_size=4",
     f"--config.train.steps={SEQ2SEQ_STEPS}",
     f"--config.train.eval_every={SEQ2SEQ_STEPS}",
-    "--config.train.checkpoint_every=3", "--config.train.seed=3",
-    "--config.train.progress=False"]
+    "--config.train.checkpoint_every=3",
+    "--config.train.seed=3",
+    "--config.train.progress=False",
+]
 
 
 def _free_port() -> int:
@@ -72,30 +85,48 @@ class Launch:
   """One run of an experiment module: 1 process x 4 devices, or
   `num_processes` processes x (4 / num_processes) devices on localhost."""
 
-  def __init__(self, module, args, workdir, num_processes, cache_dir,
-               log_stem):
+  def __init__(self, module, args, workdir, num_processes, cache_dir, log_stem):
     self.procs, self.logs = [], []
     shadow = os.path.join(cache_dir, "no_tensorflow")
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               PYTHONPATH=os.pathsep.join(
-                   [shadow, REPO, os.environ.get("PYTHONPATH", "")]),
-               XLA_FLAGS=(f"{FAST_XLA} --xla_force_host_platform_device_count"
-                          f"={4 // num_processes}"),
-               JAX_COMPILATION_CACHE_DIR=cache_dir,
-               JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-               JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
-    command = [sys.executable, "-m", module, f"--checkpoint_path={workdir}",
-               *args]
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        PYTHONPATH=os.pathsep.join(
+            [shadow, REPO, os.environ.get("PYTHONPATH", "")]
+        ),
+        XLA_FLAGS=(
+            f"{FAST_XLA} --xla_force_host_platform_device_count"
+            f"={4 // num_processes}"
+        ),
+        JAX_COMPILATION_CACHE_DIR=cache_dir,
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+    )
+    command = [
+        sys.executable,
+        "-m",
+        module,
+        f"--checkpoint_path={workdir}",
+        *args,
+    ]
     if num_processes > 1:
-      command += ["--distributed",
-                  f"--coordinator_address=127.0.0.1:{_free_port()}",
-                  f"--num_processes={num_processes}"]
+      command += [
+          "--distributed",
+          f"--coordinator_address=127.0.0.1:{_free_port()}",
+          f"--num_processes={num_processes}",
+      ]
     for i in range(num_processes):
       log = open(f"{log_stem}_{i}.log", "w")
       self.logs.append(log)
-      self.procs.append(subprocess.Popen(
-          command + ([f"--process_id={i}"] if num_processes > 1 else []),
-          cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT))
+      self.procs.append(
+          subprocess.Popen(
+              command + ([f"--process_id={i}"] if num_processes > 1 else []),
+              cwd=REPO,
+              env=env,
+              stdout=log,
+              stderr=subprocess.STDOUT,
+          )
+      )
 
   def output(self, i) -> str:
     if not self.logs[i].closed:
@@ -110,8 +141,9 @@ class Launch:
         code = proc.wait(timeout=max(1.0, deadline - time.time()))
       except subprocess.TimeoutExpired:
         self.kill()
-        pytest.fail(f"process {i} ran past {timeout} s:\n"
-                    + self.output(i)[-3000:])
+        pytest.fail(
+            f"process {i} ran past {timeout} s:\n" + self.output(i)[-3000:]
+        )
       assert code == 0, f"process {i} exited {code}:\n{self.output(i)[-3000:]}"
 
   def kill(self):
@@ -140,7 +172,8 @@ def cache_dir(tmp_path_factory):
   for name in ("tensorflow", "tensorflow_datasets"):
     (directory / "no_tensorflow" / name).mkdir(parents=True)
     (directory / "no_tensorflow" / name / "__init__.py").write_text(
-        f"raise ImportError('{name} is left out of these launches')\n")
+        f"raise ImportError('{name} is left out of these launches')\n"
+    )
   return str(directory)
 
 
@@ -149,12 +182,14 @@ def tsv_dir(tmp_path_factory):
   """A tiny copy-and-capitalise task: 40 training pairs (5 batches of 8)."""
   directory = tmp_path_factory.mktemp("tsv")
   rng = np.random.default_rng(0)
+
   def pairs(num):
     rows = []
     for _ in range(num):
       words = rng.choice(list("abcdef"), rng.integers(1, 6))
       rows.append(" ".join(words) + "\t" + " ".join(w.upper() for w in words))
     return "\n".join(rows) + "\n"
+
   (directory / "train.tsv").write_text(pairs(40))
   (directory / "test.tsv").write_text(pairs(4))
   return str(directory)
@@ -167,14 +202,26 @@ def one_process_runs(tmp_path_factory, cache_dir, tsv_dir):
   directory = tmp_path_factory.mktemp("one_process")
   commands = {
       "clrs": ("experiments.clrs_train", CLRS_ARGS),
-      "seq2seq": ("experiments.seq2seq_train",
-                  SEQ2SEQ_ARGS + [f"--config.data.data_path={tsv_dir}",
-                                  "--config.train.stop_at_step=10"])}
+      "seq2seq": (
+          "experiments.seq2seq_train",
+          SEQ2SEQ_ARGS
+          + [
+              f"--config.data.data_path={tsv_dir}",
+              "--config.train.stop_at_step=10",
+          ],
+      ),
+  }
   launches = {}
   try:
     for name, (module, args) in commands.items():
-      launches[name] = Launch(module, args, str(directory / name), 1,
-                              cache_dir, str(directory / name))
+      launches[name] = Launch(
+          module,
+          args,
+          str(directory / name),
+          1,
+          cache_dir,
+          str(directory / name),
+      )
     for launch in launches.values():
       launch.wait()
   finally:
@@ -195,11 +242,16 @@ def _losses(results_path, experiment):
   return results["losses"]
 
 
-def test_clrs_two_processes_train_as_one(tmp_path, cache_dir,
-                                         one_process_runs):
+def test_clrs_two_processes_train_as_one(tmp_path, cache_dir, one_process_runs):
   workdir = str(tmp_path / "clrs_2proc")
-  launch = run("experiments.clrs_train", CLRS_ARGS, workdir, 2, cache_dir,
-               str(tmp_path / "clrs_2proc"))
+  launch = run(
+      "experiments.clrs_train",
+      CLRS_ARGS,
+      workdir,
+      2,
+      cache_dir,
+      str(tmp_path / "clrs_2proc"),
+  )
   two = _losses(os.path.join(workdir, "results.json"), "clrs")
   one = one_process_runs["clrs"]["algorithms"]["bellman_ford"]["runs"][0]
   assert len(one["losses"]) == len(two) == 10
@@ -208,7 +260,8 @@ def test_clrs_two_processes_train_as_one(tmp_path, cache_dir,
   with open(os.path.join(workdir, "results.json")) as f:
     run_two = json.load(f)["algorithms"]["bellman_ford"]["runs"][0]
   assert [h["val"] for h in run_two["history"]] == [
-      h["val"] for h in one["history"]]
+      h["val"] for h in one["history"]
+  ]
   assert run_two["test"] == one["test"]
   assert os.path.exists(os.path.join(workdir, "results_validation.png"))
   assert launch.output(1).count("test n=5") == 1
@@ -219,14 +272,20 @@ def seq2seq_two_process_run(tmp_path_factory, cache_dir, tsv_dir):
   """The uninterrupted 2-process seq2seq run: (its losses, its log)."""
   directory = tmp_path_factory.mktemp("seq2seq_2proc")
   workdir = str(directory / "run")
-  launch = run("experiments.seq2seq_train",
-               SEQ2SEQ_ARGS + [f"--config.data.data_path={tsv_dir}"], workdir,
-               2, cache_dir, str(directory / "log"))
+  launch = run(
+      "experiments.seq2seq_train",
+      SEQ2SEQ_ARGS + [f"--config.data.data_path={tsv_dir}"],
+      workdir,
+      2,
+      cache_dir,
+      str(directory / "log"),
+  )
   return _losses(os.path.join(workdir, "results.json"), "seq2seq"), launch
 
 
-def test_seq2seq_two_processes_train_as_one(one_process_runs,
-                                            seq2seq_two_process_run):
+def test_seq2seq_two_processes_train_as_one(
+    one_process_runs, seq2seq_two_process_run
+):
   one = one_process_runs["seq2seq"]
   two, launch = seq2seq_two_process_run
   assert one["num_devices"] == 4 and len(one["losses"]) == 10
@@ -239,18 +298,26 @@ def _steps(directory):
 
 
 def test_seq2seq_killed_process_and_restart_resumes_exactly(
-    tmp_path, cache_dir, tsv_dir, seq2seq_two_process_run):
+    tmp_path, cache_dir, tsv_dir, seq2seq_two_process_run
+):
   """Process 1 killed once two checkpoints exist, the other then killed too;
   the newest checkpoint is truncated (as a kill during its write could
   leave it); all restarted: process 0 moves it aside, every process resumes
   from the one before, saves that step again, and the run ends with the
   uninterrupted run's losses, bit for bit."""
   from tests.training.test_checkpoints import _truncate_array  # pylint: disable=g-import-not-at-top
+
   workdir = str(tmp_path / "run")
   args = SEQ2SEQ_ARGS + [f"--config.data.data_path={tsv_dir}"]
   latest = os.path.join(workdir, "checkpoints", "latest")
-  first = Launch("experiments.seq2seq_train", args, workdir, 2, cache_dir,
-                 str(tmp_path / "killed"))
+  first = Launch(
+      "experiments.seq2seq_train",
+      args,
+      workdir,
+      2,
+      cache_dir,
+      str(tmp_path / "killed"),
+  )
   try:
     deadline = time.time() + LAUNCH_TIMEOUT_S
     while not (os.path.isdir(latest) and len(_steps(latest)) >= 2):
@@ -261,18 +328,27 @@ def test_seq2seq_killed_process_and_restart_resumes_exactly(
     first.procs[1].wait(timeout=30)
   finally:
     first.kill()
-  assert not os.path.exists(os.path.join(workdir, "results.json")), (
-      "the run finished before it was killed")
+  assert not os.path.exists(
+      os.path.join(workdir, "results.json")
+  ), "the run finished before it was killed"
   *_, previous, newest = _steps(latest)
   assert newest < SEQ2SEQ_STEPS
   newest_path = os.path.join(latest, str(newest))
   _truncate_array(newest_path)
-  resumed = run("experiments.seq2seq_train", args, workdir, 2, cache_dir,
-                str(tmp_path / "resumed"))
+  resumed = run(
+      "experiments.seq2seq_train",
+      args,
+      workdir,
+      2,
+      cache_dir,
+      str(tmp_path / "resumed"),
+  )
   for i in (0, 1):
     assert f"resumed at step {previous} " in resumed.output(i)
-    assert re.search(f"checkpoint {re.escape(newest_path)} could not be "
-                     "restored", resumed.output(i))
+    assert re.search(
+        f"checkpoint {re.escape(newest_path)} could not be restored",
+        resumed.output(i),
+    )
   with open(os.path.join(workdir, "results.json")) as f:
     results = json.load(f)
   assert [f["step"] for f in results["checkpoint_fallbacks"]] == [newest]
@@ -302,10 +378,23 @@ def test_processes_that_restore_different_checkpoints_stop(tmp_path):
   procs = []
   try:
     for i in (0, 1):
-      procs.append(subprocess.Popen(
-          [sys.executable, "-c", _DISAGREE, address, str(i),
-           str(tmp_path / "ck")], cwd=REPO, env=env, text=True,
-          stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+      procs.append(
+          subprocess.Popen(
+              [
+                  sys.executable,
+                  "-c",
+                  _DISAGREE,
+                  address,
+                  str(i),
+                  str(tmp_path / "ck"),
+              ],
+              cwd=REPO,
+              env=env,
+              text=True,
+              stdout=subprocess.PIPE,
+              stderr=subprocess.STDOUT,
+          )
+      )
     outputs = [p.communicate(timeout=120)[0] for p in procs]
   finally:
     for p in procs:
@@ -313,7 +402,8 @@ def test_processes_that_restore_different_checkpoints_stop(tmp_path):
         p.kill()
         p.wait(timeout=30)
   for output in outputs:
-    assert ("REFUSED the processes restored different checkpoints of "
-            f"{tmp_path / 'ck'} (process 0: latest step 3, process 1: latest "
-            "step 6)") in output, output[-3000:]
-
+    assert (
+        "REFUSED the processes restored different checkpoints of "
+        f"{tmp_path / 'ck'} (process 0: latest step 3, process 1: latest "
+        "step 6)"
+    ) in output, output[-3000:]

@@ -34,8 +34,9 @@ def test_uniform_and_bernoulli_have_the_right_moments():
   assert np.all(np.abs(ones - 0.5) < 0.01), ones
 
 
-@pytest.mark.parametrize("dtype", [jnp.uint8, jnp.uint16, jnp.uint32,
-                                   jnp.uint64])
+@pytest.mark.parametrize(
+    "dtype", [jnp.uint8, jnp.uint16, jnp.uint32, jnp.uint64]
+)
 def test_bits_of_every_width(dtype):
   with jax.enable_x64(dtype == jnp.uint64):
     bits = jax.random.bits(_key(), (3, 5), dtype)
@@ -48,19 +49,23 @@ def test_keys_derive_as_threefry_and_streams_differ_by_key():
   key = prng.dropout_key(raw, "counter_hash")
   np.testing.assert_array_equal(
       jax.random.key_data(jax.random.fold_in(key, 5)),
-      jax.random.fold_in(raw, 5))
+      jax.random.fold_in(raw, 5),
+  )
   np.testing.assert_array_equal(
-      jax.random.key_data(jax.random.split(key, 3)), jax.random.split(raw, 3))
+      jax.random.key_data(jax.random.split(key, 3)), jax.random.split(raw, 3)
+  )
   a = jax.random.bits(key, (64,))
   np.testing.assert_array_equal(a, jax.random.bits(key, (64,)))
-  assert not np.array_equal(a, jax.random.bits(jax.random.fold_in(key, 1),
-                                               (64,)))
+  assert not np.array_equal(
+      a, jax.random.bits(jax.random.fold_in(key, 1), (64,))
+  )
 
 
 def test_flax_dropout_with_the_counter_hash_key():
   x = jnp.ones((8, 2000))
-  y = nn.Dropout(0.25).apply({}, x, deterministic=False,
-                             rngs={"dropout": _key()})
+  y = nn.Dropout(0.25).apply(
+      {}, x, deterministic=False, rngs={"dropout": _key()}
+  )
   kept = np.asarray(y != 0)
   assert abs(kept.mean() - 0.75) < 0.01
   np.testing.assert_allclose(np.asarray(y)[kept], 1 / 0.75, rtol=1e-6)

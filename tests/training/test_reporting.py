@@ -8,8 +8,9 @@ import pytest
 from relational_jax.training import reporting
 
 
-def test_write_json_replaces_the_file_whole_or_not_at_all(tmp_path,
-                                                          monkeypatch):
+def test_write_json_replaces_the_file_whole_or_not_at_all(
+    tmp_path, monkeypatch
+):
   path = str(tmp_path / "results.json")
   reporting.write_json(path, {"step": 1})
   real_dump = json.dump
@@ -17,6 +18,7 @@ def test_write_json_replaces_the_file_whole_or_not_at_all(tmp_path,
   def dump_then_fail(value, f, **kwargs):  # A crash halfway through.
     f.write('{"step": ')
     raise RuntimeError("disk full")
+
   monkeypatch.setattr(json, "dump", dump_then_fail)
   with pytest.raises(RuntimeError, match="disk full"):
     reporting.write_json(path, {"step": 2})

@@ -46,21 +46,35 @@ import curve_file  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
 
 def _args():
   p = argparse.ArgumentParser()
-  p.add_argument("--reference", required=True,
-                 help="Checkout of github.com/bergen/EdgeTransformer.")
-  p.add_argument("--scratch", required=True,
-                 help="Directory holding data/<data_path>/*{train,test}.csv.")
+  p.add_argument(
+      "--reference",
+      required=True,
+      help="Checkout of github.com/bergen/EdgeTransformer.",
+  )
+  p.add_argument(
+      "--scratch",
+      required=True,
+      help="Directory holding data/<data_path>/*{train,test}.csv.",
+  )
   p.add_argument("--data_path", default="compare")
   p.add_argument("--seed", type=int, required=True)
   p.add_argument("--steps", type=int, required=True)
   p.add_argument("--eval_every", type=int, required=True)
   p.add_argument("--threads", type=int, default=1)
-  p.add_argument("--stop_at", type=int, default=0,
-                 help="Stop after the checkpoint of this step (a resume test).")
-  p.add_argument("--out_dir", required=True,
-                 help="curve.jsonl and checkpoint.pt go here.")
-  p.add_argument("--authors_flags", default="",
-                 help="Extra flags for their train.py parser, space separated.")
+  p.add_argument(
+      "--stop_at",
+      type=int,
+      default=0,
+      help="Stop after the checkpoint of this step (a resume test).",
+  )
+  p.add_argument(
+      "--out_dir", required=True, help="curve.jsonl and checkpoint.pt go here."
+  )
+  p.add_argument(
+      "--authors_flags",
+      default="",
+      help="Extra flags for their train.py parser, space separated.",
+  )
   return p.parse_args()
 
 
@@ -72,15 +86,23 @@ def _task_ks(path):
 def main():
   a = _args()
   import torch
+
   torch.set_num_threads(a.threads)
   clutrr_dir = os.path.join(a.reference, "clutrr")
   if not os.path.isfile(os.path.join(clutrr_dir, "train.py")):
-    sys.exit(f"--reference={a.reference} has no clutrr/train.py: pass a "
-             f"checkout of github.com/bergen/EdgeTransformer.")
+    sys.exit(
+        f"--reference={a.reference} has no clutrr/train.py: pass a "
+        "checkout of github.com/bergen/EdgeTransformer."
+    )
   sys.path.insert(0, clutrr_dir)
   os.chdir(a.scratch)  # Their get_filenames reads ./data/<data_path>.
-  sys.argv = ["train.py", "--data_path", a.data_path, "--seed", str(a.seed)
-              ] + a.authors_flags.split()
+  sys.argv = [
+      "train.py",
+      "--data_path",
+      a.data_path,
+      "--seed",
+      str(a.seed),
+  ] + a.authors_flags.split()
   import train as their  # Parses sys.argv into their cl_args.
   from model import EdgeTransformer
   from torch.utils.data import DataLoader
@@ -88,16 +110,33 @@ def main():
   args = their.cl_args
   their.set_random_seed(args.seed)
   train_loader, _, test_loaders, test_files = their.load_files()
-  loader = DataLoader(train_loader.dataset, batch_size=args.batch_size,
-                      shuffle=False, drop_last=False, num_workers=0,
-                      collate_fn=their.collate)
-  tests = [(os.path.basename(f), DataLoader(l.dataset, batch_size=args.batch_size,
-                                            shuffle=False, num_workers=0,
-                                            collate_fn=their.collate),
-            _task_ks(f)) for l, f in zip(test_loaders, test_files)]
+  loader = DataLoader(
+      train_loader.dataset,
+      batch_size=args.batch_size,
+      shuffle=False,
+      drop_last=False,
+      num_workers=0,
+      collate_fn=their.collate,
+  )
+  tests = [
+      (
+          os.path.basename(f),
+          DataLoader(
+              l.dataset,
+              batch_size=args.batch_size,
+              shuffle=False,
+              num_workers=0,
+              collate_fn=their.collate,
+          ),
+          _task_ks(f),
+      )
+      for l, f in zip(test_loaders, test_files)
+  ]
   args.optimizer_args = {"lr": args.lr}
-  args.scheduler_args = {"num_warmup_steps": args.num_warmup_steps,
-                         "num_training_steps": a.steps}
+  args.scheduler_args = {
+      "num_warmup_steps": args.num_warmup_steps,
+      "num_training_steps": a.steps,
+  }
   model = EdgeTransformer(args)
   opt = model.configure_optimizers()
   optimizer, scheduler = opt["optimizer"], opt["lr_scheduler"]["scheduler"]
@@ -117,8 +156,10 @@ def main():
           per_k[str(k)] = sum(hits) / len(hits)
           counts[str(k)] = len(hits)
         out[os.path.splitext(name)[0].split("_")[-1]] = {
-            "all": sum(correct) / len(correct), "per_k": per_k,
-            "count_per_k": counts}
+            "all": sum(correct) / len(correct),
+            "per_k": per_k,
+            "count_per_k": counts,
+        }
     model.train()
     return out
 
@@ -140,9 +181,16 @@ def main():
 
   def save(point):
     curve_file.append(curve_path, point)
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "step": step,
-                "torch_rng": torch.get_rng_state()}, ckpt_path + ".tmp")
+    torch.save(
+        {
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "step": step,
+            "torch_rng": torch.get_rng_state(),
+        },
+        ckpt_path + ".tmp",
+    )
     os.replace(ckpt_path + ".tmp", ckpt_path)
 
   started = time.time()
@@ -161,8 +209,12 @@ def main():
       scheduler.step()
       step += 1
       if step % a.eval_every == 0 or step == a.steps:
-        point = {"step": step, "loss": float(loss.detach()),
-                 "train_seconds": time.time() - started, "tests": evaluate()}
+        point = {
+            "step": step,
+            "loss": float(loss.detach()),
+            "train_seconds": time.time() - started,
+            "tests": evaluate(),
+        }
         save(point)
         print(f"step {step}: loss {point['loss']:.4f}", flush=True)
         started = time.time()

@@ -20,8 +20,11 @@ def restart(path: str, checkpoint_step: Optional[int]) -> None:
       os.remove(path)
     return
   with open(path) as f:
-    kept = [line for line in f
-            if line.strip() and json.loads(line)["step"] <= checkpoint_step]
+    kept = [
+        line
+        for line in f
+        if line.strip() and json.loads(line)["step"] <= checkpoint_step
+    ]
   with open(path, "w") as f:
     f.writelines(kept)
 

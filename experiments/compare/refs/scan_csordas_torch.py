@@ -60,30 +60,57 @@ import curve_file  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
 
 def _args():
   p = argparse.ArgumentParser()
-  p.add_argument("--reference", required=True,
-                 help="Checkout of github.com/RobertCsordas/"
-                      "transformer_generalization.")
-  p.add_argument("--scratch", required=True,
-                 help="Working directory of their run (cache/, save/).")
-  p.add_argument("--scan_file", required=True,
-                 help="The official SCAN tasks.txt.")
+  p.add_argument(
+      "--reference",
+      required=True,
+      help="Checkout of github.com/RobertCsordas/transformer_generalization.",
+  )
+  p.add_argument(
+      "--scratch",
+      required=True,
+      help="Working directory of their run (cache/, save/).",
+  )
+  p.add_argument(
+      "--scan_file", required=True, help="The official SCAN tasks.txt."
+  )
   p.add_argument("--mode", choices=("train", "bench"), required=True)
   p.add_argument("--seed", type=int, default=0)
   p.add_argument("--steps", type=int, default=0)
   p.add_argument("--eval_every", type=int, default=500)
   p.add_argument("--threads", type=int, default=1)
-  p.add_argument("--max_eval_examples", type=int, default=0,
-                 help="train: > 0 scores only the first N examples of each "
-                      "evaluation set (smoke runs).")
-  p.add_argument("--out_dir", default="",
-                 help="train: curve.jsonl and checkpoint.pt go here.")
-  p.add_argument("--stop_at", type=int, default=0,
-                 help="train: stop after the checkpoint of this step.")
-  p.add_argument("--batches", default="",
-                 help="bench: JSON file, a list of batches, each a list of "
-                      "[source, target] strings of the training set.")
-  p.add_argument("--authors_flags", required=True,
-                 help="Their main.py command line, space separated.")
+  p.add_argument(
+      "--max_eval_examples",
+      type=int,
+      default=0,
+      help=(
+          "train: > 0 scores only the first N examples of each "
+          "evaluation set (smoke runs)."
+      ),
+  )
+  p.add_argument(
+      "--out_dir",
+      default="",
+      help="train: curve.jsonl and checkpoint.pt go here.",
+  )
+  p.add_argument(
+      "--stop_at",
+      type=int,
+      default=0,
+      help="train: stop after the checkpoint of this step.",
+  )
+  p.add_argument(
+      "--batches",
+      default="",
+      help=(
+          "bench: JSON file, a list of batches, each a list of "
+          "[source, target] strings of the training set."
+      ),
+  )
+  p.add_argument(
+      "--authors_flags",
+      required=True,
+      help="Their main.py command line, space separated.",
+  )
   return p.parse_args()
 
 
@@ -98,13 +125,17 @@ def _link_scan(scratch, scan_file):
 def build_task(a):
   """Their task, built as their main.py builds it."""
   import torch
+
   torch.set_num_threads(a.threads)
   if not os.path.isfile(os.path.join(a.reference, "main.py")):
-    sys.exit(f"--reference={a.reference} has no main.py: pass a checkout of "
-             f"github.com/RobertCsordas/transformer_generalization.")
+    sys.exit(
+        f"--reference={a.reference} has no main.py: pass a checkout of "
+        "github.com/RobertCsordas/transformer_generalization."
+    )
   if not os.path.isfile(a.scan_file):
-    sys.exit(f"--scan_file={a.scan_file} not found (the official SCAN "
-             f"tasks.txt).")
+    sys.exit(
+        f"--scan_file={a.scan_file} not found (the official SCAN tasks.txt)."
+    )
   sys.path.insert(0, a.reference)
   os.makedirs(a.scratch, exist_ok=True)
   os.chdir(a.scratch)
@@ -113,19 +144,36 @@ def build_task(a):
   # that torch >= 2.2 no longer takes (and never used).
   sampler_init = torch.utils.data.Sampler.__init__
   torch.utils.data.Sampler.__init__ = (
-      lambda self, data_source=None: sampler_init(self))
+      lambda self, data_source=None: sampler_init(self)
+  )
   import framework  # pylint: disable=import-outside-toplevel
   import main as their_main  # pylint: disable=import-outside-toplevel
   import tasks  # pylint: disable=import-outside-toplevel
+
   framework.helpers.TrainingHelper.start_tensorboard = lambda self: None
-  sys.argv = ["main.py"] + a.authors_flags.split() + [
-      "-seed", str(a.seed), "-reset", "1", "-gpu", "none",
-      "-name", f"{a.mode}_seed{a.seed}"]
+  sys.argv = (
+      ["main.py"]
+      + a.authors_flags.split()
+      + [
+          "-seed",
+          str(a.seed),
+          "-reset",
+          "1",
+          "-gpu",
+          "none",
+          "-name",
+          f"{a.mode}_seed{a.seed}",
+      ]
+  )
   helper = framework.helpers.TrainingHelper(
-      wandb_project_name="modules", register_args=their_main.register_args,
-      extra_dirs=["export", "model_weights"])
-  constructors = {"scan_resplit_transformer": tasks.ScanResplitTransformer,
-                  "trafo_scan": tasks.ScanTransformer}
+      wandb_project_name="modules",
+      register_args=their_main.register_args,
+      extra_dirs=["export", "model_weights"],
+  )
+  constructors = {
+      "scan_resplit_transformer": tasks.ScanResplitTransformer,
+      "trafo_scan": tasks.ScanTransformer,
+  }
   task = constructors[helper.args.task](helper)
   return helper, task
 
@@ -134,10 +182,10 @@ def _collated(task, batches_path):
   """Their VarLengthCollate of our batches (lists of [source, target])."""
   import framework  # pylint: disable=import-outside-toplevel
   import numpy as np  # pylint: disable=import-outside-toplevel
+
   train_set = task.train_set
   in_voc, out_voc = train_set.in_vocabulary, train_set.out_vocabulary
-  collate = framework.loader.collate.VarLengthCollate(
-      batch_dim=task.batch_dim)
+  collate = framework.loader.collate.VarLengthCollate(batch_dim=task.batch_dim)
   with open(batches_path) as f:
     batches = json.load(f)
   out = []
@@ -145,15 +193,19 @@ def _collated(task, batches_path):
     items = []
     for src, tgt in batch:
       i, o = in_voc(src), out_voc(tgt)
-      items.append({"in": np.asarray(i, np.int16),
-                    "out": np.asarray(o, np.int16),
-                    "in_len": len(i), "out_len": len(o)})
+      items.append({
+          "in": np.asarray(i, np.int16),
+          "out": np.asarray(o, np.int16),
+          "in_len": len(i),
+          "out_len": len(o),
+      })
     out.append(collate(items))
   return out
 
 
 def bench(a):
   import torch  # pylint: disable=import-outside-toplevel
+
   _, task = build_task(a)
   batches = _collated(task, a.batches)
   cursor = [0]
@@ -166,15 +218,20 @@ def bench(a):
   task.get_train_batch = next_batch
   task.model.train()
   first = batches[0]
-  print("READY " + json.dumps({
-      "threads": torch.get_num_threads(),
-      "parameters": sum(p.numel() for p in task.model.parameters()),
-      # Their interface appends EOS to both sides (add_eos).
-      "src_shape_TxB_without_eos": list(first["in"].shape),
-      "tgt_shape_TxB_without_eos": list(first["out"].shape),
-      "src_lengths_max": [int(b["in"].shape[0]) for b in batches],
-      "tgt_lengths_max": [int(b["out"].shape[0]) for b in batches],
-      "torch": torch.__version__}), flush=True)
+  print(
+      "READY "
+      + json.dumps({
+          "threads": torch.get_num_threads(),
+          "parameters": sum(p.numel() for p in task.model.parameters()),
+          # Their interface appends EOS to both sides (add_eos).
+          "src_shape_TxB_without_eos": list(first["in"].shape),
+          "tgt_shape_TxB_without_eos": list(first["out"].shape),
+          "src_lengths_max": [int(b["in"].shape[0]) for b in batches],
+          "tgt_lengths_max": [int(b["out"].shape[0]) for b in batches],
+          "torch": torch.__version__,
+      }),
+      flush=True,
+  )
   for line in sys.stdin:
     cmd = line.split()
     if not cmd or cmd[0] == "quit":
@@ -190,16 +247,20 @@ def bench(a):
 
 def train(a):
   import torch  # pylint: disable=import-outside-toplevel
+
   if not a.out_dir:
     sys.exit("--mode=train needs --out_dir (curve.jsonl, checkpoint.pt).")
   out_dir = os.path.abspath(a.out_dir)  # build_task changes directory.
   helper, task = build_task(a)
-  sizes = {"train": len(task.train_set), "iid": len(task.valid_sets.iid),
-           "gen": len(task.valid_sets.val)}
+  sizes = {
+      "train": len(task.train_set),
+      "iid": len(task.valid_sets.iid),
+      "gen": len(task.valid_sets.val),
+  }
   if a.max_eval_examples > 0:
     for name in ("iid", "val"):
       vset = task.valid_sets[name]
-      vset.my_indices = vset.my_indices[:a.max_eval_examples]
+      vset.my_indices = vset.my_indices[: a.max_eval_examples]
       task.replace_valid_set(name, vset)
   os.makedirs(out_dir, exist_ok=True)
   ckpt_path = os.path.join(out_dir, "checkpoint.pt")
@@ -231,12 +292,22 @@ def train(a):
         test, _ = task.validate_on_name(theirs)
         accuracy[ours] = float(test.accuracy)
       task.model.train()
-      point = {"step": step, "loss": float(res.loss),
-               "train_seconds": seconds, "accuracy": accuracy,
-               "sizes": sizes}
-      torch.save({"model": task.model.state_dict(),
-                  "optimizer": task.optimizer.state_dict(), "step": step,
-                  "torch_rng": torch.get_rng_state()}, ckpt_path + ".tmp")
+      point = {
+          "step": step,
+          "loss": float(res.loss),
+          "train_seconds": seconds,
+          "accuracy": accuracy,
+          "sizes": sizes,
+      }
+      torch.save(
+          {
+              "model": task.model.state_dict(),
+              "optimizer": task.optimizer.state_dict(),
+              "step": step,
+              "torch_rng": torch.get_rng_state(),
+          },
+          ckpt_path + ".tmp",
+      )
       os.replace(ckpt_path + ".tmp", ckpt_path)
       curve_file.append(curve_path, point)
       print("CURVE " + json.dumps(point), flush=True)

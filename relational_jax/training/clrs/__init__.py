@@ -22,5 +22,13 @@ from relational_jax.training.clrs.config import get_config
 from relational_jax.training.clrs.loop import evaluate_checkpoints
 from relational_jax.training.clrs.loop import train_and_evaluate
 
-__all__ = ["config", "data", "evaluation", "loop", "default_config",
-           "get_config", "evaluate_checkpoints", "train_and_evaluate"]
+__all__ = [
+    "config",
+    "data",
+    "evaluation",
+    "loop",
+    "default_config",
+    "get_config",
+    "evaluate_checkpoints",
+    "train_and_evaluate",
+]

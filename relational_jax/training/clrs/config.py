@@ -41,24 +41,46 @@ def default_config() -> ConfigDict:
   c.seeds = (42,)
   c.processor_type = "rt"
   c.hint_mode = "encoded_decoded"
-  c.protocol = ConfigDict(dict(
-      train_lengths=(4, 7, 11, 13, 16), test_lengths=(64,), batch_size=8,
-      eval_batch_size=32, train_steps=300, eval_every=50,
-      max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
-      progress=True))
-  c.model = ConfigDict(dict(
-      hidden_dim=192,  # = num_heads * head_dim: no projection around RT
-      learning_rate=2.5e-4, grad_clip_max_norm=1.0, dropout_prob=0.0,
-      hint_teacher_forcing=0.0, hint_repred_mode="soft", use_lstm=False,
-      nb_msg_passing_steps=1, encoder_init="xavier_on_scalars",
-      carry_state=True, ptr_from_edges=True,
-      decode_previous_hiddens=True,  # As the RT authors' nets.py.
-      # Hard-postprocessed SCALAR hints fed back keep their gradient, as the
-      # RT authors' fork (dm-clrs 2.0.3 stops it: False).
-      scalar_hint_gradient=True))
-  c.processor = ConfigDict(dict(
-      use_ln=True, nb_triplet_fts=8, nb_heads=12, graph_vec="cat",
-      node_readout="diagonal"))
+  c.protocol = ConfigDict(
+      dict(
+          train_lengths=(4, 7, 11, 13, 16),
+          test_lengths=(64,),
+          batch_size=8,
+          eval_batch_size=32,
+          train_steps=300,
+          eval_every=50,
+          max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
+          progress=True,
+      )
+  )
+  c.model = ConfigDict(
+      dict(
+          hidden_dim=192,  # = num_heads * head_dim: no projection around RT
+          learning_rate=2.5e-4,
+          grad_clip_max_norm=1.0,
+          dropout_prob=0.0,
+          hint_teacher_forcing=0.0,
+          hint_repred_mode="soft",
+          use_lstm=False,
+          nb_msg_passing_steps=1,
+          encoder_init="xavier_on_scalars",
+          carry_state=True,
+          ptr_from_edges=True,
+          decode_previous_hiddens=True,  # As the RT authors' nets.py.
+          # Hard-postprocessed SCALAR hints fed back keep their gradient, as the
+          # RT authors' fork (dm-clrs 2.0.3 stops it: False).
+          scalar_hint_gradient=True,
+      )
+  )
+  c.processor = ConfigDict(
+      dict(
+          use_ln=True,
+          nb_triplet_fts=8,
+          nb_heads=12,
+          graph_vec="cat",
+          node_readout="diagonal",
+      )
+  )
   # RT paper Table 2: 3 layers, 12 heads x 16, d_nh 32, d_eh1 16, d_eh2 8.
   c.rt = config_lib.section(RTConfig, exclude=RT_KIND_FIELDS)
   c.et = config_lib.section(ETConfig)
@@ -68,13 +90,16 @@ def default_config() -> ConfigDict:
 
 # Flat flag names of earlier versions -> config paths (kept as aliases).
 LEGACY_NAMES = {
-    "algorithms": "algorithms", "processor_type": "processor_type",
-    "seeds": "seeds", "hint_mode": "hint_mode",
+    "algorithms": "algorithms",
+    "processor_type": "processor_type",
+    "seeds": "seeds",
+    "hint_mode": "hint_mode",
     "train_lengths": "protocol.train_lengths",
     "test_lengths": "protocol.test_lengths",
     "batch_size": "protocol.batch_size",
     "eval_batch_size": "protocol.eval_batch_size",
-    "train_steps": "protocol.train_steps", "eval_every": "protocol.eval_every",
+    "train_steps": "protocol.train_steps",
+    "eval_every": "protocol.eval_every",
     "max_eval_samples": "protocol.max_eval_samples",
     "progress": "protocol.progress",
     "hidden_size": "model.hidden_dim",
@@ -115,19 +140,22 @@ def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
   config = ConfigDict(config.to_dict())
   unknown = sorted(set(values) - set(LEGACY_NAMES))
   if unknown:
-    raise ValueError(f"unknown legacy CLRS config field(s) {unknown}; known "
-                     f"fields are {sorted(LEGACY_NAMES)}.")
-  in_use = _sections_in_use(values.get("processor_type",
-                                       config.processor_type))
+    raise ValueError(
+        f"unknown legacy CLRS config field(s) {unknown}; known "
+        f"fields are {sorted(LEGACY_NAMES)}."
+    )
+  in_use = _sections_in_use(values.get("processor_type", config.processor_type))
   for name in LEGACY_NAMES:
     if name not in values:
       continue
     targets = LEGACY_NAMES[name]
     paths = (targets,) if isinstance(targets, str) else targets
     if len(paths) > 1:
-      paths = tuple(p for p in paths
-                    if p.split(".")[0] not in ("rt", "et")
-                    or p.split(".")[0] in in_use)
+      paths = tuple(
+          p
+          for p in paths
+          if p.split(".")[0] not in ("rt", "et") or p.split(".")[0] in in_use
+      )
     config_lib.set_alias(config, name, values[name], paths)
   return config
 
@@ -135,9 +163,11 @@ def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
 def from_legacy(flat: dict) -> ConfigDict:
   """The config of a flat record written by earlier versions (results JSON
   'config' entries before the nested layout, in CLRS run.py names)."""
-  values = {k: (tuple(v) if isinstance(v, list) else v)
-            for k, v in flat.items()
-            if v is not None and not (k == "edge_size" and v == 0)}
+  values = {
+      k: tuple(v) if isinstance(v, list) else v
+      for k, v in flat.items()
+      if v is not None and not (k == "edge_size" and v == 0)
+  }
   return apply_legacy(default_config(), values)  # None / 0: the default
 
 
@@ -172,19 +202,25 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
     if p[name] < 1:
       raise ValueError(f"protocol.{name} must be >= 1, got {p[name]}.")
   for name in ("batch_size", "eval_batch_size"):
-    mesh_lib.check_divisible(p[name], mesh_lib.num_data_shards(
-        mesh_lib.make_data_mesh()), name)
+    mesh_lib.check_divisible(
+        p[name], mesh_lib.num_data_shards(mesh_lib.make_data_mesh()), name
+    )
   if m.ptr_from_edges and not m.carry_state:
-    raise ValueError("ptr_from_edges=True needs carry_state=True (stock CLRS "
-                     "BaselineModel cannot decode pointers from edges).")
+    raise ValueError(
+        "ptr_from_edges=True needs carry_state=True (stock CLRS "
+        "BaselineModel cannot decode pointers from edges)."
+    )
   if custom_factory:
     return
   kind = config.processor_type
   if kind not in processors.all_kinds():
-    raise ValueError(f"Unknown processor_type {kind!r}; valid kinds are "
-                     f"{list(processors.all_kinds())}.")
-  shapes.check_choice(config.processor.graph_vec, GRAPH_VEC_CHOICES,
-                      "graph_vec")
+    raise ValueError(
+        f"Unknown processor_type {kind!r}; valid kinds are "
+        f"{list(processors.all_kinds())}."
+    )
+  shapes.check_choice(
+      config.processor.graph_vec, GRAPH_VEC_CHOICES, "graph_vec"
+  )
   # Nothing is silently ignored: a model section the kind does not read
   # must keep its defaults.
   defaults = default_config()
@@ -196,7 +232,8 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
       raise ValueError(
           f"config.{name} fields {sorted(changed)} apply to the "
           f"{'RT' if name == 'rt' else 'ET'} processor kinds only, not to "
-          f"processor_type={kind!r}.")
+          f"processor_type={kind!r}."
+      )
   processor_factory(config)  # Bad sizes or choices fail here, early.
 
 
@@ -213,23 +250,37 @@ def processor_factory(config: ConfigDict) -> Callable:
         if options[name] != defaults[name]:
           raise ValueError(
               f"config.rt.{name} applies to processor_type 'rt_triangular' "
-              f"only, not to {kind!r}.")
+              f"only, not to {kind!r}."
+          )
         del options[name]
     elif not options["triangular_heads"]:
       del options["triangular_heads"]  # 0: the factory's default, nb_heads
     return processors.get_processor_factory(
-        kind, use_ln=use_ln, nb_triplet_fts=p.nb_triplet_fts,
-        nb_heads=nb_heads, graph_vec=p.graph_vec, **options)
+        kind,
+        use_ln=use_ln,
+        nb_triplet_fts=p.nb_triplet_fts,
+        nb_heads=nb_heads,
+        graph_vec=p.graph_vec,
+        **options,
+    )
   if kind in processors.ET_KINDS:
     options = config_lib.to_dict(config.et)
     nb_heads = options.pop("num_heads")
     return processors.get_processor_factory(
-        kind, use_ln=p.use_ln, nb_triplet_fts=p.nb_triplet_fts,
-        nb_heads=nb_heads, graph_vec=p.graph_vec,
-        node_readout=p.node_readout, **options)
+        kind,
+        use_ln=p.use_ln,
+        nb_triplet_fts=p.nb_triplet_fts,
+        nb_heads=nb_heads,
+        graph_vec=p.graph_vec,
+        node_readout=p.node_readout,
+        **options,
+    )
   return processors.get_processor_factory(
-      kind, use_ln=p.use_ln, nb_triplet_fts=p.nb_triplet_fts,
-      nb_heads=p.nb_heads)
+      kind,
+      use_ln=p.use_ln,
+      nb_triplet_fts=p.nb_triplet_fts,
+      nb_heads=p.nb_heads,
+  )
 
 
 def get_config(overrides: Optional[dict] = None) -> ConfigDict:

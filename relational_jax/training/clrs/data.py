@@ -21,31 +21,53 @@ from relational_jax.layers import shapes
 
 # The algorithms whose fixed `pred_h` hint CLRS turns into an input (run.py).
 PRED_AS_INPUT_ALGOS = (
-    "binary_search", "minimum", "find_maximum_subarray",
-    "find_maximum_subarray_kadane", "matrix_chain_order", "lcs_length",
-    "optimal_bst", "activity_selector", "task_scheduling",
-    "naive_string_matcher", "kmp_matcher", "jarvis_march")
+    "binary_search",
+    "minimum",
+    "find_maximum_subarray",
+    "find_maximum_subarray_kadane",
+    "matrix_chain_order",
+    "lcs_length",
+    "optimal_bst",
+    "activity_selector",
+    "task_scheduling",
+    "naive_string_matcher",
+    "kmp_matcher",
+    "jarvis_march",
+)
 STRING_MATCHERS = ("naive_string_matcher", "kmp_matcher")
-SPARSE_GRAPH_ALGOS = ("articulation_points", "bridges", "mst_kruskal",
-                      "bipartite_matching")
+SPARSE_GRAPH_ALGOS = (
+    "articulation_points",
+    "bridges",
+    "mst_kruskal",
+    "bipartite_matching",
+)
 SPLIT_SEEDS = {"train": 1, "val": 2, "test": 3}
 CORE_ALGORITHMS = (
-    "activity_selector", "bellman_ford", "binary_search",
-    "find_maximum_subarray_kadane", "graham_scan", "insertion_sort",
-    "matrix_chain_order", "naive_string_matcher")
+    "activity_selector",
+    "bellman_ford",
+    "binary_search",
+    "find_maximum_subarray_kadane",
+    "graham_scan",
+    "insertion_sort",
+    "matrix_chain_order",
+    "naive_string_matcher",
+)
 
 
 def check_algorithm(algorithm: str) -> None:
   if algorithm not in clrs.CLRS_30_ALGS_SETTINGS:
     raise ValueError(
         f"Unknown CLRS algorithm {algorithm!r}; valid algorithms are "
-        f"{sorted(clrs.CLRS_30_ALGS_SETTINGS)}.")
+        f"{sorted(clrs.CLRS_30_ALGS_SETTINGS)}."
+    )
 
 
 def check_lengths(lengths: Sequence[int], what: str) -> None:
   for n in lengths:
     if int(n) < 4:
-      raise ValueError(f"{what} must all be >= 4 nodes, got {n} in {list(lengths)}.")
+      raise ValueError(
+          f"{what} must all be >= 4 nodes, got {n} in {list(lengths)}."
+      )
 
 
 def sample_lengths(algorithm: str, lengths: Sequence[int]) -> List[int]:
@@ -96,8 +118,9 @@ class TrainStream:
   so a resumed run continues the very same stream.
   """
 
-  def __init__(self, algorithm: str, lengths: Sequence[int], batch_size: int,
-               seed: int):
+  def __init__(
+      self, algorithm: str, lengths: Sequence[int], batch_size: int, seed: int
+  ):
     check_algorithm(algorithm)
     check_lengths(lengths, "train_lengths")
     self.algorithm = algorithm
@@ -109,9 +132,12 @@ class TrainStream:
     self.spec = None
     for i, n in enumerate(self.lengths):
       sampler, spec = clrs.build_sampler(
-          algorithm, num_samples=-1, length=n,
+          algorithm,
+          num_samples=-1,
+          length=n,
           seed=SPLIT_SEEDS["train"] * 1_000_003 + seed * 1009 + i,
-          **sampler_kwargs(algorithm, "train"))
+          **sampler_kwargs(algorithm, "train"),
+      )
       pos_rng = np.random.RandomState(seed * 7919 + i)
       raw = _endless(sampler, batch_size)
       spec, stream = _process(algorithm, spec, raw, True, pos_rng)
@@ -139,7 +165,9 @@ class TrainStream:
 
   def set_state(self, state: Dict) -> None:
     self._index = int(state["index"])
-    for s, r, m in zip(self._samplers, state["sampler_rngs"], state["max_steps"]):
+    for s, r, m in zip(
+        self._samplers, state["sampler_rngs"], state["max_steps"]
+    ):
       s._rng.set_state(_from_rng_state(r))  # pylint: disable=protected-access
       s.max_steps = int(m)
     for rng, r in zip(self._pos_rngs, state["pos_rngs"]):
@@ -165,6 +193,7 @@ def _from_rng_state(state):
 class EvalSet:
   """A fixed evaluation set, served in order in batches of `batch_size`
   (the last batch is padded by repeating samples; see `unpad`)."""
+
   algorithm: str
   length: int
   split: str
@@ -187,17 +216,31 @@ class EvalSet:
 
 def _take(feedback: clrs.Feedback, idx: np.ndarray) -> clrs.Feedback:
   f = feedback.features
-  sub = lambda dps, axis: [dp.__class__(name=dp.name, location=dp.location,
-                                        type_=dp.type_,
-                                        data=np.take(np.asarray(dp.data), idx, axis=axis))
-                           for dp in dps]
-  features = f._replace(inputs=sub(f.inputs, 0), hints=sub(f.hints, 1),
-                        lengths=np.take(f.lengths, idx, axis=0))
+  sub = lambda dps, axis: [
+      dp.__class__(
+          name=dp.name,
+          location=dp.location,
+          type_=dp.type_,
+          data=np.take(np.asarray(dp.data), idx, axis=axis),
+      )
+      for dp in dps
+  ]
+  features = f._replace(
+      inputs=sub(f.inputs, 0),
+      hints=sub(f.hints, 1),
+      lengths=np.take(f.lengths, idx, axis=0),
+  )
   return feedback._replace(features=features, outputs=sub(feedback.outputs, 0))
 
 
-def make_eval_set(algorithm: str, split: str, length: int, batch_size: int,
-                  max_samples: int = 0, seed: Optional[int] = None) -> EvalSet:
+def make_eval_set(
+    algorithm: str,
+    split: str,
+    length: int,
+    batch_size: int,
+    max_samples: int = 0,
+    seed: Optional[int] = None,
+) -> EvalSet:
   """The CLRS-protocol evaluation set of `split` ('val' or 'test') at `length`
   (string matchers: haystack 5/4 of `length` for 'val', as the train sizes)."""
   check_algorithm(algorithm)
@@ -206,10 +249,18 @@ def make_eval_set(algorithm: str, split: str, length: int, batch_size: int,
   n_nodes = sample_lengths(algorithm, [length])[0] if split == "val" else length
   num = eval_num_samples(algorithm, split, max_samples)
   sampler, spec = clrs.build_sampler(
-      algorithm, num_samples=num, length=n_nodes,
+      algorithm,
+      num_samples=num,
+      length=n_nodes,
       seed=SPLIT_SEEDS[split] if seed is None else seed,
-      **sampler_kwargs(algorithm, split))
+      **sampler_kwargs(algorithm, split),
+  )
   full = sampler.next()  # the whole fixed dataset, in order
-  spec, stream = _process(algorithm, spec, iter([full]), split == "val",
-                          np.random.RandomState(SPLIT_SEEDS[split]))
+  spec, stream = _process(
+      algorithm,
+      spec,
+      iter([full]),
+      split == "val",
+      np.random.RandomState(SPLIT_SEEDS[split]),
+  )
   return EvalSet(algorithm, length, split, next(stream), spec, batch_size)

@@ -22,29 +22,37 @@ def evaluate(model, eval_set: clrs_data.EvalSet, rng_key) -> Dict[str, float]:
     out, _ = model.predict(jax.random.fold_in(rng_key, i), batch.features)
     if jax.process_count() > 1:  # Every process gets every row.
       out = multihost_utils.process_allgather(out, tiled=True)
-    preds.append(jax.tree_util.tree_map(lambda x, r=real: np.asarray(x)[:r], out))
+    preds.append(
+        jax.tree_util.tree_map(lambda x, r=real: np.asarray(x)[:r], out)
+    )
   preds = jax.tree_util.tree_map(lambda *x: np.concatenate(x, axis=0), *preds)
   scores = clrs.evaluate(eval_set.feedback.outputs, preds)
   return {k: float(v) for k, v in scores.items()}
 
 
-def test_at_lengths(protocol, algorithm: str, model, lengths: Sequence[int],
-                    log=print) -> Dict[str, float]:
+def test_at_lengths(
+    protocol, algorithm: str, model, lengths: Sequence[int], log=print
+) -> Dict[str, float]:
   """CLRS test score of `model` at each graph size in `lengths` (test
   sampler seed 3; `protocol` gives the batch size and sample cap)."""
   test = {}
   for n in lengths:
-    test_set = clrs_data.make_eval_set(algorithm, "test", n,
-                                       protocol.eval_batch_size,
-                                       protocol.max_eval_samples)
+    test_set = clrs_data.make_eval_set(
+        algorithm,
+        "test",
+        n,
+        protocol.eval_batch_size,
+        protocol.max_eval_samples,
+    )
     test[str(n)] = evaluate(model, test_set, jax.random.PRNGKey(3))["score"]
     log(f"test n={n}: {test[str(n)]:.4f} ({test_set.num_samples} samples)")
   return test
 
 
 def mean_over_runs(runs, lengths) -> Dict[str, float]:
-  return {str(n): float(np.mean([r["test"][str(n)] for r in runs]))
-          for n in lengths}
+  return {
+      str(n): float(np.mean([r["test"][str(n)] for r in runs])) for n in lengths
+  }
 
 
 def plot_ood(results_list: Sequence[Dict], path: str) -> None:
@@ -54,23 +62,41 @@ def plot_ood(results_list: Sequence[Dict], path: str) -> None:
     kind = results["config"]["processor_type"]
     for algorithm, entry in results["algorithms"].items():
       sizes = sorted(int(n) for n in entry["mean_test"])
-      series.append((f"{kind}: {algorithm}", sizes,
-                     [entry["mean_test"][str(n)] for n in sizes]))
-  reporting.plot_curves(series, path, xlabel="graph size n (train n <= 16)",
-                        ylabel="test score", log2_x=True, ylim=(0, 1.02),
-                        title="Out-of-distribution score versus graph size")
+      series.append((
+          f"{kind}: {algorithm}",
+          sizes,
+          [entry["mean_test"][str(n)] for n in sizes],
+      ))
+  reporting.plot_curves(
+      series,
+      path,
+      xlabel="graph size n (train n <= 16)",
+      ylabel="test score",
+      log2_x=True,
+      ylim=(0, 1.02),
+      title="Out-of-distribution score versus graph size",
+  )
 
 
 def plot_validation(results: Dict, path: str) -> None:
   """Validation score against training step, one line per run."""
-  series = [(f"{algorithm} seed {run['seed']}",
-             [h["step"] for h in run["history"]],
-             [h["val"] for h in run["history"]])
-            for algorithm, entry in results["algorithms"].items()
-            for run in entry["runs"]]
-  reporting.plot_curves(series, path, xlabel="training step",
-                        ylabel="validation score (n=16)", ylim=(0, 1.02),
-                        title=f"{results['config']['processor_type']}: validation")
+  series = [
+      (
+          f"{algorithm} seed {run['seed']}",
+          [h["step"] for h in run["history"]],
+          [h["val"] for h in run["history"]],
+      )
+      for algorithm, entry in results["algorithms"].items()
+      for run in entry["runs"]
+  ]
+  reporting.plot_curves(
+      series,
+      path,
+      xlabel="training step",
+      ylabel="validation score (n=16)",
+      ylim=(0, 1.02),
+      title=f"{results['config']['processor_type']}: validation",
+  )
 
 
 def write_results(results: Dict, path: str, validation: bool) -> None:

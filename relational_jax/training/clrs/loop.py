@@ -52,13 +52,24 @@ ConfigDict = config_lib.ConfigDict
 # Config paths (and their sub-paths) that may differ from a workdir's saved
 # config.json when a run is resumed: train longer, test elsewhere, display,
 # evaluation batching, and which (algorithm, seed) run dirs to train.
-RESUMABLE_CHANGES = ("protocol.train_steps", "protocol.test_lengths",
-                     "protocol.progress", "protocol.eval_batch_size",
-                     "algorithms", "seeds")
+RESUMABLE_CHANGES = (
+    "protocol.train_steps",
+    "protocol.test_lengths",
+    "protocol.progress",
+    "protocol.eval_batch_size",
+    "algorithms",
+    "seeds",
+)
 
 
-def build_model(config: ConfigDict, spec, dummy_feedback, checkpoint_dir: str,
-                mesh=None, processor_factory: Optional[Callable] = None):
+def build_model(
+    config: ConfigDict,
+    spec,
+    dummy_feedback,
+    checkpoint_dir: str,
+    mesh=None,
+    processor_factory: Optional[Callable] = None,
+):
   """Our CLRS model, data-parallel over `mesh` (default: all local devices).
 
   `config.model` holds `processors.CarryModel` keyword arguments, passed on
@@ -68,10 +79,15 @@ def build_model(config: ConfigDict, spec, dummy_feedback, checkpoint_dir: str,
   one of `config.processor_type`."""
   factory = processor_factory or clrs_config.processor_factory(config)
   return processors.CarryModel(
-      spec, dummy_feedback, factory, mesh=mesh, checkpoint_path=checkpoint_dir,
+      spec,
+      dummy_feedback,
+      factory,
+      mesh=mesh,
+      checkpoint_path=checkpoint_dir,
       encode_hints=config.hint_mode == "encoded_decoded",
       decode_hints=config.hint_mode in ("encoded_decoded", "decoded_only"),
-      **config_lib.to_dict(config.model))
+      **config_lib.to_dict(config.model),
+  )
 
 
 def _model_state(model) -> Dict:
@@ -89,42 +105,67 @@ def restore_model(model, ckpt: RunCheckpoints, which: str) -> Optional[Dict]:
   return meta
 
 
-def model_for_run(config: ConfigDict, algorithm: str, seed: int, run_dir: str,
-                  processor_factory: Optional[Callable] = None):
+def model_for_run(
+    config: ConfigDict,
+    algorithm: str,
+    seed: int,
+    run_dir: str,
+    processor_factory: Optional[Callable] = None,
+):
   """The run's model, initialised (not yet restored), and its data."""
   p = config.protocol
-  stream = clrs_data.TrainStream(algorithm, p.train_lengths, p.batch_size,
-                                 seed)
-  val_set = clrs_data.make_eval_set(algorithm, "val", max(p.train_lengths),
-                                    p.eval_batch_size, p.max_eval_samples)
+  stream = clrs_data.TrainStream(algorithm, p.train_lengths, p.batch_size, seed)
+  val_set = clrs_data.make_eval_set(
+      algorithm,
+      "val",
+      max(p.train_lengths),
+      p.eval_batch_size,
+      p.max_eval_samples,
+  )
   dummy, _ = next(val_set.batches())
-  model = build_model(config, stream.spec, dummy,
-                      os.path.join(run_dir, "clrs"),
-                      processor_factory=processor_factory)
+  model = build_model(
+      config,
+      stream.spec,
+      dummy,
+      os.path.join(run_dir, "clrs"),
+      processor_factory=processor_factory,
+  )
   model.init(dummy.features, seed)
   return model, stream, val_set
 
 
 def _fingerprint(params) -> List[float]:
   """Per-leaf float64 sums of the parameters: compares runs without storing them."""
-  return [float(np.sum(np.asarray(x, np.float64)))
-          for x in jax.tree_util.tree_leaves(params)]
+  return [
+      float(np.sum(np.asarray(x, np.float64)))
+      for x in jax.tree_util.tree_leaves(params)
+  ]
 
 
-def train_one(config: ConfigDict, algorithm: str, seed: int, run_dir: str,
-              log=print, processor_factory: Optional[Callable] = None) -> Dict:
+def train_one(
+    config: ConfigDict,
+    algorithm: str,
+    seed: int,
+    run_dir: str,
+    log=print,
+    processor_factory: Optional[Callable] = None,
+) -> Dict:
   """Trains and tests one (algorithm, seed) run; resumes from `run_dir`."""
   p = config.protocol
   result_path = os.path.join(run_dir, "result.json")
   if os.path.exists(result_path):
     done = reporting.read_json(result_path)
-    if (done.get("complete") and done["steps"] == p.train_steps
-        and set(map(str, p.test_lengths)) <= set(done["test"])):
+    if (
+        done.get("complete")
+        and done["steps"] == p.train_steps
+        and set(map(str, p.test_lengths)) <= set(done["test"])
+    ):
       log(f"[{algorithm} seed {seed}] already complete, reusing {result_path}")
       return done
   os.makedirs(run_dir, exist_ok=True)
-  model, stream, val_set = model_for_run(config, algorithm, seed, run_dir,
-                                         processor_factory)
+  model, stream, val_set = model_for_run(
+      config, algorithm, seed, run_dir, processor_factory
+  )
   ckpt = RunCheckpoints(os.path.join(run_dir, "checkpoints"))
   try:
     meta = restore_model(model, ckpt, "latest")
@@ -132,19 +173,31 @@ def train_one(config: ConfigDict, algorithm: str, seed: int, run_dir: str,
     ckpt.close()
     raise
   if meta is None:
-    meta = {"step": 0, "history": [], "losses": [], "best_val": -1.0,
-            "best_step": -1, "wall_time_s": 0.0}
+    meta = {
+        "step": 0,
+        "history": [],
+        "losses": [],
+        "best_val": -1.0,
+        "best_step": -1,
+        "wall_time_s": 0.0,
+    }
   else:
     stream.set_state(meta["stream"])
     for skipped in ckpt.skipped:
-      log(f"[{algorithm} seed {seed}] checkpoint {skipped['path']} could not "
-          f"be restored ({skipped['error']}); moved to {skipped['moved_to']}")
+      log(
+          f"[{algorithm} seed {seed}] checkpoint {skipped['path']} could not "
+          f"be restored ({skipped['error']}); moved to {skipped['moved_to']}"
+      )
     log(f"[{algorithm} seed {seed}] resumed at step {meta['step']}")
   key = jax.random.PRNGKey(seed)
   t0 = time.time() - meta["wall_time_s"]
-  bar = tqdm.tqdm(total=p.train_steps, initial=meta["step"],
-                  desc=f"{algorithm}/{config.processor_type}/seed{seed}",
-                  disable=not p.progress, dynamic_ncols=True)
+  bar = tqdm.tqdm(
+      total=p.train_steps,
+      initial=meta["step"],
+      desc=f"{algorithm}/{config.processor_type}/seed{seed}",
+      disable=not p.progress,
+      dynamic_ncols=True,
+  )
   step = meta["step"]
   while step < p.train_steps:
     feedback = next(stream)
@@ -155,37 +208,55 @@ def train_one(config: ConfigDict, algorithm: str, seed: int, run_dir: str,
       raise NonFiniteLossError(
           f"[{algorithm} seed {seed}] non-finite loss {loss} at step {step}; "
           f"training stopped. The last good checkpoint (step {meta['step']}) "
-          f"is kept in {run_dir}/checkpoints/latest.")
+          f"is kept in {run_dir}/checkpoints/latest."
+      )
     step += 1
     meta["losses"].append(loss)
     bar.update(1)
     if step % p.eval_every == 0 or step == p.train_steps:
-      val = evaluation.evaluate(model, val_set,
-                                jax.random.fold_in(key, 10**9 + step))
+      val = evaluation.evaluate(
+          model, val_set, jax.random.fold_in(key, 10**9 + step)
+      )
       is_best = val["score"] > meta["best_val"]
       if is_best:
         meta["best_val"], meta["best_step"] = val["score"], step
       meta["history"].append({"step": step, "loss": loss, "val": val["score"]})
-      meta.update(step=step, stream=stream.get_state(),
-                  wall_time_s=time.time() - t0)
+      meta.update(
+          step=step, stream=stream.get_state(), wall_time_s=time.time() - t0
+      )
       ckpt.save(step, _model_state(model), meta, best=is_best)
-      bar.set_postfix(loss=f"{loss:.3f}", val=f"{val['score']:.3f}",
-                      best=f"{meta['best_val']:.3f}")
+      bar.set_postfix(
+          loss=f"{loss:.3f}",
+          val=f"{val['score']:.3f}",
+          best=f"{meta['best_val']:.3f}",
+      )
   bar.close()
   train_time = time.time() - t0
   model_final_params = model.params
   restore_model(model, ckpt, "best")
   ckpt.close()
   test = evaluation.test_at_lengths(
-      p, algorithm, model, p.test_lengths,
-      lambda m: log(f"[{algorithm} seed {seed}] {m}"))
-  result = {"algorithm": algorithm, "seed": seed, "complete": True,
-            "best_val": meta["best_val"], "best_step": meta["best_step"],
-            "steps": step, "train_wall_time_s": train_time,
-            "wall_time_s": time.time() - t0, "test": test,
-            "history": meta["history"], "losses": meta["losses"],
-            "checkpoint_fallbacks": meta.get(ckpt_lib.FALLBACKS_KEY, []),
-            "final_params_fingerprint": _fingerprint(model_final_params)}
+      p,
+      algorithm,
+      model,
+      p.test_lengths,
+      lambda m: log(f"[{algorithm} seed {seed}] {m}"),
+  )
+  result = {
+      "algorithm": algorithm,
+      "seed": seed,
+      "complete": True,
+      "best_val": meta["best_val"],
+      "best_step": meta["best_step"],
+      "steps": step,
+      "train_wall_time_s": train_time,
+      "wall_time_s": time.time() - t0,
+      "test": test,
+      "history": meta["history"],
+      "losses": meta["losses"],
+      "checkpoint_fallbacks": meta.get(ckpt_lib.FALLBACKS_KEY, []),
+      "final_params_fingerprint": _fingerprint(model_final_params),
+  }
   if distributed.is_primary():
     reporting.write_json(result_path, result)
   return result
@@ -211,23 +282,31 @@ def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
     return ("processor", "rt", "et")
   kind = config.get("processor_type")
   if kind in processors.RT_KINDS:
-    return ("processor.nb_heads", "processor.use_ln",
-            "processor.node_readout", "et")
+    return (
+        "processor.nb_heads",
+        "processor.use_ln",
+        "processor.node_readout",
+        "et",
+    )
   if kind in processors.ET_KINDS:
     return ("processor.nb_heads", "rt")
   return ("rt", "et")
 
 
-def resume_conflicts(saved: Dict, current: Dict,
-                     custom_factory: bool = False) -> Dict:
+def resume_conflicts(
+    saved: Dict, current: Dict, custom_factory: bool = False
+) -> Dict:
   """{path: (saved, current)} of the config fields that differ between a
   workdir's saved config record and the current one, other than
   `RESUMABLE_CHANGES`, fields the processor does not read (`unread_paths`)
   and fields the current config no longer has. A field the saved record
   lacks (added since) counts as its default."""
-  saved = _with_defaults(config_lib.to_dict(clrs_config.load(saved)),
-                         config_lib.to_dict(clrs_config.default_config()))
+  saved = _with_defaults(
+      config_lib.to_dict(clrs_config.load(saved)),
+      config_lib.to_dict(clrs_config.default_config()),
+  )
   changed = config_lib.diff(saved, current)
+
   def current_has(path):
     node = current
     for part in path.split("."):
@@ -235,14 +314,19 @@ def resume_conflicts(saved: Dict, current: Dict,
         return False
       node = node[part]
     return True
+
   free = RESUMABLE_CHANGES + unread_paths(current, custom_factory)
-  return {path: values for path, values in changed.items()
-          if current_has(path) and not any(
-              path == p or path.startswith(p + ".") for p in free)}
+  return {
+      path: values
+      for path, values in changed.items()
+      if current_has(path)
+      and not any(path == p or path.startswith(p + ".") for p in free)
+  }
 
 
-def check_resumable(saved: Dict, current: Dict, config_path: str,
-                    custom_factory: bool = False) -> None:
+def check_resumable(
+    saved: Dict, current: Dict, config_path: str, custom_factory: bool = False
+) -> None:
   """Raises ValueError naming every field in which `current` (a config
   record) differs from the `saved` one, beyond `RESUMABLE_CHANGES` (see
   `resume_conflicts`)."""
@@ -251,15 +335,23 @@ def check_resumable(saved: Dict, current: Dict, config_path: str,
     raise ValueError(
         f"the work directory's config ({config_path}) differs from this "
         f"run's config in {len(changed)} field(s) that cannot change on "
-        "resume: " + "; ".join(f"{path}: saved {a!r}, now {b!r}"
-                               for path, (a, b) in changed.items())
+        "resume: "
+        + "; ".join(
+            f"{path}: saved {a!r}, now {b!r}"
+            for path, (a, b) in changed.items()
+        )
         + ". Use a new work directory, or the saved values (fields that may "
-        f"change: {', '.join(RESUMABLE_CHANGES)}).")
+        f"change: {', '.join(RESUMABLE_CHANGES)})."
+    )
 
 
-def train_and_evaluate(config: ConfigDict, workdir: str,
-                       processor_factory: Optional[Callable] = None,
-                       results_path: Optional[str] = None, log=print) -> Dict:
+def train_and_evaluate(
+    config: ConfigDict,
+    workdir: str,
+    processor_factory: Optional[Callable] = None,
+    results_path: Optional[str] = None,
+    log=print,
+) -> Dict:
   """Runs every (algorithm, seed) of `config`; writes the results JSON and PNGs.
 
   Args:
@@ -281,26 +373,41 @@ def train_and_evaluate(config: ConfigDict, workdir: str,
   record = config_lib.to_dict(config)
   config_path = os.path.join(workdir, "config.json")
   if os.path.exists(config_path):
-    check_resumable(reporting.read_json(config_path), record, config_path,
-                    custom_factory=processor_factory is not None)
+    check_resumable(
+        reporting.read_json(config_path),
+        record,
+        config_path,
+        custom_factory=processor_factory is not None,
+    )
   if distributed.is_primary():
     reporting.write_json(config_path, record)
   results = {"config": record, "algorithms": {}}
   t0 = time.time()
   for algorithm in config.algorithms:
-    runs = [train_one(config, algorithm, seed,
-                      os.path.join(workdir, f"{algorithm}_seed{seed}"), log,
-                      processor_factory)
-            for seed in config.seeds]
+    runs = [
+        train_one(
+            config,
+            algorithm,
+            seed,
+            os.path.join(workdir, f"{algorithm}_seed{seed}"),
+            log,
+            processor_factory,
+        )
+        for seed in config.seeds
+    ]
     results["algorithms"][algorithm] = {
         "runs": runs,
-        "mean_test": evaluation.mean_over_runs(runs,
-                                               config.protocol.test_lengths),
-        "mean_best_val": float(np.mean([r["best_val"] for r in runs]))}
+        "mean_test": evaluation.mean_over_runs(
+            runs, config.protocol.test_lengths
+        ),
+        "mean_best_val": float(np.mean([r["best_val"] for r in runs])),
+    }
   results["wall_time_s"] = time.time() - t0
   evaluation.write_results(
-      results, results_path or os.path.join(workdir, "results.json"),
-      validation=True)
+      results,
+      results_path or os.path.join(workdir, "results.json"),
+      validation=True,
+  )
   return results
 
 
@@ -313,18 +420,23 @@ def load_config(workdir: str, config_json: Optional[str] = None) -> ConfigDict:
   if not os.path.exists(path):
     raise FileNotFoundError(
         f"{path} not found: {workdir!r} is not a clrs_train work directory "
-        "(or pass the run's results JSON as config_json).")
+        "(or pass the run's results JSON as config_json)."
+    )
   with open(path) as f:
     raw = json.load(f)
   raw = raw["config"] if isinstance(raw.get("config"), dict) else raw
   return clrs_config.load(raw)
 
 
-def evaluate_checkpoints(workdir: str, test_lengths: Sequence[int],
-                         results_path: Optional[str] = None,
-                         which: str = "best", log=print,
-                         config_json: Optional[str] = None,
-                         processor_factory: Optional[Callable] = None) -> Dict:
+def evaluate_checkpoints(
+    workdir: str,
+    test_lengths: Sequence[int],
+    results_path: Optional[str] = None,
+    which: str = "best",
+    log=print,
+    config_json: Optional[str] = None,
+    processor_factory: Optional[Callable] = None,
+) -> Dict:
   """Tests the saved checkpoints of every run in `workdir` at `test_lengths`
   (no training); writes a JSON and a score-versus-size PNG."""
   shapes.check_choice(which, ("best", "latest"), "checkpoint")
@@ -332,27 +444,40 @@ def evaluate_checkpoints(workdir: str, test_lengths: Sequence[int],
   config.protocol.test_lengths = tuple(int(n) for n in test_lengths)
   config.protocol.progress = False
   clrs_data.check_lengths(test_lengths, "test_lengths")
-  results = {"config": config_lib.to_dict(config), "checkpoint": which,
-             "algorithms": {}}
+  results = {
+      "config": config_lib.to_dict(config),
+      "checkpoint": which,
+      "algorithms": {},
+  }
   for algorithm in config.algorithms:
     runs = []
     for seed in config.seeds:
       run_dir = os.path.join(workdir, f"{algorithm}_seed{seed}")
-      model, _, _ = model_for_run(config, algorithm, seed, run_dir,
-                                  processor_factory)
+      model, _, _ = model_for_run(
+          config, algorithm, seed, run_dir, processor_factory
+      )
       ckpt = RunCheckpoints(os.path.join(run_dir, "checkpoints"))
       meta = restore_model(model, ckpt, which)
       ckpt.close()
       if meta is None:
         raise FileNotFoundError(
-            f"No {which} checkpoint in {run_dir}/checkpoints/{which}.")
+            f"No {which} checkpoint in {run_dir}/checkpoints/{which}."
+        )
       test = evaluation.test_at_lengths(
-          config.protocol, algorithm, model, test_lengths,
-          lambda m, a=algorithm, s=seed: log(f"[{a} seed {s}] {m}"))
+          config.protocol,
+          algorithm,
+          model,
+          test_lengths,
+          lambda m, a=algorithm, s=seed: log(f"[{a} seed {s}] {m}"),
+      )
       runs.append({"seed": seed, "step": meta["step"], "test": test})
     results["algorithms"][algorithm] = {
-        "runs": runs, "mean_test": evaluation.mean_over_runs(runs, test_lengths)}
+        "runs": runs,
+        "mean_test": evaluation.mean_over_runs(runs, test_lengths),
+    }
   evaluation.write_results(
-      results, results_path or os.path.join(workdir, "evaluation.json"),
-      validation=False)
+      results,
+      results_path or os.path.join(workdir, "evaluation.json"),
+      validation=False,
+  )
   return results

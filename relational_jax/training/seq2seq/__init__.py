@@ -38,7 +38,22 @@ from relational_jax.training.seq2seq.loop import Experiment
 from relational_jax.training.seq2seq.loop import restore_checkpoint
 from relational_jax.training.seq2seq.loop import train_and_evaluate
 
-__all__ = ["config", "data", "evaluation", "loop", "step", "default_config",
-           "get_config", "validate", "BatchStream", "EncodedSet",
-           "Seq2SeqData", "encode_set", "load_data", "Experiment",
-           "NonFiniteLossError", "restore_checkpoint", "train_and_evaluate"]
+__all__ = [
+    "config",
+    "data",
+    "evaluation",
+    "loop",
+    "step",
+    "default_config",
+    "get_config",
+    "validate",
+    "BatchStream",
+    "EncodedSet",
+    "Seq2SeqData",
+    "encode_set",
+    "load_data",
+    "Experiment",
+    "NonFiniteLossError",
+    "restore_checkpoint",
+    "train_and_evaluate",
+]

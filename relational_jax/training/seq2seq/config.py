@@ -49,17 +49,25 @@ from relational_jax.training import prng
 
 ConfigDict = config_lib.ConfigDict
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.dirname(os.path.abspath(__file__)))))
-DEFAULT_DATA_DIR = os.path.normpath(os.path.join(_REPO_ROOT, "..", "shared",
-                                                 "data"))
+_REPO_ROOT = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
+DEFAULT_DATA_DIR = os.path.normpath(
+    os.path.join(_REPO_ROOT, "..", "shared", "data")
+)
 
 DATASETS = ("scan", "cogs", "tsv", "for2lam")
-DEFAULT_SPLIT = {"scan": "length_cutoff", "cogs": "default", "tsv": "default",
-                 "for2lam": "long"}
+DEFAULT_SPLIT = {
+    "scan": "length_cutoff",
+    "cogs": "default",
+    "tsv": "default",
+    "for2lam": "long",
+}
 # config.model -> the model config dataclass its section instantiates.
-MODEL_CONFIGS = {"transformer": Seq2SeqConfig,
-                 "edge_transformer": ETSeq2SeqConfig}
+MODEL_CONFIGS = {
+    "transformer": Seq2SeqConfig,
+    "edge_transformer": ETSeq2SeqConfig,
+}
 MODELS = tuple(MODEL_CONFIGS)
 SCHEDULES = ("constant", "cosine", "noam")
 # data.source_markers: what the encoder sees around the source tokens;
@@ -68,39 +76,59 @@ SOURCE_MARKERS = ("none", "eos", "bos_eos")
 TARGET_STARTS = ("bos", "eos")
 SELECT_ON = ("auto", "last", "iid", "iid_val", "gen_val")
 # TSV layout (COGS names): file -> evaluation-set role.
-TSV_FILES = {"train.tsv": "train", "test.tsv": "iid", "gen.tsv": "gen",
-             "dev.tsv": "iid_val", "gen_dev.tsv": "gen_val"}
+TSV_FILES = {
+    "train.tsv": "train",
+    "test.tsv": "iid",
+    "gen.tsv": "gen",
+    "dev.tsv": "iid_val",
+    "gen_dev.tsv": "gen_val",
+}
 # Model-config fields that the data fixes (passed by the loop).
-DATA_DERIVED = ("src_vocab_size", "tgt_vocab_size", "max_src_len",
-                "max_tgt_len", "pad_id")
+DATA_DERIVED = (
+    "src_vocab_size",
+    "tgt_vocab_size",
+    "max_src_len",
+    "max_tgt_len",
+    "pad_id",
+)
 # Config paths that may change when a run is resumed (`train.steps` may grow;
 # with schedule='cosine' that stretches the remaining decay). Every other
 # path of config.data, config.model, the selected model section and
 # config.train must stay as saved.
 # data.data_dir is fixed too: another directory can hold other data (the
 # official SCAN split files, or none).
-RESUMABLE_CHANGES = ("data.max_eval_examples", "train.steps",
-                     "train.eval_batch_size", "train.eval_every",
-                     "train.checkpoint_every", "train.select_on",
-                     "train.devices", "train.progress", "train.stop_at_step",
-                     "results_path")
+RESUMABLE_CHANGES = (
+    "data.max_eval_examples",
+    "train.steps",
+    "train.eval_batch_size",
+    "train.eval_every",
+    "train.checkpoint_every",
+    "train.select_on",
+    "train.devices",
+    "train.progress",
+    "train.stop_at_step",
+    "results_path",
+)
 
 
 def default_config() -> ConfigDict:
   """The default run configuration (module docstring)."""
   c = ConfigDict()
-  c.data = ConfigDict(dict(
-      dataset="scan",
-      split="",                     # '' = the dataset's default split.
-      cutoff=26,                    # SCAN 'length_cutoff' only (22..40).
-      data_dir=DEFAULT_DATA_DIR,    # SCAN tasks.txt, cogs/*.tsv.
-      data_path="",                 # dataset='tsv': directory of TSV files.
-      scan_official_order=True,
-      source_markers="bos_eos",     # BOS src EOS, as Csordas et al.'s code;
-      target_start="eos",           # their decoder starts from EOS (SOS=EOS).
-      max_eval_examples=0,          # > 0: a fixed random subset per set.
-      num_train=100_000,            # for2lam: generated training programs
-      num_test=10_000))             # and test programs (Shiv & Quirk 5.1).
+  c.data = ConfigDict(
+      dict(
+          dataset="scan",
+          split="",  # '' = the dataset's default split.
+          cutoff=26,  # SCAN 'length_cutoff' only (22..40).
+          data_dir=DEFAULT_DATA_DIR,  # SCAN tasks.txt, cogs/*.tsv.
+          data_path="",  # dataset='tsv': directory of TSV files.
+          scan_official_order=True,
+          source_markers="bos_eos",  # BOS src EOS, as Csordas et al.'s code;
+          target_start="eos",  # their decoder starts from EOS (SOS=EOS).
+          max_eval_examples=0,  # > 0: a fixed random subset per set.
+          num_train=100_000,  # for2lam: generated training programs
+          num_test=10_000,
+      )
+  )  # and test programs (Shiv & Quirk 5.1).
   c.model = "transformer"
   # Csordas et al. 2021, Table 4 (SCAN).
   t = c.transformer = config_lib.section(Seq2SeqConfig, exclude=DATA_DERIVED)
@@ -108,31 +136,35 @@ def default_config() -> ConfigDict:
   t.num_encoder_layers = t.num_decoder_layers = 3
   t.dropout_rate = 0.1
   t.positions, t.scaling, t.tied = "relative", "ped", True
-  e = c.edge_transformer = config_lib.section(ETSeq2SeqConfig,
-                                              exclude=DATA_DERIVED)
+  e = c.edge_transformer = config_lib.section(
+      ETSeq2SeqConfig, exclude=DATA_DERIVED
+  )
   e.et.num_heads, e.et.head_dim, e.et.ffn_dim = 8, 16, 256  # Width 128.
   e.et.num_layers = e.num_decoder_layers = 3
   e.et.dropout_rate = 0.1
   e.et.tied = True
-  c.train = ConfigDict(dict(
-      learning_rate=1e-3,
-      schedule="constant",          # One of SCHEDULES.
-      warmup_steps=0,               # Linear warmup; noam needs > 0.
-      steps=50000,
-      clip=5.0,                     # Global-norm clipping; 0: off.
-      batch_size=256,               # Global batch (split over devices).
-      eval_batch_size=0,            # 0: = batch_size.
-      eval_every=1000,
-      checkpoint_every=0,           # 0: = eval_every.
-      seed=0,
-      dropout_prng="threefry",      # One of prng.DROPOUT_PRNGS; 'counter_hash'
-                                    # draws the same masks' distribution ~6x
-                                    # cheaper on CPU (training/prng.py).
-      select_on="auto",             # One of SELECT_ON.
-      devices=0,                    # 0: all devices (jax.devices()).
-      progress=True,
-      stop_at_step=0))              # > 0: stop (checkpointed) at this step,
-                                    # as if preempted; rerun to resume.
+  c.train = ConfigDict(
+      dict(
+          learning_rate=1e-3,
+          schedule="constant",  # One of SCHEDULES.
+          warmup_steps=0,  # Linear warmup; noam needs > 0.
+          steps=50000,
+          clip=5.0,  # Global-norm clipping; 0: off.
+          batch_size=256,  # Global batch (split over devices).
+          eval_batch_size=0,  # 0: = batch_size.
+          eval_every=1000,
+          checkpoint_every=0,  # 0: = eval_every.
+          seed=0,
+          dropout_prng="threefry",  # One of prng.DROPOUT_PRNGS; 'counter_hash'
+          # draws the same masks' distribution ~6x
+          # cheaper on CPU (training/prng.py).
+          select_on="auto",  # One of SELECT_ON.
+          devices=0,  # 0: all devices (jax.devices()).
+          progress=True,
+          stop_at_step=0,
+      )
+  )  # > 0: stop (checkpointed) at this step,
+  # as if preempted; rerun to resume.
   c.results_path = ""
   return c
 
@@ -141,20 +173,31 @@ def resolved_split(data_config: ConfigDict) -> str:
   return data_config.split or DEFAULT_SPLIT.get(data_config.dataset, "")
 
 
-def model_config(config: ConfigDict, src_vocab_size: int = 1,
-                 tgt_vocab_size: int = 1, max_src_len: int = 1,
-                 max_tgt_len: int = 1, pad_id: int = 0):
+def model_config(
+    config: ConfigDict,
+    src_vocab_size: int = 1,
+    tgt_vocab_size: int = 1,
+    max_src_len: int = 1,
+    max_tgt_len: int = 1,
+    pad_id: int = 0,
+):
   """The model config dataclass of `config.model`, built from its section
   with the data-derived sizes (placeholders of 1 for validation)."""
   check_choice(config.model, MODELS, "model")
   return config_lib.instantiate(
-      MODEL_CONFIGS[config.model], config[config.model],
-      src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
-      max_src_len=max_src_len, max_tgt_len=max_tgt_len, pad_id=pad_id)
+      MODEL_CONFIGS[config.model],
+      config[config.model],
+      src_vocab_size=src_vocab_size,
+      tgt_vocab_size=tgt_vocab_size,
+      max_src_len=max_src_len,
+      max_tgt_len=max_tgt_len,
+      pad_id=pad_id,
+  )
 
 
-def validate(config: ConfigDict, *, data: bool = True,
-             model: bool = True) -> None:
+def validate(
+    config: ConfigDict, *, data: bool = True, model: bool = True
+) -> None:
   """Raises ValueError naming the bad value (and the valid choices).
 
   `data=False` / `model=False` skip the data and model sections (when the
@@ -165,20 +208,25 @@ def validate(config: ConfigDict, *, data: bool = True,
     check_choice(d.source_markers, SOURCE_MARKERS, "data.source_markers")
     check_choice(d.target_start, TARGET_STARTS, "data.target_start")
     if d.source_markers != "none" and (
-        model and config.model == "transformer" and
-        config.transformer.tree_encoder):
+        model
+        and config.model == "transformer"
+        and config.transformer.tree_encoder
+    ):
       raise ValueError(
           f"data.source_markers={d.source_markers!r} adds BOS/EOS to the "
-          f"source, which has no tree position: tree_encoder=True needs "
-          f"data.source_markers='none'.")
+          "source, which has no tree position: tree_encoder=True needs "
+          "data.source_markers='none'."
+      )
     split = resolved_split(d)
     if d.dataset == "scan":
       check_choice(split, scan_lib.SPLITS, "SCAN split")
       if split == "length_cutoff" and not (
-          scan_lib.CUTOFF_MIN <= d.cutoff <= scan_lib.CUTOFF_MAX):
+          scan_lib.CUTOFF_MIN <= d.cutoff <= scan_lib.CUTOFF_MAX
+      ):
         raise ValueError(
             f"invalid SCAN length cutoff {d.cutoff!r}; valid cutoffs are "
-            f"{scan_lib.CUTOFF_MIN}..{scan_lib.CUTOFF_MAX}.")
+            f"{scan_lib.CUTOFF_MIN}..{scan_lib.CUTOFF_MAX}."
+        )
     elif d.dataset == "for2lam":
       check_choice(split, for2lam_lib.SIZES, "for2lam split")
       for name in ("num_train", "num_test"):
@@ -187,8 +235,10 @@ def validate(config: ConfigDict, *, data: bool = True,
     else:
       check_choice(split, ("default",), f"{d.dataset} split")
     if d.dataset == "tsv" and not d.data_path:
-      raise ValueError("dataset='tsv' needs data_path, a directory with "
-                       f"train.tsv and any of {sorted(TSV_FILES)[1:]}.")
+      raise ValueError(
+          "dataset='tsv' needs data_path, a directory with "
+          f"train.tsv and any of {sorted(TSV_FILES)[1:]}."
+      )
   if model:
     model_config(config)  # The model config's own checks.
   check_choice(t.schedule, SCHEDULES, "schedule")
@@ -197,21 +247,28 @@ def validate(config: ConfigDict, *, data: bool = True,
   for name in ("batch_size", "steps", "eval_every"):
     if t[name] < 1:
       raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
-  for name in ("eval_batch_size", "checkpoint_every", "warmup_steps",
-               "devices", "stop_at_step"):
+  for name in (
+      "eval_batch_size",
+      "checkpoint_every",
+      "warmup_steps",
+      "devices",
+      "stop_at_step",
+  ):
     if t[name] < 0:
       raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
   if d.max_eval_examples < 0:
-    raise ValueError(f"data.max_eval_examples must be >= 0, got "
-                     f"{d.max_eval_examples}.")
+    raise ValueError(
+        f"data.max_eval_examples must be >= 0, got {d.max_eval_examples}."
+    )
   if not t.learning_rate > 0:
-    raise ValueError(f"train.learning_rate must be > 0, got "
-                     f"{t.learning_rate}.")
+    raise ValueError(f"train.learning_rate must be > 0, got {t.learning_rate}.")
   if t.clip < 0:
     raise ValueError(f"train.clip must be >= 0 (0: off), got {t.clip}.")
   if t.schedule == "noam" and t.warmup_steps < 1:
-    raise ValueError("schedule='noam' needs warmup_steps >= 1 (e.g. 4000), "
-                     f"got {t.warmup_steps}.")
+    raise ValueError(
+        "schedule='noam' needs warmup_steps >= 1 (e.g. 4000), "
+        f"got {t.warmup_steps}."
+    )
 
 
 def _flat(record: dict, prefix: str = "") -> dict:
@@ -234,13 +291,17 @@ def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   # A field added after the run was saved (absent there) at its default
   # value does not change the run.
   added_at_default = lambda path, values: (
-      values[0] is None and path in defaults
-      and values[1] == defaults[path])
-  return {path: values for path, values in
-          config_lib.diff(saved, config_lib.to_dict(config)).items()
-          if path not in RESUMABLE_CHANGES
-          and path.split(".")[0] not in unused
-          and not added_at_default(path, values)}
+      values[0] is None and path in defaults and values[1] == defaults[path]
+  )
+  return {
+      path: values
+      for path, values in config_lib.diff(
+          saved, config_lib.to_dict(config)
+      ).items()
+      if path not in RESUMABLE_CHANGES
+      and path.split(".")[0] not in unused
+      and not added_at_default(path, values)
+  }
 
 
 def describe_model(config: ConfigDict) -> str:
@@ -267,18 +328,21 @@ FLAG_ALIASES = {
     "positions": "transformer.positions",
     "scaling": "transformer.scaling",
     "universal": ("transformer.tied", "edge_transformer.et.tied"),
-    "layers": ("transformer.num_encoder_layers",
-               "transformer.num_decoder_layers",
-               "edge_transformer.et.num_layers",
-               "edge_transformer.num_decoder_layers"),
-    "decoder_layers": ("transformer.num_decoder_layers",
-                       "edge_transformer.num_decoder_layers"),
+    "layers": (
+        "transformer.num_encoder_layers",
+        "transformer.num_decoder_layers",
+        "edge_transformer.et.num_layers",
+        "edge_transformer.num_decoder_layers",
+    ),
+    "decoder_layers": (
+        "transformer.num_decoder_layers",
+        "edge_transformer.num_decoder_layers",
+    ),
     # Also the Edge Transformer's edge width: see apply_flag_aliases.
     "d_model": "transformer.d_model",
     "heads": ("transformer.num_heads", "edge_transformer.et.num_heads"),
     "ff": ("transformer.ffn_dim", "edge_transformer.et.ffn_dim"),
-    "dropout": ("transformer.dropout_rate",
-                "edge_transformer.et.dropout_rate"),
+    "dropout": ("transformer.dropout_rate", "edge_transformer.et.dropout_rate"),
     "tree_depth": "transformer.tree_depth",
     "tree_order": "transformer.tree_order",
     "lr": "train.learning_rate",
@@ -317,23 +381,29 @@ def apply_flag_aliases(config: ConfigDict, flag_values) -> ConfigDict:
   if present("decoder_layers") and value("decoder_layers") == 0:
     del aliases["decoder_layers"]
   et = config.edge_transformer.et
-  width = value("d_model") if present("d_model") else (
-      et.num_heads * et.head_dim)
+  width = (
+      value("d_model") if present("d_model") else (et.num_heads * et.head_dim)
+  )
   config = config_lib.apply_aliases(config, aliases, flag_values)
   et = config.edge_transformer.et
   if present("d_model") or present("heads"):
     if width % et.num_heads:
       if config.model == "edge_transformer":
-        raise ValueError(f"heads ({et.num_heads}) must divide d_model "
-                         f"({width}).")
+        raise ValueError(
+            f"heads ({et.num_heads}) must divide d_model ({width})."
+        )
     else:
       et.head_dim = width // et.num_heads
-  if (present("positions") and config.model == "edge_transformer"
-      and value("positions") != "relative"):
+  if (
+      present("positions")
+      and config.model == "edge_transformer"
+      and value("positions") != "relative"
+  ):
     raise ValueError(
-        f"model='edge_transformer' takes the Edge Transformer's relative "
-        f"positions (eq. 10): positions must be 'relative', got "
-        f"{value('positions')!r}.")
+        "model='edge_transformer' takes the Edge Transformer's relative "
+        "positions (eq. 10): positions must be 'relative', got "
+        f"{value('positions')!r}."
+    )
   return config
 
 

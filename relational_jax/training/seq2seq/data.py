@@ -54,8 +54,12 @@ from relational_jax.layers import tree as tree_lib
 from relational_jax.training.seq2seq import config as config_lib
 
 EVAL_SETS = ("iid", "gen", "iid_val", "gen_val")
-EVAL_LABELS = {"iid": "IID", "gen": "generalisation", "iid_val": "IID val",
-               "gen_val": "generalisation val"}
+EVAL_LABELS = {
+    "iid": "IID",
+    "gen": "generalisation",
+    "iid_val": "IID val",
+    "gen_val": "generalisation val",
+}
 # Evaluation sets whose third TSV column (the category) is kept.
 CATEGORY_SETS = ("gen", "gen_val")
 
@@ -77,6 +81,7 @@ class Seq2SeqData:
       generalisation categories of 'gen'); each such set is also scored per
       category.
   """
+
   train: Pairs
   evals: Dict[str, Pairs]
   description: str = "user data"
@@ -88,22 +93,30 @@ class Seq2SeqData:
     categories that do not match their set."""
     unknown = sorted(set(self.evals) - set(EVAL_SETS))
     if unknown:
-      raise ValueError(f"unknown evaluation set(s) {unknown}; valid names are "
-                       f"{list(EVAL_SETS)}.")
+      raise ValueError(
+          f"unknown evaluation set(s) {unknown}; valid names are "
+          f"{list(EVAL_SETS)}."
+      )
     if not self.train:
       raise ValueError(f"{self.description}: the training set is empty.")
     if not any(self.evals.values()):
       raise ValueError(f"{self.description}: no evaluation set found.")
     for name, cats in self.categories.items():
       if name not in self.evals:
-        raise ValueError(f"{self.description}: categories given for "
-                         f"{name!r}, which is not an evaluation set.")
+        raise ValueError(
+            f"{self.description}: categories given for "
+            f"{name!r}, which is not an evaluation set."
+        )
       if len(cats) != len(self.evals[name]):
-        raise ValueError(f"{self.description}: {len(cats)} categories for "
-                         f"the {len(self.evals[name])} pairs of {name!r}.")
+        raise ValueError(
+            f"{self.description}: {len(cats)} categories for "
+            f"the {len(self.evals[name])} pairs of {name!r}."
+        )
       if not all(isinstance(x, str) and x for x in cats):
-        raise ValueError(f"{self.description}: the categories of {name!r} "
-                         f"must be non-empty strings.")
+        raise ValueError(
+            f"{self.description}: the categories of {name!r} "
+            "must be non-empty strings."
+        )
 
 
 def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
@@ -114,14 +127,19 @@ def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
   notes = []
   categories = {}
   if c.dataset == "for2lam":
-    sets = for2lam_lib.generate_sets(split, c.num_train, c.num_test, seed=0,
-                                     target_order=target_order)
+    sets = for2lam_lib.generate_sets(
+        split, c.num_train, c.num_test, seed=0, target_order=target_order
+    )
     lo, hi = for2lam_lib.LENGTHS[split]
     data = Seq2SeqData(
-        sets["train"], {"iid": sets["test"]},
+        sets["train"],
+        {"iid": sets["test"]},
         f"For2Lam {split} ({lo}-{hi} FOR nodes), target {target_order}",
-        [f"generated: {c.num_train} train / {c.num_test} test distinct "
-         f"programs, seed 0 (relational_jax.data.for2lam)."])
+        [
+            f"generated: {c.num_train} train / {c.num_test} test distinct "
+            "programs, seed 0 (relational_jax.data.for2lam)."
+        ],
+    )
     data.check()
     return data
   if c.dataset == "scan":
@@ -131,25 +149,32 @@ def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
       path = os.path.join(scan_dir, "tasks.txt")
       if not os.path.isfile(path):
         raise FileNotFoundError(
-            f"scan_official_order=True needs the official SCAN tasks.txt at "
+            "scan_official_order=True needs the official SCAN tasks.txt at "
             f"{path} (set data_dir, or scan_official_order=False for the "
-            f"sorted order: same sizes, different IID hold-out).")
+            "sorted order: same sizes, different IID hold-out)."
+        )
       order = scan_lib.read_scan_file(path)
       notes.append("IID hold-out drawn from the tasks.txt line order.")
     elif split in ("simple", "length"):
       data_dir = scan_dir
       files = scan_lib.official_files(split, scan_dir)
       if files is not None:
-        notes.append(f"SCAN {split}: the official files "
-                     f"{files['train']} and {files['test']}.")
+        notes.append(
+            f"SCAN {split}: the official files "
+            f"{files['train']} and {files['test']}."
+        )
       else:
         names = " / ".join(scan_lib.OFFICIAL_FILES[split].values())
         notes.append(
             f"SCAN {split}: generated from the grammar ({names} not found in "
             f"{scan_dir})"
-            + ("; a seeded 80/20 draw whose membership differs from the "
-               "official split." if split == "simple" else
-               "; equal, as sets, to the official split."))
+            + (
+                "; a seeded 80/20 draw whose membership differs from the "
+                "official split."
+                if split == "simple"
+                else "; equal, as sets, to the official split."
+            )
+        )
     parts = scan_lib.split(split, c.cutoff, order=order, data_dir=data_dir)
     if split == "length_cutoff":
       evals = {"iid": parts["iid"], "gen": parts["test"]}
@@ -162,11 +187,13 @@ def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
       description = f"SCAN {split}"
     train = parts["train"]
   else:
-    directory = (os.path.join(c.data_dir, "cogs") if c.dataset == "cogs"
-                 else c.data_path)
+    directory = (
+        os.path.join(c.data_dir, "cogs") if c.dataset == "cogs" else c.data_path
+    )
     if not os.path.isfile(os.path.join(directory, "train.tsv")):
       raise FileNotFoundError(
-          f"{c.dataset}: training file {directory}/train.tsv not found.")
+          f"{c.dataset}: training file {directory}/train.tsv not found."
+      )
     train, evals = None, {}
     for name, role in config_lib.TSV_FILES.items():
       path = os.path.join(directory, name)
@@ -181,8 +208,10 @@ def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
         if role in CATEGORY_SETS and rows[0].type is not None:
           categories[role] = [r.type for r in rows]
     if "gen" not in evals:
-      notes.append(f"no generalisation set ({directory}/gen.tsv is absent): "
-                   "only IID accuracies are reported.")
+      notes.append(
+          f"no generalisation set ({directory}/gen.tsv is absent): "
+          "only IID accuracies are reported."
+      )
     description = f"{c.dataset} {directory}"
   evals = {k: v for k, v in evals.items() if v}
   data = Seq2SeqData(train, evals, description, notes, categories)
@@ -217,9 +246,10 @@ def target_arities(tgt_vocab: Vocab, side: str = "target") -> np.ndarray:
     except ValueError as e:
       raise ValueError(
           f"positions='tree' needs {side}s that are trees linearised with "
-          f"annotated tokens 'symbol/arity' (tree.annotate, tree.linearize); "
+          "annotated tokens 'symbol/arity' (tree.annotate, tree.linearize); "
           f"{side} token {token!r} is not annotated. Use positions "
-          f"'absolute' or 'relative' for plain sequences.") from e
+          "'absolute' or 'relative' for plain sequences."
+      ) from e
   return arities
 
 
@@ -230,6 +260,7 @@ class EncodedSet:
   decoding starts from). With `tree_args` (positions='tree'), the tree
   positions of a batch are computed when asked for (`tree_extras`): stored
   for every example they would take N x T x 2k floats."""
+
   src: np.ndarray
   tgt_in: np.ndarray
   tgt_out: np.ndarray
@@ -254,16 +285,21 @@ class EncodedSet:
     tgt_BxTxP = np.zeros(self.tgt_out[indices].shape + (2 * k,), np.float32)
     for row, i in enumerate(np.asarray(indices).reshape(-1)):
       tokens = self.tgt_out[i]
-      num = int(np.argmax(tokens == EOS_ID)) if EOS_ID in tokens else len(
-          tokens)
+      num = (
+          int(np.argmax(tokens == EOS_ID)) if EOS_ID in tokens else len(tokens)
+      )
       nodes_NxP = tree_lib.node_positions(
-          a["arities"][tokens[:num]], a["order"], k, what=f"target row {i}",
-          strict=strict)
+          a["arities"][tokens[:num]],
+          a["order"],
+          k,
+          what=f"target row {i}",
+          strict=strict,
+      )
       if a["alignment"] == "next":
         tgt_BxTxP[row, :num] = nodes_NxP
       else:  # 'output': start token zero, input t at node t - 1.
         width = min(num, tgt_BxTxP.shape[1] - 1)
-        tgt_BxTxP[row, 1:1 + width] = nodes_NxP[:width]
+        tgt_BxTxP[row, 1 : 1 + width] = nodes_NxP[:width]
     out["tgt_tree_pos"] = tgt_BxTxP
     if a.get("src_arities") is not None:
       src_BxSxP = np.zeros(self.src[indices].shape + (2 * k,), np.float32)
@@ -271,8 +307,12 @@ class EncodedSet:
         tokens = self.src[i]
         num = int(np.sum(tokens != PAD_ID))
         src_BxSxP[row, :num] = tree_lib.node_positions(
-            a["src_arities"][tokens[:num]], "dfs", k,
-            what=f"source row {i}", strict=strict)
+            a["src_arities"][tokens[:num]],
+            "dfs",
+            k,
+            what=f"source row {i}",
+            strict=strict,
+        )
       out["src_tree_pos"] = src_BxSxP
     return out
 
@@ -282,10 +322,16 @@ def num_source_markers(source_markers: str) -> int:
   return {"none": 0, "eos": 1, "bos_eos": 2}[source_markers]
 
 
-def encode_set(pairs: Pairs, src_vocab: Vocab, tgt_vocab: Vocab, src_len: int,
-               tgt_len: int, tree_args: Optional[Dict] = None,
-               source_markers: str = "none",
-               target_start: str = "bos") -> EncodedSet:
+def encode_set(
+    pairs: Pairs,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    src_len: int,
+    tgt_len: int,
+    tree_args: Optional[Dict] = None,
+    source_markers: str = "none",
+    target_start: str = "bos",
+) -> EncodedSet:
   """Encodes pairs to src (len src_len) and tgt_in/tgt_out (len tgt_len).
 
   source_markers: 'none' encodes the bare source; 'eos' appends EOS;
@@ -299,23 +345,33 @@ def encode_set(pairs: Pairs, src_vocab: Vocab, tgt_vocab: Vocab, src_len: int,
   'k', 'alignment' (tree.ALIGNMENTS; default 'output'), optional
   'src_arities': per source token (tree_encoder)}; see
   `EncodedSet.tree_extras`."""
-  shapes.check_choice(source_markers, config_lib.SOURCE_MARKERS,
-                      "source_markers")
+  shapes.check_choice(
+      source_markers, config_lib.SOURCE_MARKERS, "source_markers"
+  )
   shapes.check_choice(target_start, config_lib.TARGET_STARTS, "target_start")
-  if source_markers != "none" and (tree_args or {}).get("src_arities") \
-      is not None:
-    raise ValueError(f"source_markers={source_markers!r} has no tree "
-                     f"position: a tree encoder needs source_markers='none'.")
-  src, _ = src_vocab.encode_batch([s for s, _ in pairs], length=src_len,
-                                  add_bos=source_markers == "bos_eos",
-                                  add_eos=source_markers != "none")
-  full, _ = tgt_vocab.encode_batch([t for _, t in pairs], add_bos=True,
-                                   add_eos=True, length=tgt_len + 1)
+  if (
+      source_markers != "none"
+      and (tree_args or {}).get("src_arities") is not None
+  ):
+    raise ValueError(
+        f"source_markers={source_markers!r} has no tree "
+        "position: a tree encoder needs source_markers='none'."
+    )
+  src, _ = src_vocab.encode_batch(
+      [s for s, _ in pairs],
+      length=src_len,
+      add_bos=source_markers == "bos_eos",
+      add_eos=source_markers != "none",
+  )
+  full, _ = tgt_vocab.encode_batch(
+      [t for _, t in pairs], add_bos=True, add_eos=True, length=tgt_len + 1
+  )
   if tree_args is not None:
     tree_args = dict(tree_args)
     tree_args.setdefault("alignment", "output")
-    shapes.check_choice(tree_args["alignment"], tree_lib.ALIGNMENTS,
-                                 "tree alignment")
+    shapes.check_choice(
+        tree_args["alignment"], tree_lib.ALIGNMENTS, "tree alignment"
+    )
   start_id = BOS_ID if target_start == "bos" else EOS_ID
   tgt_in = full[:, :-1].copy()
   tgt_in[:, 0] = start_id
@@ -332,35 +388,47 @@ class BatchStream:
 
   def __init__(self, num_examples: int, batch_size: int, seed: int):
     if batch_size > num_examples:
-      raise ValueError(f"batch size {batch_size} is larger than the training "
-                       f"set ({num_examples} examples).")
-    self.num_examples, self.batch_size, self.seed = (num_examples, batch_size,
-                                                     seed)
+      raise ValueError(
+          f"batch size {batch_size} is larger than the training "
+          f"set ({num_examples} examples)."
+      )
+    self.num_examples, self.batch_size, self.seed = (
+        num_examples,
+        batch_size,
+        seed,
+    )
     self.epoch, self.index = 0, 0
     self._perm_epoch, self._perm = None, None
 
   def _permutation(self):
     if self._perm_epoch != self.epoch:
-      self._perm = np.random.default_rng(
-          [self.seed, self.epoch]).permutation(self.num_examples)
+      self._perm = np.random.default_rng([self.seed, self.epoch]).permutation(
+          self.num_examples
+      )
       self._perm_epoch = self.epoch
     return self._perm
 
   def next_indices(self) -> np.ndarray:
     if self.index + self.batch_size > self.num_examples:
       self.epoch, self.index = self.epoch + 1, 0
-    idx = self._permutation()[self.index:self.index + self.batch_size]
+    idx = self._permutation()[self.index : self.index + self.batch_size]
     self.index += self.batch_size
     return idx
 
   def get_state(self) -> Dict[str, int]:
-    return {"seed": self.seed, "epoch": self.epoch, "index": self.index,
-            "num_examples": self.num_examples,
-            "batch_size": self.batch_size}
+    return {
+        "seed": self.seed,
+        "epoch": self.epoch,
+        "index": self.index,
+        "num_examples": self.num_examples,
+        "batch_size": self.batch_size,
+    }
 
   def set_state(self, state: Dict[str, int]) -> None:
     for key in ("seed", "num_examples", "batch_size"):
       if state[key] != getattr(self, key):
-        raise ValueError(f"cannot resume the batch stream: saved {key}="
-                         f"{state[key]}, now {getattr(self, key)}.")
+        raise ValueError(
+            f"cannot resume the batch stream: saved {key}="
+            f"{state[key]}, now {getattr(self, key)}."
+        )
     self.epoch, self.index = int(state["epoch"]), int(state["index"])

@@ -37,9 +37,15 @@ from relational_jax.training import mesh as mesh_lib
 from relational_jax.training.seq2seq.data import EncodedSet
 
 
-def exact_match_rows(model, params, eval_set: EncodedSet, decode_len: int,
-                     batch_size: int, mesh,
-                     arities: Optional[np.ndarray] = None) -> np.ndarray:
+def exact_match_rows(
+    model,
+    params,
+    eval_set: EncodedSet,
+    decode_len: int,
+    batch_size: int,
+    mesh,
+    arities: Optional[np.ndarray] = None,
+) -> np.ndarray:
   """Per-row exact match (bool, N) of greedy decoding on `eval_set`, in
   batches of `batch_size` (the last one padded with repeats of its first
   row). A target row holding UNK is never a match (module docstring)."""
@@ -52,32 +58,58 @@ def exact_match_rows(model, params, eval_set: EncodedSet, decode_len: int,
     idx = np.concatenate([idx, np.full(batch_size - real, idx[0])])
     src = mesh_lib.shard_batch(s.src[idx], mesh)
     tree = s.tree_extras(idx, strict=False)  # Sources may hold UNK.
-    src_tree = ({} if "src_tree_pos" not in tree else {
-        "src_tree_pos_BxSxP": mesh_lib.shard_batch(tree["src_tree_pos"],
-                                                   mesh)})
-    pred = model.greedy_decode(params, src, decode_len, s.start_id, EOS_ID,
-                               src_mask_BxS=src != PAD_ID, **extras,
-                               **src_tree)
+    src_tree = (
+        {}
+        if "src_tree_pos" not in tree
+        else {
+            "src_tree_pos_BxSxP": mesh_lib.shard_batch(
+                tree["src_tree_pos"], mesh
+            )
+        }
+    )
+    pred = model.greedy_decode(
+        params,
+        src,
+        decode_len,
+        s.start_id,
+        EOS_ID,
+        src_mask_BxS=src != PAD_ID,
+        **extras,
+        **src_tree,
+    )
     if jax.process_count() > 1:  # Gather the other processes' rows.
       pred = multihost_utils.process_allgather(pred, tiled=True)
     pred = np.asarray(pred)[:real]
     target = s.tgt_out[idx[:real]]
-    correct[start:start + real] = (np.all(pred == target, axis=1)
-                                   & ~np.any(target == UNK_ID, axis=1))
+    correct[start : start + real] = np.all(pred == target, axis=1) & ~np.any(
+        target == UNK_ID, axis=1
+    )
   return correct
 
 
-def exact_match(model, params, eval_set: EncodedSet, decode_len: int,
-                batch_size: int, mesh,
-                arities: Optional[np.ndarray] = None) -> float:
+def exact_match(
+    model,
+    params,
+    eval_set: EncodedSet,
+    decode_len: int,
+    batch_size: int,
+    mesh,
+    arities: Optional[np.ndarray] = None,
+) -> float:
   """Exact-match accuracy of greedy decoding on `eval_set` (the mean of
   `exact_match_rows`)."""
-  return float(np.mean(exact_match_rows(model, params, eval_set, decode_len,
-                                        batch_size, mesh, arities)))
+  return float(
+      np.mean(
+          exact_match_rows(
+              model, params, eval_set, decode_len, batch_size, mesh, arities
+          )
+      )
+  )
 
 
-def accuracy_by_category(correct: Sequence[bool],
-                         categories: Sequence[str]) -> Dict[str, float]:
+def accuracy_by_category(
+    correct: Sequence[bool], categories: Sequence[str]
+) -> Dict[str, float]:
   """{category: exact match of its rows}, categories sorted by name.
 
   Args:
@@ -86,11 +118,12 @@ def accuracy_by_category(correct: Sequence[bool],
   """
   correct = np.asarray(correct, bool)
   if len(categories) != len(correct):
-    raise ValueError(f"{len(categories)} categories for {len(correct)} "
-                     f"rows.")
+    raise ValueError(f"{len(categories)} categories for {len(correct)} rows.")
   cats = np.asarray(categories, dtype=object)
-  return {str(k): float(np.mean(correct[cats == k]))
-          for k in sorted(set(categories))}
+  return {
+      str(k): float(np.mean(correct[cats == k]))
+      for k in sorted(set(categories))
+  }
 
 
 def selection_set(select_on: str, eval_sets: Iterable[str]) -> Optional[str]:
@@ -101,8 +134,10 @@ def selection_set(select_on: str, eval_sets: Iterable[str]) -> Optional[str]:
   if select_on == "last":
     return None
   if select_on not in eval_sets:
-    raise ValueError(f"select_on={select_on!r} but this data has no "
-                     f"{select_on!r} set; available sets: {eval_sets}.")
+    raise ValueError(
+        f"select_on={select_on!r} but this data has no "
+        f"{select_on!r} set; available sets: {eval_sets}."
+    )
   return select_on
 
 

@@ -58,40 +58,59 @@ ModelArg = Union[nn.Module, Callable[..., nn.Module]]
 # tgt_in, tgt_out, weights[, tgt_tree_pos]).
 BatchHook = Callable[[int, Dict[str, np.ndarray]], Dict[str, np.ndarray]]
 
-_MODEL_CLASSES = {"transformer": seq2seq_models.Seq2SeqTransformer,
-                  "edge_transformer": et_seq2seq.EdgeTransformerSeq2Seq}
+_MODEL_CLASSES = {
+    "transformer": seq2seq_models.Seq2SeqTransformer,
+    "edge_transformer": et_seq2seq.EdgeTransformerSeq2Seq,
+}
 
 
-def build_model(config: ConfigDict, src_vocab_size: int, tgt_vocab_size: int,
-                max_src_len: int, max_tgt_len: int, model: ModelArg = None):
+def build_model(
+    config: ConfigDict,
+    src_vocab_size: int,
+    tgt_vocab_size: int,
+    max_src_len: int,
+    max_tgt_len: int,
+    model: ModelArg = None,
+):
   """(model config or None, unbound module).
 
   Built-in (`model=None`): `config.model` selects the section
   ('transformer': `Seq2SeqTransformer`; 'edge_transformer': the ET
   encoder-decoder), instantiated with the data-derived sizes. A module is
   used as given; a factory is called with the sizes as keywords."""
-  sizes = dict(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size,
-               max_src_len=max_src_len, max_tgt_len=max_tgt_len,
-               pad_id=PAD_ID)
+  sizes = dict(
+      src_vocab_size=src_vocab_size,
+      tgt_vocab_size=tgt_vocab_size,
+      max_src_len=max_src_len,
+      max_tgt_len=max_tgt_len,
+      pad_id=PAD_ID,
+  )
   if model is None:
     model_config = s2s_config.model_config(config, **sizes)
     return model_config, _MODEL_CLASSES[config.model](model_config)
   if not isinstance(model, nn.Module):
     model = model(**sizes)
     if not isinstance(model, nn.Module):
-      raise TypeError(f"the model factory returned {type(model).__name__}, "
-                      f"not a flax.linen.Module.")
+      raise TypeError(
+          f"the model factory returned {type(model).__name__}, "
+          "not a flax.linen.Module."
+      )
   for method in ("greedy_decode",):
     if not callable(getattr(model, method, None)):
-      raise TypeError(f"model {type(model).__name__} has no {method}(params, "
-                      f"src_BxS, max_len, bos, eos, *, src_mask_BxS) method "
-                      f"(the evaluation's greedy decoding).")
+      raise TypeError(
+          f"model {type(model).__name__} has no {method}(params, "
+          "src_BxS, max_len, bos, eos, *, src_mask_BxS) method "
+          "(the evaluation's greedy decoding)."
+      )
   return getattr(model, "config", None), model
 
 
 def _uses_tree_positions(config: ConfigDict, user_model: bool) -> bool:
-  return (not user_model and config.model == "transformer"
-          and config.transformer.positions == "tree")
+  return (
+      not user_model
+      and config.model == "transformer"
+      and config.transformer.positions == "tree"
+  )
 
 
 class Experiment:
@@ -107,11 +126,16 @@ class Experiment:
     model, data, optimizer: see `train_and_evaluate`.
   """
 
-  def __init__(self, config: ConfigDict, mesh=None,
-               vocabs: Optional[Tuple[Vocab, Vocab]] = None, *,
-               model: ModelArg = None,
-               data: Optional[data_lib.Seq2SeqData] = None,
-               optimizer: Optional[optax.GradientTransformation] = None):
+  def __init__(
+      self,
+      config: ConfigDict,
+      mesh=None,
+      vocabs: Optional[Tuple[Vocab, Vocab]] = None,
+      *,
+      model: ModelArg = None,
+      data: Optional[data_lib.Seq2SeqData] = None,
+      optimizer: Optional[optax.GradientTransformation] = None,
+  ):
     s2s_config.validate(config, data=data is None, model=model is None)
     self.config = c = config
     t = c.train
@@ -119,11 +143,13 @@ class Experiment:
       mesh = mesh_lib.mesh_of_first(t.devices)
     self.mesh = mesh
     self.num_devices = mesh_lib.num_data_shards(mesh)
-    mesh_lib.check_divisible(t.batch_size, self.num_devices,
-                             "global batch size")
+    mesh_lib.check_divisible(
+        t.batch_size, self.num_devices, "global batch size"
+    )
     self.eval_batch = t.eval_batch_size or t.batch_size
-    mesh_lib.check_divisible(self.eval_batch, self.num_devices,
-                             "evaluation batch size")
+    mesh_lib.check_divisible(
+        self.eval_batch, self.num_devices, "evaluation batch size"
+    )
 
     if data is None:
       data = data_lib.load_data(c.data, c.transformer.tree_order)
@@ -131,18 +157,31 @@ class Experiment:
       data.check()
     self.data = data
     if vocabs is None:
-      vocabs = (Vocab.build(s for s, _ in self.data.train),
-                Vocab.build(t for _, t in self.data.train))
+      vocabs = (
+          Vocab.build(s for s, _ in self.data.train),
+          Vocab.build(t for _, t in self.data.train),
+      )
     self.src_vocab, self.tgt_vocab = vocabs
-    self.arities = (data_lib.target_arities(self.tgt_vocab)
-                    if _uses_tree_positions(c, model is not None) else None)
-    tree_args = (None if self.arities is None else
-                 {"arities": self.arities, "order": c.transformer.tree_order,
-                  "k": c.transformer.tree_depth,
-                  "alignment": c.transformer.tree_alignment,
-                  "src_arities": (data_lib.target_arities(self.src_vocab,
-                                                          "source")
-                                  if c.transformer.tree_encoder else None)})
+    self.arities = (
+        data_lib.target_arities(self.tgt_vocab)
+        if _uses_tree_positions(c, model is not None)
+        else None
+    )
+    tree_args = (
+        None
+        if self.arities is None
+        else {
+            "arities": self.arities,
+            "order": c.transformer.tree_order,
+            "k": c.transformer.tree_depth,
+            "alignment": c.transformer.tree_alignment,
+            "src_arities": (
+                data_lib.target_arities(self.src_vocab, "source")
+                if c.transformer.tree_encoder
+                else None
+            ),
+        }
+    )
 
     eval_pairs, self.eval_categories = {}, {}
     for k, v in self.data.evals.items():
@@ -153,37 +192,61 @@ class Experiment:
       if k in self.data.categories:  # The categories of the chosen rows.
         self.eval_categories[k] = [self.data.categories[k][i] for i in idx]
     markers = c.data.source_markers
-    src_len = lambda ps: (max(len(s.split()) for s, _ in ps) +
-                          data_lib.num_source_markers(markers))
+    src_len = lambda ps: (
+        max(len(s.split()) for s, _ in ps)
+        + data_lib.num_source_markers(markers)
+    )
     tgt_len = lambda ps: max(len(t.split()) for _, t in ps) + 1  # + EOS.
     self.train_set = data_lib.encode_set(
-        self.data.train, self.src_vocab, self.tgt_vocab,
-        src_len(self.data.train), tgt_len(self.data.train), tree_args,
-        markers, c.data.target_start)
+        self.data.train,
+        self.src_vocab,
+        self.tgt_vocab,
+        src_len(self.data.train),
+        tgt_len(self.data.train),
+        tree_args,
+        markers,
+        c.data.target_start,
+    )
     # One source length and one decoding length for every evaluation set:
     # a single compilation of the greedy decoder.
     eval_src_len = max(src_len(p) for p in eval_pairs.values())
     self.decode_len = max(tgt_len(p) for p in eval_pairs.values())
-    self.eval_sets = {k: data_lib.encode_set(p, self.src_vocab,
-                                             self.tgt_vocab, eval_src_len,
-                                             self.decode_len, tree_args,
-                                             markers, c.data.target_start)
-                      for k, p in eval_pairs.items()}
+    self.eval_sets = {
+        k: data_lib.encode_set(
+            p,
+            self.src_vocab,
+            self.tgt_vocab,
+            eval_src_len,
+            self.decode_len,
+            tree_args,
+            markers,
+            c.data.target_start,
+        )
+        for k, p in eval_pairs.items()
+    }
     self.user_model = model is not None
     self.model_config, self.model = build_model(
-        c, len(self.src_vocab), len(self.tgt_vocab),
+        c,
+        len(self.src_vocab),
+        len(self.tgt_vocab),
         max_src_len=max(self.train_set.src.shape[1], eval_src_len),
         max_tgt_len=max(self.train_set.tgt_in.shape[1], self.decode_len),
-        model=model)
-    self.model_description = (type(self.model).__name__ if self.user_model
-                              else s2s_config.describe_model(c))
+        model=model,
+    )
+    self.model_description = (
+        type(self.model).__name__
+        if self.user_model
+        else s2s_config.describe_model(c)
+    )
     # The built-in optimiser is keyed by its arguments, so that runs in one
     # process share the compiled step.
-    self.optimizer = (step_lib.optimizer_args(t) if optimizer is None
-                      else optimizer)
+    self.optimizer = (
+        step_lib.optimizer_args(t) if optimizer is None else optimizer
+    )
     self.tx = step_lib.as_transformation(self.optimizer)
     self.train_step = step_lib.compiled_train_step(
-        self.model, self.optimizer, self.mesh, t.dropout_prng)
+        self.model, self.optimizer, self.mesh, t.dropout_prng
+    )
 
   # -- State. ----------------------------------------------------------------
 
@@ -197,23 +260,30 @@ class Experiment:
 
   def abstract_state(self):
     """ShapeDtypeStructs (replicated shardings) of the train state."""
-    shapes = jax.eval_shape(step_lib.init_fn(self.model, self.tx),
-                            jax.random.PRNGKey(self.config.train.seed),
-                            self._example())
+    shapes = jax.eval_shape(
+        step_lib.init_fn(self.model, self.tx),
+        jax.random.PRNGKey(self.config.train.seed),
+        self._example(),
+    )
     return ckpt_lib.abstract_like(shapes, mesh_lib.replicated(self.mesh))
 
   def batch_stream(self) -> data_lib.BatchStream:
-    return data_lib.BatchStream(len(self.train_set),
-                                self.config.train.batch_size,
-                                self.config.train.seed)
+    return data_lib.BatchStream(
+        len(self.train_set),
+        self.config.train.batch_size,
+        self.config.train.seed,
+    )
 
   def batch(self, indices) -> Dict[str, np.ndarray]:
     """Host batch of training examples `indices`."""
     s = self.train_set
     tgt_out = s.tgt_out[indices]
-    out = {"src": s.src[indices], "tgt_in": s.tgt_in[indices],
-           "tgt_out": tgt_out,
-           "weights": (tgt_out != PAD_ID).astype(np.float32)}
+    out = {
+        "src": s.src[indices],
+        "tgt_in": s.tgt_in[indices],
+        "tgt_out": tgt_out,
+        "weights": (tgt_out != PAD_ID).astype(np.float32),
+    }
     out.update(s.tree_extras(indices))  # Tree positions, if any.
     return out
 
@@ -221,8 +291,9 @@ class Experiment:
     """The global batch of training examples `indices` (the same on every
     process) on the mesh; this process builds only its rows."""
     rows = mesh_lib.process_rows(len(indices), self.mesh)
-    return mesh_lib.shard_process_batch(self.batch(indices[rows]), self.mesh,
-                                        len(indices))
+    return mesh_lib.shard_process_batch(
+        self.batch(indices[rows]), self.mesh, len(indices)
+    )
 
   # -- Evaluation. -----------------------------------------------------------
 
@@ -230,15 +301,22 @@ class Experiment:
     """Per-row exact match (bool) of greedy decoding on evaluation set
     `name`."""
     return evaluation.exact_match_rows(
-        self.model, params, self.eval_sets[name], self.decode_len,
-        self.eval_batch, self.mesh, self.arities)
+        self.model,
+        params,
+        self.eval_sets[name],
+        self.decode_len,
+        self.eval_batch,
+        self.mesh,
+        self.arities,
+    )
 
   def exact_match(self, params, name: str) -> float:
     """Exact-match accuracy of greedy decoding on evaluation set `name`."""
     return float(np.mean(self.exact_match_rows(params, name)))
 
   def evaluate_with_categories(
-      self, params) -> Tuple[Dict[str, float], Dict[str, Dict[str, float]]]:
+      self, params
+  ) -> Tuple[Dict[str, float], Dict[str, Dict[str, float]]]:
     """(accuracies, by_category): exact match of every evaluation set, and
     {'<set>_by_category': {category: exact match}} for every set with
     categories (e.g. 'gen_by_category' for COGS)."""
@@ -248,7 +326,8 @@ class Experiment:
       accuracies[name] = float(np.mean(rows))
       if name in self.eval_categories:
         by_category[f"{name}_by_category"] = evaluation.accuracy_by_category(
-            rows, self.eval_categories[name])
+            rows, self.eval_categories[name]
+        )
     return accuracies, by_category
 
   def evaluate(self, params) -> Dict[str, float]:
@@ -256,8 +335,7 @@ class Experiment:
 
   def selection_set(self) -> Optional[str]:
     """Evaluation set used for model selection (None: the last step)."""
-    return evaluation.selection_set(self.config.train.select_on,
-                                    self.eval_sets)
+    return evaluation.selection_set(self.config.train.select_on, self.eval_sets)
 
 
 # ---------------------------------------------------------------------------
@@ -265,15 +343,18 @@ class Experiment:
 
 
 def _save_or_check_vocabs(experiment: Experiment, workdir: str) -> None:
-  for name, vocab in (("src", experiment.src_vocab),
-                      ("tgt", experiment.tgt_vocab)):
+  for name, vocab in (
+      ("src", experiment.src_vocab),
+      ("tgt", experiment.tgt_vocab),
+  ):
     path = os.path.join(workdir, f"vocab_{name}.json")
     if os.path.exists(path):
       if Vocab.load(path) != vocab:
         raise ValueError(
             f"the {name} vocabulary built from the training data differs from "
             f"the one saved with this run ({path}): the data changed; use a "
-            f"new checkpoint_path.")
+            "new checkpoint_path."
+        )
     elif distributed.is_primary():
       vocab.save(path)
 
@@ -283,9 +364,12 @@ def _check_resumable(config: ConfigDict, saved: Dict) -> None:
   if changed:
     raise ValueError(
         "cannot resume: the configuration changed ("
-        + "; ".join(f"{path}: saved {a!r}, now {b!r}"
-                    for path, (a, b) in changed.items())
-        + "). Use a new checkpoint_path.")
+        + "; ".join(
+            f"{path}: saved {a!r}, now {b!r}"
+            for path, (a, b) in changed.items()
+        )
+        + "). Use a new checkpoint_path."
+    )
 
 
 def plot_accuracies(results: Dict, path: str) -> None:
@@ -298,16 +382,24 @@ def plot_accuracies(results: Dict, path: str) -> None:
       steps, accuracies = zip(*points)
       series.append((data_lib.EVAL_LABELS[name], steps, accuracies))
   reporting.plot_curves(
-      series, path, xlabel="training step", ylabel="exact-match accuracy",
-      title=f"{results['data']['description']}: {results['model']}")
+      series,
+      path,
+      xlabel="training step",
+      ylabel="exact-match accuracy",
+      title=f"{results['data']['description']}: {results['model']}",
+  )
 
 
-def train_and_evaluate(config: ConfigDict, workdir: str, *,
-                       model: ModelArg = None,
-                       data: Optional[data_lib.Seq2SeqData] = None,
-                       optimizer: Optional[optax.GradientTransformation] = None,
-                       log: Callable[[str], None] = print,
-                       batch_hook: Optional[BatchHook] = None) -> Dict:
+def train_and_evaluate(
+    config: ConfigDict,
+    workdir: str,
+    *,
+    model: ModelArg = None,
+    data: Optional[data_lib.Seq2SeqData] = None,
+    optimizer: Optional[optax.GradientTransformation] = None,
+    log: Callable[[str], None] = print,
+    batch_hook: Optional[BatchHook] = None,
+) -> Dict:
   """Trains (or resumes) a run in `workdir`; returns and writes the results.
 
   Args:
@@ -378,38 +470,55 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
     raise
   if restored is None:
     state = experiment.init_state()
-    meta = {"step": 0, "stream": stream.get_state(), "losses": [],
-            "token_accuracies": [], "history": [], "best": None,
-            "wall_time_s": 0.0, "config": config_record}
+    meta = {
+        "step": 0,
+        "stream": stream.get_state(),
+        "losses": [],
+        "token_accuracies": [],
+        "history": [],
+        "best": None,
+        "wall_time_s": 0.0,
+        "config": config_record,
+    }
   else:
     state, meta = restored
     _check_resumable(c, meta["config"])
     stream.set_state(meta["stream"])
     meta["config"] = config_record
     for skipped in ckpts.skipped:
-      log(f"checkpoint {skipped['path']} could not be restored "
-          f"({skipped['error']}); moved to {skipped['moved_to']}")
+      log(
+          f"checkpoint {skipped['path']} could not be restored "
+          f"({skipped['error']}); moved to {skipped['moved_to']}"
+      )
     log(f"resumed at step {meta['step']} from {ckpts.directory}/latest")
   if distributed.is_primary():
     reporting.write_json(config_path, config_record)
   step = int(meta["step"])
   if int(state["step"]) != step:
-    raise ValueError(f"checkpoint inconsistent: state step "
-                     f"{int(state['step'])} != recorded step {step}.")
+    raise ValueError(
+        "checkpoint inconsistent: state step "
+        f"{int(state['step'])} != recorded step {step}."
+    )
   num_params = step_lib.count_params(state["params"])
-  log(f"{experiment.data.description}: {len(experiment.train_set)} train, "
+  log(
+      f"{experiment.data.description}: {len(experiment.train_set)} train, "
       + ", ".join(f"{len(v)} {k}" for k, v in experiment.eval_sets.items())
       + f"; {experiment.model_description}, {num_params} parameters; "
       f"{experiment.num_devices} device(s); model selection on "
-      f"{select or 'the last step'}")
+      f"{select or 'the last step'}"
+  )
 
   checkpoint_every = t.checkpoint_every or t.eval_every
   last_saved = ckpts.latest_step()
   t0 = time.time() - meta["wall_time_s"]
   stop = t.stop_at_step if 0 < t.stop_at_step < t.steps else t.steps
-  bar = tqdm.tqdm(total=t.steps, initial=step, disable=not t.progress,
-                  desc=f"{c.data.dataset}/{experiment.model_description}",
-                  dynamic_ncols=True)
+  bar = tqdm.tqdm(
+      total=t.steps,
+      initial=step,
+      disable=not t.progress,
+      desc=f"{c.data.dataset}/{experiment.model_description}",
+      dynamic_ncols=True,
+  )
   try:
     while step < stop:
       indices = stream.next_indices()  # The global batch, on every process.
@@ -418,18 +527,23 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
       if batch_hook is not None:
         batch = batch_hook(step + 1, batch)
       state, metrics = experiment.train_step(
-          state, mesh_lib.shard_process_batch(batch, experiment.mesh,
-                                              len(indices)))
+          state,
+          mesh_lib.shard_process_batch(batch, experiment.mesh, len(indices)),
+      )
       metrics = jax.device_get(metrics)
       loss, grad_norm = float(metrics["loss"]), float(metrics["grad_norm"])
       if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-        kept = (f"the last good checkpoint (step {last_saved}) is kept in "
-                f"{ckpts.directory}/latest" if last_saved is not None
-                else "no checkpoint had been saved yet")
+        kept = (
+            f"the last good checkpoint (step {last_saved}) is kept in "
+            f"{ckpts.directory}/latest"
+            if last_saved is not None
+            else "no checkpoint had been saved yet"
+        )
         raise NonFiniteLossError(
             f"non-finite loss {loss} (gradient norm {grad_norm}) at step "
             f"{step + 1}; training stopped and nothing was saved for this "
-            f"step: {kept}.")
+            f"step: {kept}."
+        )
       step += 1
       meta["losses"].append(loss)
       meta["token_accuracies"].append(float(metrics["token_accuracy"]))
@@ -438,24 +552,34 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
       is_best = False
       if is_eval:
         accuracies, by_category = experiment.evaluate_with_categories(
-            state["params"])
+            state["params"]
+        )
         since = meta["history"][-1]["step"] if meta["history"] else 0
-        entry = {"step": step,
-                 "loss": float(np.mean(meta["losses"][since:])),
-                 "token_accuracy": float(
-                     np.mean(meta["token_accuracies"][since:])),
-                 **accuracies, **by_category}
+        entry = {
+            "step": step,
+            "loss": float(np.mean(meta["losses"][since:])),
+            "token_accuracy": float(np.mean(meta["token_accuracies"][since:])),
+            **accuracies,
+            **by_category,
+        }
         meta["history"].append(entry)
         score = accuracies[select] if select else None
         is_best = evaluation.score_is_better(score, meta["best"])
         if is_best:
-          meta["best"] = {"step": step, "score": score,
-                          "accuracies": accuracies, **by_category}
-        bar.set_postfix(loss=f"{entry['loss']:.3f}",
-                        **{k: f"{v:.3f}" for k, v in accuracies.items()})
+          meta["best"] = {
+              "step": step,
+              "score": score,
+              "accuracies": accuracies,
+              **by_category,
+          }
+        bar.set_postfix(
+            loss=f"{entry['loss']:.3f}",
+            **{k: f"{v:.3f}" for k, v in accuracies.items()},
+        )
       if is_eval or step % checkpoint_every == 0 or step == stop:
-        meta.update(step=step, stream=stream.get_state(),
-                    wall_time_s=time.time() - t0)
+        meta.update(
+            step=step, stream=stream.get_state(), wall_time_s=time.time() - t0
+        )
         ckpts.save(step, state, meta, best=is_best)
         last_saved = step
   finally:
@@ -467,28 +591,37 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
   results = {
       "config": config_record,
       "model": experiment.model_description,
-      "data": {"description": experiment.data.description,
-               "train_size": len(experiment.train_set),
-               "eval_sizes": {k: len(v)
-                              for k, v in experiment.eval_sets.items()},
-               "full_eval_sizes": {k: len(v) for k, v in
-                                   experiment.data.evals.items() if v},
-               "category_sizes": {
-                   k: {cat: cats.count(cat) for cat in sorted(set(cats))}
-                   for k, cats in experiment.eval_categories.items()},
-               "notes": experiment.data.notes},
+      "data": {
+          "description": experiment.data.description,
+          "train_size": len(experiment.train_set),
+          "eval_sizes": {k: len(v) for k, v in experiment.eval_sets.items()},
+          "full_eval_sizes": {
+              k: len(v) for k, v in experiment.data.evals.items() if v
+          },
+          "category_sizes": {
+              k: {cat: cats.count(cat) for cat in sorted(set(cats))}
+              for k, cats in experiment.eval_categories.items()
+          },
+          "notes": experiment.data.notes,
+      },
       "model_selection": select or "last",
       "num_params": num_params,
       "num_devices": experiment.num_devices,
       "complete": complete,
       "steps": step,
-      "final": ({"step": history[-1]["step"],
-                 "accuracies": {k: history[-1][k]
-                                for k in experiment.eval_sets},
-                 **{f"{k}_by_category": history[-1][f"{k}_by_category"]
-                    for k in experiment.eval_categories
-                    if f"{k}_by_category" in history[-1]}}
-                if history else None),
+      "final": (
+          {
+              "step": history[-1]["step"],
+              "accuracies": {k: history[-1][k] for k in experiment.eval_sets},
+              **{
+                  f"{k}_by_category": history[-1][f"{k}_by_category"]
+                  for k in experiment.eval_categories
+                  if f"{k}_by_category" in history[-1]
+              },
+          }
+          if history
+          else None
+      ),
       "best": meta["best"],
       "history": history,
       "losses": meta["losses"],
@@ -496,29 +629,39 @@ def train_and_evaluate(config: ConfigDict, workdir: str, *,
       "wall_time_s": time.time() - t0,
   }
   if not complete:
-    log(f"stopped at step {step} of {t.steps} (stop_at_step); rerun on "
-        f"{workdir} to resume.")
+    log(
+        f"stopped at step {step} of {t.steps} (stop_at_step); rerun on "
+        f"{workdir} to resume."
+    )
   results_path = s2s_config.results_path(c, workdir)
   if not distributed.is_primary():
     return results
   reporting.write_json(results_path, results)
   if history:
-    plot_accuracies(results, os.path.splitext(results_path)[0]
-                    + "_accuracy.png")
+    plot_accuracies(
+        results, os.path.splitext(results_path)[0] + "_accuracy.png"
+    )
   return results
 
 
-def restore_checkpoint(config: ConfigDict, workdir: str,
-                       which: str = "latest", *, model: ModelArg = None,
-                       data: Optional[data_lib.Seq2SeqData] = None,
-                       optimizer: Optional[optax.GradientTransformation] = None
-                       ) -> Optional[Tuple[Any, Dict]]:
+def restore_checkpoint(
+    config: ConfigDict,
+    workdir: str,
+    which: str = "latest",
+    *,
+    model: ModelArg = None,
+    data: Optional[data_lib.Seq2SeqData] = None,
+    optimizer: Optional[optax.GradientTransformation] = None,
+) -> Optional[Tuple[Any, Dict]]:
   """(state, meta) of a run's newest `which` checkpoint ('latest' or
   'best'), restored with the run's saved vocabularies; None if none. Pass
   the `model`, `data` and `optimizer` the run was trained with."""
-  vocabs = tuple(Vocab.load(os.path.join(workdir, f"vocab_{n}.json"))
-                 for n in ("src", "tgt"))
-  experiment = Experiment(config, vocabs=vocabs, model=model, data=data,
-                          optimizer=optimizer)
+  vocabs = tuple(
+      Vocab.load(os.path.join(workdir, f"vocab_{n}.json"))
+      for n in ("src", "tgt")
+  )
+  experiment = Experiment(
+      config, vocabs=vocabs, model=model, data=data, optimizer=optimizer
+  )
   with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
     return ckpts.restore(experiment.abstract_state(), which)

@@ -49,16 +49,19 @@ def make_schedule(lr: float, schedule: str, warmup_steps: int, steps: int):
   if schedule == "cosine":
     if w == 0:
       return optax.cosine_decay_schedule(lr, max(steps, 1))
-    return optax.warmup_cosine_decay_schedule(0.0, lr, w, max(steps, w + 1),
-                                              0.0)
+    return optax.warmup_cosine_decay_schedule(
+        0.0, lr, w, max(steps, w + 1), 0.0
+    )
   if w < 1:
     raise ValueError(f"schedule='noam' needs warmup_steps >= 1, got {w}.")
-  return lambda count: lr * jnp.minimum((count + 1.0) / w,
-                                        jnp.sqrt(w / (count + 1.0)))
+  return lambda count: lr * jnp.minimum(
+      (count + 1.0) / w, jnp.sqrt(w / (count + 1.0))
+  )
 
 
-def make_optimizer(lr: float, schedule: str, warmup_steps: int, steps: int,
-                   clip: float) -> optax.GradientTransformation:
+def make_optimizer(
+    lr: float, schedule: str, warmup_steps: int, steps: int, clip: float
+) -> optax.GradientTransformation:
   """Global-norm clipping (if clip > 0) then Adam with the schedule."""
   adam = optax.adam(make_schedule(lr, schedule, warmup_steps, steps))
   if clip > 0:
@@ -92,11 +95,17 @@ def loss_and_metrics(model, params, batch, dropout_rng, deterministic=False):
   """Token cross-entropy averaged over the non-PAD targets of the batch
   (`batch['weights']`), and token accuracy."""
   logits_BxTxV = model.apply(
-      {"params": params}, batch["src"], batch["src"] != PAD_ID,
-      batch["tgt_in"], **_model_extras(batch),
-      deterministic=deterministic, rngs={"dropout": dropout_rng})
+      {"params": params},
+      batch["src"],
+      batch["src"] != PAD_ID,
+      batch["tgt_in"],
+      **_model_extras(batch),
+      deterministic=deterministic,
+      rngs={"dropout": dropout_rng},
+  )
   ce_BxT = optax.softmax_cross_entropy_with_integer_labels(
-      logits_BxTxV.astype(jnp.float32), batch["tgt_out"])
+      logits_BxTxV.astype(jnp.float32), batch["tgt_out"]
+  )
   w_BxT = batch["weights"]
   total = jnp.maximum(jnp.sum(w_BxT), 1.0)  # NaN weights stay NaN.
   loss = jnp.sum(ce_BxT * w_BxT) / total
@@ -106,8 +115,9 @@ def loss_and_metrics(model, params, batch, dropout_rng, deterministic=False):
 
 
 @functools.lru_cache(maxsize=16)
-def compiled_train_step(model, optimizer: OptimizerSpec, mesh,
-                        dropout_prng: str = "threefry"):
+def compiled_train_step(
+    model, optimizer: OptimizerSpec, mesh, dropout_prng: str = "threefry"
+):
   """One jitted, sharded train step per (model, optimiser, mesh,
   dropout_prng); cached so that repeated runs in one process reuse the
   compilation. `dropout_prng` picks the dropout masks' generator
@@ -122,39 +132,61 @@ def compiled_train_step(model, optimizer: OptimizerSpec, mesh,
     rng, dropout_rng = jax.random.split(state["rng"])
     dropout_rng = prng.dropout_key(dropout_rng, dropout_prng)
     grad_fn = jax.value_and_grad(
-        lambda p: loss_and_metrics(model, p, batch, dropout_rng), has_aux=True)
+        lambda p: loss_and_metrics(model, p, batch, dropout_rng), has_aux=True
+    )
     (loss, accuracy), grads = grad_fn(state["params"])
     updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
-    new_state = {"params": optax.apply_updates(state["params"], updates),
-                 "opt_state": opt_state, "step": state["step"] + 1,
-                 "rng": rng}
-    metrics = {"loss": loss, "token_accuracy": accuracy,
-               "grad_norm": optax.tree.norm(grads)}
+    new_state = {
+        "params": optax.apply_updates(state["params"], updates),
+        "opt_state": opt_state,
+        "step": state["step"] + 1,
+        "rng": rng,
+    }
+    metrics = {
+        "loss": loss,
+        "token_accuracy": accuracy,
+        "grad_norm": optax.tree.norm(grads),
+    }
     return new_state, metrics
 
-  return jax.jit(step, in_shardings=(rep, bsh), out_shardings=(rep, rep),
-                 donate_argnums=0)
+  return jax.jit(
+      step, in_shardings=(rep, bsh), out_shardings=(rep, rep), donate_argnums=0
+  )
 
 
 def init_fn(model, tx: optax.GradientTransformation):
   """init(key, example_batch) -> train state {params, opt_state, step, rng}."""
+
   def init(key, example):
     init_key, rng = jax.random.split(key)
     params = model.init(
-        init_key, example["src"], example["src"] != PAD_ID, example["tgt_in"],
-        **_model_extras(example), deterministic=True)["params"]
-    return {"params": params, "opt_state": tx.init(params),
-            "step": jnp.zeros((), jnp.int32), "rng": rng}
+        init_key,
+        example["src"],
+        example["src"] != PAD_ID,
+        example["tgt_in"],
+        **_model_extras(example),
+        deterministic=True,
+    )["params"]
+    return {
+        "params": params,
+        "opt_state": tx.init(params),
+        "step": jnp.zeros((), jnp.int32),
+        "rng": rng,
+    }
+
   return init
 
 
 @functools.lru_cache(maxsize=16)
 def compiled_init(model, optimizer: OptimizerSpec, mesh):
   """jit of `init_fn`, its state replicated over the mesh; cached."""
-  return jax.jit(init_fn(model, as_transformation(optimizer)),
-                 out_shardings=mesh_lib.replicated(mesh))
+  return jax.jit(
+      init_fn(model, as_transformation(optimizer)),
+      out_shardings=mesh_lib.replicated(mesh),
+  )
 
 
 def count_params(params) -> int:
-  return int(sum(np.prod(np.shape(x))
-                 for x in jax.tree_util.tree_leaves(params)))
+  return int(
+      sum(np.prod(np.shape(x)) for x in jax.tree_util.tree_leaves(params))
+  )

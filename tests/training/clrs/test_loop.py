@@ -17,13 +17,22 @@ from relational_jax.training.clrs import loop as clrs_loop
 from relational_jax.training.errors import NonFiniteLossError
 
 TINY = {
-    "algorithms": ("bellman_ford",), "protocol.train_lengths": (5,),
-    "protocol.test_lengths": (5, 6), "protocol.batch_size": 4,
-    "protocol.eval_batch_size": 4, "protocol.train_steps": 2,
-    "protocol.eval_every": 1, "protocol.max_eval_samples": 4,
-    "protocol.progress": False, "model.hidden_dim": 16,
-    "rt.num_heads": 2, "rt.head_dim": 4, "rt.num_layers": 1,
-    "rt.node_ffn_dim": 4, "rt.edge_msg_dim": 4, "rt.edge_ffn_dim": 4,
+    "algorithms": ("bellman_ford",),
+    "protocol.train_lengths": (5,),
+    "protocol.test_lengths": (5, 6),
+    "protocol.batch_size": 4,
+    "protocol.eval_batch_size": 4,
+    "protocol.train_steps": 2,
+    "protocol.eval_every": 1,
+    "protocol.max_eval_samples": 4,
+    "protocol.progress": False,
+    "model.hidden_dim": 16,
+    "rt.num_heads": 2,
+    "rt.head_dim": 4,
+    "rt.num_layers": 1,
+    "rt.node_ffn_dim": 4,
+    "rt.edge_msg_dim": 4,
+    "rt.edge_ffn_dim": 4,
 }
 
 
@@ -42,19 +51,45 @@ def test_runs_end_to_end(tmp_path):
   assert os.path.exists(os.path.join(workdir, "results.json"))
   assert os.path.getsize(os.path.join(workdir, "results_validation.png")) > 1000
   ckpts = os.path.join(workdir, "bellman_ford_seed42", "checkpoints")
-  assert os.listdir(os.path.join(ckpts, "latest")) and os.listdir(os.path.join(ckpts, "best"))
+  assert os.listdir(os.path.join(ckpts, "latest")) and os.listdir(
+      os.path.join(ckpts, "best")
+  )
   assert results["config"]["rt"]["head_dim"] == 4
 
 
-@pytest.mark.parametrize("overrides, message", [
-    (dict(algorithms=("bubble_sortt",)), r"Unknown CLRS algorithm 'bubble_sortt'; valid algorithms are \["),
-    (dict(processor_type="gnn"), r"Unknown processor_type 'gnn'; valid kinds are \["),
-    (dict(processor__graph_vec="mean"), r"Unknown graph_vec 'mean'; valid choices are \['cat', 'core'\]"),
-    (dict(hint_mode="all"), r"Unknown hint_mode 'all'"),
-    (dict(protocol__test_lengths=(2,)), r"test_lengths must all be >= 4 nodes, got 2"),
-    (dict(model__ptr_from_edges=True, model__carry_state=False), r"ptr_from_edges=True needs carry_state=True"),
-    (dict(processor_type="mpnn"), r"config.rt fields \[.*'head_dim'.*\] apply to the RT processor kinds only"),
-])
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            dict(algorithms=("bubble_sortt",)),
+            r"Unknown CLRS algorithm 'bubble_sortt'; valid algorithms are \[",
+        ),
+        (
+            dict(processor_type="gnn"),
+            r"Unknown processor_type 'gnn'; valid kinds are \[",
+        ),
+        (
+            dict(processor__graph_vec="mean"),
+            r"Unknown graph_vec 'mean'; valid choices are \['cat', 'core'\]",
+        ),
+        (dict(hint_mode="all"), r"Unknown hint_mode 'all'"),
+        (
+            dict(protocol__test_lengths=(2,)),
+            r"test_lengths must all be >= 4 nodes, got 2",
+        ),
+        (
+            dict(model__ptr_from_edges=True, model__carry_state=False),
+            r"ptr_from_edges=True needs carry_state=True",
+        ),
+        (
+            dict(processor_type="mpnn"),
+            (
+                r"config.rt fields \[.*'head_dim'.*\] apply to the RT processor"
+                r" kinds only"
+            ),
+        ),
+    ],
+)
 def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
   with pytest.raises(ValueError, match=message):
     clrs_loop.train_and_evaluate(tiny(**overrides), str(tmp_path))
@@ -67,29 +102,45 @@ def test_unknown_config_path_is_a_clear_error():
 
 def test_heads_that_do_not_divide_the_width_are_an_error():
   from relational_jax.layers.relational import RelationalAttention  # pylint: disable=g-import-not-at-top
-  with pytest.raises(ValueError, match=r"num_heads=5 must divide the node width D 16"):
-    RelationalAttention(num_heads=5).init(jax.random.PRNGKey(0), jnp.ones((1, 3, 16)))
+
+  with pytest.raises(
+      ValueError, match=r"num_heads=5 must divide the node width D 16"
+  ):
+    RelationalAttention(num_heads=5).init(
+        jax.random.PRNGKey(0), jnp.ones((1, 3, 16))
+    )
 
 
 def test_kill_and_resume_equals_uninterrupted(tmp_path):
-  cfg = dict(protocol__test_lengths=(5,), protocol__train_steps=4,
-             protocol__eval_every=2)
+  cfg = dict(
+      protocol__test_lengths=(5,),
+      protocol__train_steps=4,
+      protocol__eval_every=2,
+  )
   whole = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "whole"))
   # "Killed" after step 2 (the last checkpoint), then started again.
-  clrs_loop.train_and_evaluate(tiny(**dict(cfg, protocol__train_steps=2)),
-                               str(tmp_path / "split"))
+  clrs_loop.train_and_evaluate(
+      tiny(**dict(cfg, protocol__train_steps=2)), str(tmp_path / "split")
+  )
   resumed = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "split"))
   a = whole["algorithms"]["bellman_ford"]["runs"][0]
   b = resumed["algorithms"]["bellman_ford"]["runs"][0]
   assert len(a["losses"]) == len(b["losses"]) == 4
   np.testing.assert_allclose(b["losses"], a["losses"], rtol=1e-6)
-  np.testing.assert_allclose(b["final_params_fingerprint"],
-                             a["final_params_fingerprint"], rtol=1e-6, atol=1e-7)
+  np.testing.assert_allclose(
+      b["final_params_fingerprint"],
+      a["final_params_fingerprint"],
+      rtol=1e-6,
+      atol=1e-7,
+  )
   assert b["test"] == a["test"]
 
 
-def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(
+    tmp_path, monkeypatch
+):
   import processors  # pylint: disable=g-import-not-at-top
+
   real_feedback = processors.CarryModel.feedback
   calls = []
 
@@ -100,10 +151,15 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch
 
   monkeypatch.setattr(processors.CarryModel, "feedback", poisoned)
   workdir = str(tmp_path / "nan")
-  cfg = tiny(protocol__test_lengths=(5,), protocol__train_steps=4,
-             protocol__eval_every=2)
-  with pytest.raises(NonFiniteLossError,
-                     match=r"non-finite loss nan at step 2.*last good checkpoint \(step 2\)"):
+  cfg = tiny(
+      protocol__test_lengths=(5,),
+      protocol__train_steps=4,
+      protocol__eval_every=2,
+  )
+  with pytest.raises(
+      NonFiniteLossError,
+      match=r"non-finite loss nan at step 2.*last good checkpoint \(step 2\)",
+  ):
     clrs_loop.train_and_evaluate(cfg, workdir)
   monkeypatch.setattr(processors.CarryModel, "feedback", real_feedback)
   run_dir = os.path.join(workdir, "bellman_ford_seed42")
@@ -112,25 +168,39 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch
   meta = clrs_loop.restore_model(model, ckpt, "latest")
   ckpt.close()
   assert meta["step"] == 2
-  assert all(np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(model.params))
+  assert all(
+      np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(model.params)
+  )
   # The evaluate-only path tests that checkpoint at any sizes.
   evaluation = clrs_loop.evaluate_checkpoints(workdir, [5, 8], which="latest")
-  assert set(evaluation["algorithms"]["bellman_ford"]["mean_test"]) == {"5", "8"}
+  assert set(evaluation["algorithms"]["bellman_ford"]["mean_test"]) == {
+      "5",
+      "8",
+  }
   assert os.path.exists(os.path.join(workdir, "evaluation_ood.png"))
 
 
 def test_evaluate_only_needs_an_existing_directory(tmp_path):
-  with pytest.raises(FileNotFoundError, match=r"Checkpoint directory .*missing.* does not exist"):
+  with pytest.raises(
+      FileNotFoundError,
+      match=r"Checkpoint directory .*missing.* does not exist",
+  ):
     clrs_loop.evaluate_checkpoints(str(tmp_path / "missing"), [64])
 
 
 def test_edge_transformer_runs_end_to_end(tmp_path):
   cfg = {k: v for k, v in TINY.items() if not k.startswith("rt.")}
-  cfg.update({"processor_type": "et", "protocol.test_lengths": (6,),
-              "et.num_heads": 2, "et.head_dim": 4, "et.num_layers": 1,
-              "et.chunk_size": 4})
-  results = clrs_loop.train_and_evaluate(clrs_config.get_config(cfg),
-                                         str(tmp_path))
+  cfg.update({
+      "processor_type": "et",
+      "protocol.test_lengths": (6,),
+      "et.num_heads": 2,
+      "et.head_dim": 4,
+      "et.num_layers": 1,
+      "et.chunk_size": 4,
+  })
+  results = clrs_loop.train_and_evaluate(
+      clrs_config.get_config(cfg), str(tmp_path)
+  )
   run = results["algorithms"]["bellman_ford"]["runs"][0]
   assert run["steps"] == 2 and 0.0 <= run["test"]["6"] <= 1.0
 
@@ -147,41 +217,59 @@ class _UserProcessor(clrs.processors.Processor):
     del edge_fts, graph_fts, kwargs
     z = jnp.concatenate([node_fts, hidden], axis=-1)
     msgs = jnp.einsum("bij,bjd->bid", adj_mat, z) / jnp.maximum(
-        jnp.sum(adj_mat, -1, keepdims=True), 1.0)
+        jnp.sum(adj_mat, -1, keepdims=True), 1.0
+    )
     out = hk.nets.MLP([self.out_size, self.out_size])(
-        jnp.concatenate([z, msgs], axis=-1))
+        jnp.concatenate([z, msgs], axis=-1)
+    )
     return out, None
 
 
 def test_a_user_processor_factory_trains_through_the_library(tmp_path):
   cfg = {k: v for k, v in TINY.items() if not k.startswith("rt.")}
-  cfg.update({"processor_type": "user_mlp", "protocol.train_steps": 3,
-              "protocol.test_lengths": (5,), "model.carry_state": False,
-              "model.ptr_from_edges": False})
+  cfg.update({
+      "processor_type": "user_mlp",
+      "protocol.train_steps": 3,
+      "protocol.test_lengths": (5,),
+      "model.carry_state": False,
+      "model.ptr_from_edges": False,
+  })
   config = clrs_config.get_config(cfg)
   with pytest.raises(ValueError, match=r"Unknown processor_type 'user_mlp'"):
     clrs_loop.train_and_evaluate(config, str(tmp_path / "no_factory"))
-  results = clrs_loop.train_and_evaluate(config, str(tmp_path / "user"),
-                                         processor_factory=_UserProcessor)
+  results = clrs_loop.train_and_evaluate(
+      config, str(tmp_path / "user"), processor_factory=_UserProcessor
+  )
   run = results["algorithms"]["bellman_ford"]["runs"][0]
   assert run["steps"] == 3 and np.all(np.isfinite(run["losses"]))
   assert 0.0 <= run["test"]["5"] <= 1.0
   assert results["config"]["processor_type"] == "user_mlp"
   # The user's processor is the one that ran: its parameters are in the model.
-  model, _, _ = clrs_loop.model_for_run(config, "bellman_ford", 42,
-                                        str(tmp_path / "user" / "x"),
-                                        processor_factory=_UserProcessor)
+  model, _, _ = clrs_loop.model_for_run(
+      config,
+      "bellman_ford",
+      42,
+      str(tmp_path / "user" / "x"),
+      processor_factory=_UserProcessor,
+  )
   assert any("user_mlp" in name for name in model.params)
 
 
 def test_legacy_flat_configs_still_load():
   """Results JSONs of earlier versions hold a flat config (CLRS run.py names)."""
-  config = clrs_config.load({"hidden_size": 16, "nb_heads": 2, "head_size": 4,
-                             "train_lengths": [5], "edge_size": 0,
-                             "tied_layers": None})
+  config = clrs_config.load({
+      "hidden_size": 16,
+      "nb_heads": 2,
+      "head_size": 4,
+      "train_lengths": [5],
+      "edge_size": 0,
+      "tied_layers": None,
+  })
   assert config.model.hidden_dim == 16 and config.rt.num_heads == 2
   assert config.rt.head_dim == 4 and config.protocol.train_lengths == (5,)
-  with pytest.raises(ValueError, match=r"unknown legacy CLRS config field\(s\) \['hidden'\]"):
+  with pytest.raises(
+      ValueError, match=r"unknown legacy CLRS config field\(s\) \['hidden'\]"
+  ):
     clrs_config.load({"hidden": 3})
 
 
@@ -198,6 +286,7 @@ def test_corrupt_latest_checkpoint_resumes_from_the_previous_one(tmp_path):
   (before result.json, as if killed): the rerun reports it, resumes from the
   step before, replays the same batches and ends where the run ended."""
   from relational_jax.training import checkpoints as ckpt_lib  # pylint: disable=g-import-not-at-top
+
   cfg = tiny(protocol__test_lengths=(5,), protocol__train_steps=3)
   workdir = str(tmp_path / "run")
   whole = clrs_loop.train_and_evaluate(cfg, workdir)
@@ -207,8 +296,12 @@ def test_corrupt_latest_checkpoint_resumes_from_the_previous_one(tmp_path):
   os.remove(os.path.join(run_dir, "result.json"))
   newest = os.path.join(run_dir, "checkpoints", "latest", "3")
   # Its array files cut to half, as by a write that stopped short.
-  arrays = [os.path.join(d, f) for d, _, fs in os.walk(newest) for f in fs
-            if os.path.basename(d) == "d"]
+  arrays = [
+      os.path.join(d, f)
+      for d, _, fs in os.walk(newest)
+      for f in fs
+      if os.path.basename(d) == "d"
+  ]
   assert arrays
   for path in arrays:
     with open(path, "r+b") as f:
@@ -231,61 +324,79 @@ def test_corrupt_latest_checkpoint_resumes_from_the_previous_one(tmp_path):
     assert ckpts.all_steps() == [2, 3]
   # Every checkpoint unreadable: an error naming them, not a fresh start.
   for step in (2, 3):
-    meta_file = os.path.join(run_dir, "checkpoints", "latest", str(step),
-                             "meta", "metadata")
+    meta_file = os.path.join(
+        run_dir, "checkpoints", "latest", str(step), "meta", "metadata"
+    )
     os.remove(meta_file)
   for best in os.listdir(os.path.join(run_dir, "checkpoints", "best")):
-    os.remove(os.path.join(run_dir, "checkpoints", "best", best, "meta",
-                           "metadata"))
+    os.remove(
+        os.path.join(run_dir, "checkpoints", "best", best, "meta", "metadata")
+    )
   os.remove(os.path.join(run_dir, "result.json"))
-  with pytest.raises(ckpt_lib.CorruptCheckpointError,
-                     match=r"latest/3: FileNotFoundError.*latest/2: .*"
-                     r"Refusing to start from scratch"):
+  with pytest.raises(
+      ckpt_lib.CorruptCheckpointError,
+      match=r"latest/3: FileNotFoundError.*latest/2: .*"
+      r"Refusing to start from scratch",
+  ):
     clrs_loop.train_and_evaluate(cfg, workdir)
 
 
 def test_a_changed_config_on_resume_names_the_fields(tmp_path):
   from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
+
   workdir = str(tmp_path / "run")
   saved = config_lib.to_dict(tiny())
   config_path = os.path.join(workdir, "config.json")
   reporting.write_json(config_path, saved)  # as train_and_evaluate writes it
   changed = tiny(model__learning_rate=0.01, rt__num_layers=2)
-  with pytest.raises(ValueError, match=(
-      r"config \(.*config.json\) differs from this run's config in 2 "
-      r"field\(s\) that cannot change on resume: model.learning_rate: saved "
-      r"0.00025, now 0.01; rt.num_layers: saved 1, now 2. Use a new work "
-      r"directory")):
+  with pytest.raises(
+      ValueError,
+      match=(
+          r"config \(.*config.json\) differs from this run's config in 2 "
+          r"field\(s\) that cannot change on resume: model.learning_rate:"
+          r" saved "
+          r"0.00025, now 0.01; rt.num_layers: saved 1, now 2. Use a new work "
+          r"directory"
+      ),
+  ):
     clrs_loop.train_and_evaluate(changed, workdir)
   assert reporting.read_json(config_path) == saved  # not overwritten
   # Fields that may change on resume, and fields added since the run saved
   # its config (their defaults), are no conflict.
-  allowed = config_lib.to_dict(tiny(
-      protocol__train_steps=9, protocol__test_lengths=(7,),
-      protocol__progress=True, protocol__eval_batch_size=2,
-      algorithms=("bfs",), seeds=(1, 2)))
+  allowed = config_lib.to_dict(
+      tiny(
+          protocol__train_steps=9,
+          protocol__test_lengths=(7,),
+          protocol__progress=True,
+          protocol__eval_batch_size=2,
+          algorithms=("bfs",),
+          seeds=(1, 2),
+      )
+  )
   assert clrs_loop.resume_conflicts(saved, allowed) == {}
   older = {k: v for k, v in saved.items() if k != "hint_mode"}
-  older["model"] = {k: v for k, v in saved["model"].items()
-                    if k != "use_lstm"}
+  older["model"] = {k: v for k, v in saved["model"].items() if k != "use_lstm"}
   assert clrs_loop.resume_conflicts(older, saved) == {}
   assert clrs_loop.resume_conflicts(saved, config_lib.to_dict(changed)) == {
-      "model.learning_rate": (0.00025, 0.01), "rt.num_layers": (1, 2)}
+      "model.learning_rate": (0.00025, 0.01),
+      "rt.num_layers": (1, 2),
+  }
   # Fields the processor kind does not read (the RT kinds take their heads
   # from rt.num_heads; `--nb_heads` also sets processor.nb_heads).
   unread = dict(saved, processor=dict(saved["processor"], nb_heads=2))
   assert clrs_loop.resume_conflicts(saved, unread) == {}
   clrs_kind = dict(saved, processor_type="gat")
   assert clrs_loop.resume_conflicts(
-      clrs_kind, dict(unread, processor_type="gat")) == {
-          "processor.nb_heads": (12, 2)}
+      clrs_kind, dict(unread, processor_type="gat")
+  ) == {"processor.nb_heads": (12, 2)}
 
 
 def test_rt_triangular_builds_its_triangular_attention():
   """triangular_heads=0 (the config default) means "as many as num_heads"
   for 'rt_triangular', never "no triangular attention"."""
   import haiku as hk  # pylint: disable=g-import-not-at-top,redefined-outer-name,reimported
+
   config = tiny(processor_type="rt_triangular")
 
   def make_config():

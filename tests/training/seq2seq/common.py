@@ -7,31 +7,62 @@ from relational_jax.training import seq2seq
 
 # Dotted config paths -> values.
 TINY = {
-    "data.dataset": "scan", "data.split": "length_cutoff", "data.cutoff": 26,
-    "data.scan_official_order": False, "data.max_eval_examples": 4,
-    "transformer.d_model": 16, "transformer.num_heads": 2,
-    "transformer.ffn_dim": 32, "transformer.num_encoder_layers": 1,
-    "transformer.num_decoder_layers": 1, "transformer.dropout_rate": 0.1,
-    "train.batch_size": 8, "train.eval_batch_size": 4, "train.steps": 4,
-    "train.eval_every": 3, "train.schedule": "cosine",
-    "train.warmup_steps": 1, "train.learning_rate": 1e-3, "train.clip": 1.0,
-    "train.seed": 3, "train.progress": False,
+    "data.dataset": "scan",
+    "data.split": "length_cutoff",
+    "data.cutoff": 26,
+    "data.scan_official_order": False,
+    "data.max_eval_examples": 4,
+    "transformer.d_model": 16,
+    "transformer.num_heads": 2,
+    "transformer.ffn_dim": 32,
+    "transformer.num_encoder_layers": 1,
+    "transformer.num_decoder_layers": 1,
+    "transformer.dropout_rate": 0.1,
+    "train.batch_size": 8,
+    "train.eval_batch_size": 4,
+    "train.steps": 4,
+    "train.eval_every": 3,
+    "train.schedule": "cosine",
+    "train.warmup_steps": 1,
+    "train.learning_rate": 1e-3,
+    "train.clip": 1.0,
+    "train.seed": 3,
+    "train.progress": False,
 }
 # The same run in the flat flag names of experiments.seq2seq_train.
 TINY_FLAGS = dict(
-    dataset="scan", split="length_cutoff", cutoff=26,
-    scan_official_order=False, max_eval_examples=4, d_model=16, heads=2,
-    ff=32, layers=1, dropout=0.1, batch=8, eval_batch=4, steps=4,
-    eval_every=3, schedule="cosine", warmup_steps=1, lr=1e-3, clip=1.0,
-    seed=3, progress=False)
+    dataset="scan",
+    split="length_cutoff",
+    cutoff=26,
+    scan_official_order=False,
+    max_eval_examples=4,
+    d_model=16,
+    heads=2,
+    ff=32,
+    layers=1,
+    dropout=0.1,
+    batch=8,
+    eval_batch=4,
+    steps=4,
+    eval_every=3,
+    schedule="cosine",
+    warmup_steps=1,
+    lr=1e-3,
+    clip=1.0,
+    seed=3,
+    progress=False,
+)
 # The tiny Edge Transformer encoder-decoder (width 8 = 2 heads x 4, tied
 # layers, FFN 16).
 TINY_ET = {
-    "model": "edge_transformer", "edge_transformer.et.num_heads": 2,
-    "edge_transformer.et.head_dim": 4, "edge_transformer.et.ffn_dim": 16,
+    "model": "edge_transformer",
+    "edge_transformer.et.num_heads": 2,
+    "edge_transformer.et.head_dim": 4,
+    "edge_transformer.et.ffn_dim": 16,
     "edge_transformer.et.num_layers": 1,
     "edge_transformer.num_decoder_layers": 1,
-    "edge_transformer.et.dropout_rate": 0.1, "edge_transformer.et.tied": True,
+    "edge_transformer.et.dropout_rate": 0.1,
+    "edge_transformer.et.tied": True,
 }
 
 
@@ -42,5 +73,7 @@ def tiny(overrides=None):
 
 def flag_argv(values):
   """argv of flat flags ({name: value}; booleans as --name / --noname)."""
-  return [f"--{'' if v else 'no'}{k}" if isinstance(v, bool) else f"--{k}={v}"
-          for k, v in values.items()]
+  return [
+      f"--{'' if v else 'no'}{k}" if isinstance(v, bool) else f"--{k}={v}"
+      for k, v in values.items()
+  ]

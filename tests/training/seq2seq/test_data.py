@@ -16,26 +16,43 @@ def test_tsv_data_and_a_missing_column(tmp_path):
   (good / "train.tsv").write_text("a b\tA B\nb\tB\n")
   (good / "test.tsv").write_text("a\tA\n")
   (good / "gen.tsv").write_text("b a b\tB A B\n")
-  data = seq2seq.load_data(tiny({"data.dataset": "tsv", "data.split": "",
-                                 "data.data_path": str(good)}).data)
+  data = seq2seq.load_data(
+      tiny(
+          {"data.dataset": "tsv", "data.split": "", "data.data_path": str(good)}
+      ).data
+  )
   assert data.train == [("a b", "A B"), ("b", "B")]
   assert data.evals == {"iid": [("a", "A")], "gen": [("b a b", "B A B")]}
 
   bad = tmp_path / "bad"
   bad.mkdir()
   (bad / "train.tsv").write_text("a b\tA B\nb B\n")
-  with pytest.raises(ValueError, match=r"train.tsv, line 2: found 1 column\(s\), expected 2"):
+  with pytest.raises(
+      ValueError, match=r"train.tsv, line 2: found 1 column\(s\), expected 2"
+  ):
     seq2seq.train_and_evaluate(
-        tiny({"data.dataset": "tsv", "data.split": "",
-              "data.data_path": str(bad)}), str(tmp_path / "run"))
+        tiny({
+            "data.dataset": "tsv",
+            "data.split": "",
+            "data.data_path": str(bad),
+        }),
+        str(tmp_path / "run"),
+    )
 
 
 def test_tsv_gen_categories_are_kept(tmp_path):
-  (tmp_path / "train.tsv").write_text("a b\tA B\tin_distribution\nb\tB\tin_distribution\n")
+  (tmp_path / "train.tsv").write_text(
+      "a b\tA B\tin_distribution\nb\tB\tin_distribution\n"
+  )
   (tmp_path / "test.tsv").write_text("a\tA\tin_distribution\n")
   (tmp_path / "gen.tsv").write_text("b a b\tB A B\tlonger\nb a\tB A\tswap\n")
-  data = seq2seq.load_data(tiny({"data.dataset": "tsv", "data.split": "",
-                                 "data.data_path": str(tmp_path)}).data)
+  data = seq2seq.load_data(
+      tiny({
+          "data.dataset": "tsv",
+          "data.split": "",
+          "data.data_path": str(tmp_path),
+      }).data
+  )
   assert data.evals["gen"] == [("b a b", "B A B"), ("b a", "B A")]
   assert data.categories == {"gen": ["longer", "swap"]}
 
@@ -43,8 +60,9 @@ def test_tsv_gen_categories_are_kept(tmp_path):
 def test_malformed_and_empty_tsv_files(tmp_path):
   (tmp_path / "train.tsv").write_text("a\tA\n")
   (tmp_path / "test.tsv").write_text("")
-  config = tiny({"data.dataset": "tsv", "data.split": "",
-                 "data.data_path": str(tmp_path)})
+  config = tiny(
+      {"data.dataset": "tsv", "data.split": "", "data.data_path": str(tmp_path)}
+  )
   with pytest.raises(ValueError, match=r"test\.tsv: empty file"):
     seq2seq.load_data(config.data)
   (tmp_path / "test.tsv").write_text("a\tA\na A\n")
@@ -53,35 +71,51 @@ def test_malformed_and_empty_tsv_files(tmp_path):
 
 
 @pytest.mark.parametrize("split", ["simple", "length"])
-def test_scan_official_files_and_the_generated_fallback(shared_data, tmp_path,
-                                                        split):
+def test_scan_official_files_and_the_generated_fallback(
+    shared_data, tmp_path, split
+):
   scan_dir = shared_data / "scan"
   if scan_lib.official_files(split, scan_dir) is None:
     pytest.skip(f"official SCAN {split} files not in {scan_dir}")
-  data = seq2seq.load_data(tiny({"data.split": split,
-                                 "data.data_dir": str(shared_data)}).data)
+  data = seq2seq.load_data(
+      tiny({"data.split": split, "data.data_dir": str(shared_data)}).data
+  )
   official = scan_lib.split(split, data_dir=scan_dir)
   assert data.train == official["train"]
   test = data.evals["iid" if split == "simple" else "gen"]
   assert set(test) == set(official["test"])
   assert len(test) == {"simple": 4182, "length": 3920}[split]
-  assert any("the official files" in n and f"tasks_train_{split}.txt" in n
-             for n in data.notes)
+  assert any(
+      "the official files" in n and f"tasks_train_{split}.txt" in n
+      for n in data.notes
+  )
   # No official files: generated, and the notes say so.
-  fallback = seq2seq.load_data(tiny({"data.split": split,
-                                     "data.data_dir": str(tmp_path)}).data)
+  fallback = seq2seq.load_data(
+      tiny({"data.split": split, "data.data_dir": str(tmp_path)}).data
+  )
   assert fallback.train == scan_lib.split(split)["train"]
   assert any("generated from the grammar" in n for n in fallback.notes)
 
 
 def test_user_data_is_checked():
-  with pytest.raises(ValueError, match=r"unknown evaluation set\(s\) \['test'\]; valid names are \['iid', 'gen', 'iid_val', 'gen_val'\]"):
+  with pytest.raises(
+      ValueError,
+      match=(
+          r"unknown evaluation set\(s\) \['test'\]; valid names are \['iid',"
+          r" 'gen', 'iid_val', 'gen_val'\]"
+      ),
+  ):
     seq2seq.Seq2SeqData([("a", "A")], {"test": [("a", "A")]}).check()
   with pytest.raises(ValueError, match="user data: the training set is empty"):
     seq2seq.Seq2SeqData([], {"iid": [("a", "A")]}).check()
-  with pytest.raises(ValueError, match=r"1 categories for the 2 pairs of 'gen'"):
-    seq2seq.Seq2SeqData([("a", "A")], {"gen": [("a", "A"), ("b", "B")]},
-                        categories={"gen": ["x"]}).check()
+  with pytest.raises(
+      ValueError, match=r"1 categories for the 2 pairs of 'gen'"
+  ):
+    seq2seq.Seq2SeqData(
+        [("a", "A")],
+        {"gen": [("a", "A"), ("b", "B")]},
+        categories={"gen": ["x"]},
+    ).check()
 
 
 def test_batch_stream_is_resumable():
@@ -94,7 +128,9 @@ def test_batch_stream_is_resumable():
   c.set_state(b.get_state())
   np.testing.assert_array_equal(c.next_indices(), first[1])
   np.testing.assert_array_equal(c.next_indices(), first[2])
-  with pytest.raises(ValueError, match="batch size 11 is larger than the training set"):
+  with pytest.raises(
+      ValueError, match="batch size 11 is larger than the training set"
+  ):
     seq2seq.BatchStream(10, 11, seed=1)
 
 
@@ -107,24 +143,35 @@ def test_source_markers_and_target_start():
   tgt_vocab = Vocab.build(t for _, t in pairs)
   a, b = src_vocab.encode("a")[0], src_vocab.encode("b")[0]
   x, y = tgt_vocab.encode("X")[0], tgt_vocab.encode("Y")[0]
-  both = seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 4, 3,
-                            source_markers="bos_eos", target_start="eos")
-  np.testing.assert_array_equal(both.src, [[BOS_ID, a, b, EOS_ID],
-                                           [BOS_ID, b, EOS_ID, PAD_ID]])
-  np.testing.assert_array_equal(both.tgt_in, [[EOS_ID, x, EOS_ID],
-                                              [EOS_ID, y, x]])
-  np.testing.assert_array_equal(both.tgt_out, [[x, EOS_ID, PAD_ID],
-                                               [y, x, EOS_ID]])
+  both = seq2seq.encode_set(
+      pairs,
+      src_vocab,
+      tgt_vocab,
+      4,
+      3,
+      source_markers="bos_eos",
+      target_start="eos",
+  )
+  np.testing.assert_array_equal(
+      both.src, [[BOS_ID, a, b, EOS_ID], [BOS_ID, b, EOS_ID, PAD_ID]]
+  )
+  np.testing.assert_array_equal(
+      both.tgt_in, [[EOS_ID, x, EOS_ID], [EOS_ID, y, x]]
+  )
+  np.testing.assert_array_equal(
+      both.tgt_out, [[x, EOS_ID, PAD_ID], [y, x, EOS_ID]]
+  )
   assert both.start_id == EOS_ID
-  plain = seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 3, 3,
-                             source_markers="eos")
-  np.testing.assert_array_equal(plain.src, [[a, b, EOS_ID],
-                                            [b, EOS_ID, PAD_ID]])
+  plain = seq2seq.encode_set(
+      pairs, src_vocab, tgt_vocab, 3, 3, source_markers="eos"
+  )
+  np.testing.assert_array_equal(
+      plain.src, [[a, b, EOS_ID], [b, EOS_ID, PAD_ID]]
+  )
   assert plain.start_id == BOS_ID and (plain.tgt_in[:, 0] == BOS_ID).all()
   np.testing.assert_array_equal(plain.tgt_out, both.tgt_out)
   with pytest.raises(ValueError, match="source_markers.*'bos_eos'"):
-    seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 4, 3,
-                       source_markers="sos")
+    seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 4, 3, source_markers="sos")
   with pytest.raises(ValueError, match="target_start.*'eos'"):
     seq2seq.encode_set(pairs, src_vocab, tgt_vocab, 4, 3, target_start="sos")
 
@@ -134,8 +181,9 @@ def test_source_markers_need_a_sequence_encoder():
   c.data.dataset, c.data.split = "for2lam", "short"
   c.transformer.positions, c.transformer.tree_encoder = "tree", True
   c.transformer.tree_pos_width = 2 * 32 * 2
-  with pytest.raises(ValueError, match="tree_encoder=True needs "
-                     "data.source_markers='none'"):
+  with pytest.raises(
+      ValueError, match="tree_encoder=True needs data.source_markers='none'"
+  ):
     config_lib.validate(c)
   c.data.source_markers = "none"
   config_lib.validate(c)

@@ -17,8 +17,9 @@ import pytest
 from relational_jax.training import seq2seq
 from tests.training.seq2seq.common import TINY, TINY_ET, tiny
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+)
 QUIET = dict(log=lambda _: None)
 
 
@@ -51,8 +52,9 @@ def test_end_to_end_and_exact_resume(tmp_path):
 
   # Killed at step k=2 (checkpointed, between evaluations) ...
   resumed_dir = str(tmp_path / "resumed")
-  part = seq2seq.train_and_evaluate(tiny({"train.stop_at_step": 2}),
-                                    resumed_dir, **QUIET)
+  part = seq2seq.train_and_evaluate(
+      tiny({"train.stop_at_step": 2}), resumed_dir, **QUIET
+  )
   assert not part["complete"] and part["steps"] == 2 and part["history"] == []
   np.testing.assert_allclose(part["losses"], fresh["losses"][:2], rtol=1e-6)
 
@@ -68,44 +70,67 @@ def test_end_to_end_and_exact_resume(tmp_path):
   assert fresh_meta["stream"] == resumed_meta["stream"]
   jax.tree_util.tree_map(
       lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7),
-      fresh_params, resumed_params)
+      fresh_params,
+      resumed_params,
+  )
 
   # Resuming with a different model or data configuration is refused, and
   # the message names the differing paths.
-  with pytest.raises(ValueError, match=r"cannot resume: the configuration changed \(train.seed: saved 3, now 4\)"):
-    seq2seq.train_and_evaluate(tiny({"train.seed": 4, "train.steps": 6}),
-                               resumed_dir)
-  with pytest.raises(ValueError, match=r"\(transformer.ffn_dim: saved 32, now 64; transformer.num_heads: saved 2, now 4\)"):
+  with pytest.raises(
+      ValueError,
+      match=(
+          r"cannot resume: the configuration changed \(train.seed: saved 3,"
+          r" now 4\)"
+      ),
+  ):
+    seq2seq.train_and_evaluate(
+        tiny({"train.seed": 4, "train.steps": 6}), resumed_dir
+    )
+  with pytest.raises(
+      ValueError,
+      match=(
+          r"\(transformer.ffn_dim: saved 32, now 64; transformer.num_heads:"
+          r" saved 2, now 4\)"
+      ),
+  ):
     seq2seq.train_and_evaluate(
         tiny({"transformer.num_heads": 4, "transformer.ffn_dim": 64}),
-        resumed_dir)
+        resumed_dir,
+    )
 
 
 def test_counter_hash_dropout_is_a_config_choice(tmp_path):
   # The first step's loss sees the dropout masks: other masks, other loss.
-  runs = {prng: seq2seq.train_and_evaluate(
-      tiny({"train.stop_at_step": 1, "train.dropout_prng": prng}),
-      str(tmp_path / prng), **QUIET)["losses"][0]
-          for prng in ("threefry", "counter_hash")}
+  runs = {
+      prng: seq2seq.train_and_evaluate(
+          tiny({"train.stop_at_step": 1, "train.dropout_prng": prng}),
+          str(tmp_path / prng),
+          **QUIET,
+      )["losses"][0]
+      for prng in ("threefry", "counter_hash")
+  }
   assert all(np.isfinite(list(runs.values()))), runs
   assert runs["threefry"] != runs["counter_hash"], runs
   with pytest.raises(ValueError, match="Unknown train.dropout_prng 'fast'"):
-    seq2seq.train_and_evaluate(tiny({"train.dropout_prng": "fast"}),
-                               str(tmp_path / "bad"))
+    seq2seq.train_and_evaluate(
+        tiny({"train.dropout_prng": "fast"}), str(tmp_path / "bad")
+    )
 
 
 def test_edge_transformer_end_to_end_and_exact_resume(tmp_path):
   """The ET encoder-decoder trains, decodes greedily and resumes exactly."""
-  fresh = seq2seq.train_and_evaluate(tiny(TINY_ET), str(tmp_path / "fresh"),
-                                     **QUIET)
+  fresh = seq2seq.train_and_evaluate(
+      tiny(TINY_ET), str(tmp_path / "fresh"), **QUIET
+  )
   assert fresh["complete"] and [h["step"] for h in fresh["history"]] == [3, 4]
   assert set(fresh["final"]["accuracies"]) == {"iid", "gen"}
   assert all(np.isfinite(fresh["losses"]))
   params, _ = _params(tiny(TINY_ET), str(tmp_path / "fresh"))
-  assert set(params["decoder"]) == {"layer"}          # Tied layers.
+  assert set(params["decoder"]) == {"layer"}  # Tied layers.
   resumed_dir = str(tmp_path / "resumed")
-  seq2seq.train_and_evaluate(tiny(dict(TINY_ET, **{"train.stop_at_step": 2})),
-                             resumed_dir, **QUIET)
+  seq2seq.train_and_evaluate(
+      tiny(dict(TINY_ET, **{"train.stop_at_step": 2})), resumed_dir, **QUIET
+  )
   resumed = seq2seq.train_and_evaluate(tiny(TINY_ET), resumed_dir, **QUIET)
   np.testing.assert_allclose(resumed["losses"], fresh["losses"], rtol=1e-6)
   assert resumed["history"] == fresh["history"]
@@ -115,12 +140,22 @@ def test_cogs_trains_and_evaluates(tmp_path):
   """COGS from ../shared/data/cogs: train, IID test, gen and IID dev sets
   (gen.tsv: 21,000 rows with a third column, the category)."""
   result = seq2seq.train_and_evaluate(
-      tiny({"data.dataset": "cogs", "data.split": "", "train.steps": 2,
-            "train.eval_every": 2}), str(tmp_path), **QUIET)
+      tiny({
+          "data.dataset": "cogs",
+          "data.split": "",
+          "train.steps": 2,
+          "train.eval_every": 2,
+      }),
+      str(tmp_path),
+      **QUIET,
+  )
   assert result["complete"] and result["steps"] == 2
   assert result["data"]["train_size"] == 24155
-  assert result["data"]["full_eval_sizes"] == {"iid": 3000, "gen": 21000,
-                                               "iid_val": 3000}
+  assert result["data"]["full_eval_sizes"] == {
+      "iid": 3000,
+      "gen": 21000,
+      "iid_val": 3000,
+  }
   assert result["data"]["eval_sizes"] == {"iid": 4, "gen": 4, "iid_val": 4}
   assert result["data"]["notes"] == []
   assert set(result["final"]["accuracies"]) == {"iid", "gen", "iid_val"}
@@ -129,7 +164,8 @@ def test_cogs_trains_and_evaluates(tmp_path):
   # 'gen' per category: the categories of the 4 rows evaluated.
   gen = seq2seq.data.tsv_lib.load_tsv(
       os.path.join(seq2seq.config.DEFAULT_DATA_DIR, "cogs", "gen.tsv"),
-      with_type=True)
+      with_type=True,
+  )
   chosen = [gen[i].type for i in seq2seq.data.subset_indices(len(gen), 4)]
   sizes = result["data"]["category_sizes"]
   assert set(sizes) == {"gen"}
@@ -143,13 +179,15 @@ def _check_by_category(result, sizes):
   count-weighted mean is the total."""
   records = result["history"] + [
       dict(result["final"]["accuracies"], **result["final"]),
-      dict(result["best"]["accuracies"], **result["best"])]
+      dict(result["best"]["accuracies"], **result["best"]),
+  ]
   for record in records:
     by_category = record["gen_by_category"]
     assert set(by_category) == set(sizes)
     assert all(0.0 <= a <= 1.0 for a in by_category.values())
-    mean = (sum(by_category[c] * n for c, n in sizes.items())
-            / sum(sizes.values()))
+    mean = sum(by_category[c] * n for c, n in sizes.items()) / sum(
+        sizes.values()
+    )
     assert mean == pytest.approx(record["gen"])
     assert "iid_by_category" not in record
 
@@ -158,23 +196,25 @@ class TableModel(nn.Module):
   """Not trained: greedy decoding translates source id i to target id
   table[i] token by token (a fixed table); __call__ is a small embedding
   + dense layer so that the loop has parameters to train."""
+
   tgt_vocab_size: int
   table: tuple
 
   @nn.compact
-  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, *,
-               deterministic=True):
+  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, *, deterministic=True):
     return nn.Dense(self.tgt_vocab_size)(
-        nn.Embed(self.tgt_vocab_size, 4)(tgt_in_BxT))
+        nn.Embed(self.tgt_vocab_size, 4)(tgt_in_BxT)
+    )
 
   @nn.nowrap
-  def greedy_decode(self, params, src_BxS, max_len, bos, eos, *,
-                    src_mask_BxS=None):
+  def greedy_decode(
+      self, params, src_BxS, max_len, bos, eos, *, src_mask_BxS=None
+  ):
     src = np.asarray(src_BxS)
     out = np.zeros((src.shape[0], max_len), np.int32)
     for b, row in enumerate(src):
       ids = [self.table[t] for t in row if t] + [eos]
-      out[b, :len(ids)] = ids[:max_len]
+      out[b, : len(ids)] = ids[:max_len]
     return out
 
 
@@ -183,24 +223,51 @@ def test_per_category_accuracies_of_a_subset(tmp_path):
   accuracies (a table model that mistranslates 'e'; 'z' -> 'Zx' is unseen
   in training, so its target is UNK and never matched)."""
   train = [(w, w.upper() + "x") for w in "abcde"] * 2
-  gen = [("a b", "Ax Bx"), ("c d", "Cx Dx"), ("a e", "Ax Ex"),
-         ("e e", "Ex Ex"), ("z", "Zx"), ("b c a", "Bx Cx Ax"),
-         ("d", "Dx"), ("e", "Ex")]
-  categories = ["pairs", "pairs", "pairs", "with_e", "unseen", "triple",
-                "single", "with_e"]
-  data = seq2seq.Seq2SeqData(train, {"iid": train[:5], "gen": gen},
-                             description="table", categories={"gen": categories})
+  gen = [
+      ("a b", "Ax Bx"),
+      ("c d", "Cx Dx"),
+      ("a e", "Ax Ex"),
+      ("e e", "Ex Ex"),
+      ("z", "Zx"),
+      ("b c a", "Bx Cx Ax"),
+      ("d", "Dx"),
+      ("e", "Ex"),
+  ]
+  categories = [
+      "pairs",
+      "pairs",
+      "pairs",
+      "with_e",
+      "unseen",
+      "triple",
+      "single",
+      "with_e",
+  ]
+  data = seq2seq.Seq2SeqData(
+      train,
+      {"iid": train[:5], "gen": gen},
+      description="table",
+      categories={"gen": categories},
+  )
   # Vocabularies: <pad> <bos> <eos> <unk> a..e / Ax..Ex -> ids 4..8; 'e'
   # (8) is translated to 'Dx' (7), an unknown source token (UNK, 3) to UNK.
   table = (0, 0, 0, 3, 4, 5, 6, 7, 7)
-  config = tiny({"train.steps": 1, "train.eval_every": 1,
-                 "train.batch_size": 4, "train.eval_batch_size": 4,
-                 "data.max_eval_examples": 6,
-                 "data.source_markers": "none"})  # The table reads bare words.
+  config = tiny({
+      "train.steps": 1,
+      "train.eval_every": 1,
+      "train.batch_size": 4,
+      "train.eval_batch_size": 4,
+      "data.max_eval_examples": 6,
+      "data.source_markers": "none",
+  })  # The table reads bare words.
   result = seq2seq.train_and_evaluate(
-      config, str(tmp_path), data=data, optimizer=optax.sgd(0.0),
+      config,
+      str(tmp_path),
+      data=data,
+      optimizer=optax.sgd(0.0),
       model=lambda tgt_vocab_size, **_: TableModel(tgt_vocab_size, table),
-      **QUIET)
+      **QUIET,
+  )
   idx = seq2seq.data.subset_indices(len(gen), 6)
   chosen = [categories[i] for i in idx]
   assert "unseen" in chosen  # Rows 0-4 and 6: the UNK row is evaluated.
@@ -208,8 +275,10 @@ def test_per_category_accuracies_of_a_subset(tmp_path):
   assert sizes == {c: chosen.count(c) for c in set(chosen)}
   assert sum(sizes.values()) == result["data"]["eval_sizes"]["gen"] == 6
   right = {"a b", "c d", "b c a", "d"}
-  expected = {c: np.mean([gen[i][0] in right for i in idx
-                          if categories[i] == c]) for c in set(chosen)}
+  expected = {
+      c: np.mean([gen[i][0] in right for i in idx if categories[i] == c])
+      for c in set(chosen)
+  }
   by_category = result["final"]["gen_by_category"]
   assert by_category == pytest.approx(expected)
   assert by_category["unseen"] == 0.0  # UNK emitted for UNK: not a match.
@@ -227,11 +296,14 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
       batch = dict(batch, weights=np.full_like(batch["weights"], np.nan))
     return batch
 
-  with pytest.raises(seq2seq.NonFiniteLossError,
-                     match=r"non-finite loss nan .* at step 3; training stopped.*"
-                     r"last good checkpoint \(step 2\)"):
-    seq2seq.train_and_evaluate(config, workdir, batch_hook=poison_step_3,
-                               **QUIET)
+  with pytest.raises(
+      seq2seq.NonFiniteLossError,
+      match=r"non-finite loss nan .* at step 3; training stopped.*"
+      r"last good checkpoint \(step 2\)",
+  ):
+    seq2seq.train_and_evaluate(
+        config, workdir, batch_hook=poison_step_3, **QUIET
+    )
   params, meta = _params(config, workdir)
   assert meta["step"] == 2 and len(meta["losses"]) == 2
   assert all(np.all(np.isfinite(p)) for p in jax.tree_util.tree_leaves(params))
@@ -263,27 +335,37 @@ def three_steps(s2s, config):
           "shards": shards, "iid": exp.exact_match(state["params"], "iid"),
           "error": error}
 """
-_SUBPROCESS = """
+_SUBPROCESS = (
+    """
 import json, sys
 from relational_jax.training import seq2seq
-""" + _THREE_STEPS + """
+"""
+    + _THREE_STEPS
+    + """
 config = seq2seq.get_config(json.loads(sys.argv[1]))
 print("RESULT " + json.dumps(three_steps(seq2seq, config)))
 """
+)
 exec(_THREE_STEPS)  # Defines three_steps here.
 
 
 def test_four_devices_match_one_device():
   env = dict(os.environ)
-  env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "")
-                      + " --xla_force_host_platform_device_count=4").strip()
+  env["XLA_FLAGS"] = (
+      env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+  ).strip()
   env["JAX_PLATFORMS"] = "cpu"
-  proc = subprocess.run([sys.executable, "-c", _SUBPROCESS, json.dumps(TINY)],
-                        cwd=REPO, env=env, capture_output=True, text=True,
-                        timeout=300)
+  proc = subprocess.run(
+      [sys.executable, "-c", _SUBPROCESS, json.dumps(TINY)],
+      cwd=REPO,
+      env=env,
+      capture_output=True,
+      text=True,
+      timeout=300,
+  )
   assert proc.returncode == 0, proc.stderr[-3000:]
   line = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")][-1]
-  four = json.loads(line[len("RESULT "):])
+  four = json.loads(line[len("RESULT ") :])
   one = three_steps(seq2seq, tiny())  # noqa: F821  # This process: one CPU device.
   assert (four["n"], four["shards"], one["n"], one["shards"]) == (4, 4, 1, 1)
   np.testing.assert_allclose(four["losses"], one["losses"], rtol=1e-5)
@@ -292,8 +374,10 @@ def test_four_devices_match_one_device():
   for a, b in zip(four["params"], one["params"]):
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
   assert four["iid"] == one["iid"]
-  assert ("global batch size 6 is not divisible by the number of devices 4"
-          in four["error"])
+  assert (
+      "global batch size 6 is not divisible by the number of devices 4"
+      in four["error"]
+  )
   assert one["error"] is None
 
 
@@ -305,26 +389,30 @@ class PositionwiseTranslator(nn.Module):
   """Not one of ours: output token t is read from source token t alone (an
   embedding and an MLP, no attention), so it can learn a token-by-token
   translation of any length; a source PAD maps to EOS."""
+
   src_vocab_size: int
   tgt_vocab_size: int
   width: int = 32
 
   @nn.compact
-  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, *,
-               deterministic=True):
+  def __call__(self, src_BxS, src_mask_BxS, tgt_in_BxT, *, deterministic=True):
     num_s, num_t = src_BxS.shape[1], tgt_in_BxT.shape[1]
     src_BxT = jnp.pad(src_BxS, ((0, 0), (0, max(0, num_t - num_s))))[:, :num_t]
     h_BxTxF = nn.Embed(self.src_vocab_size, self.width)(src_BxT)
     h_BxTxF = nn.Dropout(0.1, deterministic=deterministic)(
-        nn.relu(nn.Dense(self.width)(h_BxTxF)))
+        nn.relu(nn.Dense(self.width)(h_BxTxF))
+    )
     return nn.Dense(self.tgt_vocab_size)(h_BxTxF)
 
   @nn.nowrap
-  def greedy_decode(self, params, src_BxS, max_len, bos, eos, *,
-                    src_mask_BxS=None):
+  def greedy_decode(
+      self, params, src_BxS, max_len, bos, eos, *, src_mask_BxS=None
+  ):
     tgt_in_BxL = jnp.full((src_BxS.shape[0], max_len), bos)
-    pred_BxL = jnp.argmax(self.apply({"params": params}, src_BxS, src_mask_BxS,
-                                     tgt_in_BxL), axis=-1)
+    pred_BxL = jnp.argmax(
+        self.apply({"params": params}, src_BxS, src_mask_BxS, tgt_in_BxL),
+        axis=-1,
+    )
     is_eos = pred_BxL == eos
     after_eos = jnp.cumsum(is_eos, axis=1) - is_eos > 0
     return jnp.where(after_eos, 0, pred_BxL)
@@ -342,25 +430,39 @@ def test_user_model_data_and_optimizer(tmp_path):
   rng = np.random.default_rng(0)
   data = seq2seq.Seq2SeqData(
       train=_translation_pairs(rng, 200, (1, 5)),
-      evals={"iid": _translation_pairs(rng, 40, (1, 5)),
-             "gen": _translation_pairs(rng, 40, (6, 9))},  # Longer: unseen.
-      description="a->Ax translation")
+      evals={
+          "iid": _translation_pairs(rng, 40, (1, 5)),
+          "gen": _translation_pairs(rng, 40, (6, 9)),
+      },  # Longer: unseen.
+      description="a->Ax translation",
+  )
   sizes = []
 
   def factory(**kwargs):
     sizes.append(kwargs)
-    return PositionwiseTranslator(kwargs["src_vocab_size"],
-                                  kwargs["tgt_vocab_size"])
+    return PositionwiseTranslator(
+        kwargs["src_vocab_size"], kwargs["tgt_vocab_size"]
+    )
 
-  config = tiny({"train.steps": 60, "train.eval_every": 30,
-                 "train.batch_size": 16, "train.eval_batch_size": 16,
-                 "data.max_eval_examples": 0,
-                 "data.source_markers": "none"})  # Position-wise: bare words.
+  config = tiny({
+      "train.steps": 60,
+      "train.eval_every": 30,
+      "train.batch_size": 16,
+      "train.eval_batch_size": 16,
+      "data.max_eval_examples": 0,
+      "data.source_markers": "none",
+  })  # Position-wise: bare words.
   run = dict(model=factory, data=data, optimizer=optax.adam(3e-2))
-  result = seq2seq.train_and_evaluate(config, str(tmp_path / "full"), **run,
-                                      **QUIET)
-  assert sizes[0] == {"src_vocab_size": 9, "tgt_vocab_size": 9,
-                      "max_src_len": 8, "max_tgt_len": 9, "pad_id": 0}
+  result = seq2seq.train_and_evaluate(
+      config, str(tmp_path / "full"), **run, **QUIET
+  )
+  assert sizes[0] == {
+      "src_vocab_size": 9,
+      "tgt_vocab_size": 9,
+      "max_src_len": 8,
+      "max_tgt_len": 9,
+      "pad_id": 0,
+  }
   assert result["complete"] and result["model"] == "PositionwiseTranslator"
   assert result["data"]["eval_sizes"] == {"iid": 40, "gen": 40}
   assert [h["step"] for h in result["history"]] == [30, 60]
@@ -369,39 +471,47 @@ def test_user_model_data_and_optimizer(tmp_path):
   assert os.listdir(tmp_path / "full" / "checkpoints" / "best")
 
   # Stopped halfway and resumed: the same run.
-  seq2seq.train_and_evaluate(config_with_stop(config, 30),
-                             str(tmp_path / "resumed"), **run, **QUIET)
-  resumed = seq2seq.train_and_evaluate(config, str(tmp_path / "resumed"),
-                                       **run, **QUIET)
+  seq2seq.train_and_evaluate(
+      config_with_stop(config, 30), str(tmp_path / "resumed"), **run, **QUIET
+  )
+  resumed = seq2seq.train_and_evaluate(
+      config, str(tmp_path / "resumed"), **run, **QUIET
+  )
   np.testing.assert_allclose(resumed["losses"], result["losses"], rtol=1e-6)
   params, meta = _params(config, str(tmp_path / "resumed"), **run)
-  assert meta["step"] == 60 and set(params) == {"Embed_0", "Dense_0",
-                                                "Dense_1"}
+  assert meta["step"] == 60 and set(params) == {"Embed_0", "Dense_0", "Dense_1"}
 
 
 def config_with_stop(config, step):
-  return seq2seq.config.config_lib.override(config,
-                                            {"train.stop_at_step": step})
+  return seq2seq.config.config_lib.override(
+      config, {"train.stop_at_step": step}
+  )
 
 
 @pytest.mark.filterwarnings(
-    "ignore::pytest.PytestUnraisableExceptionWarning")  # orbax's failed read
+    "ignore::pytest.PytestUnraisableExceptionWarning"
+)  # orbax's failed read
 def test_corrupt_newest_checkpoint_is_reported_and_resume_stays_exact(tmp_path):
   """A truncated newest checkpoint: the run names it, resumes from the older
   step, and ends exactly where an uninterrupted run ends."""
   from tests.training.test_checkpoints import _truncate_array  # pylint: disable=g-import-not-at-top
+
   fresh = seq2seq.train_and_evaluate(tiny(), str(tmp_path / "fresh"), **QUIET)
   workdir = str(tmp_path / "corrupt")
   seq2seq.train_and_evaluate(
-      tiny({"train.stop_at_step": 2, "train.checkpoint_every": 1}), workdir,
-      **QUIET)
+      tiny({"train.stop_at_step": 2, "train.checkpoint_every": 1}),
+      workdir,
+      **QUIET,
+  )
   newest = os.path.join(workdir, "checkpoints", "latest", "2")
   _truncate_array(newest)
   lines = []
-  resumed = seq2seq.train_and_evaluate(tiny({"train.checkpoint_every": 1}),
-                                       workdir, log=lines.append)
-  assert any(newest in line and "could not be restored" in line
-             for line in lines), lines
+  resumed = seq2seq.train_and_evaluate(
+      tiny({"train.checkpoint_every": 1}), workdir, log=lines.append
+  )
+  assert any(
+      newest in line and "could not be restored" in line for line in lines
+  ), lines
   assert any("resumed at step 1" in line for line in lines), lines
   assert [f["step"] for f in resumed["checkpoint_fallbacks"]] == [2]
   np.testing.assert_allclose(resumed["losses"], fresh["losses"], rtol=1e-6)
