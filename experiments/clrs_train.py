@@ -21,7 +21,7 @@ from absl import logging
 from ml_collections import config_flags
 
 from relational_jax.training import config as config_lib
-from relational_jax.training import distributed
+from relational_jax.parallel import distributed
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import loop
 

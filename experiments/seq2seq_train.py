@@ -34,7 +34,7 @@ from absl import logging
 from ml_collections import config_flags
 
 from relational_jax.training import config as config_lib
-from relational_jax.training import distributed
+from relational_jax.parallel import distributed
 from relational_jax.training import seq2seq
 
 

@@ -15,7 +15,7 @@ import jax
 from clrs._src import baselines
 
 from processors.nets import CarryNet
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 
 
 class CarryModel(baselines.BaselineModel):

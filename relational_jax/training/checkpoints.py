@@ -29,7 +29,7 @@ the returned record's `FALLBACKS_KEY` list) and moved aside to
 but none restores, `CorruptCheckpointError` names them all: a run never
 starts again from scratch on its own.
 
-Several processes (`training.distributed`): every process creates the
+Several processes (`parallel.distributed`): every process creates the
 `RunCheckpoints`, saves and restores together, as orbax's multi-process
 managers require (orbax writes each array's data once, the shared metadata
 from process 0, and synchronises the processes). The integrity record
@@ -55,7 +55,7 @@ import orbax.checkpoint as ocp
 from jax.experimental import multihost_utils
 
 from relational_jax.layers import shapes
-from relational_jax.training import distributed
+from relational_jax.parallel import distributed
 
 WHICH = ("latest", "best")
 

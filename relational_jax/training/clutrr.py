@@ -21,7 +21,7 @@ Optimisation: cross-entropy over the 21 classes, Adam, global-norm clipping
 (authors: 1.0), learning rate with linear warmup then linear decay to 0 at
 `train.steps` ('linear', HuggingFace's `get_linear_schedule_with_warmup` as
 the authors) or constant after warmup. One jitted step over the data mesh
-(params replicated, batch split over 'data'; `relational_jax.training.mesh`).
+(params replicated, batch split over 'data'; `relational_jax.parallel.mesh`).
 A training epoch is a seeded permutation of the training rows; its last
 batch is padded with zero-weight rows, so every batch has the fixed size and
 `step` alone fixes the batch: resuming (`RunCheckpoints`, orbax) is exact.
@@ -70,7 +70,7 @@ from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
 from relational_jax.training import loop as loop_lib
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import reporting
 
 ConfigDict = config_lib.ConfigDict

@@ -65,7 +65,7 @@ from relational_jax.models.cogs_graph import HEADS
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.training import config as config_lib
 from relational_jax.training import loop as loop_lib
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import reporting
 from relational_jax.training.clutrr import make_schedule
 

@@ -32,7 +32,7 @@ import optax
 
 from relational_jax.layers.shapes import check_choice
 from relational_jax.training import checkpoints as ckpt_lib
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training.errors import NonFiniteLossError
 
 # loss_fn(params, batch, dropout_rng) -> (scalar loss, scalar accuracy).

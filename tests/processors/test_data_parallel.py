@@ -14,7 +14,7 @@ _SCRIPT = textwrap.dedent("""
     assert jax.device_count() == 4, jax.devices()
     import processors
     from relational_jax.training.clrs import data as clrs_data
-    from relational_jax.training import mesh as mesh_lib
+    from relational_jax.parallel import mesh as mesh_lib
 
     stream = clrs_data.TrainStream("bellman_ford", [5], batch_size=8, seed=0)
     batches = [next(stream) for _ in range(2)]

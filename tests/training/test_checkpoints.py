@@ -14,7 +14,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 from relational_jax.training import checkpoints as ckpt_lib
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 
 # orbax leaves the reads of a failed restore as coroutines that report their
 # own errors when collected: expected here, where restores are meant to fail.

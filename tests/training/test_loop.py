@@ -9,7 +9,7 @@ import pytest
 
 from relational_jax.training import config as config_lib
 from relational_jax.training import loop as loop_lib
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training.errors import NonFiniteLossError
 
 X = np.random.default_rng(0).normal(size=(10, 3)).astype(np.float32)

@@ -360,7 +360,8 @@ def test_seq2seq_killed_process_and_restart_resumes_exactly(
 
 _DISAGREE = """
 import sys
-from relational_jax.training import checkpoints, mesh
+from relational_jax.parallel import mesh
+from relational_jax.training import checkpoints
 mesh.maybe_initialize_distributed(True, coordinator_address=sys.argv[1],
                                   num_processes=2, process_id=int(sys.argv[2]))
 with checkpoints.RunCheckpoints(sys.argv[3]) as ckpts:

@@ -22,7 +22,7 @@ from relational_jax.layers import shapes
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training.clrs import data as clrs_data
 
 ConfigDict = config_lib.ConfigDict

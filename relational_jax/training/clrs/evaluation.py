@@ -8,7 +8,7 @@ import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from relational_jax.training import distributed
+from relational_jax.parallel import distributed
 from relational_jax.training import reporting
 from relational_jax.training.clrs import data as clrs_data
 

@@ -13,7 +13,7 @@ resumes from the previous good one, replaying the same batches. A workdir
 whose `config.json` differs from the given config in anything but
 `RESUMABLE_CHANGES` is refused, naming the fields.
 
-Several processes (`training.distributed`; the mesh spans all their
+Several processes (`parallel.distributed`; the mesh spans all their
 devices): every process draws the same seeded global batch from its own
 `TrainStream` (the CLRS samplers cannot draw a part of a batch without
 changing the stream) and places only its rows on its devices
@@ -38,7 +38,7 @@ import processors
 from relational_jax.layers import shapes
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
-from relational_jax.training import distributed
+from relational_jax.parallel import distributed
 from relational_jax.training import reporting
 from relational_jax.training.checkpoints import RunCheckpoints
 from relational_jax.training.checkpoints import abstract_like

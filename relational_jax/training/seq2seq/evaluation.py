@@ -33,7 +33,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from relational_jax.data.vocab import EOS_ID, PAD_ID, UNK_ID
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training.seq2seq.data import EncodedSet
 
 

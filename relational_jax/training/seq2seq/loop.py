@@ -12,7 +12,7 @@ with the differing paths (`config.resume_conflicts`, checked against
 `<workdir>/config.json` before anything is restored). Vocabularies are saved
 in `<workdir>/vocab_{src,tgt}.json`.
 
-Several processes (`training.distributed`; the mesh spans all their
+Several processes (`parallel.distributed`; the mesh spans all their
 devices): every process runs the same seeded `BatchStream` of global
 indices, builds the examples of only its rows of each global batch
 (`mesh.process_rows`) and forms the global arrays with
@@ -39,8 +39,8 @@ from relational_jax.models import et_seq2seq
 from relational_jax.models import seq2seq as seq2seq_models
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
-from relational_jax.training import distributed
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import distributed
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import reporting
 from relational_jax.training.errors import NonFiniteLossError
 from relational_jax.training.seq2seq import config as s2s_config

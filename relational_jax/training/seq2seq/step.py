@@ -5,7 +5,7 @@ Training: teacher-forced token cross-entropy averaged over the real (non-PAD)
 target tokens of the global batch; Adam + global-norm clipping + a learning
 rate schedule (optax), or any optax GradientTransformation; one jitted step
 over a data mesh (params replicated, batch split over 'data';
-`relational_jax.training.mesh`).
+`relational_jax.parallel.mesh`).
 
 The train state is {params, opt_state, step, rng}. The model is called as
 `model.apply({'params': p}, src_BxS, src_mask_BxS, tgt_in_BxT,
@@ -24,7 +24,7 @@ import optax
 
 from relational_jax.data.vocab import PAD_ID
 from relational_jax.layers.shapes import check_choice
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import prng
 from relational_jax.training.seq2seq.config import SCHEDULES
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from relational_jax.data.vocab import UNK_ID, Vocab
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import seq2seq
 from relational_jax.training.seq2seq import evaluation
 

@@ -22,7 +22,7 @@ from absl import flags
 import jax
 from jax.experimental import multihost_utils
 
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:

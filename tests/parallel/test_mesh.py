@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from jax.sharding import PartitionSpec as P
 
-from relational_jax.training import mesh as mesh_lib
+from relational_jax.parallel import mesh as mesh_lib
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -64,7 +64,7 @@ def test_maybe_initialize_distributed(monkeypatch):
 _FOUR_DEVICES = textwrap.dedent("""
   import json
   import jax, jax.numpy as jnp, numpy as np
-  from relational_jax.training import mesh as mesh_lib
+  from relational_jax.parallel import mesh as mesh_lib
 
   def run(mesh):
     rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
@@ -145,7 +145,7 @@ def test_process_rows_and_shard_process_batch_in_one_process():
 
 def test_distributed_flags(monkeypatch):
   from absl import flags  # pylint: disable=g-import-not-at-top
-  from relational_jax.training import distributed  # pylint: disable=g-import-not-at-top
+  from relational_jax.parallel import distributed  # pylint: disable=g-import-not-at-top
 
   calls = []
   monkeypatch.setattr(
