@@ -5,5 +5,5 @@
 #   bash scripts/bench_et_decoding.sh      -> results/bench_et_decoding.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m experiments.bench_et_decoding --repeats=2 \
+python3 -m experiments.bench.et_decoding --repeats=2 \
   --output=results/bench_et_decoding.json "$@"

@@ -15,6 +15,6 @@ if [ -d "$RT_REF" ]; then
 else
   echo "No RT authors' checkout at $RT_REF: check out github.com/CameronDiao/relational-transformer at $RT_REF (a snapshot; never vendored) to include it." >&2
 fi
-python3 -m experiments.bench_peers "${REF_FLAG[@]}" --rounds="${ROUNDS:-3}" \
+python3 -m experiments.bench.peers "${REF_FLAG[@]}" --rounds="${ROUNDS:-3}" \
   --train_iters="${TRAIN_ITERS:-2}" --eval_iters="${EVAL_ITERS:-1}" \
   --output="${OUT:-results/bench_peers.json}" "$@"

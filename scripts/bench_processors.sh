@@ -4,5 +4,5 @@
 #   bash scripts/bench_processors.sh   -> results/bench_processors.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m experiments.bench_processors --train_iters="${TRAIN_ITERS:-10}" \
+python3 -m experiments.bench.processors --train_iters="${TRAIN_ITERS:-10}" \
   --eval_iters="${EVAL_ITERS:-2}" --output="${OUT:-results/bench_processors.json}" "$@"

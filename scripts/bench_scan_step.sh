@@ -18,7 +18,7 @@ if [ ! -f "$CS_REF/main.py" ]; then
   echo "Skipping: no checkout of github.com/RobertCsordas/transformer_generalization at $CS_REF (fetch github:RobertCsordas/transformer_generalization, check out its snapshot there, or set CS_REF)." >&2
   exit 0
 fi
-exec python3 -m experiments.bench_scan_step --reference="$CS_REF" \
+exec python3 -m experiments.bench.scan_step --reference="$CS_REF" \
   --reference_python="$TORCH_PY" --threads="${THREADS:-2}" \
   --rounds="${ROUNDS:-6}" --steps_per_round="${STEPS:-3}" \
   --output="${OUT:-results/bench_scan_step.json}" "$@"

@@ -6,5 +6,5 @@
 #   FORWARD_ONLY_SIZES=128 bash scripts/bench_triangular.sh   # also N=128 forward only
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m experiments.bench_triangular --repeats=2 \
+python3 -m experiments.bench.triangular --repeats=2 \
   --forward_only_sizes="${FORWARD_ONLY_SIZES:-}" --output=results/bench_triangular.json "$@"

@@ -1,7 +1,7 @@
 """The op profile groups XLA ops by the module path in their name stack."""
 
-from experiments import profile_clrs_step
-from experiments import xla_op_profile
+from experiments.bench import profile_clrs_step
+from experiments.bench import xla_op_profile
 
 _HLO = """
   %ynn_fusion.80 = f32[8192,192]{1,0} fusion(%a, %b), kind=kCustom, metadata={op_name="jit(_feedback)/jvp(net)/while/body/closed_call/net/rt_clrs_processor/edge_in/dot_general" stack_frame_id=250}

@@ -1,12 +1,12 @@
 r"""FLOPs of one CLRS training step per processor, from XLA's cost analysis.
 
-  python -m experiments.flops_processors --entries=et,mpnn512,rt \
+  python -m experiments.bench.flops_processors --entries=et,mpnn512,rt \
       --output=results/flops_processors.json
 
-Speed ratios between processors (experiments.bench_peers) are bounded by
+Speed ratios between processors (experiments.bench.peers) are bounded by
 the work each step does. This compiles the same training step the
 benchmarks time (`CarryModel.jitted_feedback`: forward, backward and Adam
-update over the hint trajectory of one batch; `bench_processors` flags:
+update over the hint trajectory of one batch; `bench.processors` flags:
 algorithm, batch_size, train_length) and reads XLA's own count
 (`Compiled.cost_analysis()['flops']`, the optimised HLO, per device) without
 running it, so the numbers do not depend on machine load. Also reports
@@ -38,7 +38,7 @@ import haiku as hk
 import jax
 import numpy as np
 
-from experiments import bench_processors
+from experiments.bench import processors as bench_processors
 from relational_jax.training import reporting
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data

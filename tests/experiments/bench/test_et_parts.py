@@ -1,4 +1,4 @@
-"""bench_et_parts: the core-free stand-in really removes the pivot sum, and
+"""bench.et_parts: the core-free stand-in really removes the pivot sum, and
 the script writes its JSON (tiny sizes)."""
 
 import json
@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from experiments import bench_et_parts
+from experiments.bench import et_parts
 from relational_jax.layers import triangular
 from relational_jax.models import edge_transformer as etm
 
@@ -18,7 +18,7 @@ def test_core_replaced_swaps_and_restores_the_pivot_sum():
   stack = etm.EdgeTransformer(config)
   params = stack.init(jax.random.PRNGKey(1), x)
   core = triangular.triangular_attention_core
-  with bench_et_parts._core_replaced(bench_et_parts._free_core):  # pylint: disable=protected-access
+  with et_parts._core_replaced(et_parts._free_core):  # pylint: disable=protected-access
     free = stack.apply(params, x)
     # With o = q * k + V^1 x * V^2 x the layer is that function of the
     # four projections.
@@ -32,7 +32,7 @@ def test_core_replaced_swaps_and_restores_the_pivot_sum():
 
 def test_run_times_every_pass_and_reports_shares():
   config = etm.ETConfig(num_layers=2, num_heads=2, head_dim=4)
-  result = bench_et_parts.run(batch_size=2, nodes=4, config=config, rounds=2)
+  result = et_parts.run(batch_size=2, nodes=4, config=config, rounds=2)
   json.dumps(result)  # JSON-serialisable as written by main
   assert set(result["ms"]) == {
       "stack",

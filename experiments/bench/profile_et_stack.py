@@ -1,9 +1,9 @@
 r"""Where one Edge Transformer training step's time goes (XLA:CPU op profile).
 
-  python -m experiments.profile_et_stack --batch_size=32 --nodes=16
+  python -m experiments.bench.profile_et_stack --batch_size=32 --nodes=16
 
 Times `iters` jitted forward+backward passes of the `EdgeTransformer` stack at
-the CLRS benchmark size (`experiments.bench_processors` ENTRIES['et']: 3 tied
+the CLRS benchmark size (`experiments.bench.processors` ENTRIES['et']: 3 tied
 layers, 12 heads x 16) under `jax.profiler.trace`, then sums the executed
 XLA ops' durations by pass (forward / backward) and by part of the layer
 (eq. 3): 'project' (LN_1 and q, k, V^1, V^2, eq. 6-8), 'core' (the pivot
@@ -18,7 +18,7 @@ from absl import app
 from absl import flags
 import jax
 
-from experiments import xla_op_profile
+from experiments.bench import xla_op_profile
 
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeTransformer

@@ -1,6 +1,6 @@
 r"""Processor speed benchmark: training examples/s at n=16 and a forward pass at n=64.
 
-  python -m experiments.bench_processors --output=results/bench_processors.json
+  python -m experiments.bench.processors --output=results/bench_processors.json
 
 Each entry builds the CLRS model the experiment would build (our CarryModel
 for our kinds, stock BaselineModel for CLRS kinds) on one algorithm, compiles,

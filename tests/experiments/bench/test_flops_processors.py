@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from clrs._src import nets as clrs_nets
 
-from experiments import flops_processors
+from experiments.bench import flops_processors
 from relational_jax.layers import triangular
 
 STEPS, WIDTH = 6, 32

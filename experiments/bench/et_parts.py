@@ -1,8 +1,8 @@
 r"""What one Edge Transformer training pass spends its time on (wall clock).
 
-  python -m experiments.bench_et_parts --output=results/bench_et_parts.json
+  python -m experiments.bench.et_parts --output=results/bench_et_parts.json
 
-At the CLRS benchmark size (`experiments.bench_processors` ENTRIES['et']:
+At the CLRS benchmark size (`experiments.bench.processors` ENTRIES['et']:
 batch 32, n = 16, 3 tied layers of 12 heads x 16, FFN 4D), times the
 forward+backward pass (`jax.vjp` with a fixed cotangent) of:
   stack            the EdgeTransformer stack (eq. 3, three layer applications);
@@ -22,7 +22,7 @@ dense throughput XLA reaches on this machine; also XLA's FLOP count of the
 pivot sum's forward+backward (one chunk, so no loop body is counted once for
 several). Variants are compiled once and
 timed in alternating rounds (minimum and median over rounds). Timings, not
-FLOP counts: those are `experiments.flops_processors`.
+FLOP counts: those are `experiments.bench.flops_processors`.
 """
 
 import contextlib

@@ -1,6 +1,6 @@
 r"""Cost of dropout masks per generator on this machine.
 
-  taskset -c 0 python -m experiments.bench_dropout_prng \
+  taskset -c 0 python -m experiments.bench.dropout_prng \
       --output=results/bench_dropout_prng.json
 
 Times one jitted `jax.random.bernoulli(key, 0.5, (n,))` (summed, so the mask

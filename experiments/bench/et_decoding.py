@@ -12,7 +12,7 @@ Both are jitted loops (`lax.fori_loop`) over a fixed shape; the decoded
 tokens are checked to be identical. Reports the median wall time of
 `--repeats` runs after a warm-up run, and the XLA compiled memory.
 
-  python3 -m experiments.bench_et_decoding --output=results/bench_et_decoding.json
+  python3 -m experiments.bench.et_decoding --output=results/bench_et_decoding.json
 """
 
 import json

@@ -1,6 +1,6 @@
 r"""One SCAN training step, ours against the authors' PyTorch code.
 
-  python -m experiments.bench_scan_step --reference=/tmp/cs \
+  python -m experiments.bench.scan_step --reference=/tmp/cs \
       --reference_python=/tmp/torchvenv/bin/python --threads=2 \
       --output=results/bench_scan_step.json
 
@@ -58,7 +58,9 @@ AUTHORS_FLAGS = (
     "-transformer.variant relative_universal "
     "-scan.length_cutoff 26 -stop_after 50000 -log tb"
 )
-_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 _REF_SCRIPT = os.path.join(
     _REPO, "experiments", "compare", "refs", "scan_csordas_torch.py"
 )
@@ -100,7 +102,7 @@ def check_reference(path):
   fetch when `path` is not a checkout of the authors' repository."""
   from experiments.compare import reference as reference_lib  # pylint: disable=g-import-not-at-top
 
-  return reference_lib.require("bench_scan_step", path, REPOSITORY, MARKER)
+  return reference_lib.require("bench.scan_step", path, REPOSITORY, MARKER)
 
 
 def summarize(times):
@@ -256,7 +258,7 @@ def run_benchmark(
   ours_cmd = [
       sys.executable,
       "-m",
-      "experiments.bench_scan_step",
+      "experiments.bench.scan_step",
       "--worker=ours",
       f"--batches={batches_path}",
       f"--batch_size={batch_size}",
@@ -265,7 +267,7 @@ def run_benchmark(
     ours_cmd.append(f"--data_dir={data_dir}")
   ours_cmd.append(f"--dropout_prng={config.train.dropout_prng}")
   log(
-      f"[bench_scan_step] starting both workers on cpus {sorted(cpus)}; "
+      f"[bench.scan_step] starting both workers on cpus {sorted(cpus)}; "
       f"logs in {scratch}"
   )
   workers = {
@@ -288,7 +290,7 @@ def run_benchmark(
         times[name] += t
         per_round[name].append(statistics.median(t))
       log(
-          f"[bench_scan_step] round {r}: ours "
+          f"[bench.scan_step] round {r}: ours "
           f"{per_round['ours'][-1]:.3f} s, theirs "
           f"{per_round['theirs'][-1]:.3f} s"
       )

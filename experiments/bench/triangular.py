@@ -13,9 +13,9 @@ configuration whose compiled memory exceeds `--memory_limit_gb` is compiled
 (to report its memory) but not run.
 
 Usage (tiny smoke run, then the full default sizes):
-  python3 -m experiments.bench_triangular --batch=2 --width=16 --num_heads=2 \
+  python3 -m experiments.bench.triangular --batch=2 --width=16 --num_heads=2 \
       --sizes=8,12 --forward_only_sizes=16 --output=/tmp/bench.json
-  python3 -m experiments.bench_triangular
+  python3 -m experiments.bench.triangular
 """
 
 import json

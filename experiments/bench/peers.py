@@ -1,10 +1,10 @@
 r"""Speed against the peers, measured side by side in one process.
 
-  python -m experiments.bench_peers --rt_reference=/tmp/peers/rt \
+  python -m experiments.bench.peers --rt_reference=/tmp/peers/rt \
       --output=results/bench_peers.json
 
 Entries (all at the RT paper's tuned sizes where they are RT-like, see
-`experiments.bench_processors.ENTRIES`): our `rt`; `rt_authors`, the RT
+`experiments.bench.processors.ENTRIES`): our `rt`; `rt_authors`, the RT
 authors' own RT processor (github.com/CameronDiao/relational-transformer,
 their CLRS fork, `clrs/_src/processors.py: RT`) plugged into the same CLRS
 model as our `rt` through a processor factory; dm-clrs `mpnn` at width 512
@@ -53,15 +53,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import bench_processors
+from experiments.bench import processors as bench_processors
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
 
 RT_URL = "https://github.com/CameronDiao/relational-transformer"
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
-# bench_processors defines algorithm, batch_size, train_length, eval_length,
+# bench.processors defines algorithm, batch_size, train_length, eval_length,
 # train_iters, eval_iters, entries and output; we reuse them with our defaults.
 flags.DEFINE_string(
     "rt_reference",

@@ -1,10 +1,10 @@
 r"""Where one CLRS training step's time goes (XLA:CPU op profile).
 
-  python -m experiments.profile_clrs_step --entry=rt
-  python -m experiments.profile_clrs_step --entry=et --output=results/profile_clrs_step_et.json
-  python -m experiments.profile_clrs_step --entry=rt --by=instruction --output=results/profile_clrs_step_rt_instructions.json
+  python -m experiments.bench.profile_clrs_step --entry=rt
+  python -m experiments.bench.profile_clrs_step --entry=et --output=results/profile_clrs_step_et.json
+  python -m experiments.bench.profile_clrs_step --entry=rt --by=instruction --output=results/profile_clrs_step_rt_instructions.json
 
-Builds the benchmark model of `experiments.bench_processors.ENTRIES[entry]`
+Builds the benchmark model of `experiments.bench.processors.ENTRIES[entry]`
 (by default Bellman-Ford, batch 32, n = 16, the paper-tuned sizes), runs `iters` jitted
 training steps (`CarryModel.feedback`: forward over all hint steps, backward,
 Adam) under `jax.profiler.trace`, and sums the executed XLA ops' durations by
@@ -26,14 +26,14 @@ from absl import flags
 from absl import logging
 import jax
 
-from experiments import bench_processors
-from experiments import xla_op_profile
+from experiments.bench import processors as bench_processors
+from experiments.bench import xla_op_profile
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
 
 flags.DEFINE_string(
-    "entry", "rt", "Entry of experiments.bench_processors.ENTRIES."
+    "entry", "rt", "Entry of experiments.bench.processors.ENTRIES."
 )
 flags.DEFINE_integer("iters", 3, "Profiled training steps.")
 flags.DEFINE_integer("depth", 3, "Module-path components kept per group.")
@@ -47,7 +47,7 @@ flags.DEFINE_enum(
     "op, e.g. a GEMM with transposed operands.",
 )
 FLAGS = flags.FLAGS
-# bench_processors defines algorithm, batch_size, train_length and output
+# bench.processors defines algorithm, batch_size, train_length and output
 # (among others); we reuse them, with no JSON written unless asked.
 FLAGS.set_default("output", None)
 

@@ -1,10 +1,11 @@
 """Executed XLA:CPU ops of a jitted function and their durations (no flags).
 
-Used by `experiments.profile_clrs_step` and `experiments.profile_et_stack`:
-run the function under `jax.profiler.trace`, read the Perfetto trace, and
-map each executed HLO instruction to its `op_name` metadata (the JAX name
-stack: transforms, Haiku/Flax module scopes, primitive), so callers can
-group the time by module, pass or kind.
+Used by `experiments.bench.profile_clrs_step` and
+`experiments.bench.profile_et_stack`: run the function under
+`jax.profiler.trace`, read the Perfetto trace, and map each executed HLO
+instruction to its `op_name` metadata (the JAX name stack: transforms,
+Haiku/Flax module scopes, primitive), so callers can group the time by
+module, pass or kind.
 """
 
 import glob
