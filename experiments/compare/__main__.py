@@ -15,7 +15,6 @@ theirs: the evaluation log, reused once finished), so the same command
 resumes. Writes `--output_dir/NAME.json` and `NAME.png`.
 """
 
-import inspect
 import json
 import os
 import sys
@@ -24,19 +23,12 @@ import threading
 from absl import app
 from absl import flags
 
-from experiments.compare import clrs_rt
-from experiments.compare import clutrr_et
 from experiments.compare import curves
+from experiments.compare import protocol
 from experiments.compare import reference as reference_lib
-from experiments.compare import scan_relative_universal
-from relational_jax.layers.shapes import check_choice
+from experiments.compare import registry
 from relational_jax.training import reporting
 
-COMPARISONS = {
-    "clrs_rt": clrs_rt,
-    "clutrr_et": clutrr_et,
-    "scan_relative_universal": scan_relative_universal,
-}
 _REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
@@ -80,19 +72,6 @@ def define_flags():
   )
 
 
-def data_options(module, **available):
-  """The keyword arguments of `available` that `module.prepare_data` takes
-  after (budget, scratch): each comparison names the data paths it needs."""
-  names = list(inspect.signature(module.prepare_data).parameters)[2:]
-  missing = [n for n in names if n not in available]
-  if missing:
-    raise ValueError(
-        f"{module.__name__}.prepare_data needs {missing}; the "
-        f"entry point provides {sorted(available)}."
-    )
-  return {n: available[n] for n in names}
-
-
 def run(
     name: str,
     reference: str,
@@ -112,25 +91,28 @@ def run(
   with `report_only`, trains nothing and reports the seeds that both sides
   have finished (`NAME__partial.json` while some are missing). With
   `reuse_reference` (an earlier comparison JSON), the reference seeds it
-  holds are not rerun (see `reused_reference_runs`)."""
-  check_choice(name, tuple(COMPARISONS), "comparison")
-  module = COMPARISONS[name]
-  check_choice(budget_name, tuple(module.BUDGETS), "budget")
-  budget = module.BUDGETS[budget_name]
+  holds are not rerun (see `reused_reference_runs`).
+
+  Raises:
+    ValueError: for a comparison or budget name that is not registered
+      (naming it and the valid choices).
+  """
+  comparison = registry.get(name)
+  budget = comparison.budget(budget_name)
   seeds = seeds or budget.seeds
   workdir = os.path.abspath(workdir)
   reused = (
-      reused_reference_runs(reuse_reference, name, module, budget_name)
+      reused_reference_runs(reuse_reference, name, comparison, budget_name)
       if reuse_reference
       else {}
   )
   if report_only:
     ours, theirs = {}, {}
     for seed in range(seeds):
-      o = module.finished_ours(
+      o = comparison.finished_ours(
           budget, os.path.join(workdir, f"ours_seed{seed}")
       )
-      t = reused.get(seed) or module.finished_theirs(
+      t = reused.get(seed) or comparison.finished_theirs(
           budget, os.path.join(workdir, f"theirs_seed{seed}")
       )
       if o is not None and t is not None:
@@ -142,7 +124,7 @@ def run(
       )
     return report(
         name,
-        module,
+        comparison,
         budget_name,
         ours,
         theirs,
@@ -152,14 +134,13 @@ def run(
         reuse_reference if reused else None,
     )
   reference = reference_lib.require(
-      name, reference, module.REPOSITORY, module.MARKER
+      name, reference, comparison.repository, comparison.marker
   )
   scratch = os.path.join(workdir, "scratch")
-  data_dir = module.prepare_data(
+  data_dir = comparison.prepare_data(
       budget,
       scratch,
-      **data_options(
-          module,
+      protocol.DataInputs(
           test_csv=test_csv,
           shared_data=shared_data,
           reference=reference,
@@ -174,7 +155,7 @@ def run(
         if seed in theirs:
           log(f"[{name}] theirs seed {seed} reused from {reuse_reference}")
           continue
-        theirs[seed] = module.run_theirs(
+        theirs[seed] = comparison.run_theirs(
             budget,
             seed,
             reference,
@@ -191,7 +172,7 @@ def run(
   thread.start()
   ours = {}
   for seed in range(seeds):
-    ours[seed] = module.run_ours(
+    ours[seed] = comparison.run_ours(
         budget,
         seed,
         data_dir,
@@ -204,7 +185,7 @@ def run(
     raise errors[0]
   return report(
       name,
-      module,
+      comparison,
       budget_name,
       ours,
       theirs,
@@ -215,7 +196,7 @@ def run(
   )
 
 
-def reused_reference_runs(path, name, module, budget_name):
+def reused_reference_runs(path, name, comparison, budget_name):
   """{seed: evaluation points} of the reference side recorded in the
   comparison JSON `path`. Refused unless it is the same comparison and
   budget with the same record of their side (`describe`: repository,
@@ -226,7 +207,7 @@ def reused_reference_runs(path, name, module, budget_name):
   now = {
       "name": name,
       "budget_name": budget_name,
-      **module.describe(module.BUDGETS[budget_name]),
+      **comparison.describe(comparison.budget(budget_name)),
   }
   keys = [k for k in now if k not in ("differences", "resolved")]
   changed = [k for k in keys if earlier.get(k) != now[k]]
@@ -243,7 +224,7 @@ def reused_reference_runs(path, name, module, budget_name):
 
 def report(
     name,
-    module,
+    comparison,
     budget_name,
     ours,
     theirs,
@@ -255,18 +236,18 @@ def report(
   """Aggregates the finished seeds, applies the matching rule, writes the
   JSON and the PNG."""
   done = sorted(ours)
-  comparison = curves.compare_sides(
+  matched = comparison.match(
       curves.aggregate([ours[s] for s in done]),
       curves.aggregate([theirs[s] for s in done]),
   )
-  budget = module.BUDGETS[budget_name]
+  budget = comparison.budget(budget_name)
   result = {
       "name": name,
       "budget_name": budget_name,
       "seeds": seeds,
       "seeds_finished": done,
-      **module.describe(budget),
-      "comparison": comparison,
+      **comparison.describe(budget),
+      "comparison": matched,
       "runs": {"ours": ours, "theirs": theirs},
   }
   if reused_from:
@@ -278,18 +259,18 @@ def report(
   path = os.path.join(output_dir, stem + ".json")
   reporting.write_json(path, result)
   curves.plot(
-      comparison,
-      module.metric_names(),
+      matched,
+      comparison.metric_names(),
       os.path.splitext(path)[0] + ".png",
       title=(
-          f"{name}: ours vs {module.REPOSITORY} "
+          f"{name}: ours vs {comparison.repository} "
           f"({len(done)} seeds each, mean +- sd)"
       ),
   )
   log(
-      f"[{name}] {comparison['num_matched']}/{comparison['num_points']} "
+      f"[{name}] {matched['num_matched']}/{matched['num_points']} "
       f"points match over seeds {done}; unmatched: "
-      f"{comparison['unmatched']}; wrote {path}"
+      f"{matched['unmatched']}; wrote {path}"
   )
   return result
 
@@ -298,7 +279,7 @@ def main(argv):
   if len(argv) != 2:
     raise app.UsageError(
         "usage: python -m experiments.compare NAME "
-        f"--reference=DIR; NAME in {sorted(COMPARISONS)}."
+        f"--reference=DIR; NAME in {list(registry.names())}."
     )
   name = argv[1]
   try:

@@ -62,6 +62,7 @@ from typing import Dict, List, Mapping, Sequence, Tuple
 import numpy as np
 
 from experiments.compare import curves
+from experiments.compare import protocol
 
 REPOSITORY = "CameronDiao/relational-transformer"
 MARKER = os.path.join("clrs", "examples", "run.py")
@@ -693,6 +694,32 @@ def describe(budget: Budget) -> Dict:
       "differences": DIFFERENCES,
       "resolved": [{"theirs": what, "ours": how} for what, how in RESOLVED],
   }
+
+
+class ClrsRt(protocol.Comparison):
+  """The comparison `clrs_rt` (module docstring); prepare_data runs their
+  wrapper from `inputs.reference` in `inputs.reference_python`."""
+
+  name = "clrs_rt"
+  repository = REPOSITORY
+  marker = MARKER
+  budgets = BUDGETS
+  run_ours = staticmethod(run_ours)
+  run_theirs = staticmethod(run_theirs)
+  finished_ours = staticmethod(finished_ours)
+  finished_theirs = staticmethod(finished_theirs)
+  metric_names = staticmethod(metric_names)
+  describe = staticmethod(describe)
+
+  def reference_flags(self, budget: Budget, seed: int) -> List[str]:
+    return reference_flags(budget, seed)
+
+  def prepare_data(
+      self, budget: Budget, scratch: str, inputs: protocol.DataInputs
+  ) -> str:
+    return prepare_data(
+        budget, scratch, inputs.reference, inputs.reference_python
+    )
 
 
 if __name__ == "__main__":

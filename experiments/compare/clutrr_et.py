@@ -33,6 +33,7 @@ import sys
 from typing import Dict, List, Mapping, Sequence
 
 from experiments.compare import curves
+from experiments.compare import protocol
 
 REPOSITORY = "bergen/EdgeTransformer"
 MARKER = os.path.join("clutrr", "train.py")
@@ -298,6 +299,33 @@ def describe(budget: Budget) -> Dict:
           ),
       }],
   }
+
+
+class ClutrrEt(protocol.Comparison):
+  """The comparison `clutrr_et` (module docstring); prepare_data reads
+  `inputs.test_csv`."""
+
+  name = "clutrr_et"
+  repository = REPOSITORY
+  marker = MARKER
+  budgets = BUDGETS
+  run_ours = staticmethod(run_ours)
+  run_theirs = staticmethod(run_theirs)
+  finished_ours = staticmethod(finished_ours)
+  finished_theirs = staticmethod(finished_theirs)
+  metric_names = staticmethod(metric_names)
+  describe = staticmethod(describe)
+
+  def reference_flags(self, budget: Budget, seed: int) -> List[str]:
+    # The same for every budget and seed: the wrapper passes the seed,
+    # steps and evaluation cadence.
+    del budget, seed
+    return reference_flags()
+
+  def prepare_data(
+      self, budget: Budget, scratch: str, inputs: protocol.DataInputs
+  ) -> str:
+    return prepare_data(budget, scratch, inputs.test_csv)
 
 
 if __name__ == "__main__":

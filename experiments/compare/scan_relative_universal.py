@@ -48,6 +48,7 @@ import sys
 from typing import Dict, List, Mapping, Sequence
 
 from experiments.compare import curves
+from experiments.compare import protocol
 from relational_jax.layers.shapes import check_choice
 
 REPOSITORY = "RobertCsordas/transformer_generalization"
@@ -410,6 +411,31 @@ def describe(budget: Budget) -> Dict:
       ],
       "network_differences_remaining": list(DIFFERENCES),
   }
+
+
+class ScanRelativeUniversal(protocol.Comparison):
+  """The comparison `scan_relative_universal` (module docstring);
+  prepare_data reads `inputs.shared_data`."""
+
+  name = "scan_relative_universal"
+  repository = REPOSITORY
+  marker = MARKER
+  budgets = BUDGETS
+  run_ours = staticmethod(run_ours)
+  run_theirs = staticmethod(run_theirs)
+  finished_ours = staticmethod(finished_ours)
+  finished_theirs = staticmethod(finished_theirs)
+  metric_names = staticmethod(metric_names)
+  describe = staticmethod(describe)
+
+  def reference_flags(self, budget: Budget, seed: int) -> List[str]:
+    del seed  # The wrapper passes --seed to their main.py.
+    return reference_flags(AUTHORS, budget)
+
+  def prepare_data(
+      self, budget: Budget, scratch: str, inputs: protocol.DataInputs
+  ) -> str:
+    return prepare_data(budget, scratch, inputs.shared_data)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import pytest
 from experiments.compare import __main__ as entry
 from experiments.compare import clrs_rt
 from experiments.compare import reference
+from experiments.compare import registry
 
 RT_CHECKOUT = os.environ.get("CLRS_RT_REFERENCE", "/tmp/peers/rt")
 RT_PYTHON = os.environ.get("CLRS_RT_PYTHON", "/tmp/rtvenv/bin/python")
@@ -85,7 +86,7 @@ def test_clrs_rt_untranslatable_values_are_refused(name, value, match):
 
 
 def test_clrs_rt_missing_reference_names_what_to_fetch(tmp_path):
-  assert entry.COMPARISONS["clrs_rt"] is clrs_rt
+  assert isinstance(registry.get("clrs_rt"), clrs_rt.ClrsRt)
   with pytest.raises(
       reference.MissingReferenceError,
       match="fetch github:CameronDiao/relational-transformer",

@@ -1,0 +1,144 @@
+"""What a comparison provides: the one interface of `compare/`.
+
+A comparison trains our implementation and the authors' own code with
+matched settings on the same data and puts the two learning curves side by
+side. `Comparison` states everything the entry point
+(`python -m experiments.compare NAME`) uses; each comparison module
+(`clrs_rt.py`, `clutrr_et.py`, `scan_relative_universal.py`) subclasses it,
+and `registry.COMPARISONS` names the instances. Nothing is discovered by
+attribute names: a subclass that leaves out a part cannot be instantiated
+(`TypeError` naming it), so the registry holds only complete comparisons.
+
+Parts of a comparison:
+
+* identity: `name` (the CLI's NAME), `repository` (the authors' GitHub
+  owner/name) and `marker` (a file of their checkout that `--reference` must
+  hold, `reference.require`);
+* flags and budgets: `budgets` ({'paper', 'cpu', 'smoke': a frozen dataclass
+  with at least `steps` and `seeds`}), and `reference_flags` (the authors'
+  command line for a budget and seed);
+* data: `prepare_data` writes (once) what both sides read, from the paths
+  the entry point provides (`DataInputs`);
+* the two sides: `run_ours` (in this process) and `run_theirs` (in the
+  authors' Python), both resuming what their directory holds;
+* reading the curves: `finished_ours` / `finished_theirs` (a finished run's
+  evaluation points, or None), `metric_names` (the panels of the plot) and
+  `describe` (the record of settings written into the JSON);
+* matching: `match` (default: `curves.compare_sides`, the issue's rule).
+
+A run is a list of evaluation points `{"step": int, "metrics": {name:
+value}}` (`curves.Run`).
+"""
+
+import abc
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from experiments.compare import curves
+from relational_jax.layers.shapes import check_choice
+
+Run = List[Dict]  # [{"step": int, "metrics": {name: float}}, ...]
+Budget = Any  # A comparison's frozen Budget dataclass (steps, seeds, ...).
+
+
+@dataclasses.dataclass(frozen=True)
+class DataInputs:
+  """The paths the entry point hands to `Comparison.prepare_data`; each
+  comparison reads the ones it needs (its docstring names them)."""
+
+  test_csv: str  # clutrr_et: the official CLUTRR test file.
+  shared_data: str  # scan_relative_universal: holds scan/tasks.txt.
+  reference: str  # The authors' checkout.
+  reference_python: str  # The Python of the authors' environment.
+
+
+class Comparison(abc.ABC):
+  """One comparison of ours with the authors' code (module docstring).
+
+  A subclass sets `name`, `repository`, `marker` and `budgets` as class
+  attributes and implements every abstract method."""
+
+  @property
+  @abc.abstractmethod
+  def name(self) -> str:
+    """The comparison's name: the CLI's NAME and the JSON's stem."""
+
+  @property
+  @abc.abstractmethod
+  def repository(self) -> str:
+    """The authors' repository, 'owner/name' on GitHub."""
+
+  @property
+  @abc.abstractmethod
+  def marker(self) -> str:
+    """A file (relative path) every checkout of `repository` holds."""
+
+  @property
+  @abc.abstractmethod
+  def budgets(self) -> Mapping[str, Budget]:
+    """{'paper', 'cpu', 'smoke': budget}; a budget has `steps`, `seeds`."""
+
+  @abc.abstractmethod
+  def reference_flags(self, budget: Budget, seed: int) -> List[str]:
+    """The authors' flags for seed `seed` of `budget`."""
+
+  @abc.abstractmethod
+  def prepare_data(
+      self, budget: Budget, scratch: str, inputs: DataInputs
+  ) -> str:
+    """Writes what both sides read under `scratch` (once); returns our
+    side's data directory."""
+
+  @abc.abstractmethod
+  def run_ours(
+      self, budget: Budget, seed: int, data_dir: str, workdir: str, log=print
+  ) -> Run:
+    """Trains (or resumes) our side in `workdir`; its evaluation points."""
+
+  @abc.abstractmethod
+  def run_theirs(
+      self,
+      budget: Budget,
+      seed: int,
+      reference: str,
+      scratch: str,
+      python: str,
+      out_dir: str,
+      threads: int = 1,
+  ) -> Run:
+    """Runs (or resumes, or reuses) the authors' side in `python` with
+    `threads` threads; its evaluation points."""
+
+  @abc.abstractmethod
+  def finished_ours(self, budget: Budget, workdir: str) -> Optional[Run]:
+    """A finished run of ours in `workdir`: its points, else None."""
+
+  @abc.abstractmethod
+  def finished_theirs(self, budget: Budget, out_dir: str) -> Optional[Run]:
+    """A finished run of theirs in `out_dir`: its points, else None."""
+
+  @abc.abstractmethod
+  def metric_names(self) -> Sequence[str]:
+    """The metrics plotted, one panel each."""
+
+  @abc.abstractmethod
+  def describe(self, budget: Budget) -> Dict:
+    """The settings recorded in the JSON (repository, hyperparameters,
+    their flags, budget, data, known differences)."""
+
+  def match(
+      self,
+      ours: Mapping[str, Mapping[int, Mapping]],
+      theirs: Mapping[str, Mapping[int, Mapping]],
+  ) -> Dict:
+    """The matching rule over two aggregated curves (`curves.aggregate`)."""
+    return curves.compare_sides(ours, theirs)
+
+  def budget(self, budget_name: str) -> Budget:
+    """The budget named `budget_name`.
+
+    Raises:
+      ValueError: naming it and the valid budget names.
+    """
+    check_choice(budget_name, tuple(self.budgets), "budget")
+    return self.budgets[budget_name]

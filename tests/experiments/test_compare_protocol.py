@@ -1,0 +1,223 @@
+"""The comparisons' one interface (`protocol.Comparison`) and the registry,
+the entry point's only way to find a comparison."""
+
+import ast
+import importlib
+import inspect
+import json
+import os
+import pkgutil
+
+import pytest
+
+import experiments.compare
+from experiments.compare import __main__ as entry
+from experiments.compare import clrs_rt
+from experiments.compare import clutrr_et
+from experiments.compare import protocol
+from experiments.compare import registry
+from experiments.compare import scan_relative_universal as scan
+
+ABSTRACT = sorted(protocol.Comparison.__abstractmethods__)
+METHODS = [
+    m
+    for m in ABSTRACT
+    if not isinstance(protocol.Comparison.__dict__[m], property)
+]
+
+
+def _params(fn):
+  """Parameter (name, kind, default) of `fn`, without self."""
+  return [
+      (p.name, p.kind, p.default)
+      for p in inspect.signature(fn).parameters.values()
+      if p.name != "self"
+  ]
+
+
+def test_the_registry_names_the_three_comparisons():
+  assert registry.names() == (
+      "clrs_rt",
+      "clutrr_et",
+      "scan_relative_universal",
+  )
+  assert isinstance(registry.get("clrs_rt"), clrs_rt.ClrsRt)
+  assert isinstance(registry.get("clutrr_et"), clutrr_et.ClutrrEt)
+  assert isinstance(
+      registry.get("scan_relative_universal"), scan.ScanRelativeUniversal
+  )
+
+
+@pytest.mark.parametrize("name", sorted(registry.COMPARISONS))
+def test_every_registered_comparison_satisfies_the_protocol(name):
+  c = registry.COMPARISONS[name]
+  assert isinstance(c, protocol.Comparison)
+  assert not type(c).__abstractmethods__
+  assert c.name == name
+  module = importlib.import_module(type(c).__module__)
+  assert (c.repository, c.marker) == (module.REPOSITORY, module.MARKER)
+  assert c.repository.count("/") == 1 and c.marker
+  assert {"paper", "cpu", "smoke"} <= set(c.budgets)
+  for budget_name, budget in c.budgets.items():
+    assert c.budget(budget_name) is budget
+    assert isinstance(budget.steps, int) and isinstance(budget.seeds, int)
+    flags = c.reference_flags(budget, 0)
+    assert flags and all(isinstance(f, str) for f in flags)
+    assert c.describe(budget)["repository"] == c.repository
+  names = c.metric_names()
+  assert names and all(isinstance(m, str) for m in names)
+  # Every part is called as the protocol states it (names, kinds, defaults).
+  for method in METHODS:
+    assert _params(getattr(c, method)) == _params(
+        getattr(protocol.Comparison, method)
+    ), method
+
+
+def test_a_comparison_missing_a_part_cannot_be_made():
+
+  class NoTheirSide(protocol.Comparison):
+    name, repository, marker, budgets = "x", "a/b", "m", {}
+    reference_flags = prepare_data = run_ours = finished_ours = None
+    finished_theirs = metric_names = describe = None
+
+  with pytest.raises(TypeError, match="run_theirs"):
+    NoTheirSide()
+
+
+def test_unknown_names_raise_value_error_naming_the_choices(tmp_path):
+  choices = "['clrs_rt', 'clutrr_et', 'scan_relative_universal']"
+  # `curves` is a module of experiments.compare, not a registered comparison.
+  for name in ("nope", "curves", "protocol"):
+    with pytest.raises(ValueError) as e:
+      registry.get(name)
+    assert f"comparison {name!r}" in str(e.value) and choices in str(e.value)
+    with pytest.raises(ValueError, match=f"comparison '{name}'"):
+      entry.run(
+          name, None, "cpu", str(tmp_path), str(tmp_path), "python", "x.csv"
+      )
+  with pytest.raises(ValueError, match="budget 'huge'.*'smoke'"):
+    registry.get("clutrr_et").budget("huge")
+
+
+def test_every_comparison_class_of_the_package_is_registered():
+  registered = {type(c) for c in registry.COMPARISONS.values()}
+  found = set()
+  for info in pkgutil.iter_modules(experiments.compare.__path__):
+    if info.name == "__main__":
+      continue
+    module = importlib.import_module(f"experiments.compare.{info.name}")
+    for _, value in inspect.getmembers(module, inspect.isclass):
+      if (
+          issubclass(value, protocol.Comparison)
+          and not inspect.isabstract(value)
+          and value.__module__ == module.__name__
+      ):
+        found.add(value)
+  assert found == registered
+
+
+def test_the_entry_point_finds_comparisons_only_through_the_registry(
+    tmp_path, monkeypatch
+):
+  # No probing of attributes or signatures in the entry point.
+  source = inspect.getsource(entry)
+  calls = {
+      n.func.id
+      for n in ast.walk(ast.parse(source))
+      if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+  }
+  assert not calls & {"getattr", "hasattr", "vars", "__import__"}
+  assert "import inspect" not in source and "importlib" not in source
+  for module in ("clrs_rt", "clutrr_et", "scan_relative_universal"):
+    assert f"import {module}" not in source
+
+  # A comparison that is not a module at all, registered under a new name,
+  # is run by the entry point; its output JSON has the usual keys.
+  class Fake(protocol.Comparison):
+    name, repository, marker = "fake", "someone/fake", "README"
+    budgets = {"cpu": clutrr_et.Budget(4, 2, 2, 10)}
+
+    def reference_flags(self, budget, seed):
+      return [f"--seed={seed}"]
+
+    def prepare_data(self, budget, scratch, inputs):
+      raise AssertionError("report_only prepares no data")
+
+    def run_ours(self, budget, seed, data_dir, workdir, log=print):
+      raise AssertionError("report_only trains nothing")
+
+    def run_theirs(
+        self, budget, seed, reference, scratch, python, out_dir, threads=1
+    ):
+      raise AssertionError("report_only trains nothing")
+
+    def finished_ours(self, budget, workdir):
+      return [{"step": 4, "metrics": {"acc": 0.5}}]
+
+    def finished_theirs(self, budget, out_dir):
+      return [{"step": 4, "metrics": {"acc": 0.5}}]
+
+    def metric_names(self):
+      return ("acc",)
+
+    def describe(self, budget):
+      return {"repository": self.repository, "budget": {"steps": 4}}
+
+  monkeypatch.setattr(registry, "COMPARISONS", {"fake": Fake()})
+  with pytest.raises(ValueError, match=r"valid choices are \['fake'\]"):
+    entry.run(
+        "clutrr_et", None, "cpu", str(tmp_path), str(tmp_path), "python", "x"
+    )
+  out = tmp_path / "out"
+  result = entry.run(
+      "fake",
+      None,
+      "cpu",
+      str(tmp_path / "w"),
+      str(out),
+      "python",
+      "x.csv",
+      report_only=True,
+      log=lambda m: None,
+  )
+  assert list(result) == [
+      "name",
+      "budget_name",
+      "seeds",
+      "seeds_finished",
+      "repository",
+      "budget",
+      "comparison",
+      "runs",
+  ]
+  assert result["seeds_finished"] == [0, 1]
+  assert result["comparison"]["all_match"]
+  assert json.loads((out / "fake.json").read_text())["name"] == "fake"
+  assert os.path.exists(out / "fake.png")
+
+
+def test_prepare_data_reads_the_inputs_each_comparison_names(tmp_path):
+  missing = str(tmp_path / "absent")
+  inputs = protocol.DataInputs(
+      test_csv=os.path.join(missing, "test.csv"),
+      shared_data=missing,
+      reference=missing,
+      reference_python="python",
+  )
+  with pytest.raises(FileNotFoundError, match="absent/test.csv"):
+    registry.get("clutrr_et").prepare_data(
+        clutrr_et.BUDGETS["smoke"], str(tmp_path / "s1"), inputs
+    )
+  with pytest.raises(FileNotFoundError, match="absent/scan/tasks.txt"):
+    registry.get("scan_relative_universal").prepare_data(
+        scan.BUDGETS["smoke"], str(tmp_path / "s2"), inputs
+    )
+  shared = tmp_path / "shared"
+  (shared / "scan").mkdir(parents=True)
+  (shared / "scan" / "tasks.txt").write_text("IN: jump OUT: I_JUMP\n")
+  got = registry.get("scan_relative_universal").prepare_data(
+      scan.BUDGETS["smoke"],
+      str(tmp_path / "s3"),
+      protocol.DataInputs("unused.csv", str(shared), missing, "python"),
+  )
+  assert got == str(shared)
