@@ -8,9 +8,9 @@ import pytest
 
 from experiments.bench import scan_step as bench_scan_step
 from experiments import reproductions
-from experiments.compare import __main__ as entry
-from experiments.compare import clutrr_et
+from experiments.compare import protocol
 from experiments.compare import reference
+from experiments.compare import registry
 from experiments.compare import scan_relative_universal as scan
 from relational_jax.training import config as config_lib
 from relational_jax.training.seq2seq import config as seq2seq_config
@@ -134,13 +134,12 @@ def test_scan_reference_curve_is_parsed(tmp_path):
   assert scan.finished_theirs(scan.Budget(400, 100, 1), str(tmp_path)) is None
 
 
-def test_each_comparison_gets_the_data_paths_it_names(tmp_path):
-  available = {"test_csv": "t.csv", "shared_data": str(tmp_path)}
-  assert entry.data_options(clutrr_et, **available) == {"test_csv": "t.csv"}
-  assert entry.data_options(scan, **available) == {"shared_data": str(tmp_path)}
-  with pytest.raises(ValueError, match="needs \\['shared_data'\\]"):
-    entry.data_options(scan, test_csv="t.csv")
-  assert "scan_relative_universal" in entry.COMPARISONS
+def test_scan_comparison_reads_its_data_path_from_the_inputs(tmp_path):
+  comparison = registry.get("scan_relative_universal")
+  assert isinstance(comparison, scan.ScanRelativeUniversal)
+  inputs = protocol.DataInputs("t.csv", str(tmp_path), "ref", "python")
+  with pytest.raises(FileNotFoundError, match="tasks.txt"):
+    comparison.prepare_data(scan.BUDGETS["smoke"], str(tmp_path / "s"), inputs)
   with pytest.raises(FileNotFoundError, match="tasks.txt"):
     scan.prepare_data(scan.BUDGETS["smoke"], str(tmp_path / "s"), str(tmp_path))
 
