@@ -6,7 +6,8 @@
 #     (validation.csv; 80% train / 20% validation);
 #   SETTING=k234: trained on 2,100 generated k = 2, 3, 4 rows.
 # The runs are the `cpu` budget of the named reproductions clutrr_*_$SETTING
-# (experiments/reproductions.py); rerunning resumes / reuses finished runs.
+# (experiments/reproductions/clutrr.py); rerunning resumes / reuses finished
+# runs.
 # Results: results/clutrr/<name>.json, results/clutrr/figure3_[k234_]cpu.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."

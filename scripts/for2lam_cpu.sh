@@ -2,8 +2,8 @@
 # For2Lam long programs on one CPU core (Shiv & Quirk 2019, sec. 5.1.1 /
 # Figure 5, at a small budget): tree-transformer DFS, tree-transformer BFS
 # and the sequence transformer. The runs are the `cpu` budget of the named
-# reproductions for2lam_long_* (experiments/reproductions.py); rerunning
-# resumes / reuses finished runs. Results (flat files):
+# reproductions for2lam_long_* (experiments/reproductions/seq2seq.py);
+# rerunning resumes / reuses finished runs. Results (flat files):
 # results/reproductions/<name>_cpu__{results,reproduction}.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,0 +1,110 @@
+"""Named reproductions: a paper's number, the config that aims at it, budgets.
+
+A reproduction is a full config at the paper's budget plus the number it
+targets (paper, table/figure, metric, value). Budgets scale only how long and
+how much is evaluated:
+
+  paper  the paper's protocol (steps, evaluation sets, seeds);
+  cpu    the small budget of this repository's README numbers (a 2-core CPU);
+  smoke  seconds, for tests: one algorithm, two steps, a few evaluation
+         samples (and, for the O(N^3) Edge Transformer, a smaller batch;
+         for For2Lam, one data split and a one-layer, 64-wide model); its
+         numbers mean nothing.
+
+`experiments.reproduce` runs one and writes the published number beside ours.
+
+This package holds the `Reproduction` record, the budgets and the registry
+(`REPRODUCTIONS`, `get`); one module per task defines its reproductions,
+registered here in the order of `reproduce --list`:
+
+  clrs        the RT paper's CLRS protocol: RT, MPNN, Triplet-GMPNN;
+  seq2seq     SCAN and COGS (Csordas et al. 2021, sequence COGS with the
+              Edge Transformer) and For2Lam (Shiv & Quirk 2019);
+  clutrr      CLUTRR (Bergen et al. 2021): ET, its ablations, RAT, our RT;
+  cogs_graph  the graph form of COGS (Bergen et al. 2021).
+"""
+
+import dataclasses
+from typing import Any, Callable, Dict, Mapping, Tuple
+
+from relational_jax.training import config as config_lib
+
+ConfigDict = config_lib.ConfigDict
+BUDGETS = ("paper", "cpu", "smoke")
+
+
+@dataclasses.dataclass(frozen=True)
+class Reproduction:
+  """One published number and how we aim at it.
+
+  published: {key: value} in the paper's unit (CLRS: percent micro-F1 per
+    algorithm, plus 'mean'; seq2seq: exact-match accuracy of the set named
+    by `metric`).
+  budgets: dotted-path overrides of `config()` per non-paper budget.
+  """
+
+  name: str
+  task: str  # 'clrs' | 'seq2seq' | 'clutrr' | 'cogs_graph'
+  paper: str
+  where: str  # table / figure
+  metric: str
+  published: Mapping[str, float]
+  config: Callable[[], ConfigDict]
+  budgets: Mapping[str, Mapping[str, Any]]
+  notes: str = ""
+
+  def build(self, budget: str) -> ConfigDict:
+    if budget not in BUDGETS:
+      raise ValueError(
+          f"Unknown budget {budget!r}; valid budgets are {list(BUDGETS)}."
+      )
+    return config_lib.override(self.config(), self.budgets.get(budget, {}))
+
+  def headline(self) -> Tuple[str, float]:
+    key = "mean" if "mean" in self.published else next(iter(self.published))
+    return key, self.published[key]
+
+
+REPRODUCTIONS: Dict[str, Reproduction] = {}
+
+
+def get(name: str) -> Reproduction:
+  if name not in REPRODUCTIONS:
+    raise ValueError(
+        f"Unknown reproduction {name!r}; valid names are "
+        f"{sorted(REPRODUCTIONS)}."
+    )
+  return REPRODUCTIONS[name]
+
+
+def _register(reproductions) -> None:
+  for r in reproductions:
+    if r.name in REPRODUCTIONS:
+      raise ValueError(f"Reproduction {r.name!r} is registered twice.")
+    REPRODUCTIONS[r.name] = r
+
+
+# The task modules import `Reproduction` and `ConfigDict` from here, so they
+# are imported after them. The registration order (For2Lam last) is the
+# listing's and the smoke record's.
+# pylint: disable=g-import-not-at-top,g-bad-import-order,wrong-import-position
+from experiments.reproductions import clrs  # noqa: E402
+from experiments.reproductions import clutrr  # noqa: E402
+from experiments.reproductions import cogs_graph  # noqa: E402
+from experiments.reproductions import seq2seq  # noqa: E402
+
+# pylint: enable=g-import-not-at-top,g-bad-import-order,wrong-import-position
+
+_register(clrs.REPRODUCTIONS)
+_register(seq2seq.SCAN_COGS)
+_register(clutrr.REPRODUCTIONS)
+_register(cogs_graph.REPRODUCTIONS)
+_register(seq2seq.FOR2LAM)
+
+# Names other modules use.
+ALL_30 = clrs.ALL_30
+CORE_8 = clrs.CORE_8
+RT = clrs.RT
+CSORDAS = seq2seq.CSORDAS
+BERGEN = clutrr.BERGEN
+SHIV_QUIRK = seq2seq.SHIV_QUIRK
