@@ -1,8 +1,9 @@
 r"""Test saved CLRS checkpoints at any graph sizes, without training.
 
-  python -m experiments.clrs_evaluate --checkpoint_path=runs/clrs --test_lengths=16,32,64,128
+  python -m experiments.clrs_evaluate --workdir=runs/clrs --test_lengths=16,32,64,128
 
-Writes `<checkpoint_path>/evaluation.json` and a score-versus-size PNG beside it.
+Writes `<workdir>/evaluation.json` and a score-versus-size PNG beside it.
+--checkpoint_path, the earlier name of --workdir, is an alias.
 """
 
 from absl import app
@@ -12,8 +13,9 @@ from absl import logging
 from relational_jax.training.clrs import loop as clrs_loop
 
 flags.DEFINE_string(
-    "checkpoint_path", None, "A clrs_train work directory.", required=True
+    "workdir", None, "A clrs_train work directory.", required=True
 )
+flags.DEFINE_alias("checkpoint_path", "workdir")  # The earlier name.
 flags.DEFINE_list(
     "test_lengths", ["16", "32", "64", "128"], "Graph sizes to test at."
 )
@@ -23,13 +25,13 @@ flags.DEFINE_enum(
 flags.DEFINE_string(
     "results_path",
     None,
-    "Output JSON (default <checkpoint_path>/evaluation.json).",
+    "Output JSON (default <workdir>/evaluation.json).",
 )
 flags.DEFINE_string(
     "config_json",
     None,
     "Read the run's config from this results JSON (default"
-    " <checkpoint_path>/config.json).",
+    " <workdir>/config.json).",
 )
 FLAGS = flags.FLAGS
 
@@ -46,7 +48,7 @@ def main(argv):
         f"--test_lengths must be integers, got {FLAGS.test_lengths}."
     ) from e
   results = clrs_loop.evaluate_checkpoints(
-      FLAGS.checkpoint_path,
+      FLAGS.workdir,
       lengths,
       FLAGS.results_path,
       FLAGS.checkpoint,

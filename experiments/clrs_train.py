@@ -2,12 +2,15 @@ r"""Train a processor on CLRS algorithms and test it out of distribution.
 
   python -m experiments.clrs_train --config.algorithms='("bellman_ford",)' \
       --config.processor_type=rt --config.rt.num_layers=3
-  python -m experiments.clrs_train --algorithms=bellman_ford --processor_type=rt
+  python -m experiments.clrs_train --algorithms=bellman_ford --processor_type=rt \
+      --workdir=runs/clrs_bf
 
 Every field of `relational_jax.training.clrs.default_config()` is a flag
 `--config.<path>`; the flat flag names of earlier versions (CLRS run.py
 names such as --hidden_size, --nb_heads, --train_steps) stay as aliases. The
-work is `relational_jax.training.clrs.train_and_evaluate`.
+work directory is --workdir (--checkpoint_path, its earlier name, is an
+alias); re-running with the same one resumes. The work is
+`relational_jax.training.clrs.train_and_evaluate`.
 
 Several processes (one per host): the same command on every host plus
 `--distributed --coordinator_address=HOST0:PORT --num_processes=N
@@ -35,15 +38,15 @@ config_lib.define_aliases(
     clrs_config.default_config(),
 )
 flags.DEFINE_string(
-    "checkpoint_path",
+    "workdir",
     "runs/clrs",
     "Work directory: checkpoints, per-run results; re-run to resume.",
 )
+flags.DEFINE_alias("checkpoint_path", "workdir")  # The earlier name.
 flags.DEFINE_string(
     "results_path",
     None,
-    "Results JSON (default <checkpoint_path>/results.json); the PNGs go"
-    " beside it.",
+    "Results JSON (default <workdir>/results.json); the PNGs go beside it.",
 )
 distributed.define_flags()
 FLAGS = flags.FLAGS
@@ -63,7 +66,7 @@ def main(argv):
   distributed.initialize_from_flags(FLAGS)
   config = config_from_flags()
   results = loop.train_and_evaluate(
-      config, FLAGS.checkpoint_path, results_path=FLAGS.results_path
+      config, FLAGS.workdir, results_path=FLAGS.results_path
   )
   if not distributed.is_primary():
     return

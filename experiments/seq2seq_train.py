@@ -2,7 +2,7 @@ r"""Train an encoder-decoder (Transformer or Edge Transformer) on SCAN / COGS / 
 
   python -m experiments.seq2seq_train --dataset=scan --split=length_cutoff \
       --cutoff=26 --positions=relative --universal --steps=50000 \
-      --checkpoint_path=runs/scan26_rel_uni
+      --workdir=runs/scan26_rel_uni
   python -m experiments.seq2seq_train --dataset=cogs --model=edge_transformer \
       --d_model=64 --heads=4 --ff=256 --layers=3 --universal --dropout=0.1
   python -m experiments.seq2seq_train --config.transformer.pre_norm=True \
@@ -11,8 +11,9 @@ r"""Train an encoder-decoder (Transformer or Edge Transformer) on SCAN / COGS / 
 The run configuration is `relational_jax.training.seq2seq.default_config()`;
 every field is `--config.<path>=value`, and the flat flag names of earlier
 versions are aliases of config paths (`FLAG_ALIASES`, listed by --helpfull;
-applied after --config.*). Re-running with the same --checkpoint_path
-resumes exactly where the run stopped. The work is
+applied after --config.*). Re-running with the same --workdir
+(--checkpoint_path, its earlier name, is an alias) resumes exactly where the
+run stopped. The work is
 `relational_jax.training.seq2seq.train_and_evaluate`; this file holds flags
 only.
 
@@ -42,8 +43,9 @@ def define_flags(
     flag_values: flags.FlagValues = flags.FLAGS,
     argv: Optional[Sequence[str]] = None,
 ) -> None:
-  """--config (a ConfigDict), its flat aliases, --checkpoint_path and
-  the multi-process flags (`distributed.define_flags`), in `flag_values`.
+  """--config (a ConfigDict), its flat aliases, --workdir (alias
+  --checkpoint_path) and the multi-process flags (`distributed.define_flags`),
+  in `flag_values`.
   `argv` (default sys.argv) is the command line to be parsed: config_flags
   defines the --config.<path> flags it names."""
   config_flags.DEFINE_config_dict(
@@ -57,11 +59,13 @@ def define_flags(
       seq2seq.config.FLAG_ALIASES, seq2seq.default_config(), flag_values
   )
   flags.DEFINE_string(
-      "checkpoint_path",
+      "workdir",
       "runs/seq2seq",
       "Work directory: checkpoints, vocabularies, results; re-run to resume.",
       flag_values=flag_values,
   )
+  # The earlier name.
+  flags.DEFINE_alias("checkpoint_path", "workdir", flag_values=flag_values)
   distributed.define_flags(flag_values)
 
 
@@ -81,7 +85,7 @@ def run(flag_values: flags.FlagValues = FLAGS) -> dict:
   """Trains (or resumes) the run of the parsed flags; prints a summary."""
   distributed.initialize_from_flags(flag_values)
   config = config_from_flags(flag_values)
-  workdir = flag_values.checkpoint_path
+  workdir = flag_values.workdir
   results = seq2seq.train_and_evaluate(config, workdir)
   if not distributed.is_primary():
     return results

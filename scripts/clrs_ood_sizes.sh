@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-results/clrs_small_budget}
 SIZES=${SIZES:-16,32,64}
 for name in rt mpnn512; do
-  python3 -m experiments.clrs_evaluate --checkpoint_path="$OUT/$name" \
+  python3 -m experiments.clrs_evaluate --workdir="$OUT/$name" \
     --test_lengths="$SIZES" --results_path="$OUT/${name}_sizes.json" \
     --config_json="$OUT/$name.json"
 done

@@ -14,10 +14,10 @@ OUT=${OUT:-results/clrs_small_budget}
 COMMON="--algorithms=$ALGOS --train_steps=$STEPS --batch_size=$BATCH --eval_every=50 \
   --max_eval_samples=$EVAL_CAP --test_lengths=64 --noprogress"
 python3 -m experiments.clrs_train $COMMON --processor_type=rt --learning_rate=2.5e-4 \
-  --checkpoint_path="$OUT/rt" --results_path="$OUT/rt.json"
+  --workdir="$OUT/rt" --results_path="$OUT/rt.json"
 python3 -m experiments.clrs_train $COMMON --processor_type=mpnn --hidden_size=512 \
   --learning_rate=1.6e-3 --nocarry_state --noptr_from_edges \
-  --checkpoint_path="$OUT/mpnn512" --results_path="$OUT/mpnn512.json"
+  --workdir="$OUT/mpnn512" --results_path="$OUT/mpnn512.json"
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]

@@ -31,11 +31,11 @@ mkdir -p "$OUT"
 start=$(date +%s)
 run_rel() {
   python3 -m experiments.seq2seq_train $COMMON --positions=relative \
-    --checkpoint_path="$OUT/rel_uni" --results_path="$OUT/rel_uni.json"
+    --workdir="$OUT/rel_uni" --results_path="$OUT/rel_uni.json"
 }
 run_abs() {
   python3 -m experiments.seq2seq_train $COMMON --positions=absolute --scaling=ped \
-    --checkpoint_path="$OUT/abs_uni" --results_path="$OUT/abs_uni.json"
+    --workdir="$OUT/abs_uni" --results_path="$OUT/abs_uni.json"
 }
 if [[ "${PARALLEL:-0}" == 1 ]]; then  # Two processes sharing the machine.
   run_rel & rel=$!

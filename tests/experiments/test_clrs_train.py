@@ -24,7 +24,7 @@ def test_command_line_resumes_a_library_run(tmp_path):
       sys.executable,
       "-m",
       "experiments.clrs_train",
-      f"--checkpoint_path={workdir}",
+      f"--workdir={workdir}",
       "--algorithms=bellman_ford",
       "--train_lengths=5",
       "--test_lengths=5",

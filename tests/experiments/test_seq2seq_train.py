@@ -125,7 +125,7 @@ def test_readme_and_script_commands_parse():
       "--heads=8 --ff=256 --dropout=0.5 --lr=1e-3 --schedule=constant "
       "--batch=256 --clip=5 --steps=300 --eval_every=100 "
       "--max_eval_examples=0 --seed=0 --select_on=last --noprogress "
-      "--positions=absolute --scaling=ped --checkpoint_path=o/abs_uni "
+      "--positions=absolute --scaling=ped --workdir=o/abs_uni "
       "--results_path=o/abs_uni.json"
   )
   c = _config(shlex.split(script))
@@ -163,10 +163,11 @@ def test_bad_flags_are_a_clear_error(argv, message):
 def test_run_resumes_from_the_command_line(tmp_path, capsys):
   workdir = str(tmp_path / "run")
   argv = flag_argv(TINY_FLAGS)
-  seq2seq_train.run(
-      _parse(argv + ["--stop_at_step=2", f"--checkpoint_path={workdir}"])
-  )
-  results = seq2seq_train.run(_parse(argv + [f"--checkpoint_path={workdir}"]))
+  # --checkpoint_path, the earlier name, is an alias of --workdir.
+  first = _parse(argv + ["--stop_at_step=2", f"--checkpoint_path={workdir}"])
+  assert first.workdir == workdir
+  seq2seq_train.run(first)
+  results = seq2seq_train.run(_parse(argv + [f"--workdir={workdir}"]))
   out = capsys.readouterr().out
   assert "resumed at step 2" in out and "final (step 4): iid" in out
   assert f"results: {workdir}/results.json" in out
