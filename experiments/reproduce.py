@@ -65,7 +65,9 @@ def ours_from_results(reproduction, results) -> dict:
     }
     ours["mean"] = sum(ours.values()) / len(ours)
     return ours
-  selected = results["best"] or results["final"] or {"accuracies": {}}
+  if reproduction.task in ("clutrr", "cogs_graph"):  # The selected model's.
+    return dict(results["final"]["accuracies"])
+  selected = results["selection"] or results["final"] or {"accuracies": {}}
   return dict(selected["accuracies"])
 
 

@@ -249,3 +249,13 @@ def maybe_initialize_distributed(enabled: bool, **kwargs) -> bool:
       **{k: v for k, v in kwargs.items() if v is not None}
   )
   return True
+
+
+def to_host(x: Any) -> np.ndarray:
+  """A batch-sharded array as one host array of the global batch: with
+  several processes every process gathers the others' rows."""
+  if jax.process_count() > 1:
+    from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+  return np.asarray(x)

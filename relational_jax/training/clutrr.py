@@ -69,9 +69,10 @@ from relational_jax.models import clutrr as models
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
-from relational_jax.training import loop as loop_lib
+from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import reporting
+from relational_jax.training import trainer
 
 ConfigDict = config_lib.ConfigDict
 
@@ -91,7 +92,7 @@ MODEL_CONFIGS = {
 }
 MODELS = tuple(MODEL_CONFIGS)
 SCHEDULES = ("linear", "constant")
-SELECT_ON = loop_lib.SELECT_ON
+SELECT_ON = trainer.SELECT_ON
 GENERATED = "generated"
 # Paths that may differ when a run is resumed; every other path of the
 # saved config must match.
@@ -214,7 +215,7 @@ def validate(config: ConfigDict) -> None:
     raise ValueError(f"head.layers must be 1 or 2, got {config.head.layers}.")
   t, p = config.train, config.protocol
   check_choice(t.schedule, SCHEDULES, "train.schedule")
-  loop_lib.validate_train_config(t)
+  trainer.validate_train_section(t)
   if not 0.0 <= p.val_fraction < 1.0:
     raise ValueError(
         f"protocol.val_fraction must be in [0, 1), got {p.val_fraction}."
@@ -397,8 +398,8 @@ def _loss(model, params, batch, rng, deterministic):
 
 
 def make_train_step(model, tx, mesh):
-  """`loop.make_train_step` of the CLUTRR loss (training mode, dropout on)."""
-  return loop_lib.make_train_step(
+  """`trainer.make_train_step` of the CLUTRR loss (training mode, dropout on)."""
+  return trainer.make_train_step(
       lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh
   )
 
@@ -430,7 +431,7 @@ def accuracy_by_k(
   for start in range(0, n, batch_size):
     chunk = {k: v[start : start + batch_size] for k, v in arrays.items()}
     batch = _model_inputs(_pad_rows(chunk, batch_size))
-    out = np.asarray(predict(params, mesh_lib.shard_batch(batch, mesh)))
+    out = mesh_lib.to_host(predict(params, mesh_lib.shard_batch(batch, mesh)))
     preds.append(out[: len(chunk["targets"])])
   correct = np.concatenate(preds) == arrays["targets"]
   per_k, counts = {}, {}
@@ -498,8 +499,7 @@ def train_and_evaluate(
       f"{[k for k in data if k != 'train']}; {steps_per_epoch} steps/epoch"
   )
 
-  def batch_at(step: int):
-    idx = loop_lib.epoch_indices(step, num_train, t_cfg.batch_size, t_cfg.seed)
+  def batch_at(idx):
     rows = _pad_rows(
         {k: v[idx] for k, v in train_arrays.items()}, t_cfg.batch_size
     )
@@ -524,19 +524,26 @@ def train_and_evaluate(
       }
     return entry
 
-  done = loop_lib.run(
+  task = trainer.FunctionalTask(
       init=init,
-      step_fn=make_train_step(model, tx, mesh),
-      batch_at=batch_at,
+      train_step=make_train_step(model, tx, mesh),
+      stream=trainer.EpochStream(
+          num_train, t_cfg.batch_size, t_cfg.seed, batch_at
+      ),
       evaluate=evaluate,
-      train_config=t_cfg,
-      workdir=workdir,
       mesh=mesh,
-      log=log,
+      seed=t_cfg.seed,
   )
-  if done.stopped:
+  ckpt_dir = trainer.checkpoint_dir(workdir)
+  done = trainer.fit(
+      task, trainer.loop_of(t_cfg, f"clutrr/{config.model}"), ckpt_dir, log
+  )
+  if not done.complete:
     return {"stopped_at": done.step}
-  params = done.params
+  state, selected = trainer.selected_state(
+      done, task.abstract_state(), ckpt_dir, t_cfg.select_on
+  )
+  params = state["params"]
 
   evaluations = {}
   started = time.time()
@@ -560,7 +567,7 @@ def train_and_evaluate(
   )
   final = {
       "step": done.step,
-      "selected": done.selected,
+      "selected": selected,
       "test_set": primary,
       "accuracies": (
           headline_accuracies(evaluations[primary], train_ks) if primary else {}
@@ -568,28 +575,26 @@ def train_and_evaluate(
   }
   results = {
       "model": config.model,
-      "num_params": done.num_params,
       "config": config_lib.to_dict(config),
       "data": {k: len(v) for k, v in data.items()},
-      "history": done.meta["history"],
+      **done.to_json(),
       "final": final,
-      "best": None,
       "evaluations": evaluations,
-      "train_seconds": done.meta["train_seconds"],
       "eval_seconds": eval_seconds,
       "devices": [str(d) for d in mesh.devices.flat],
   }
   path = results_path(config, workdir)
-  reporting.write_json(path, results)
-  plot_accuracy_by_k(
-      [
-          (f"{config.model} ({name})", e)
-          for name, e in evaluations.items()
-          if name != "val"
-      ],
-      os.path.join(os.path.dirname(path), "accuracy_by_k.png"),
-      title=f"CLUTRR, trained on k={','.join(map(str, train_ks))}",
-  )
+  if distributed.is_primary():
+    reporting.write_json(path, results)
+    plot_accuracy_by_k(
+        [
+            (f"{config.model} ({name})", e)
+            for name, e in evaluations.items()
+            if name != "val"
+        ],
+        os.path.join(os.path.dirname(path), "accuracy_by_k.png"),
+        title=f"CLUTRR, trained on k={','.join(map(str, train_ks))}",
+    )
   log(
       "test accuracy by k: "
       + ", ".join(f"{k} {v:.3f}" for k, v in final["accuracies"].items())
@@ -630,7 +635,7 @@ def _state_init(model, tx, example: Dict[str, np.ndarray]) -> Callable:
     params = model.init(
         init_key, example["edge_labels"], example["query"], example["node_mask"]
     )["params"]
-    return loop_lib.train_state(params, tx, rng)
+    return trainer.train_state(params, tx, rng)
 
   return init
 
@@ -641,6 +646,8 @@ def load_params(config: ConfigDict, workdir: str, which: str = "latest"):
       data_lib.examples_from_rows(data_lib.generate_rows(2, 1, seed=0))
   )
   init = _state_init(build_model(config), make_optimizer(config.train), probe)
-  return loop_lib.restore_params(
-      init, workdir, mesh_lib.mesh_of_first(config.train.devices), which
+  mesh = mesh_lib.mesh_of_first(config.train.devices)
+  restored = trainer.restore(
+      trainer.abstract_of(init, mesh), trainer.checkpoint_dir(workdir), which
   )
+  return None if restored is None else restored[0]["params"]

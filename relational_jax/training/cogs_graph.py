@@ -64,9 +64,10 @@ from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
 from relational_jax.models.cogs_graph import HEADS
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.training import config as config_lib
-from relational_jax.training import loop as loop_lib
+from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import reporting
+from relational_jax.training import trainer
 from relational_jax.training.clutrr import make_schedule
 
 ConfigDict = config_lib.ConfigDict
@@ -77,7 +78,7 @@ _REPO_ROOT = os.path.dirname(
 DEFAULT_DATA_DIR = os.path.normpath(
     os.path.join(_REPO_ROOT, "..", "shared", "data", "cogs")
 )
-SELECT_ON = loop_lib.SELECT_ON
+SELECT_ON = trainer.SELECT_ON
 TARGETS = ("parent_or_self",) + data_lib.LABEL_FIELDS
 # Paths that may differ when a run is resumed.
 RESUMABLE_CHANGES = (
@@ -154,7 +155,7 @@ def validate(config: ConfigDict) -> None:
   """Raises ValueError naming the bad value."""
   model_config(config)
   t, d = config.train, config.data
-  loop_lib.validate_train_config(t)
+  trainer.validate_train_section(t)
   if t.weight_decay < 0 or t.clip < 0:
     raise ValueError("train.weight_decay and train.clip must be >= 0.")
   if config.head.max_distance < 0:
@@ -291,7 +292,7 @@ def _loss(model, params, batch, rng, deterministic):
 
 def make_train_step(model, tx, mesh):
   """`loop.make_train_step` of the graph-COGS loss (training mode)."""
-  return loop_lib.make_train_step(
+  return trainer.make_train_step(
       lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh
   )
 
@@ -321,7 +322,7 @@ def sentence_accuracy(
     idx = order[start : start + batch_size]
     batch = make_batch(arrays, idx, batch_size, multiple)
     batch.pop("weights")
-    out = np.asarray(predict(params, mesh_lib.shard_batch(batch, mesh)))
+    out = mesh_lib.to_host(predict(params, mesh_lib.shard_batch(batch, mesh)))
     correct[idx] = out[: len(idx)]
   cats = np.asarray([g.get("distribution") or "none" for g in graphs])
   per, counts = {}, {}
@@ -368,9 +369,10 @@ def train_and_evaluate(
 
   data = load_data(config)
   vocabs = data_lib.build_graph_vocabs(data["train"])
-  reporting.write_json(
-      os.path.join(workdir, "vocabs.json"), reporting_vocabs(vocabs)
-  )
+  if distributed.is_primary():
+    reporting.write_json(
+        os.path.join(workdir, "vocabs.json"), reporting_vocabs(vocabs)
+    )
   train_arrays = data_lib.graphs_to_arrays(data["train"], vocabs)
   num_train = len(data["train"])
   steps_per_epoch = math.ceil(num_train / t_cfg.batch_size)
@@ -380,8 +382,7 @@ def train_and_evaluate(
       f"{steps_per_epoch} steps/epoch"
   )
 
-  def batch_at(step: int):
-    idx = loop_lib.epoch_indices(step, num_train, t_cfg.batch_size, t_cfg.seed)
+  def batch_at(idx):
     return mesh_lib.shard_batch(
         make_batch(train_arrays, idx, t_cfg.batch_size, multiple), mesh
     )
@@ -393,7 +394,7 @@ def train_and_evaluate(
   def init(key):
     init_key, rng = jax.random.split(key)
     params = model.init(init_key, example["tokens"], example["mask"])["params"]
-    return loop_lib.train_state(params, tx, rng)
+    return trainer.train_state(params, tx, rng)
 
   predict = make_predict(model, mesh)
 
@@ -407,19 +408,26 @@ def train_and_evaluate(
       return {}
     return {"val_accuracy": score(params, data["val"])["all"]}
 
-  done = loop_lib.run(
+  task = trainer.FunctionalTask(
       init=init,
-      step_fn=make_train_step(model, tx, mesh),
-      batch_at=batch_at,
+      train_step=make_train_step(model, tx, mesh),
+      stream=trainer.EpochStream(
+          num_train, t_cfg.batch_size, t_cfg.seed, batch_at
+      ),
       evaluate=evaluate,
-      train_config=t_cfg,
-      workdir=workdir,
       mesh=mesh,
-      log=log,
+      seed=t_cfg.seed,
   )
-  if done.stopped:
+  ckpt_dir = trainer.checkpoint_dir(workdir)
+  done = trainer.fit(
+      task, trainer.loop_of(t_cfg, "cogs_graph/edge_transformer"), ckpt_dir, log
+  )
+  if not done.complete:
     return {"stopped_at": done.step}
-  params = done.params
+  state, selected = trainer.selected_state(
+      done, task.abstract_state(), ckpt_dir, t_cfg.select_on
+  )
+  params = state["params"]
 
   started = time.time()
   evaluations = {
@@ -430,25 +438,23 @@ def train_and_evaluate(
   eval_seconds = time.time() - started
   final = {
       "step": done.step,
-      "selected": done.selected,
+      "selected": selected,
       "accuracies": {k: v["all"] for k, v in evaluations.items()},
   }
   if "gen" in evaluations:
     final["gen_per_category"] = evaluations["gen"]["per_category"]
   results = {
       "model": "edge_transformer",
-      "num_params": done.num_params,
       "config": config_lib.to_dict(config),
       "data": {k: len(v) for k, v in data.items()},
-      "history": done.meta["history"],
+      **done.to_json(),
       "final": final,
-      "best": None,
       "evaluations": evaluations,
-      "train_seconds": done.meta["train_seconds"],
       "eval_seconds": eval_seconds,
       "devices": [str(d) for d in mesh.devices.flat],
   }
-  reporting.write_json(results_path(config, workdir), results)
+  if distributed.is_primary():
+    reporting.write_json(results_path(config, workdir), results)
   log(
       "sentence accuracy: "
       + ", ".join(f"{k} {v:.4f}" for k, v in final["accuracies"].items())

@@ -184,7 +184,10 @@ def check_and_save(
           f"{workdir} holds a run with another config; differing paths "
           f"(saved, current): {changed}. Use another work dir."
       )
-  reporting.write_json(path, current)
+  from relational_jax.parallel import distributed  # pylint: disable=g-import-not-at-top
+
+  if distributed.is_primary():  # Every process checked; one writes.
+    reporting.write_json(path, current)
 
 
 # Aliases: older flag names that set one or more config paths.

@@ -23,16 +23,13 @@ and restored by all processes; `config.json`, the vocabularies, the results
 JSON and the PNG are written by process 0.
 """
 
-import math
 import os
-import time
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import flax.linen as nn
 import jax
 import numpy as np
 import optax
-import tqdm
 
 from relational_jax.data.vocab import PAD_ID, Vocab
 from relational_jax.models import et_seq2seq
@@ -42,7 +39,7 @@ from relational_jax.training import config as config_lib
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import reporting
-from relational_jax.training.errors import NonFiniteLossError
+from relational_jax.training import trainer
 from relational_jax.training.seq2seq import config as s2s_config
 from relational_jax.training.seq2seq import data as data_lib
 from relational_jax.training.seq2seq import evaluation
@@ -390,6 +387,68 @@ def plot_accuracies(results: Dict, path: str) -> None:
   )
 
 
+class _Task:
+  """The seq2seq `trainer.Task`: the experiment's state, step and exact-match
+  evaluation; batches of global indices from `BatchStream`, each process
+  building only its rows."""
+
+  def __init__(
+      self,
+      experiment: Experiment,
+      select: Optional[str],
+      batch_hook: Optional[BatchHook],
+  ):
+    self.experiment, self.select, self.batch_hook = (
+        experiment,
+        select,
+        batch_hook,
+    )
+    self.stream = _RowStream(experiment)
+
+  def init_state(self):
+    return self.experiment.init_state()
+
+  def abstract_state(self):
+    return self.experiment.abstract_state()
+
+  def train_step(self, state, rows, step):
+    indices, global_size = rows
+    batch = self.experiment.batch(indices)
+    if self.batch_hook is not None:
+      batch = self.batch_hook(step + 1, batch)
+    return self.experiment.train_step(
+        state,
+        mesh_lib.shard_process_batch(batch, self.experiment.mesh, global_size),
+    )
+
+  def evaluate(self, state, step):
+    del step
+    accuracies, by_category = self.experiment.evaluate_with_categories(
+        state["params"]
+    )
+    score = accuracies[self.select] if self.select else None
+    return {**accuracies, **by_category}, score
+
+
+class _RowStream:
+  """This process's rows of every global batch of `BatchStream`."""
+
+  def __init__(self, experiment: Experiment):
+    self.mesh = experiment.mesh
+    self.inner = experiment.batch_stream()
+
+  def __next__(self):
+    indices = self.inner.next_indices()  # The global batch, on every process.
+    rows = mesh_lib.process_rows(len(indices), self.mesh)
+    return indices[rows], len(indices)
+
+  def get_state(self):
+    return self.inner.get_state()
+
+  def set_state(self, state):
+    self.inner.set_state(state)
+
+
 def train_and_evaluate(
     config: ConfigDict,
     workdir: str,
@@ -456,138 +515,41 @@ def train_and_evaluate(
   os.makedirs(workdir, exist_ok=True)
   config_record = config_lib.to_dict(c)
   config_path = os.path.join(workdir, "config.json")
-  ckpts = ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints"))
-  try:
-    if ckpts.latest_step() is not None and os.path.exists(config_path):
-      # Before restoring: a changed model would not fit the saved arrays.
-      _check_resumable(c, reporting.read_json(config_path))
-    _save_or_check_vocabs(experiment, workdir)
-    select = experiment.selection_set()
-    stream = experiment.batch_stream()
-    restored = ckpts.restore(experiment.abstract_state())
-  except BaseException:
-    ckpts.close()
-    raise
-  if restored is None:
-    state = experiment.init_state()
-    meta = {
-        "step": 0,
-        "stream": stream.get_state(),
-        "losses": [],
-        "token_accuracies": [],
-        "history": [],
-        "best": None,
-        "wall_time_s": 0.0,
-        "config": config_record,
-    }
-  else:
-    state, meta = restored
-    _check_resumable(c, meta["config"])
-    stream.set_state(meta["stream"])
-    meta["config"] = config_record
-    for skipped in ckpts.skipped:
-      log(
-          f"checkpoint {skipped['path']} could not be restored "
-          f"({skipped['error']}); moved to {skipped['moved_to']}"
-      )
-    log(f"resumed at step {meta['step']} from {ckpts.directory}/latest")
+  if os.path.exists(config_path) and trainer.has_checkpoint(
+      trainer.checkpoint_dir(workdir)
+  ):  # Before restoring: a changed model would not fit the saved arrays.
+    _check_resumable(c, reporting.read_json(config_path))
+  _save_or_check_vocabs(experiment, workdir)
+  select = experiment.selection_set()
   if distributed.is_primary():
     reporting.write_json(config_path, config_record)
-  step = int(meta["step"])
-  if int(state["step"]) != step:
-    raise ValueError(
-        "checkpoint inconsistent: state step "
-        f"{int(state['step'])} != recorded step {step}."
-    )
-  num_params = step_lib.count_params(state["params"])
+  task = _Task(experiment, select, batch_hook)
   log(
       f"{experiment.data.description}: {len(experiment.train_set)} train, "
       + ", ".join(f"{len(v)} {k}" for k, v in experiment.eval_sets.items())
-      + f"; {experiment.model_description}, {num_params} parameters; "
+      + f"; {experiment.model_description}; "
       f"{experiment.num_devices} device(s); model selection on "
       f"{select or 'the last step'}"
   )
-
-  checkpoint_every = t.checkpoint_every or t.eval_every
-  last_saved = ckpts.latest_step()
-  t0 = time.time() - meta["wall_time_s"]
-  stop = t.stop_at_step if 0 < t.stop_at_step < t.steps else t.steps
-  bar = tqdm.tqdm(
-      total=t.steps,
-      initial=step,
-      disable=not t.progress,
-      desc=f"{c.data.dataset}/{experiment.model_description}",
-      dynamic_ncols=True,
+  done = trainer.fit(
+      task,
+      trainer.loop_of(t, f"{c.data.dataset}/{experiment.model_description}"),
+      trainer.checkpoint_dir(workdir),
+      log,
   )
-  try:
-    while step < stop:
-      indices = stream.next_indices()  # The global batch, on every process.
-      rows = mesh_lib.process_rows(len(indices), experiment.mesh)
-      batch = experiment.batch(indices[rows])  # This process's rows only.
-      if batch_hook is not None:
-        batch = batch_hook(step + 1, batch)
-      state, metrics = experiment.train_step(
-          state,
-          mesh_lib.shard_process_batch(batch, experiment.mesh, len(indices)),
-      )
-      metrics = jax.device_get(metrics)
-      loss, grad_norm = float(metrics["loss"]), float(metrics["grad_norm"])
-      if not (math.isfinite(loss) and math.isfinite(grad_norm)):
-        kept = (
-            f"the last good checkpoint (step {last_saved}) is kept in "
-            f"{ckpts.directory}/latest"
-            if last_saved is not None
-            else "no checkpoint had been saved yet"
-        )
-        raise NonFiniteLossError(
-            f"non-finite loss {loss} (gradient norm {grad_norm}) at step "
-            f"{step + 1}; training stopped and nothing was saved for this "
-            f"step: {kept}."
-        )
-      step += 1
-      meta["losses"].append(loss)
-      meta["token_accuracies"].append(float(metrics["token_accuracy"]))
-      bar.update(1)
-      is_eval = step % t.eval_every == 0 or step == t.steps
-      is_best = False
-      if is_eval:
-        accuracies, by_category = experiment.evaluate_with_categories(
-            state["params"]
-        )
-        since = meta["history"][-1]["step"] if meta["history"] else 0
-        entry = {
-            "step": step,
-            "loss": float(np.mean(meta["losses"][since:])),
-            "token_accuracy": float(np.mean(meta["token_accuracies"][since:])),
-            **accuracies,
-            **by_category,
-        }
-        meta["history"].append(entry)
-        score = accuracies[select] if select else None
-        is_best = evaluation.score_is_better(score, meta["best"])
-        if is_best:
-          meta["best"] = {
-              "step": step,
-              "score": score,
-              "accuracies": accuracies,
-              **by_category,
-          }
-        bar.set_postfix(
-            loss=f"{entry['loss']:.3f}",
-            **{k: f"{v:.3f}" for k, v in accuracies.items()},
-        )
-      if is_eval or step % checkpoint_every == 0 or step == stop:
-        meta.update(
-            step=step, stream=stream.get_state(), wall_time_s=time.time() - t0
-        )
-        ckpts.save(step, state, meta, best=is_best)
-        last_saved = step
-  finally:
-    bar.close()
-    ckpts.close()
+  history = done.history
 
-  complete = step >= t.steps
-  history = meta["history"]
+  def accuracies_of(step, entry):
+    return {
+        "step": step,
+        "accuracies": {k: entry[k] for k in experiment.eval_sets},
+        **{
+            f"{k}_by_category": entry[f"{k}_by_category"]
+            for k in experiment.eval_categories
+            if f"{k}_by_category" in entry
+        },
+    }
+
   results = {
       "config": config_record,
       "model": experiment.model_description,
@@ -605,34 +567,21 @@ def train_and_evaluate(
           "notes": experiment.data.notes,
       },
       "model_selection": select or "last",
-      "num_params": num_params,
       "num_devices": experiment.num_devices,
-      "complete": complete,
-      "steps": step,
+      **done.to_json(),
       "final": (
-          {
-              "step": history[-1]["step"],
-              "accuracies": {k: history[-1][k] for k in experiment.eval_sets},
-              **{
-                  f"{k}_by_category": history[-1][f"{k}_by_category"]
-                  for k in experiment.eval_categories
-                  if f"{k}_by_category" in history[-1]
-              },
-          }
-          if history
+          accuracies_of(history[-1]["step"], history[-1]) if history else None
+      ),
+      # The model selection's evaluation (select_on; the last one if none).
+      "selection": (
+          dict(
+              accuracies_of(done.best["step"], done.best["entry"]),
+              score=done.best["score"],
+          )
+          if done.best
           else None
       ),
-      "best": meta["best"],
-      "history": history,
-      "losses": meta["losses"],
-      "checkpoint_fallbacks": meta.get(ckpt_lib.FALLBACKS_KEY, []),
-      "wall_time_s": time.time() - t0,
   }
-  if not complete:
-    log(
-        f"stopped at step {step} of {t.steps} (stop_at_step); rerun on "
-        f"{workdir} to resume."
-    )
   results_path = s2s_config.results_path(c, workdir)
   if not distributed.is_primary():
     return results

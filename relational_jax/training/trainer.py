@@ -1,0 +1,548 @@
+"""The one training loop of relational_jax: `fit(task, loop, checkpoint_dir)`.
+
+Every task (CLRS, seq2seq, CLUTRR, graph COGS, and a user's own) supplies
+only what differs (`Task`): its training state, a batch stream whose position
+is checkpointed, one training step, and its evaluation. The trainer owns the
+rest, identically for all of them:
+
+* resume: the newest 'latest' checkpoint (orbax, `RunCheckpoints`; a
+  corrupt one is reported, moved aside and the previous good one used) gives
+  the state and the stream position, so a resumed run trains on the batches
+  and dropout keys an uninterrupted one would;
+* steps to `loop.steps`, or to `loop.stop_at_step` (checkpointed there;
+  rerun to resume);
+* metrics stay on the device between fetches (one `jax.device_get` every
+  `loop.fetch_every` steps and at every evaluation or checkpoint, not a host
+  sync per step); a non-finite loss or gradient norm stops the run with
+  `NonFiniteLossError` naming the step, before anything of it is saved;
+* evaluates every `loop.eval_every` steps and at the last step; the task's
+  score (higher is better; None selects the last evaluation) decides the
+  'best' checkpoint;
+* checkpoints every `loop.checkpoint_every` steps (0: at evaluations), with
+  a JSON record: step, stream position, per-step losses, history, best,
+  train seconds, checkpoint fallbacks;
+* a progress bar (tqdm) with the loss and the scores;
+* the run record (`RunRecord.to_json`): the same keys for every task.
+
+Files: checkpoints are saved and restored by every process together (orbax
+coordinates them); the trainer writes no other file, and tasks write theirs
+from process 0 only (`parallel.distributed.is_primary`).
+"""
+
+import dataclasses
+import math
+import os
+import time
+from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import tqdm
+
+from relational_jax.layers.shapes import check_choice
+from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import checkpoints as ckpt_lib
+from relational_jax.training.errors import NonFiniteLossError
+
+# Per-step metrics checked for NaN/Inf (when the step function returns them).
+FINITE_METRICS = ("loss", "grad_norm")
+
+
+class BatchStream(Protocol):
+  """The training batches, in order; its position is checkpointed."""
+
+  def __next__(self) -> Any:
+    """The (device-placed) batch of the next step."""
+
+  def get_state(self) -> Dict:
+    """The position, JSON-serialisable."""
+
+  def set_state(self, state: Dict) -> None:
+    """Continues from a position `get_state` returned."""
+
+
+class Task(Protocol):
+  """What a task supplies to `fit`.
+
+  Attributes:
+    stream: the training batches (`BatchStream`).
+  """
+
+  stream: BatchStream
+
+  def init_state(self) -> Any:
+    """A fresh training state (a pytree of arrays), placed on the mesh."""
+
+  def abstract_state(self) -> Any:
+    """ShapeDtypeStructs (with shardings) of the state, for restoring."""
+
+  def train_step(self, state: Any, batch: Any, step: int) -> Tuple[Any, Dict]:
+    """(new state, {metric: device scalar}) of one step; `step` is 0-based.
+    'loss' is required; every other metric is recorded per evaluation as
+    'train_<name>' (its mean since the previous evaluation)."""
+
+  def evaluate(self, state: Any, step: int) -> Tuple[Dict, Optional[float]]:
+    """(history entry, selection score) after `step` steps (1-based): the
+    entry's fields go into the history; the score (higher is better, None:
+    select the last evaluation) decides the best checkpoint."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Loop:
+  """The trainer's settings.
+
+  steps: training steps of the whole run.
+  eval_every: evaluate every this many steps (and at the last step).
+  checkpoint_every: save 'latest' every this many steps (0: at evaluations).
+  stop_at_step: stop (checkpointed) at this step (0: run to `steps`).
+  fetch_every: bring the metrics to the host at least every this many
+    steps (for the progress bar and the non-finite check).
+  progress: show a progress bar.
+  description: the progress bar's label.
+  """
+
+  steps: int
+  eval_every: int
+  checkpoint_every: int = 0
+  stop_at_step: int = 0
+  fetch_every: int = 25
+  progress: bool = True
+  description: str = ""
+
+  def __post_init__(self):
+    for name in ("steps", "eval_every", "fetch_every"):
+      if getattr(self, name) < 1:
+        raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+    for name in ("checkpoint_every", "stop_at_step"):
+      if getattr(self, name) < 0:
+        raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
+
+
+@dataclasses.dataclass
+class RunRecord:
+  """What `fit` hands back: the run record and the final state.
+
+  step: steps trained; complete: step == loop.steps (False after a planned
+  stop). losses: per-step training losses. history: one entry per
+  evaluation ({'step', 'loss' (mean since the previous evaluation),
+  'train_<metric>', task fields}). best: {'step', 'score', 'entry'} of the
+  best evaluation (None before the first). train_seconds: training wall
+  time, summed over resumptions. checkpoint_fallbacks: checkpoints that
+  could not be restored and were moved aside. num_params: parameter count
+  (of state['params'] when the state has them).
+  """
+
+  step: int
+  complete: bool
+  state: Any
+  losses: List[float]
+  history: List[Dict]
+  best: Optional[Dict]
+  train_seconds: float
+  checkpoint_fallbacks: List[Dict]
+  num_params: int
+
+  def to_json(self) -> Dict:
+    """The run record (every field but the state)."""
+    return {
+        "steps": self.step,
+        "complete": self.complete,
+        "num_params": self.num_params,
+        "train_seconds": self.train_seconds,
+        "losses": self.losses,
+        "history": self.history,
+        "best": self.best,
+        "checkpoint_fallbacks": self.checkpoint_fallbacks,
+    }
+
+
+def count_params(state: Any) -> int:
+  params = state.get("params", state) if isinstance(state, dict) else state
+  return int(
+      sum(np.prod(np.shape(x)) for x in jax.tree_util.tree_leaves(params))
+  )
+
+
+def _fresh_meta(stream: BatchStream) -> Dict:
+  return {
+      "step": 0,
+      "stream": stream.get_state(),
+      "losses": [],
+      "history": [],
+      "best": None,
+      "train_seconds": 0.0,
+  }
+
+
+def _upgrade_record(meta: Dict, state: Any) -> Dict:
+  """The record of a checkpoint written before this trainer by the graph
+  tasks' loop (CLUTRR, graph COGS: no step, stream or losses; the stream
+  position was the step) in this trainer's layout."""
+  if "stream" in meta:
+    return meta
+  step = int(state["step"])
+  scored = [h for h in meta["history"] if "val_accuracy" in h]
+  top = max(scored, key=lambda h: h["val_accuracy"], default=None)
+  return {
+      **meta,
+      "step": step,
+      "stream": {"step": step},
+      "losses": [],
+      "best": top and {"step": top["step"], "score": top["val_accuracy"]},
+  }
+
+
+def _mean(values: List[float]) -> float:
+  return float(np.mean(values)) if values else float("nan")
+
+
+def fit(
+    task: Task,
+    loop: Loop,
+    checkpoint_dir: str,
+    log: Callable[[str], None] = print,
+) -> RunRecord:
+  """Trains (or resumes) `task` in `checkpoint_dir`; see the module docstring.
+
+  Raises:
+    NonFiniteLossError: a loss or gradient norm was NaN/Inf (the message
+      names the step and the last good checkpoint, which is kept).
+    CorruptCheckpointError: checkpoints exist and none can be restored.
+  """
+  stop = min(loop.steps, loop.stop_at_step or loop.steps)
+  save_every = loop.checkpoint_every or loop.eval_every
+  with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
+    restored = ckpts.restore(task.abstract_state())
+    if restored is None:
+      state, meta = task.init_state(), _fresh_meta(task.stream)
+    else:
+      state, meta = restored
+      meta = _upgrade_record(meta, state)
+      task.stream.set_state(meta["stream"])
+      for skipped in ckpts.skipped:
+        log(
+            f"checkpoint {skipped['path']} could not be restored "
+            f"({skipped['error']}); moved to {skipped['moved_to']}"
+        )
+      log(f"resumed at step {meta['step']} from {checkpoint_dir}")
+    step = int(meta["step"])
+    last_saved = ckpts.latest_step()
+    # Per-step metrics not yet fetched, and fetched since the last evaluation.
+    pending: List[Dict] = []
+    since_eval: Dict[str, List[float]] = meta.pop("since_eval", {})
+    bar = tqdm.tqdm(
+        total=loop.steps,
+        initial=step,
+        desc=loop.description,
+        disable=not loop.progress,
+        dynamic_ncols=True,
+    )
+    started = time.time()
+
+    def fetch():
+      first = step - len(pending) + 1
+      for i, metrics in enumerate(jax.device_get(pending)):
+        for name in FINITE_METRICS:
+          if name in metrics and not math.isfinite(float(metrics[name])):
+            kept = (
+                f"the last good checkpoint (step {last_saved}) in "
+                f"{checkpoint_dir} is kept"
+                if last_saved is not None
+                else "no checkpoint had been saved yet"
+            )
+            raise NonFiniteLossError(
+                f"non-finite {name} {float(metrics[name])} at step "
+                f"{first + i}; training stopped and nothing of it was "
+                f"saved: {kept}."
+            )
+        meta["losses"].append(float(metrics["loss"]))
+        for name, value in metrics.items():
+          since_eval.setdefault(name, []).append(float(value))
+      bar.update(len(pending))
+      pending.clear()
+
+    try:
+      while step < stop:
+        state, metrics = task.train_step(state, next(task.stream), step)
+        pending.append(metrics)
+        step += 1
+        evaluate_now = step % loop.eval_every == 0 or step == loop.steps
+        save_now = evaluate_now or step % save_every == 0 or step == stop
+        if save_now or len(pending) >= loop.fetch_every:
+          fetch()
+        if not save_now:
+          continue
+        is_best = False
+        if evaluate_now:
+          entry, score = task.evaluate(state, step)
+          record = {"step": step, "loss": _mean(since_eval.pop("loss", []))}
+          record.update(
+              (f"train_{k}", _mean(v)) for k, v in sorted(since_eval.items())
+          )
+          since_eval.clear()
+          record.update(entry)
+          meta["history"].append(record)
+          best = meta["best"]
+          is_best = score is None or best is None or score > best["score"]
+          if is_best:
+            meta["best"] = {"step": step, "score": score, "entry": entry}
+          bar.set_postfix_str(
+              ", ".join(
+                  f"{k} {v:.3f}"
+                  for k, v in record.items()
+                  if k != "step" and isinstance(v, float)
+              )
+          )
+        meta["train_seconds"] += time.time() - started
+        started = time.time()
+        meta.update(step=step, stream=task.stream.get_state())
+        ckpts.save(
+            step, state, {**meta, "since_eval": since_eval}, best=is_best
+        )
+        last_saved = step
+    finally:
+      bar.close()
+    if step < loop.steps:
+      log(
+          f"stopped at step {step} of {loop.steps} (stop_at_step); rerun on "
+          "the same work directory to resume"
+      )
+  return RunRecord(
+      step=step,
+      complete=step >= loop.steps,
+      state=state,
+      losses=meta["losses"],
+      history=meta["history"],
+      best=meta["best"],
+      train_seconds=meta["train_seconds"],
+      checkpoint_fallbacks=meta.get(ckpt_lib.FALLBACKS_KEY, []),
+      num_params=count_params(state),
+  )
+
+
+def has_checkpoint(checkpoint_dir: str) -> bool:
+  """Whether `checkpoint_dir` holds a 'latest' checkpoint."""
+  if not os.path.isdir(checkpoint_dir):
+    return False
+  with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
+    return ckpts.latest_step() is not None
+
+
+def restore(
+    abstract_state: Any, checkpoint_dir: str, which: str = "latest"
+) -> Optional[Tuple[Any, Dict]]:
+  """(state, record) of the newest `which` ('latest' | 'best') checkpoint in
+  `checkpoint_dir`; None if there is none."""
+  if which not in ("latest", "best"):
+    raise ValueError(
+        f"checkpoint {which!r} is not one of the valid choices "
+        "['latest', 'best']."
+    )
+  with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
+    return ckpts.restore(abstract_state, which)
+
+
+# ---------------------------------------------------------------------------
+# A stream for tasks whose data fits in host memory: seeded epochs.
+
+
+def epoch_indices(
+    step: int, num_train: int, batch_size: int, seed: int
+) -> np.ndarray:
+  """Indices of the training examples of `step` (0-based): batch i of epoch
+  e is slice i of the permutation drawn by default_rng([seed, e]); the last
+  batch of an epoch may be short (callers pad it with zero weights)."""
+  if num_train < 1 or batch_size < 1:
+    raise ValueError(
+        "num_train and batch_size must be positive, got "
+        f"{num_train} and {batch_size}."
+    )
+  steps_per_epoch = math.ceil(num_train / batch_size)
+  epoch, i = divmod(step, steps_per_epoch)
+  perm = np.random.default_rng([seed, epoch]).permutation(num_train)
+  return perm[i * batch_size : (i + 1) * batch_size]
+
+
+class EpochStream:
+  """`BatchStream` of `batch_at(epoch_indices(step, ...))`: its position is
+  the step alone, so resuming is exact.
+
+  Args:
+    num_train, batch_size, seed: as `epoch_indices`.
+    batch_at: indices -> the batch placed on the mesh.
+  """
+
+  def __init__(
+      self,
+      num_train: int,
+      batch_size: int,
+      seed: int,
+      batch_at: Callable[[np.ndarray], Any],
+  ):
+    self.num_train, self.batch_size, self.seed = num_train, batch_size, seed
+    self.batch_at = batch_at
+    self.step = 0
+
+  def __next__(self):
+    idx = epoch_indices(self.step, self.num_train, self.batch_size, self.seed)
+    self.step += 1
+    return self.batch_at(idx)
+
+  def get_state(self) -> Dict:
+    return {"step": self.step}
+
+  def set_state(self, state: Dict) -> None:
+    self.step = int(state["step"])
+
+
+def checkpoint_dir(workdir: str) -> str:
+  return os.path.join(workdir, "checkpoints")
+
+
+# ---------------------------------------------------------------------------
+# A functional task's state and step: {params, opt_state, step, rng}.
+
+
+def train_state(params, tx: optax.GradientTransformation, rng) -> Dict:
+  """The training state: parameters, optimiser state, step 0, the run's key."""
+  return {
+      "params": params,
+      "opt_state": tx.init(params),
+      "step": jnp.zeros((), jnp.int32),
+      "rng": rng,
+  }
+
+
+def make_train_step(loss_fn: Callable, tx: optax.GradientTransformation, mesh):
+  """step(state, batch, step) -> (state, {loss, accuracy, grad_norm}) of
+  `loss_fn(params, batch, dropout_rng) -> (loss, accuracy)`: jitted over the
+  mesh (state replicated, batch sharded on its leading axis), the input
+  state donated. Dropout key = fold_in(state['rng'], state['step'])."""
+  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
+
+  def step(state, batch):
+    rng = jax.random.fold_in(state["rng"], state["step"])
+    (loss, acc), grads = jax.value_and_grad(
+        lambda p: loss_fn(p, batch, rng), has_aux=True
+    )(state["params"])
+    updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
+    new_state = {
+        "params": optax.apply_updates(state["params"], updates),
+        "opt_state": opt_state,
+        "step": state["step"] + 1,
+        "rng": state["rng"],
+    }
+    metrics = {
+        "loss": loss,
+        "accuracy": acc,
+        "grad_norm": optax.tree.norm(grads),
+    }
+    return new_state, metrics
+
+  jitted = jax.jit(
+      step, in_shardings=(rep, bsh), out_shardings=(rep, rep), donate_argnums=0
+  )
+  return lambda state, batch, step: jitted(state, batch)
+
+
+SELECT_ON = ("last", "val")
+
+
+def validate_train_section(t) -> None:
+  """Raises ValueError naming a bad field of a graph task's `train` section
+  (steps, batch_size, eval_every, warmup_steps, eval_batch_size,
+  checkpoint_every, devices, stop_at_step, learning_rate, select_on)."""
+  check_choice(t.select_on, SELECT_ON, "train.select_on")
+  for name in ("steps", "batch_size", "eval_every"):
+    if t[name] < 1:
+      raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
+  for name in (
+      "warmup_steps",
+      "eval_batch_size",
+      "checkpoint_every",
+      "devices",
+      "stop_at_step",
+  ):
+    if t[name] < 0:
+      raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
+  if not t.learning_rate > 0:
+    raise ValueError(
+        f"train.learning_rate must be positive, got {t.learning_rate}."
+    )
+
+
+def loop_of(t, description: str = "") -> Loop:
+  """The `Loop` of a `train` config section (steps, eval_every,
+  checkpoint_every, stop_at_step, progress)."""
+  return Loop(
+      steps=int(t.steps),
+      eval_every=int(t.eval_every),
+      checkpoint_every=int(t.checkpoint_every),
+      stop_at_step=int(t.stop_at_step),
+      progress=bool(t.progress),
+      description=description,
+  )
+
+
+def abstract_of(init: Callable, mesh) -> Any:
+  """The abstract (replicated) state of `init: key -> state`."""
+  return ckpt_lib.abstract_like(
+      jax.eval_shape(init, jax.random.PRNGKey(0)), mesh_lib.replicated(mesh)
+  )
+
+
+class FunctionalTask:
+  """A `Task` made of functions, with the state of `train_state`.
+
+  Args:
+    init: key -> the training state (`train_state`), traced for the
+      checkpoint's abstract structure and jitted for a fresh run.
+    train_step: `make_train_step`'s step.
+    stream: the training batches.
+    evaluate: params -> history fields; `score_key` among them (if present)
+      is the selection score.
+    mesh: the device mesh (the state is replicated over it).
+    seed: the initialisation key's seed.
+  """
+
+  def __init__(
+      self,
+      *,
+      init: Callable,
+      train_step: Callable,
+      stream: BatchStream,
+      evaluate: Callable[[Any], Dict],
+      mesh,
+      seed: int,
+      score_key: str = "val_accuracy",
+  ):
+    self._init, self._evaluate = init, evaluate
+    self.train_step, self.stream = train_step, stream
+    self.mesh, self.seed, self.score_key = mesh, seed, score_key
+
+  def init_state(self):
+    return jax.jit(self._init, out_shardings=mesh_lib.replicated(self.mesh))(
+        jax.random.PRNGKey(self.seed)
+    )
+
+  def abstract_state(self):
+    return abstract_of(self._init, self.mesh)
+
+  def evaluate(self, state, step):
+    del step
+    entry = self._evaluate(state["params"])
+    return entry, entry.get(self.score_key)
+
+
+def selected_state(
+    record: RunRecord, abstract_state: Any, checkpoint_dir: str, select_on: str
+) -> Tuple[Any, str]:
+  """(state, description) that `select_on` picks: 'last' the final state;
+  'val' (or 'best') the best evaluation's checkpoint, if one was scored."""
+  best = record.best
+  if select_on == "last" or not best or best.get("score") is None:
+    return record.state, "last"
+  state, _ = restore(abstract_state, checkpoint_dir, "best")
+  return state, f"val (step {best['step']})"

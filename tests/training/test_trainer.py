@@ -1,0 +1,143 @@
+"""relational_jax.training.trainer on a toy regression: batches, exact
+resume, best-validation selection, a non-finite loss, fetches, the record."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+
+from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import trainer
+from relational_jax.training.errors import NonFiniteLossError
+
+X = np.random.default_rng(0).normal(size=(10, 3)).astype(np.float32)
+Y = X @ np.array([1.0, -2.0, 0.5], np.float32)
+
+
+def _loss(params, batch, rng):
+  del rng
+  err = batch["x"] @ params["w"] * params["scale"] - batch["y"]
+  return jnp.mean(err**2), -jnp.mean(err**2)
+
+
+def _task(scale=1.0, val=None, seed=3):
+  mesh = mesh_lib.mesh_of_first(1)
+  tx = optax.sgd(0.1)
+
+  def init(key):
+    params = {"w": jnp.zeros(3), "scale": jnp.asarray(scale, jnp.float32)}
+    return trainer.train_state(params, tx, key)
+
+  def batch_at(idx):
+    idx = np.resize(idx, 4)  # pad the short last batch by repeating
+    return mesh_lib.shard_batch({"x": X[idx], "y": Y[idx]}, mesh)
+
+  scores = iter(val or [])
+  return trainer.FunctionalTask(
+      init=init,
+      train_step=trainer.make_train_step(_loss, tx, mesh),
+      stream=trainer.EpochStream(len(X), 4, seed, batch_at),
+      evaluate=(
+          (lambda params: {"val_accuracy": next(scores)})
+          if val
+          else (lambda params: {})
+      ),
+      mesh=mesh,
+      seed=seed,
+  )
+
+
+def _fit(workdir, steps=6, stop_at_step=0, task=None, **loop):
+  loop = trainer.Loop(
+      steps=steps,
+      eval_every=2,
+      stop_at_step=stop_at_step,
+      progress=False,
+      **loop
+  )
+  return trainer.fit(task or _task(), loop, str(workdir), log=lambda m: None)
+
+
+def test_epoch_indices_cover_each_epoch_once_and_are_seeded():
+  for epoch in range(3):
+    seen = np.concatenate(
+        [trainer.epoch_indices(epoch * 3 + i, 10, 4, 7) for i in range(3)]
+    )
+    assert sorted(seen) == list(range(10))
+  assert len(trainer.epoch_indices(2, 10, 4, 7)) == 2  # the short batch
+  np.testing.assert_array_equal(
+      trainer.epoch_indices(4, 10, 4, 7), trainer.epoch_indices(4, 10, 4, 7)
+  )
+  assert not np.array_equal(
+      trainer.epoch_indices(0, 10, 4, 7), trainer.epoch_indices(3, 10, 4, 7)
+  )
+  with pytest.raises(ValueError, match="batch_size"):
+    trainer.epoch_indices(0, 10, 0, 7)
+
+
+def test_resume_equals_an_uninterrupted_run(tmp_path):
+  straight = _fit(tmp_path / "a")
+  first = _fit(tmp_path / "b", stop_at_step=3)
+  assert not first.complete and first.step == 3
+  resumed = _fit(tmp_path / "b")
+  assert resumed.complete and resumed.step == 6
+  np.testing.assert_array_equal(
+      straight.state["params"]["w"], resumed.state["params"]["w"]
+  )
+  assert straight.losses == resumed.losses and len(straight.losses) == 6
+  assert straight.history == resumed.history
+  assert straight.num_params == 4
+
+
+def test_the_record_has_the_same_keys_for_every_task(tmp_path):
+  record = _fit(tmp_path).to_json()
+  assert set(record) == {
+      "steps",
+      "complete",
+      "num_params",
+      "train_seconds",
+      "losses",
+      "history",
+      "best",
+      "checkpoint_fallbacks",
+  }
+  # History: the mean loss since the previous evaluation and the other
+  # per-step metrics as train_<name>.
+  first = record["history"][0]
+  assert first["step"] == 2
+  assert first["loss"] == pytest.approx(np.mean(record["losses"][:2]))
+  assert {"train_accuracy", "train_grad_norm"} <= set(first)
+
+
+def test_fetching_rarely_changes_nothing(tmp_path):
+  every = _fit(tmp_path / "a", fetch_every=1)
+  rarely = _fit(tmp_path / "b", fetch_every=100)
+  assert every.losses == rarely.losses and every.history == rarely.history
+
+
+def test_val_selection_returns_the_best_checkpoint(tmp_path):
+  task = _task(val=[0.2, 0.9, 0.5])
+  done = _fit(tmp_path, task=task)
+  assert done.best["step"] == 4 and done.best["score"] == 0.9
+  state, selected = trainer.selected_state(
+      done, task.abstract_state(), str(tmp_path), "val"
+  )
+  assert selected == "val (step 4)"
+  assert not np.array_equal(state["params"]["w"], done.state["params"]["w"])
+  last, selected = trainer.selected_state(
+      done, task.abstract_state(), str(tmp_path), "last"
+  )
+  assert selected == "last" and last is done.state
+
+
+def test_a_non_finite_loss_stops_and_keeps_the_checkpoint(tmp_path):
+  with pytest.raises(NonFiniteLossError, match="at step 1;.*no checkpoint"):
+    _fit(tmp_path, task=_task(scale=float("nan")))
+
+
+def test_bad_loop_settings_are_named():
+  with pytest.raises(ValueError, match="eval_every must be >= 1, got 0"):
+    trainer.Loop(steps=3, eval_every=0)
+  with pytest.raises(ValueError, match="'newest'.*'latest', 'best'"):
+    trainer.restore(None, "/nonexistent", "newest")
