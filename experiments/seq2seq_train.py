@@ -47,7 +47,9 @@ def define_flags(
   --checkpoint_path) and the multi-process flags (`distributed.define_flags`),
   in `flag_values`.
   `argv` (default sys.argv) is the command line to be parsed: config_flags
-  defines the --config.<path> flags it names."""
+  defines the --config.<path> flags it names. Called when the module runs as
+  a script, so importing it beside other absl entry points (e.g.
+  experiments.reproduce, which also has --workdir) defines no global flag."""
   config_flags.DEFINE_config_dict(
       "config",
       seq2seq.default_config(),
@@ -69,7 +71,6 @@ def define_flags(
   distributed.define_flags(flag_values)
 
 
-define_flags()
 FLAGS = flags.FLAGS
 
 
@@ -89,8 +90,8 @@ def run(flag_values: flags.FlagValues = FLAGS) -> dict:
   results = seq2seq.train_and_evaluate(config, workdir)
   if not distributed.is_primary():
     return results
-  for key in ("final", "best"):
-    entry = results[key]
+  for key in ("final", "selection"):  # The run record's keys (trainer.py).
+    entry = results.get(key)
     if entry:
       accs = ", ".join(f"{k} {v:.4f}" for k, v in entry["accuracies"].items())
       print(f"{key} (step {entry['step']}): {accs}")
@@ -107,4 +108,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+  define_flags()
   app.run(main)
