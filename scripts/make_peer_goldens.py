@@ -8,6 +8,10 @@ reference checkouts, so this script runs the authors' functions once, at small
 sizes, on seeded random inputs and seeded random parameters, and stores the
 inputs, their parameters (flattened under their own names) and their outputs
 in small .npz files under tests/fidelity/goldens/.
+Our side reads those parameters with the library's converters,
+`relational_jax.interop` (rt_haiku, et_torch, csordas_torch: the same code
+that loads the authors' trained weights); --record runs the fidelity test's
+comparison (`max_abs_diffs`) on every golden.
 
 References (check them out anywhere, e.g. under /tmp/peers):
   RT: github.com/CameronDiao/relational-transformer (their CLRS fork; the RT

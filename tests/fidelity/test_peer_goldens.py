@@ -17,8 +17,9 @@ magnitude, see max_abs_diffs). CI has neither torch nor the reference checkouts,
 inputs and seeded random parameters, and stored inputs, their parameters
 (under their own names) and their outputs in goldens/*.npz; goldens/README.json
 names the reference commits and the differences last measured. Here their
-parameters are mapped onto our parameter trees (the mapping is documented
-next to each `_map_*` function), ours runs in fp32, and we compare.
+parameters are mapped onto our parameter trees by the library's converters
+(`relational_jax.interop`: rt_haiku, et_torch, csordas_torch, where the
+mapping is documented), ours runs in fp32, and we compare.
 
 Dropout: their RT code runs hk.dropout at rate 0.0 (tfm_dropout_rate is fixed
 at 0.0 in their RT processor); their ET modules were built with dropout 0.1
@@ -40,6 +41,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from relational_jax.interop import csordas_torch
+from relational_jax.interop import et_torch
+from relational_jax.interop import rt_haiku
+from relational_jax.interop import select
+from relational_jax.interop import to_authors
 from relational_jax.layers.relational import RelationalTransformerLayer
 from relational_jax.layers.triangular import TriangularAttention
 from relational_jax.models.edge_transformer import EdgeTransformer
@@ -109,94 +115,9 @@ def _check_tree(mapped, initialised, what):
 
 
 # ----------------------------------------------------------------------------
-# RT (Haiku reference, clrs/_src/base_modules/Basic_Transformer_jax.py).
-#
-# Their hk.Linear stores w as (in, out), as Flax does: no transposes. Their
-# module creation order gives the names (per layer prefix L, attention prefix
-# A = L/rt_attention_layer):
-#   A/linear, A/linear_1, A/linear_2   W^Q_n, W^K_n, W^V_n (node terms)
-#       -> attention/query_node, key_node, value_node (kernel w reshaped
-#          D x H x K: their heads split the output axis head-major, as ours)
-#   A/linear_3, A/linear_4             W^Q_e, W^K_e
-#       -> attention/edge_qk (kernel E x 2 x H x K: [..., 0] query, 1 key)
-#   A/linear_5                         W^V_e -> attention/value_edge_kernel,
-#                                      value_edge_bias
-#   Biases: their q_ij = (n_i W + b_n) + (e_ij W + b_e); ours adds our
-#   query_node bias and edge_qk bias the same way, so each maps as is.
-#   L/linear, L/layer_norm             -> node_update/w1, ln_1  (eq. 17)
-#   L/linear_1, L/linear_2, L/layer_norm_1 -> node_update/w2, w3, ln_2 (eq. 18)
-#   L/linear_3 (EL1) on concat(e_ij, e_ji, n_j, n_i): their
-#     `expanded_source_nodes`[b, i, j] = n_j and `expanded_target_nodes` = n_i,
-#     so its row blocks are [e_ij | e_ji | n_j | n_i]
-#       -> edge_update/w4_e_ij (+ the bias), w4_e_ji, w4_n_j, w4_n_i (eq. 5)
-#   L/linear_4, L/layer_norm_2         -> edge_update/w5, ln_1    (eq. 6)
-#   L/linear_5, L/linear_6, L/layer_norm_3 -> edge_update/w6, w7, ln_2 (eq. 7)
-#   hk.LayerNorm scale/offset -> Flax scale/bias.
+# RT (Haiku reference, clrs/_src/base_modules/Basic_Transformer_jax.py and
+# the processor in clrs/_src/processors.py): relational_jax.interop.rt_haiku.
 # ----------------------------------------------------------------------------
-
-
-def _rt_dense(params, name):
-  return {"kernel": params[f"{name}/w"], "bias": params[f"{name}/b"]}
-
-
-def _rt_ln(params, name):
-  return {"scale": params[f"{name}/scale"], "bias": params[f"{name}/offset"]}
-
-
-def _map_rt_layer(params, prefix, heads, edge_update=True):
-  """Their Basic_RT parameters under `prefix` -> our layer's tree."""
-  a = f"{prefix}/rt_attention_layer"
-  d = params[f"{a}/linear/w"].shape[0]
-  e = params[f"{a}/linear_3/w"].shape[0]
-  k = d // heads
-
-  def heads_of(name, rows):
-    return {
-        "kernel": params[f"{name}/w"].reshape(rows, heads, k),
-        "bias": params[f"{name}/b"].reshape(heads, k),
-    }
-
-  attention = {
-      "query_node": heads_of(f"{a}/linear", d),
-      "key_node": heads_of(f"{a}/linear_1", d),
-      "value_node": heads_of(f"{a}/linear_2", d),
-      "edge_qk": {
-          "kernel": (
-              np.stack(
-                  [params[f"{a}/linear_3/w"], params[f"{a}/linear_4/w"]], axis=1
-              ).reshape(e, 2, heads, k)
-          ),
-          "bias": (
-              np.stack(
-                  [params[f"{a}/linear_3/b"], params[f"{a}/linear_4/b"]]
-              ).reshape(2, heads, k)
-          ),
-      },
-      "value_edge_kernel": params[f"{a}/linear_5/w"].reshape(e, heads, k),
-      "value_edge_bias": params[f"{a}/linear_5/b"].reshape(heads, k),
-  }
-  node_update = {
-      "w1": _rt_dense(params, f"{prefix}/linear"),
-      "ln_1": {"LayerNorm_0": _rt_ln(params, f"{prefix}/layer_norm")},
-      "w2": _rt_dense(params, f"{prefix}/linear_1"),
-      "w3": _rt_dense(params, f"{prefix}/linear_2"),
-      "ln_2": {"LayerNorm_0": _rt_ln(params, f"{prefix}/layer_norm_1")},
-  }
-  tree = {"attention": attention, "node_update": node_update}
-  if edge_update:
-    w4 = params[f"{prefix}/linear_3/w"]  # rows [e_ij | e_ji | n_j | n_i]
-    tree["edge_update"] = {
-        "w4_e_ij": {"kernel": w4[:e], "bias": params[f"{prefix}/linear_3/b"]},
-        "w4_e_ji": {"kernel": w4[e : 2 * e]},
-        "w4_n_j": {"kernel": w4[2 * e : 2 * e + d]},
-        "w4_n_i": {"kernel": w4[2 * e + d :]},
-        "w5": _rt_dense(params, f"{prefix}/linear_4"),
-        "ln_1": {"LayerNorm_0": _rt_ln(params, f"{prefix}/layer_norm_2")},
-        "w6": _rt_dense(params, f"{prefix}/linear_5"),
-        "w7": _rt_dense(params, f"{prefix}/linear_6"),
-        "ln_2": {"LayerNorm_0": _rt_ln(params, f"{prefix}/layer_norm_3")},
-    }
-  return tree
 
 
 def _rt_config(sizes, **overrides):
@@ -226,8 +147,10 @@ def _run_rt_layer(meta, inputs, params):
       dropout_rate=DROPOUT,
   )
   nodes, edges = jnp.asarray(inputs["nodes"]), jnp.asarray(inputs["edges"])
-  ours = _map_rt_layer(
-      params, "rt_layer0/rt_layer0", sizes["heads"], edge_update
+  ours = rt_haiku.convert_layer(
+      select(params, "rt_layer0/rt_layer0/"),
+      sizes["heads"],
+      edge_update=edge_update,
   )
   _check_tree(
       ours,
@@ -243,12 +166,7 @@ def _run_rt_stack(meta, inputs, params):
   cfg = _rt_config(sizes, edge_dim=sizes["edge_width"])
   stack = RelationalTransformer(cfg)
   nodes, edges = jnp.asarray(inputs["nodes"]), jnp.asarray(inputs["edges"])
-  ours = {
-      f"layer_{i}": _map_rt_layer(
-          params, f"rt_layer{i}/rt_layer{i}", sizes["heads"]
-      )
-      for i in range(sizes["num_layers"])
-  }
+  ours = rt_haiku.convert_stack(params, cfg)
   _check_tree(
       ours,
       stack.init(jax.random.PRNGKey(0), nodes, edges)["params"],
@@ -256,54 +174,6 @@ def _run_rt_stack(meta, inputs, params):
   )
   n, e = stack.apply({"params": ours}, nodes, edges, deterministic=True)
   return {"nodes": n, "edges": e}
-
-
-def _map_rt_processor(params, sizes, graph_vec, graph_width=4):
-  """Their RT processor (module 'rt') -> ours, as {relative module: {name:
-  value}} with Haiku module paths relative to our processor's top module.
-
-  Their node_enc 'rt/linear' reads concat(node_fts, hidden[, graph_fts]) as
-  our node_in does. Their edge_enc 'rt/linear_1' reads concat(edge_fts,
-  e_hidden[, graph_fts]); ours splits that linear map by input: edge_in (with
-  the bias), edge_hidden_in, edge_graph_in ('cat'). With 'core' their
-  global_enc 'rt/linear_2' on concat(graph_fts, g_hidden) is our core_in;
-  their core node is node 0 with zero edges (padding after edge_enc), ours is
-  node N with the learned constant edge `core_edge`, here 0; attention is
-  permutation-equivariant, so only the position of the core node differs.
-  Their layers 'rt/rt_layer{l}/rt_layer{l}' are our lifted stack's layer_{l}.
-  """
-  w = params["rt/linear_1/w"]
-  fe = (
-      w.shape[0]
-      - sizes["node_width"]
-      - (graph_width if graph_vec == "cat" else 0)
-  )
-  d = sizes["node_width"]
-  flat = {
-      "node_in": {"w": params["rt/linear/w"], "b": params["rt/linear/b"]},
-      "edge_in": {"w": w[:fe], "b": params["rt/linear_1/b"]},
-      "edge_hidden_in": {"w": w[fe : fe + d]},
-  }
-  if graph_vec == "cat":
-    flat["edge_graph_in"] = {"w": w[fe + d :]}
-  else:
-    flat["core_in"] = {
-        "w": params["rt/linear_2/w"],
-        "b": params["rt/linear_2/b"],
-    }
-    flat[""] = {"core_edge": np.zeros((d,), np.float32)}
-  for i in range(sizes["num_layers"]):
-    layer = _map_rt_layer(params, f"rt/rt_layer{i}/rt_layer{i}", sizes["heads"])
-
-    def walk(tree, path):
-      for key, value in tree.items():
-        if isinstance(value, dict):
-          walk(value, path + (key,))
-        else:
-          flat.setdefault("/".join(path), {})[key] = value
-
-    walk(layer, ("stack", f"layer_{i}"))
-  return flat
 
 
 def _run_rt_processor(meta, inputs, params):
@@ -346,12 +216,13 @@ def _run_rt_processor(meta, inputs, params):
   top = {module.split("/", 1)[0] for module in initialised}
   assert len(top) == 1, f"one top-level processor module expected, got {top}"
   (top,) = top
-  relative = _map_rt_processor(
-      params, sizes, graph_vec, inputs["graph_fts"].shape[-1]
+  ours = rt_haiku.convert_processor(
+      select(params, "rt/"),
+      cfg,
+      graph_vec=graph_vec,
+      graph_features=inputs["graph_fts"].shape[-1],
+      module=top,
   )
-  ours = {
-      (f"{top}/{rel}" if rel else top): group for rel, group in relative.items()
-  }
   _check_tree(
       ours,
       {k: dict(v) for k, v in initialised.items()},
@@ -368,14 +239,9 @@ def _run_rt_processor(meta, inputs, params):
 # RT net: their whole CLRS model (clrs/_src/baselines.py BaselineModel with
 # nets.py Net) vs our processors.CarryModel, configured by the comparison's
 # own translation `experiments.compare.clrs_rt.our_config` (their run.py
-# flags at tiny sizes). Their parameter names -> ours:
-#   net/~_construct_encoders_decoders/algo_0_<x>_enc_linear, _dec_linear:
-#       the same names (dm-clrs 2.0.3 keeps the 2022 names);
-#   node pointers decoded from edges, their algo_0_<x>_dec_linear
-#       -> our algo_0_<x>_ptr_from_edges/linear;
-#   their processor net/rt/... -> our processor module as
-#       `_map_rt_processor` (node, edge and graph features all hidden_dim
-#       wide).
+# flags at tiny sizes); their parameters mapped by
+# relational_jax.interop.rt_haiku.convert_clrs_net (their encoder and decoder
+# names are ours too: dm-clrs 2.0.3 keeps the 2022 names).
 # Compared: loss and every gradient with teacher forcing on (their noise 0,
 # our hint_teacher_forcing 1); evaluation (repred) raw output logits and
 # per-step hint logits; loss and gradients with their noise 0.5 (ours 0.5)
@@ -412,53 +278,27 @@ def _rt_net_model(meta, noise):
   return config, loop, tempfile
 
 
+def _rt_net_processor_config(meta):
+  """Our processor's RTConfig at the golden's sizes (for the converter)."""
+  sizes = meta["sizes"]
+  return RTConfig(
+      num_layers=sizes["num_layers"],
+      num_heads=sizes["nb_heads"],
+      head_dim=sizes["head_size"],
+      node_ffn_dim=sizes["node_hid_size"],
+      edge_msg_dim=sizes["edge_hid_size_1"],
+      edge_ffn_dim=sizes["edge_hid_size_2"],
+      edge_update=not sizes["disable_edge_updates"],
+      use_ln=sizes["use_ln"],
+  )
+
+
 def _rt_net_feedback(meta, inputs, split):
   from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
 
   spec = {k: tuple(v) for k, v in meta["spec"].items()}
   arrays = {k: v for k, v in inputs.items() if k.startswith(f"{split}/")}
   return clrs_rt.ForkData(spec, arrays, None, 0).feedback(split), spec
-
-
-def _map_rt_net(params, ours_init, meta, spec):
-  """Their flat Haiku parameters -> our CarryModel's {module: {name: value}}."""
-  sizes = meta["sizes"]
-  d = sizes["hidden_dim"]
-  encdec = "net/~_construct_encoders_decoders/"
-  node_pointers = {
-      name
-      for name, (_, loc, typ) in spec.items()
-      if loc == "node" and typ in ("pointer", "permutation_pointer")
-  }
-  mapped = {}
-  processor = {}
-  for name, value in params.items():
-    module, key = name.rsplit("/", 1)
-    if module.startswith(encdec):
-      short = module[len(encdec) :]
-      for pointer in node_pointers:
-        if short == f"algo_0_{pointer}_dec_linear" and sizes["ptr_from_edges"]:
-          short = f"algo_0_{pointer}_ptr_from_edges/linear"
-      mapped.setdefault(encdec + short, {})[key] = value
-    else:
-      assert module.startswith("net/rt/"), name
-      processor[name[len("net/") :]] = value
-  tops = {m.split("/")[1] for m in ours_init if not m.startswith(encdec)}
-  assert len(tops) == 1, f"one processor module expected, got {tops}"
-  (top,) = tops
-  relative = _map_rt_processor(
-      processor,
-      {
-          "node_width": d,
-          "num_layers": sizes["num_layers"],
-          "heads": sizes["nb_heads"],
-      },
-      sizes["graph_vec"],
-      d,
-  )
-  for rel, group in relative.items():
-    mapped[f"net/{top}/{rel}" if rel else f"net/{top}"] = group
-  return mapped
 
 
 class _FixedForceMask:
@@ -502,7 +342,22 @@ def _run_rt_net(meta, inputs, params):
           ),
           jax.random.PRNGKey(43),
       )
-      ours = _map_rt_net(params, shapes, meta, spec)
+      tops = {
+          m.split("/")[1]
+          for m in shapes
+          if not m.startswith(rt_haiku.ENCODERS_DECODERS)
+      }
+      assert len(tops) == 1, f"one processor module expected, got {tops}"
+      (top,) = tops
+      convert = functools.partial(
+          rt_haiku.convert_clrs_net,
+          config=_rt_net_processor_config(meta),
+          spec=spec,
+          graph_vec=meta["sizes"]["graph_vec"],
+          ptr_from_edges=meta["sizes"]["ptr_from_edges"],
+          processor_module=top,
+      )
+      ours = convert(params)
       _check_tree(
           ours,
           {
@@ -535,107 +390,17 @@ def _run_rt_net(meta, inputs, params):
         for name in hint_preds[0]:
           out[f"eval_hint/{name}"] = jnp.stack([h[name] for h in hint_preds])
     out[f"{prefix}loss"] = loss
-    for name, value in _rt_net_to_theirs(grads, params, meta, spec).items():
+    # Our gradients under their names (every one of theirs must be there:
+    # max_abs_diffs compares the sets of names).
+    for name, value in to_authors(convert, params, grads).items():
       out[f"{prefix}grad/{name}"] = value
   return out
 
 
-def _rt_net_to_theirs(tree, params, meta, spec):
-  """Our {module: {name: array}} (e.g. gradients) -> their flat names and
-  shapes. The mapping only slices, reshapes and regroups, so it is inverted
-  by mapping element ids (1, 2, ... over their parameters) and scattering
-  our values back to the ids; every element of theirs must be hit."""
-  ids, offset = {}, 1
-  for name, value in sorted(params.items()):
-    ids[name] = np.arange(
-        offset, offset + value.size, dtype=np.float64
-    ).reshape(value.shape)
-    offset += value.size
-  mapped = _map_rt_net(ids, tree, meta, spec)
-  flat = np.full(offset, np.nan, np.float32)
-  for module, group in mapped.items():
-    for key, id_array in group.items():
-      index = np.asarray(id_array).astype(np.int64).ravel()
-      values = np.asarray(tree[module][key], np.float32).ravel()
-      flat[index[index > 0]] = values[index > 0]
-  assert not np.isnan(flat[1:]).any(), "some of their parameters unmapped"
-  return {
-      name: flat[id_array.astype(np.int64)] for name, id_array in ids.items()
-  }
-
-
 # ----------------------------------------------------------------------------
-# ET (PyTorch reference, cogs/model.py and clutrr/model.py).
-#
-# torch.nn.Linear stores weight as (out, in): our kernel is weight.T. Their
-# EdgeAttention has six d x d linears, `linears.0..5`, bound in forward to
-#   left_k, right_k, left_v, right_v, query, (output) = linears.0 .. 5,
-# and scores einsum("bxahd,bayhd->bxayh", left_k, right_k): so `left_k`
-# (linears.0, applied to x_il) is our query W^q (eq. 6), `right_k`
-# (linears.1, x_lj) our key W^k (eq. 7), left_v / right_v (linears.2 / 3) our
-# value_left V^1 (x_il) / value_right V^2 (x_lj) (eq. 8), linears.5 our out
-# W^o (eq. 9, kernel reshaped H x K x D). Their `query` (linears.4) is
-# computed and never used (with lesion_scores it is rebound to right_k), so it
-# has no counterpart. lesion_scores: scores einsum("bxahd,bxyhd", left_k,
-# right_k) = q_il . k_ij, our ablation='attention'; lesion_values: values
-# left_v x_il only, our ablation='value' (linears.3 unused, no value_right).
-# Heads split the output axis head-major (view(..., H, d_k)), as ours.
-# clutrr's linears have no bias: ours get zero biases.
-# Layer (layernorm_pos='pre'): norm1 -> ln_attention, edge_attention ->
-# attention, norm2 -> ln_ffn, linear1 -> ffn_hidden, linear2 -> ffn_out;
-# LayerNorm weight/bias -> scale/bias.
-# Stacks: layers.{i} -> layer_{i} (untied), layers.0 -> layer (tied; their
-# share_layers applies layers[0] every round). clutrr embedding.weight -> our
-# GraphEdgeEmbedding label table. cogs 'relational' input: x_ij =
-# rel_embeddings[16 + clip(j - i, -16, 16)] + [i == j] token_embedding(t_i);
-# ours indexes offset i - j, row m = (i - j) + 16, so our row m is their row
-# 32 - m (their rows 33 and 34 are unused).
+# ET (PyTorch reference, cogs/model.py and clutrr/model.py):
+# relational_jax.interop.et_torch.
 # ----------------------------------------------------------------------------
-
-
-def _torch_dense(params, name, out_shape=None, in_shape=None):
-  weight = params[f"{name}.weight"]
-  out_features = weight.shape[0]
-  kernel = weight.T
-  if in_shape is not None:
-    kernel = kernel.reshape(tuple(in_shape) + (out_features,))
-  if out_shape is not None:
-    kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
-  bias = params.get(f"{name}.bias", np.zeros((out_features,), np.float32))
-  return {
-      "kernel": kernel,
-      "bias": bias.reshape(out_shape) if out_shape is not None else bias,
-  }
-
-
-def _map_et_attention(params, prefix, heads, ablation):
-  d = params[f"{prefix}linears.0.weight"].shape[0]
-  hk_shape = (heads, d // heads)
-  roles = {"query": 0, "key": 1, "value_left": 2, "value_right": 3}
-  if ablation == "value":
-    del roles["value_right"]
-  tree = {
-      role: _torch_dense(params, f"{prefix}linears.{i}", out_shape=hk_shape)
-      for role, i in roles.items()
-  }
-  tree["out"] = _torch_dense(params, f"{prefix}linears.5", in_shape=hk_shape)
-  return tree
-
-
-def _torch_ln(params, name):
-  return {"scale": params[f"{name}.weight"], "bias": params[f"{name}.bias"]}
-
-
-def _map_et_layer(params, prefix, heads):
-  return {
-      "ln_attention": _torch_ln(params, f"{prefix}norm1"),
-      "attention": _map_et_attention(
-          params, f"{prefix}edge_attention.", heads, "none"
-      ),
-      "ln_ffn": _torch_ln(params, f"{prefix}norm2"),
-      "ffn_hidden": _torch_dense(params, f"{prefix}linear1"),
-      "ffn_out": _torch_dense(params, f"{prefix}linear2"),
-  }
 
 
 def _run_et_attention(meta, inputs, params, chunk_size=2):
@@ -646,7 +411,9 @@ def _run_et_attention(meta, inputs, params, chunk_size=2):
       chunk_size=chunk_size,
   )
   x = jnp.asarray(inputs["x"])
-  ours = _map_et_attention(params, "", sizes["heads"], sizes["ablation"])
+  ours = et_torch.convert_attention(
+      params, sizes["heads"], ablation=sizes["ablation"]
+  )
   _check_tree(
       ours,
       module.init(jax.random.PRNGKey(0), x)["params"],
@@ -665,7 +432,7 @@ def _run_et_layer(meta, inputs, params, chunk_size=2):
       dropout_rate=DROPOUT,
   )
   x = jnp.asarray(inputs["x"])
-  ours = _map_et_layer(params, "", sizes["heads"])
+  ours = et_torch.convert_layer(params, sizes["heads"])
   _check_tree(
       ours,
       module.init(jax.random.PRNGKey(0), x)["params"],
@@ -689,15 +456,6 @@ def _et_stack(meta):
   )
 
 
-def _map_et_stack(params, sizes):
-  if sizes["tied"]:
-    return {"layer": _map_et_layer(params, "layers.0.", sizes["heads"])}
-  return {
-      f"layer_{i}": _map_et_layer(params, f"layers.{i}.", sizes["heads"])
-      for i in range(sizes["num_layers"])
-  }
-
-
 def _run_et_stack_sequence(meta, inputs, params):
   sizes = meta["sizes"]
   max_distance = sizes["max_relative_distance"]
@@ -706,15 +464,11 @@ def _run_et_stack_sequence(meta, inputs, params):
       features=sizes["width"],
       max_distance=max_distance,
   )
-  theirs = params["spatial_relations_builder.rel_embeddings.weight"]
-  embed_params = {
-      "relative_position": {
-          "embedding": theirs[
-              2 * max_distance - np.arange(2 * max_distance + 1)
-          ]
-      },
-      "token": {"embedding": inputs["token_table"]},
-  }
+  stack = _et_stack(meta)
+  converted = et_torch.convert_sequence_encoder(
+      params, stack.config, token_embedding=inputs["token_table"]
+  )
+  embed_params, ours = converted["embed"], converted["et"]
   tokens = jnp.asarray(inputs["tokens"])
   _check_tree(
       embed_params,
@@ -722,8 +476,6 @@ def _run_et_stack_sequence(meta, inputs, params):
       "SequenceEdgeEmbedding",
   )
   x = embed.apply({"params": embed_params}, tokens)
-  stack = _et_stack(meta)
-  ours = _map_et_stack(params, sizes)
   _check_tree(
       ours, stack.init(jax.random.PRNGKey(0), x)["params"], "EdgeTransformer"
   )
@@ -739,7 +491,9 @@ def _run_et_stack_graph(meta, inputs, params):
       num_labels=sizes["num_labels"], features=sizes["width"]
   )
   labels = jnp.asarray(inputs["labels"])
-  embed_params = {"label": {"embedding": params["embedding.weight"]}}
+  stack = _et_stack(meta)
+  converted = et_torch.convert_graph_encoder(params, stack.config)
+  embed_params, ours = converted["embed"], converted["et"]
   _check_tree(
       embed_params,
       embed.init(jax.random.PRNGKey(0), labels)["params"],
@@ -747,8 +501,6 @@ def _run_et_stack_graph(meta, inputs, params):
   )
   x = embed.apply({"params": embed_params}, labels)
   node_mask = jnp.asarray(~inputs["padding"])
-  stack = _et_stack(meta)
-  ours = _map_et_stack(params, sizes)
   _check_tree(
       ours,
       stack.init(jax.random.PRNGKey(0), x, node_mask)["params"],
@@ -760,92 +512,8 @@ def _run_et_stack_graph(meta, inputs, params):
 # ----------------------------------------------------------------------------
 # Csordas et al.'s TransformerEncDecModel (relative variants) -> our
 # Seq2SeqTransformer(positions='relative', scaling='none'), defaults
-# otherwise (attention_out_bias=False, output_bias=True).
-# input_embedding / output_embedding -> encoder / decoder embed table (same
-# ids: our vocabulary sizes are their row counts); output_map.bias ->
-# decoder out_bias (tied) or output_map -> decoder out (untied).
-# trafo.{encoder,decoder}.layer. (Universal) -> layers_0, .layers.{i}. ->
-# layers_{i}. Attention: data_to_q -> query; data_to_kv (rows per head h:
-# [h*2K, h*2K+K) keys, [h*2K+K, (h+1)*2K) values, their transform_data
-# layout) -> key / value; pos_to_pq -> pos_proj; global_content_bias /
-# global_pos_bias -> u_bias / v_bias; multi_head_merge -> out (no bias).
-# Encoder norm1 / norm2 -> attn_norm / ff_norm; decoder norm1 / norm2 / norm3
-# -> self_norm / cross_norm / ff_norm, multihead_attn -> cross_attn.
-# linear1 / linear2 -> ff hidden / out.
+# otherwise: relational_jax.interop.csordas_torch.
 # ----------------------------------------------------------------------------
-
-
-def _map_cs_attention(params, prefix, heads, relative):
-  q = params[f"{prefix}data_to_q.weight"]
-  d = q.shape[1]
-  k_dim = q.shape[0] // heads
-  kv_DxHx2xK = params[f"{prefix}data_to_kv.weight"].T.reshape(
-      d, heads, 2, k_dim
-  )
-  tree = {
-      "query": {"kernel": q.T.reshape(d, heads, k_dim)},
-      "key": {"kernel": kv_DxHx2xK[:, :, 0]},
-      "value": {"kernel": kv_DxHx2xK[:, :, 1]},
-      "out": {
-          "kernel": (
-              params[f"{prefix}multi_head_merge.weight"].T.reshape(
-                  heads, k_dim, d
-              )
-          )
-      },
-  }
-  if relative:
-    tree["pos_proj"] = {
-        "kernel": params[f"{prefix}pos_to_pq.weight"].T.reshape(d, heads, k_dim)
-    }
-    tree["u_bias"] = params[f"{prefix}global_content_bias"]
-    tree["v_bias"] = params[f"{prefix}global_pos_bias"]
-  return tree
-
-
-def _map_cs_ff(params, prefix):
-  return {
-      "hidden": _torch_dense(params, f"{prefix}linear1"),
-      "out": _torch_dense(params, f"{prefix}linear2"),
-  }
-
-
-def _map_cs_model(params, sizes):
-  heads = sizes["heads"]
-  n = 1 if sizes["universal"] else sizes["num_layers"]
-
-  def prefix(side, i):
-    return (
-        f"trafo.{side}.layer."
-        if sizes["universal"]
-        else f"trafo.{side}.layers.{i}."
-    )
-
-  encoder = {"embed": {"embedding": params["input_embedding.weight"]}}
-  decoder = {"embed": {"embedding": params["output_embedding.weight"]}}
-  for i in range(n):
-    e, d = prefix("encoder", i), prefix("decoder", i)
-    encoder[f"layers_{i}"] = {
-        "self_attn": _map_cs_attention(params, f"{e}self_attn.", heads, True),
-        "attn_norm": _torch_ln(params, f"{e}norm1"),
-        "ff": _map_cs_ff(params, e),
-        "ff_norm": _torch_ln(params, f"{e}norm2"),
-    }
-    decoder[f"layers_{i}"] = {
-        "self_attn": _map_cs_attention(params, f"{d}self_attn.", heads, True),
-        "self_norm": _torch_ln(params, f"{d}norm1"),
-        "cross_attn": _map_cs_attention(
-            params, f"{d}multihead_attn.", heads, False
-        ),
-        "cross_norm": _torch_ln(params, f"{d}norm2"),
-        "ff": _map_cs_ff(params, d),
-        "ff_norm": _torch_ln(params, f"{d}norm3"),
-    }
-  if sizes["tied_embedding"]:
-    decoder["out_bias"] = params["output_map.bias"]
-  else:
-    decoder["out"] = _torch_dense(params, "output_map")
-  return {"encoder": encoder, "decoder": decoder}
 
 
 def _run_cs_model(meta, inputs, params):
@@ -878,7 +546,7 @@ def _run_cs_model(meta, inputs, params):
   tgt_in = np.concatenate(
       [np.full((num_b, 1), sos), inputs["tgt_eos"][:, :-1]], axis=1
   ).astype(np.int32)
-  ours = _map_cs_model(params, sizes)
+  ours = csordas_torch.convert_model(params, config)
   _check_tree(
       ours,
       model.init(jax.random.PRNGKey(0), src, src_mask, tgt_in)["params"],

@@ -1,0 +1,332 @@
+"""The ET authors' PyTorch state dicts -> our Edge Transformer trees.
+
+Their code: github.com/bergen/EdgeTransformer, cogs/model.py (biased
+projections, sequence input) and clutrr/model.py (unbiased projections,
+labelled-graph input). Inputs are state dicts as numpy arrays,
+`{k: v.numpy() for k, v in module.state_dict().items()}`. Their layer is
+the released code's form of eq. 3, so our modules must use
+layout='released_code' (`ETConfig.layout`). tests/fidelity checks that the
+converted parameters compute their outputs (attention, layer and stacks, to
+1e-5).
+
+torch.nn.Linear stores weight as (out, in): our kernel is weight.T. Their
+EdgeAttention has six D x D linears `linears.0..5`; in its forward they are
+left_k, right_k, left_v, right_v, query and the output map, and the scores
+pair left_k of x_il with right_k of x_lj. So:
+  linears.0 (left_k, on x_il)  -> query        W^q (eq. 6)
+  linears.1 (right_k, on x_lj) -> key          W^k (eq. 7)
+  linears.2 / linears.3        -> value_left / value_right  V^1 / V^2 (eq. 8)
+  linears.5                    -> out          W^o (eq. 9; kernel H x K x D)
+  linears.4 is computed and never used: it is dropped.
+Their lesion_scores (scores q_il . k_ij) is our ablation='attention'; their
+lesion_values (values from left_v x_il only) is our ablation='value', where
+linears.3 is unused and dropped. Heads split the output axis head-major, as
+ours. clutrr's linears have no bias: ours get zero biases.
+Layer: norm1 -> ln_attention, edge_attention -> attention, norm2 -> ln_ffn,
+linear1 -> ffn_hidden, linear2 -> ffn_out; LayerNorm weight / bias -> scale /
+bias. Stacks: layers.{l} -> layer_{l} (untied); tied (their share_layers)
+applies layers.0 every round: layers.0 -> layer, and the other clones, kept
+in their state dict but never applied, are dropped.
+Inputs: clutrr's embedding.weight -> our GraphEdgeEmbedding label table.
+cogs' 'relational' input, x_ij = rel(M + clip(j - i, -M, M)) + [i == j]
+word_emb(t_i) with M = 16: ours indexes the offset i - j by row
+(i - j) + M, so our row m is their row 2M - m; their last two rows (source /
+target relation ids of another input mode) are unused and dropped.
+"""
+
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from relational_jax.interop.common import Reader
+from relational_jax.layers.triangular import ABLATIONS
+from relational_jax.models.edge_transformer import ETConfig
+
+__all__ = [
+    "convert_attention",
+    "convert_layer",
+    "convert_stack",
+    "convert_graph_encoder",
+    "convert_sequence_encoder",
+]
+
+Params = Mapping[str, Any]
+
+_ROLES = {"query": 0, "key": 1, "value_left": 2, "value_right": 3}
+# cogs EdgeTransformerEncoder entries the 'relational' input never reads:
+# the 'positional' input's projections and two buffers.
+_COGS_UNUSED = (
+    "left_linear.weight",
+    "left_linear.bias",
+    "right_linear.weight",
+    "right_linear.bias",
+    "pe.pe",
+    "spatial_relations_builder.relations",
+)
+
+
+def _dense(reader, name, out_shape=None, in_shape=None, rows=None, cols=None):
+  weight = reader.take(f"{name}.weight", (rows, cols))
+  out_features = weight.shape[0]
+  kernel = weight.T
+  if in_shape is not None:
+    kernel = kernel.reshape(tuple(in_shape) + (out_features,))
+  if out_shape is not None:
+    kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
+  bias = reader.take_optional(
+      f"{name}.bias", np.zeros((out_features,), weight.dtype), (out_features,)
+  )
+  return {
+      "kernel": kernel,
+      "bias": bias.reshape(out_shape) if out_shape is not None else bias,
+  }
+
+
+def _layer_norm(reader, name, width):
+  return {
+      "scale": reader.take(f"{name}.weight", (width,)),
+      "bias": reader.take(f"{name}.bias", (width,)),
+  }
+
+
+def _attention(reader, prefix, num_heads, ablation, width=None):
+  if ablation not in ABLATIONS:
+    raise ValueError(f"ablation must be one of {ABLATIONS}, got {ablation!r}")
+  d = reader.take(f"{prefix}linears.0.weight", (width, width)).shape[0]
+  if d % num_heads:
+    raise ValueError(
+        f"{reader.what}: width {d} (from {prefix + 'linears.0.weight'!r}) is "
+        f"not divisible by num_heads={num_heads}"
+    )
+  heads = (num_heads, d // num_heads)
+  roles = dict(_ROLES)
+  unused = [4]
+  if ablation == "value":
+    del roles["value_right"]
+    unused.append(3)
+  tree = {
+      role: _dense(reader, f"{prefix}linears.{i}", heads, None, d, d)
+      for role, i in roles.items()
+  }
+  tree["out"] = _dense(reader, f"{prefix}linears.5", None, heads, d, d)
+  reader.drop(
+      f"{prefix}linears.{i}.{p}" for i in unused for p in ("weight", "bias")
+  )
+  return tree
+
+
+def _layer(reader, prefix, num_heads, ablation, width=None, ffn=None):
+  attention = _attention(
+      reader, f"{prefix}edge_attention.", num_heads, ablation, width
+  )
+  d = attention["out"]["kernel"].shape[-1]
+  hidden = _dense(reader, f"{prefix}linear1", rows=ffn, cols=d)
+  return {
+      "ln_attention": _layer_norm(reader, f"{prefix}norm1", d),
+      "attention": attention,
+      "ln_ffn": _layer_norm(reader, f"{prefix}norm2", d),
+      "ffn_hidden": hidden,
+      "ffn_out": _dense(
+          reader, f"{prefix}linear2", rows=d, cols=hidden["kernel"].shape[1]
+      ),
+  }
+
+
+def _check_config(config: ETConfig) -> None:
+  if config.layout != "released_code":
+    raise ValueError(
+        "the ET authors' layer is layout='released_code' (see "
+        f"relational_jax.models.edge_transformer); got {config.layout!r}"
+    )
+
+
+def _stack(reader, prefix, config):
+  _check_config(config)
+  d = config.num_heads * config.head_dim
+  ffn = config.ffn_dim or 4 * d
+
+  def layer(i):
+    return _layer(
+        reader,
+        f"{prefix}layers.{i}.",
+        config.num_heads,
+        config.ablation,
+        d,
+        ffn,
+    )
+
+  if config.tied:
+    tree = {"layer": layer(0)}
+    clones = tuple(f"{prefix}layers.{i}." for i in range(1, config.num_layers))
+    reader.drop_if(lambda name: name.startswith(clones))
+    return tree
+  return {f"layer_{i}": layer(i) for i in range(config.num_layers)}
+
+
+def convert_attention(
+    state_dict: Params, num_heads: int, *, ablation: str = "none"
+) -> dict:
+  """Their `EdgeAttention` -> our `TriangularAttention`'s params.
+
+  Args:
+    state_dict: their attention module's state dict ('linears.0.weight',
+      ...; biases optional, as in clutrr).
+    num_heads: H; the width D is read from the weights.
+    ablation: 'none'; 'attention' for their lesion_scores=True; 'value' for
+      their lesion_values=True.
+
+  Returns:
+    The 'params' collection of `TriangularAttention(num_heads=H,
+    ablation=ablation)`.
+
+  Raises:
+    ValueError: a missing or unexpected key, or a shape that does not fit.
+  """
+  reader = Reader(state_dict, "ET attention", ".")
+  tree = _attention(reader, "", num_heads, ablation)
+  reader.finish()
+  return tree
+
+
+def convert_layer(
+    state_dict: Params, num_heads: int, *, ablation: str = "none"
+) -> dict:
+  """Their `EdgeTransformerLayer` (layernorm_pos='pre') -> ours.
+
+  Args:
+    state_dict: one layer's state dict ('edge_attention.linears.0.weight',
+      'linear1.weight', 'norm1.weight', ...).
+    num_heads: H.
+    ablation: as `convert_attention`.
+
+  Returns:
+    The 'params' collection of `EdgeTransformerLayer(num_heads=H,
+    layout='released_code', ablation=ablation)` with ffn_dim their
+    ff_factor x D (ffn_dim=None is 4 D, their default ff_factor).
+
+  Raises:
+    ValueError: a missing or unexpected key, or a shape that does not fit.
+  """
+  reader = Reader(state_dict, "ET layer", ".")
+  tree = _layer(reader, "", num_heads, ablation)
+  reader.finish()
+  return tree
+
+
+def convert_stack(state_dict: Params, config: ETConfig) -> dict:
+  """Their stack of layers ('layers.{l}. ...') -> our `EdgeTransformer`'s.
+
+  Args:
+    state_dict: the layers' entries of their encoder's state dict, and
+      nothing else (see `convert_graph_encoder` and
+      `convert_sequence_encoder` for whole encoders).
+    config: our ETConfig: layout='released_code'; num_layers (their
+      num_message_rounds), num_heads, head_dim, ffn_dim, ablation as theirs;
+      tied=True for their share_layers=True.
+
+  Returns:
+    The 'params' collection of `EdgeTransformer(config)`.
+
+  Raises:
+    ValueError: a missing or unexpected key, a shape that does not fit the
+      config, or layout != 'released_code'.
+  """
+  reader = Reader(state_dict, "ET stack", ".")
+  tree = _stack(reader, "", config)
+  reader.finish()
+  return tree
+
+
+def convert_graph_encoder(state_dict: Params, config: ETConfig) -> dict:
+  """Their clutrr `EdgeTransformerEncoder` -> our embedding and stack.
+
+  Args:
+    state_dict: the encoder's state dict ('embedding.weight', 'layers.*');
+      from their whole model, `common.select(sd, 'encoder.', '.')`.
+    config: as `convert_stack`.
+
+  Returns:
+    {'embed': params of `GraphEdgeEmbedding(num_labels, D)`, 'et': params
+    of `EdgeTransformer(config)`}: the 'embed' and 'et' entries of
+    `models.clutrr.ClutrrEdgeTransformer`'s params. Their output MLP
+    (decoder2vocab) has no counterpart in our query head and is not
+    converted.
+
+  Raises:
+    ValueError: a missing or unexpected key, a shape that does not fit the
+      config, or layout != 'released_code'.
+  """
+  reader = Reader(state_dict, "ET clutrr encoder", ".")
+  d = config.num_heads * config.head_dim
+  tree = {
+      "embed": {
+          "label": {"embedding": reader.take("embedding.weight", (None, d))}
+      },
+      "et": _stack(reader, "", config),
+  }
+  reader.finish()
+  return tree
+
+
+def convert_sequence_encoder(
+    state_dict: Params,
+    config: ETConfig,
+    *,
+    token_embedding: np.ndarray,
+    max_distance: Optional[int] = None,
+) -> dict:
+  """Their cogs `EdgeTransformerEncoder` ('relational' input) -> ours.
+
+  Args:
+    state_dict: the encoder's state dict ('layers.*',
+      'spatial_relations_builder.rel_embeddings.weight'; the 'positional'
+      input's left_linear / right_linear and the buffers pe.pe and
+      spatial_relations_builder.relations are not read and are dropped);
+      from their parser, `common.select(sd, 'encoder.', '.')`.
+    config: as `convert_stack`.
+    token_embedding: the V x D token table, their parser's
+      'word_emb.weight' (it lives outside the encoder).
+    max_distance: M; None reads it from the relation table (2M + 3 rows,
+      M = 16 in their code).
+
+  Returns:
+    {'embed': params of `SequenceEdgeEmbedding(vocab_size=V, features=D,
+    max_distance=M)`, 'et': params of `EdgeTransformer(config)`}: the
+    'embed' and 'et' entries of `models.cogs_graph.CogsGraphEdgeTransformer`'s
+    params (their output classifiers are not converted).
+
+  Raises:
+    ValueError: a missing or unexpected key, a shape that does not fit the
+      config, or layout != 'released_code'.
+  """
+  reader = Reader(state_dict, "ET cogs encoder", ".")
+  d = config.num_heads * config.head_dim
+  table = reader.take(
+      "spatial_relations_builder.rel_embeddings.weight", (None, d)
+  )
+  if max_distance is None:
+    max_distance = (table.shape[0] - 3) // 2
+  if max_distance < 0 or table.shape[0] < 2 * max_distance + 1:
+    raise ValueError(
+        f"{reader.what}: the relation table has {table.shape[0]} rows, too "
+        f"few for max_distance={max_distance}"
+    )
+  token_embedding = np.asarray(token_embedding)
+  if token_embedding.ndim != 2 or token_embedding.shape[1] != d:
+    raise ValueError(
+        f"token_embedding has shape {token_embedding.shape}, expected (V, {d})"
+    )
+  reader.drop(_COGS_UNUSED)
+  tree = {
+      "embed": {
+          "relative_position": {
+              "embedding": table[
+                  2 * max_distance - np.arange(2 * max_distance + 1)
+              ]
+          },
+          "token": {"embedding": token_embedding},
+      },
+      "et": _stack(reader, "", config),
+  }
+  reader.finish()
+  return tree

@@ -1,0 +1,205 @@
+"""relational_jax.interop.et_torch on the ET authors' parameters (goldens)."""
+
+import dataclasses
+
+import jax
+import numpy as np
+import pytest
+
+from relational_jax.interop import et_torch
+from relational_jax.interop import to_authors
+from relational_jax.layers.triangular import TriangularAttention
+from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
+from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.edge_transformer import EdgeTransformer
+from relational_jax.models.edge_transformer import EdgeTransformerLayer
+from relational_jax.models.edge_transformer import GraphEdgeEmbedding
+from relational_jax.models.edge_transformer import SequenceEdgeEmbedding
+from tests.interop import goldens
+
+KEY = jax.random.PRNGKey(0)
+
+
+def _spec(shape, dtype=np.float32):
+  return jax.ShapeDtypeStruct(tuple(shape), dtype)
+
+
+def _config(sizes):
+  return ETConfig(
+      num_layers=sizes["num_layers"],
+      num_heads=sizes["heads"],
+      head_dim=sizes["width"] // sizes["heads"],
+      tied=sizes["tied"],
+      layout="released_code",
+  )
+
+
+def _edges(sizes):
+  n, d = sizes["nodes"], sizes["width"]
+  return _spec((sizes["batch"], n, n, d))
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "et_attention",
+        "et_attention_value_ablation",
+        "et_attention_attention_ablation",
+    ],
+)
+def test_attention_matches_our_init(case):
+  meta, _, params = goldens.load(case)
+  sizes = meta["sizes"]
+  module = TriangularAttention(
+      num_heads=sizes["heads"], ablation=sizes["ablation"]
+  )
+  convert = lambda p: et_torch.convert_attention(
+      p, sizes["heads"], ablation=sizes["ablation"]
+  )
+  converted = convert(params)
+  init = jax.eval_shape(module.init, KEY, _edges(sizes))
+  goldens.assert_same_shapes(converted, init["params"])
+  # Their unused projections are dropped: linears.4 always, linears.3 with
+  # the value ablation; every other element comes back unchanged.
+  back = to_authors(convert, params, converted)
+  unused = {4, 3} if sizes["ablation"] == "value" else {4}
+  assert set(back) == {k for k in params if int(k.split(".")[1]) not in unused}
+  for name, value in back.items():
+    np.testing.assert_array_equal(value, params[name], err_msg=name)
+
+
+def test_layer_matches_our_init():
+  meta, _, params = goldens.load("et_layer")
+  sizes = meta["sizes"]
+  module = EdgeTransformerLayer(
+      num_heads=sizes["heads"], layout="released_code"
+  )
+  init = jax.eval_shape(module.init, KEY, _edges(sizes))
+  goldens.assert_same_shapes(
+      et_torch.convert_layer(params, sizes["heads"]), init["params"]
+  )
+
+
+@pytest.mark.parametrize(
+    "case", ["et_stack_tied_graph", "et_stack_untied_graph"]
+)
+def test_graph_encoder_matches_our_init(case):
+  meta, inputs, params = goldens.load(case)
+  sizes = meta["sizes"]
+  config = _config(sizes)
+  converted = et_torch.convert_graph_encoder(params, config)
+  labels = _spec(inputs["labels"].shape, np.int32)
+  embed = GraphEdgeEmbedding(
+      num_labels=sizes["num_labels"], features=sizes["width"]
+  )
+  goldens.assert_same_shapes(
+      converted["embed"], jax.eval_shape(embed.init, KEY, labels)["params"]
+  )
+  init = jax.eval_shape(EdgeTransformer(config).init, KEY, _edges(sizes))
+  goldens.assert_same_shapes(converted["et"], init["params"])
+
+
+def test_tied_stack_drops_the_unused_clones_only():
+  meta, _, params = goldens.load("et_stack_tied_graph")
+  config = _config(meta["sizes"])
+  assert config.tied and config.num_layers == 3
+  layer0 = {k: v for k, v in params.items() if k.startswith("layers.0.")}
+  # Their share_layers model keeps num_message_rounds clones; only layers.0
+  # is applied.
+  with_clones = dict(params)
+  for i in (1, 2):
+    with_clones.update(
+        {k.replace("layers.0.", f"layers.{i}."): v for k, v in layer0.items()}
+    )
+  converted = et_torch.convert_graph_encoder(with_clones, config)
+  assert set(converted["et"]) == {"layer"}
+  beyond = dict(
+      with_clones, **{"layers.3.norm1.weight": layer0["layers.0.norm1.weight"]}
+  )
+  with pytest.raises(ValueError, match=r"unexpected.*layers\.3\.norm1\.weight"):
+    et_torch.convert_graph_encoder(beyond, config)
+  # Untied, the clones are layers of their own, beyond num_layers=1 here.
+  untied = dataclasses.replace(config, tied=False, num_layers=1)
+  with pytest.raises(ValueError, match=r"unexpected.*layers\.1\."):
+    et_torch.convert_graph_encoder(with_clones, untied)
+
+
+def test_sequence_encoder_fills_our_cogs_model():
+  meta, inputs, params = goldens.load("et_stack_untied_sequence")
+  sizes = meta["sizes"]
+  config = _config(sizes)
+  # Their 'positional' projections ride along in the golden; add the two
+  # buffers a real state dict has too.
+  assert "left_linear.weight" in params
+  state_dict = dict(
+      params,
+      **{
+          "pe.pe": np.zeros((1, 200, sizes["width"]), np.float32),
+          "spatial_relations_builder.relations": np.zeros((150, 150), np.int64),
+      },
+  )
+  converted = et_torch.convert_sequence_encoder(
+      state_dict, config, token_embedding=inputs["token_table"]
+  )
+  m = sizes["max_relative_distance"]
+  table = params["spatial_relations_builder.rel_embeddings.weight"]
+  relative = converted["embed"]["relative_position"]["embedding"]
+  np.testing.assert_array_equal(relative[m], table[m])  # offset 0
+  np.testing.assert_array_equal(relative[m + 1], table[m - 1])  # i - j = 1
+  tokens = _spec(inputs["tokens"].shape, np.int32)
+  embed = SequenceEdgeEmbedding(
+      vocab_size=sizes["vocab"], features=sizes["width"], max_distance=m
+  )
+  goldens.assert_same_shapes(
+      converted["embed"], jax.eval_shape(embed.init, KEY, tokens)["params"]
+  )
+  model = CogsGraphEdgeTransformer(
+      config,
+      vocab_size=sizes["vocab"],
+      label_sizes=(3, 3, 3, 3),
+      max_distance=m,
+  )
+  ours = jax.eval_shape(model.init, KEY, tokens)["params"]
+  goldens.assert_same_shapes(converted["embed"], ours["embed"])
+  goldens.assert_same_shapes(converted["et"], ours["et"])
+
+
+def test_missing_and_unexpected_keys_are_named():
+  meta, _, params = goldens.load("et_stack_untied_graph")
+  config = _config(meta["sizes"])
+  with pytest.raises(ValueError, match=r"missing key.*layers\.2\.norm2\.bias"):
+    et_torch.convert_graph_encoder(
+        goldens.without(params, "layers.2.norm2.bias"), config
+    )
+  with pytest.raises(ValueError, match=r"missing key.*embedding\.weight"):
+    et_torch.convert_graph_encoder(
+        goldens.without(params, "embedding.weight"), config
+    )
+  extra = dict(params, **{"decoder2vocab.0.weight": np.zeros((8, 8))})
+  with pytest.raises(ValueError, match=r"unexpected.*decoder2vocab\.0\.weight"):
+    et_torch.convert_graph_encoder(extra, config)
+  # The stack alone: the embedding is not its parameter.
+  with pytest.raises(ValueError, match=r"unexpected.*'embedding\.weight'"):
+    et_torch.convert_stack(params, config)
+
+
+def test_config_mismatches_raise():
+  meta, _, params = goldens.load("et_stack_untied_graph")
+  config = _config(meta["sizes"])
+  with pytest.raises(ValueError, match="released_code"):
+    et_torch.convert_graph_encoder(
+        params, dataclasses.replace(config, layout="paper")
+    )
+  with pytest.raises(ValueError, match=r"linear1\.weight.*shape"):
+    et_torch.convert_graph_encoder(
+        params, dataclasses.replace(config, ffn_dim=16)
+    )
+  with pytest.raises(ValueError, match="not divisible by num_heads=3"):
+    et_torch.convert_layer(
+        {
+            k[len("layers.0.") :]: v
+            for k, v in params.items()
+            if k.startswith("layers.0.")
+        },
+        3,
+    )
