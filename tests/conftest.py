@@ -15,7 +15,15 @@ os.environ.setdefault(
 )
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+import importlib.util  # noqa: E402
+
 import pytest  # noqa: E402
+
+if importlib.util.find_spec("tensorflow") is None:
+  # Light install (docs/install.md): register dm-clrs's TensorFlow stand-ins
+  # before any test module's `import clrs`. Where TensorFlow is installed,
+  # nothing is imported here.
+  import processors  # noqa: E402,F401
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
