@@ -56,7 +56,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from typing import Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
@@ -340,6 +339,30 @@ def _rng_state(rng: np.random.RandomState) -> list:
   return [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)]
 
 
+class _ForkStream:
+  """Their run.py's batch stream: `batch_size` training samples drawn with
+  replacement by a seeded RandomState, whose state is the position."""
+
+  def __init__(self, data: "ForkData", batch_size: int):
+    self.data, self.batch_size = data, batch_size
+    self.rng = np.random.RandomState()
+    self.rng.set_state(data.train_rng_state)
+
+  def __next__(self):
+    idx = self.rng.choice(
+        self.data.train_size, (self.batch_size,), replace=True
+    )
+    return self.data.feedback("train", idx)
+
+  def get_state(self) -> list:
+    return _rng_state(self.rng)
+
+  def set_state(self, state: list) -> None:
+    self.rng.set_state(
+        tuple(state[:1]) + (np.asarray(state[1], np.uint32),) + tuple(state[2:])
+    )
+
+
 def train_ours_one(
     budget: Budget,
     seed: int,
@@ -349,11 +372,13 @@ def train_ours_one(
     log=print,
     stop_at: int = 0,
 ) -> List[Dict]:
-  """Trains (or resumes) our model on their data; its evaluation points
-  [{"step", "loss", "val", "test"}]. Checkpointed at every evaluation
+  """Trains (or resumes) our model on their data with the library's trainer
+  (`relational_jax.training.trainer.fit`, `clrs.loop.ClrsTask`); its
+  evaluation points [{"step", "loss", "val", "test"}] ("loss": the mean
+  training loss since the previous point). Checkpointed at every evaluation
   (params, Adam state, the batch generator's state, the history)."""
   import jax  # pylint: disable=g-import-not-at-top
-  from relational_jax.training.checkpoints import RunCheckpoints  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import trainer  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
@@ -373,65 +398,34 @@ def train_ours_one(
       config, data.spec, dummy, os.path.join(run_dir, "clrs")
   )
   model.init(dummy.features, config.seeds[0])
-  rng = np.random.RandomState()
-  rng.set_state(data.train_rng_state)
-  ckpt = RunCheckpoints(os.path.join(run_dir, "checkpoints"))
-  try:
-    meta = loop.restore_model(model, ckpt, "latest")
-    if meta is None:
-      meta = {"step": 0, "history": []}
-    else:
-      rng.set_state(
-          tuple(meta["batch_rng"][:1])
-          + (np.asarray(meta["batch_rng"][1], np.uint32),)
-          + tuple(meta["batch_rng"][2:])
-      )
-      log(
-          f"[clrs_rt ours {algorithm} seed {seed}] resumed at step "
-          f"{meta['step']}"
-      )
-    key = jax.random.PRNGKey(MODEL_SEED + seed)
-    step = meta["step"]
-    started = time.time()
-    while step < budget.steps:
-      idx = rng.choice(data.train_size, (p.batch_size,), replace=True)
-      loss = float(
-          model.feedback(
-              jax.random.fold_in(key, step), data.feedback("train", idx)
-          )
-      )
-      step += 1
-      if step % budget.eval_every and step != budget.steps:
-        continue
-      train_seconds = time.time() - started
-      point = {
-          "step": step,
-          "loss": loss,
-          "val": evaluation.evaluate(
-              model, val_set, jax.random.fold_in(key, 10**9 + step)
-          )["score"],
-          "test": evaluation.evaluate(
-              model, test_set, jax.random.fold_in(key, 2 * 10**9 + step)
-          )["score"],
-          "train_seconds": train_seconds,
-          "eval_seconds": time.time() - started - train_seconds,
-      }
-      meta["history"].append(point)
-      meta.update(step=step, batch_rng=_rng_state(rng))
-      ckpt.save(
-          step, {"params": model.params, "opt_state": model.opt_state}, meta
-      )
-      log(
-          f"[clrs_rt ours {algorithm} seed {seed}] step {step}: loss "
-          f"{loss:.4f} val {point['val']:.4f} test {point['test']:.4f} "
-          f"({train_seconds:.1f} s train, {point['eval_seconds']:.1f} s eval)"
-      )
-      started = time.time()
-      if step == stop_at:
-        break
-  finally:
-    ckpt.close()
-  return meta["history"]
+  key = jax.random.PRNGKey(MODEL_SEED + seed)
+
+  def evaluate(model, step):
+    val = evaluation.evaluate(
+        model, val_set, jax.random.fold_in(key, 10**9 + step)
+    )["score"]
+    test = evaluation.evaluate(
+        model, test_set, jax.random.fold_in(key, 2 * 10**9 + step)
+    )["score"]
+    return {"val": val, "test": test}, val
+
+  task = loop.ClrsTask(
+      model, _ForkStream(data, p.batch_size), MODEL_SEED + seed, evaluate
+  )
+  done = trainer.fit(
+      task,
+      trainer.Loop(
+          steps=budget.steps,
+          eval_every=budget.eval_every,
+          stop_at_step=stop_at if 0 < stop_at < budget.steps else 0,
+          progress=False,
+      ),
+      os.path.join(run_dir, "checkpoints"),
+      lambda m: log(f"[clrs_rt ours {algorithm} seed {seed}] {m}"),
+  )
+  return [
+      {k: h[k] for k in ("step", "loss", "val", "test")} for h in done.history
+  ]
 
 
 def merge(per_algorithm: Mapping[str, Sequence[Mapping]]) -> List[Dict]:

@@ -288,13 +288,14 @@ def fit(
           is_best = score is None or best is None or score > best["score"]
           if is_best:
             meta["best"] = {"step": step, "score": score, "entry": entry}
-          bar.set_postfix_str(
-              ", ".join(
-                  f"{k} {v:.3f}"
-                  for k, v in record.items()
-                  if k != "step" and isinstance(v, float)
-              )
+          scores = ", ".join(
+              f"{k} {v:.4f}"
+              for k, v in record.items()
+              if k != "step" and isinstance(v, float)
           )
+          bar.set_postfix_str(scores)
+          if not loop.progress:
+            log(f"step {step}: {scores}")
         meta["train_seconds"] += time.time() - started
         started = time.time()
         meta.update(step=step, stream=task.stream.get_state())

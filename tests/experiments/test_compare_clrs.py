@@ -271,3 +271,27 @@ def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
         assert list(theirs_rng.choice(num, (8,))) == list(
             ours._rng.choice(num, (8,))
         )  # pylint: disable=protected-access
+
+
+def test_our_side_runs_on_the_library_trainer_and_resumes_exactly(tmp_path):
+  """train_ours_one (our side of clrs_rt) trains with trainer.fit: a run
+  stopped after its first evaluation and resumed gives the points of an
+  uninterrupted one."""
+  path = str(tmp_path / "t.npz")
+  _fake_fork_npz(path)
+  data = clrs_rt.ForkData.load(path)
+  budget = clrs_rt.Budget(("bellman_ford",), 4, 2, 1, 3, 2)
+  quiet = lambda m: None
+  straight = clrs_rt.train_ours_one(
+      budget, 0, "bellman_ford", data, str(tmp_path / "a"), log=quiet
+  )
+  part = clrs_rt.train_ours_one(
+      budget, 0, "bellman_ford", data, str(tmp_path / "b"), log=quiet, stop_at=2
+  )
+  assert [p["step"] for p in part] == [2]
+  resumed = clrs_rt.train_ours_one(
+      budget, 0, "bellman_ford", data, str(tmp_path / "b"), log=quiet
+  )
+  assert [p["step"] for p in straight] == [2, 4]
+  assert resumed == straight
+  assert all(set(p) == {"step", "loss", "val", "test"} for p in straight)

@@ -25,27 +25,23 @@ and the PNGs are written by process 0.
 """
 
 import json
-import math
 import os
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
-import tqdm
 
 import processors
 from relational_jax.layers import shapes
-from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
 from relational_jax.parallel import distributed
 from relational_jax.training import reporting
-from relational_jax.training.checkpoints import RunCheckpoints
+from relational_jax.training import trainer
 from relational_jax.training.checkpoints import abstract_like
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import evaluation
-from relational_jax.training.errors import NonFiniteLossError
 
 ConfigDict = config_lib.ConfigDict
 
@@ -90,19 +86,60 @@ def build_model(
   )
 
 
-def _model_state(model) -> Dict:
-  return {"params": model.params, "opt_state": model.opt_state}
+class ClrsTask:
+  """The `trainer.Task` of one CLRS model (a `CarryModel`, which keeps its
+  parameters and optimiser state on the mesh).
+
+  Args:
+    model: the initialised model.
+    stream: its training feedback (`__next__`, `get_state`, `set_state`).
+    seed: step t trains with dropout/noise key fold_in(PRNGKey(seed), t).
+    evaluate: (model, step) -> (history fields, selection score).
+  """
+
+  def __init__(self, model, stream, seed: int, evaluate: Callable):
+    self.model, self.stream, self._evaluate = model, stream, evaluate
+    self.key = jax.random.PRNGKey(seed)
+
+  def _load(self, state) -> None:
+    self.model._device_params = state["params"]  # pylint: disable=protected-access
+    self.model._device_opt_state = state["opt_state"]  # pylint: disable=protected-access
+
+  def init_state(self) -> Dict:
+    return {
+        "params": self.model._device_params,  # pylint: disable=protected-access
+        "opt_state": self.model._device_opt_state,  # pylint: disable=protected-access
+    }
+
+  def abstract_state(self) -> Dict:
+    return abstract_like(self.init_state())
+
+  def train_step(self, state, feedback, step):
+    self._load(state)
+    loss = self.model.feedback(jax.random.fold_in(self.key, step), feedback)
+    return self.init_state(), {"loss": loss}
+
+  def evaluate(self, state, step):
+    self._load(state)
+    return self._evaluate(self.model, step)
+
+  def load(self, state) -> None:
+    """Puts `state` (e.g. a restored checkpoint's) into the model."""
+    self._load(jax.device_put(state, self.model._replicated))  # pylint: disable=protected-access
 
 
-def restore_model(model, ckpt: RunCheckpoints, which: str) -> Optional[Dict]:
-  """Restores `which` ('latest' | 'best') into `model`; returns its JSON
-  record (step, history, data-stream position), or None if there is none."""
-  restored = ckpt.restore(abstract_like(_model_state(model)), which)
-  if restored is None:
-    return None
-  state, meta = restored
-  model.params, model.opt_state = state["params"], state["opt_state"]
-  return meta
+def validation_evaluate(val_set, seed: int) -> Callable:
+  """(model, step) -> ({'val': score}, score) on `val_set`, with the
+  evaluation key fold_in(PRNGKey(seed), 10**9 + step)."""
+  key = jax.random.PRNGKey(seed)
+
+  def evaluate(model, step):
+    score = evaluation.evaluate(
+        model, val_set, jax.random.fold_in(key, 10**9 + step)
+    )["score"]
+    return {"val": score}, score
+
+  return evaluate
 
 
 def model_for_run(
@@ -166,75 +203,22 @@ def train_one(
   model, stream, val_set = model_for_run(
       config, algorithm, seed, run_dir, processor_factory
   )
-  ckpt = RunCheckpoints(os.path.join(run_dir, "checkpoints"))
-  try:
-    meta = restore_model(model, ckpt, "latest")
-  except BaseException:  # e.g. CorruptCheckpointError: none restorable
-    ckpt.close()
-    raise
-  if meta is None:
-    meta = {
-        "step": 0,
-        "history": [],
-        "losses": [],
-        "best_val": -1.0,
-        "best_step": -1,
-        "wall_time_s": 0.0,
-    }
-  else:
-    stream.set_state(meta["stream"])
-    for skipped in ckpt.skipped:
-      log(
-          f"[{algorithm} seed {seed}] checkpoint {skipped['path']} could not "
-          f"be restored ({skipped['error']}); moved to {skipped['moved_to']}"
-      )
-    log(f"[{algorithm} seed {seed}] resumed at step {meta['step']}")
-  key = jax.random.PRNGKey(seed)
-  t0 = time.time() - meta["wall_time_s"]
-  bar = tqdm.tqdm(
-      total=p.train_steps,
-      initial=meta["step"],
-      desc=f"{algorithm}/{config.processor_type}/seed{seed}",
-      disable=not p.progress,
-      dynamic_ncols=True,
+  task = ClrsTask(model, stream, seed, validation_evaluate(val_set, seed))
+  ckpt_dir = os.path.join(run_dir, "checkpoints")
+  done = trainer.fit(
+      task,
+      trainer.Loop(
+          steps=p.train_steps,
+          eval_every=p.eval_every,
+          progress=p.progress,
+          description=f"{algorithm}/{config.processor_type}/seed{seed}",
+      ),
+      ckpt_dir,
+      lambda m: log(f"[{algorithm} seed {seed}] {m}"),
   )
-  step = meta["step"]
-  while step < p.train_steps:
-    feedback = next(stream)
-    loss = float(model.feedback(jax.random.fold_in(key, step), feedback))
-    if not math.isfinite(loss):
-      bar.close()
-      ckpt.close()
-      raise NonFiniteLossError(
-          f"[{algorithm} seed {seed}] non-finite loss {loss} at step {step}; "
-          f"training stopped. The last good checkpoint (step {meta['step']}) "
-          f"is kept in {run_dir}/checkpoints/latest."
-      )
-    step += 1
-    meta["losses"].append(loss)
-    bar.update(1)
-    if step % p.eval_every == 0 or step == p.train_steps:
-      val = evaluation.evaluate(
-          model, val_set, jax.random.fold_in(key, 10**9 + step)
-      )
-      is_best = val["score"] > meta["best_val"]
-      if is_best:
-        meta["best_val"], meta["best_step"] = val["score"], step
-      meta["history"].append({"step": step, "loss": loss, "val": val["score"]})
-      meta.update(
-          step=step, stream=stream.get_state(), wall_time_s=time.time() - t0
-      )
-      ckpt.save(step, _model_state(model), meta, best=is_best)
-      bar.set_postfix(
-          loss=f"{loss:.3f}",
-          val=f"{val['score']:.3f}",
-          best=f"{meta['best_val']:.3f}",
-      )
-  bar.close()
-  train_time = time.time() - t0
-  model_final_params = model.params
-  restore_model(model, ckpt, "best")
-  ckpt.close()
+  final_params = jax.device_get(done.state["params"])
+  best, _ = trainer.restore(task.abstract_state(), ckpt_dir, "best")
+  task.load(best)
   test = evaluation.test_at_lengths(
       p,
       algorithm,
@@ -245,17 +229,11 @@ def train_one(
   result = {
       "algorithm": algorithm,
       "seed": seed,
-      "complete": True,
-      "best_val": meta["best_val"],
-      "best_step": meta["best_step"],
-      "steps": step,
-      "train_wall_time_s": train_time,
-      "wall_time_s": time.time() - t0,
+      **done.to_json(),
+      "best_val": done.best["score"],
+      "best_step": done.best["step"],
       "test": test,
-      "history": meta["history"],
-      "losses": meta["losses"],
-      "checkpoint_fallbacks": meta.get(ckpt_lib.FALLBACKS_KEY, []),
-      "final_params_fingerprint": _fingerprint(model_final_params),
+      "final_params_fingerprint": _fingerprint(final_params),
   }
   if distributed.is_primary():
     reporting.write_json(result_path, result)
@@ -456,13 +434,15 @@ def evaluate_checkpoints(
       model, _, _ = model_for_run(
           config, algorithm, seed, run_dir, processor_factory
       )
-      ckpt = RunCheckpoints(os.path.join(run_dir, "checkpoints"))
-      meta = restore_model(model, ckpt, which)
-      ckpt.close()
-      if meta is None:
+      task = ClrsTask(model, None, seed, None)
+      restored = trainer.restore(
+          task.abstract_state(), os.path.join(run_dir, "checkpoints"), which
+      )
+      if restored is None:
         raise FileNotFoundError(
             f"No {which} checkpoint in {run_dir}/checkpoints/{which}."
         )
+      task.load(restored[0])
       test = evaluation.test_at_lengths(
           config.protocol,
           algorithm,
@@ -470,7 +450,7 @@ def evaluate_checkpoints(
           test_lengths,
           lambda m, a=algorithm, s=seed: log(f"[{a} seed {s}] {m}"),
       )
-      runs.append({"seed": seed, "step": meta["step"], "test": test})
+      runs.append({"seed": seed, "step": restored[1]["step"], "test": test})
     results["algorithms"][algorithm] = {
         "runs": runs,
         "mean_test": evaluation.mean_over_runs(runs, test_lengths),
