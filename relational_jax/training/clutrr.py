@@ -71,6 +71,7 @@ from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
 
@@ -352,31 +353,18 @@ def _model_inputs(arrays):
 # ----------------------------------------------------------------------------
 
 
-def make_schedule(lr: float, schedule: str, warmup_steps: int, steps: int):
-  """'linear': 0 -> lr over warmup_steps, then linear to 0 at `steps`;
-  'constant': lr after the (optional) linear warmup."""
-  check_choice(schedule, SCHEDULES, "schedule")
-  w = max(int(warmup_steps), 0)
-
-  def fn(count):
-    count = jnp.asarray(count, jnp.float32)
-    warm = jnp.minimum(1.0, count / w) if w else 1.0
-    if schedule == "constant":
-      return lr * warm
-    decay = jnp.clip((steps - count) / max(steps - w, 1), 0.0, 1.0)
-    return lr * jnp.where(count < w, warm, decay)
-
-  return fn
-
-
 def make_optimizer(train_config) -> optax.GradientTransformation:
+  """Adam, the schedule of `train.schedule` with the ET authors' (HuggingFace)
+  warmup, clipping (`relational_jax.training.optim`)."""
   t = train_config
-  adam = optax.adam(
-      make_schedule(t.learning_rate, t.schedule, t.warmup_steps, t.steps)
+  return optim.make_optimizer(
+      t.learning_rate,
+      t.schedule,
+      t.warmup_steps,
+      t.steps,
+      t.clip,
+      warmup="count",
   )
-  if t.clip > 0:
-    return optax.chain(optax.clip_by_global_norm(t.clip), adam)
-  return adam
 
 
 def _loss(model, params, batch, rng, deterministic):

@@ -66,9 +66,9 @@ from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.training import config as config_lib
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
-from relational_jax.training.clutrr import make_schedule
 
 ConfigDict = config_lib.ConfigDict
 
@@ -247,16 +247,17 @@ def make_batch(
 
 
 def make_optimizer(t) -> optax.GradientTransformation:
-  opt = optax.adamw(
-      make_schedule(t.learning_rate, "linear", t.warmup_steps, t.steps),
-      b1=0.9,
-      b2=0.999,
-      eps=1e-8,
+  """AdamW, linear warmup and decay (HuggingFace's convention), clipping, as
+  the ET authors' COGS code (`relational_jax.training.optim`)."""
+  return optim.make_optimizer(
+      t.learning_rate,
+      "linear",
+      t.warmup_steps,
+      t.steps,
+      t.clip,
+      warmup="count",
       weight_decay=t.weight_decay,
   )
-  if t.clip > 0:
-    return optax.chain(optax.clip_by_global_norm(t.clip), opt)
-  return opt
 
 
 def token_correct(logits: Dict[str, jax.Array], batch) -> jax.Array:

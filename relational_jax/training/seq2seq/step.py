@@ -1,5 +1,5 @@
-"""Learning-rate schedules, the optimiser, the loss, and the jitted sharded
-train step and initialisation.
+"""The loss, and the jitted sharded train step and initialisation (the
+optimiser: `relational_jax.training.optim`, Csordas et al.'s warmup).
 
 Training: teacher-forced token cross-entropy averaged over the real (non-PAD)
 target tokens of the global batch; Adam + global-norm clipping + a learning
@@ -23,50 +23,13 @@ import numpy as np
 import optax
 
 from relational_jax.data.vocab import PAD_ID
-from relational_jax.layers.shapes import check_choice
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import optim
 from relational_jax.training import prng
-from relational_jax.training.seq2seq.config import SCHEDULES
 
 # Built-in optimiser arguments (learning_rate, schedule, warmup_steps, steps,
 # clip), or an optax GradientTransformation of the caller's.
 OptimizerSpec = Union[Tuple, optax.GradientTransformation]
-
-
-def make_schedule(lr: float, schedule: str, warmup_steps: int, steps: int):
-  """Learning rate as a function of the update count (optax schedule).
-
-  constant  lr after an optional linear warmup;
-  cosine    linear warmup, then cosine decay to 0 at `steps`;
-  noam      lr * min(s / w, sqrt(w / s)), s = count + 1 (peak lr at s = w).
-  """
-  check_choice(schedule, SCHEDULES, "schedule")
-  w = warmup_steps
-  if schedule == "constant":
-    if w == 0:
-      return optax.constant_schedule(lr)
-    return lambda count: lr * jnp.minimum(1.0, (count + 1.0) / w)
-  if schedule == "cosine":
-    if w == 0:
-      return optax.cosine_decay_schedule(lr, max(steps, 1))
-    return optax.warmup_cosine_decay_schedule(
-        0.0, lr, w, max(steps, w + 1), 0.0
-    )
-  if w < 1:
-    raise ValueError(f"schedule='noam' needs warmup_steps >= 1, got {w}.")
-  return lambda count: lr * jnp.minimum(
-      (count + 1.0) / w, jnp.sqrt(w / (count + 1.0))
-  )
-
-
-def make_optimizer(
-    lr: float, schedule: str, warmup_steps: int, steps: int, clip: float
-) -> optax.GradientTransformation:
-  """Global-norm clipping (if clip > 0) then Adam with the schedule."""
-  adam = optax.adam(make_schedule(lr, schedule, warmup_steps, steps))
-  if clip > 0:
-    return optax.chain(optax.clip_by_global_norm(clip), adam)
-  return adam
 
 
 def optimizer_args(train_config) -> Tuple:
@@ -78,7 +41,7 @@ def optimizer_args(train_config) -> Tuple:
 def as_transformation(spec: OptimizerSpec) -> optax.GradientTransformation:
   if isinstance(spec, optax.GradientTransformation):
     return spec
-  return make_optimizer(*spec)
+  return optim.make_optimizer(*spec, warmup="count_plus_one")
 
 
 def _model_extras(batch) -> Dict:
