@@ -15,7 +15,7 @@ import dataclasses
 import json
 import os
 import typing
-from typing import Any, Dict, Iterable, Mapping, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
 
 from absl import flags
 import ml_collections
@@ -163,29 +163,91 @@ def diff(
   return out
 
 
+def flatten(tree: Mapping, prefix: str = "") -> Dict[str, Any]:
+  """{'a.b': leaf} of a nested dict."""
+  out = {}
+  for key, value in tree.items():
+    path = f"{prefix}{key}"
+    if isinstance(value, Mapping) and value:
+      out.update(flatten(value, path + "."))
+    else:
+      out[path] = value
+  return out
+
+
+def resume_conflicts(
+    saved: Mapping,
+    current: Mapping,
+    *,
+    free: Sequence[str] = (),
+    defaults: Optional[Mapping] = None,
+) -> Dict[str, Tuple]:
+  """{path: (saved, current)} of the config fields in which a work
+  directory's saved record differs from the current one and that a resumed
+  run may not change.
+
+  Args:
+    saved, current: config records (`to_dict`).
+    free: path prefixes that may change on resume.
+    defaults: the default config's record: a field added since the run was
+      saved counts as its default value there.
+  A field the current config no longer has does not count.
+  """
+  flat_saved, flat_now = flatten(saved), flatten(current)
+  flat_defaults = flatten(defaults or {})
+  out = {}
+  for path in sorted(flat_now):
+    if any(path == p or path.startswith(p + ".") for p in free):
+      continue
+    before = flat_saved.get(path, flat_defaults.get(path))
+    if path not in flat_saved and path not in flat_defaults:
+      continue  # Added since, and no default to compare with.
+    if before != flat_now[path]:
+      out[path] = (before, flat_now[path])
+  return out
+
+
+def raise_resume_conflicts(
+    changed: Mapping[str, Tuple], config_path: str, free: Sequence[str] = ()
+) -> None:
+  """Raises ValueError naming every field of `changed` (`resume_conflicts`);
+  the one resume refusal of every task. Nothing if `changed` is empty."""
+  if changed:
+    raise ValueError(
+        f"the work directory's config ({config_path}) differs from this "
+        f"run's config in {len(changed)} field(s) that cannot change on "
+        "resume: "
+        + "; ".join(
+            f"{path}: saved {a!r}, now {b!r}"
+            for path, (a, b) in changed.items()
+        )
+        + ". Use a new work directory, or the saved values (fields that may "
+        f"change: {', '.join(free) or 'none'})."
+    )
+
+
 def check_and_save(
-    config: ConfigDict, workdir: str, resumable: Tuple[str, ...]
+    config: ConfigDict,
+    workdir: str,
+    resumable: Tuple[str, ...],
+    defaults: Optional[ConfigDict] = None,
 ) -> None:
   """Refuses a work dir whose `config.json` differs from `config` outside
-  the path prefixes `resumable` (naming the differing paths); then saves
-  `config` there."""
+  the path prefixes `resumable` (`resume_conflicts`); then saves `config`
+  there (process 0)."""
+  from relational_jax.parallel import distributed  # pylint: disable=g-import-not-at-top
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
 
   path = os.path.join(workdir, "config.json")
   current = to_dict(config)
   if os.path.exists(path):
-    changed = {
-        k: v
-        for k, v in diff(reporting.read_json(path), current).items()
-        if not k.startswith(tuple(resumable))
-    }
-    if changed:
-      raise ValueError(
-          f"{workdir} holds a run with another config; differing paths "
-          f"(saved, current): {changed}. Use another work dir."
-      )
-  from relational_jax.parallel import distributed  # pylint: disable=g-import-not-at-top
-
+    changed = resume_conflicts(
+        reporting.read_json(path),
+        current,
+        free=resumable,
+        defaults=None if defaults is None else to_dict(defaults),
+    )
+    raise_resume_conflicts(changed, path, resumable)
   if distributed.is_primary():  # Every process checked; one writes.
     reporting.write_json(path, current)
 

@@ -72,7 +72,9 @@ def test_resume_is_exact(tmp_path, shared_data):
     np.testing.assert_array_equal(x, y)
   # Another model config in the same work dir is refused.
   config.rat.d_model = 32
-  with pytest.raises(ValueError, match="another config; differing paths"):
+  with pytest.raises(
+      ValueError, match="cannot change on resume: rat.d_model: saved 16, now 32"
+  ):
     clutrr.train_and_evaluate(config, str(tmp_path / "resumed"))
 
 

@@ -75,7 +75,9 @@ def test_exact_resume(tmp_path):
   assert resumed["history"] == full["history"]
   assert resumed["final"] == full["final"]
   # Another config in the same work dir is refused.
-  with pytest.raises(ValueError, match="another config"):
+  with pytest.raises(
+      ValueError, match="cannot change on resume: train.batch_size"
+  ):
     cg.train_and_evaluate(
         _config(steps=6, **small, **{"train.batch_size": 16}),
         str(tmp_path / "split"),

@@ -240,17 +240,6 @@ def train_one(
   return result
 
 
-def _with_defaults(saved: Dict, defaults: Dict) -> Dict:
-  """`saved` over `defaults`, recursively: a field added to the config since
-  the run was saved counts as its default."""
-  out = dict(defaults)
-  for key, value in saved.items():
-    if isinstance(value, dict) and isinstance(defaults.get(key), dict):
-      value = _with_defaults(value, defaults[key])
-    out[key] = value
-  return out
-
-
 def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   """Config paths (prefixes) that the processor of `config` (a record)
   never reads, following `clrs_config.processor_factory`: RT kinds take
@@ -275,52 +264,33 @@ def resume_conflicts(
     saved: Dict, current: Dict, custom_factory: bool = False
 ) -> Dict:
   """{path: (saved, current)} of the config fields that differ between a
-  workdir's saved config record and the current one, other than
-  `RESUMABLE_CHANGES`, fields the processor does not read (`unread_paths`)
-  and fields the current config no longer has. A field the saved record
-  lacks (added since) counts as its default."""
-  saved = _with_defaults(
+  workdir's saved config record (earlier layouts read by
+  `clrs_config.load`) and the current one, other than `RESUMABLE_CHANGES`
+  and fields the processor does not read (`unread_paths`); a field added
+  since the run was saved counts as its default (`config.resume_conflicts`)."""
+  return config_lib.resume_conflicts(
       config_lib.to_dict(clrs_config.load(saved)),
-      config_lib.to_dict(clrs_config.default_config()),
+      current,
+      free=RESUMABLE_CHANGES + unread_paths(current, custom_factory),
+      defaults=config_lib.to_dict(clrs_config.default_config()),
   )
-  changed = config_lib.diff(saved, current)
-
-  def current_has(path):
-    node = current
-    for part in path.split("."):
-      if not isinstance(node, dict) or part not in node:
-        return False
-      node = node[part]
-    return True
-
-  free = RESUMABLE_CHANGES + unread_paths(current, custom_factory)
-  return {
-      path: values
-      for path, values in changed.items()
-      if current_has(path)
-      and not any(path == p or path.startswith(p + ".") for p in free)
-  }
 
 
 def check_resumable(
     saved: Dict, current: Dict, config_path: str, custom_factory: bool = False
 ) -> None:
-  """Raises ValueError naming every field in which `current` (a config
-  record) differs from the `saved` one, beyond `RESUMABLE_CHANGES` (see
-  `resume_conflicts`)."""
-  changed = resume_conflicts(saved, current, custom_factory)
-  if changed:
-    raise ValueError(
-        f"the work directory's config ({config_path}) differs from this "
-        f"run's config in {len(changed)} field(s) that cannot change on "
-        "resume: "
-        + "; ".join(
-            f"{path}: saved {a!r}, now {b!r}"
-            for path, (a, b) in changed.items()
-        )
-        + ". Use a new work directory, or the saved values (fields that may "
-        f"change: {', '.join(RESUMABLE_CHANGES)})."
-    )
+  """Raises ValueError naming every field of `resume_conflicts`."""
+  config_lib.raise_resume_conflicts(
+      resume_conflicts(saved, current, custom_factory),
+      config_path,
+      RESUMABLE_CHANGES,
+  )
+
+
+def results_path(config: ConfigDict, workdir: str) -> str:
+  """Where `train_and_evaluate` writes the results by default."""
+  del config
+  return os.path.join(workdir, "results.json")
 
 
 def train_and_evaluate(

@@ -271,37 +271,26 @@ def validate(
     )
 
 
-def _flat(record: dict, prefix: str = "") -> dict:
-  """{dotted path: leaf value} of a nested config record."""
-  out = {}
-  for key, value in record.items():
-    if isinstance(value, dict):
-      out.update(_flat(value, f"{prefix}{key}."))
-    else:
-      out[f"{prefix}{key}"] = value
-  return out
-
-
 def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   """{path: (saved, now)} of the fields that forbid resuming a run saved
-  with config record `saved` under `config` (see RESUMABLE_CHANGES; the
-  model section that `config.model` does not select is ignored)."""
-  unused = [m for m in MODELS if m != config.model]
-  defaults = _flat(config_lib.to_dict(default_config()))
-  # A field added after the run was saved (absent there) at its default
-  # value does not change the run.
-  added_at_default = lambda path, values: (
-      values[0] is None and path in defaults and values[1] == defaults[path]
+  with config record `saved` under `config` (`config.resume_conflicts`:
+  see RESUMABLE_CHANGES; the model section that `config.model` does not
+  select is ignored; a field added since the run was saved counts as its
+  default)."""
+  unused = tuple(m for m in MODELS if m != config.model)
+  return config_lib.resume_conflicts(
+      saved,
+      config_lib.to_dict(config),
+      free=tuple(RESUMABLE_CHANGES) + unused,
+      defaults=config_lib.to_dict(default_config()),
   )
-  return {
-      path: values
-      for path, values in config_lib.diff(
-          saved, config_lib.to_dict(config)
-      ).items()
-      if path not in RESUMABLE_CHANGES
-      and path.split(".")[0] not in unused
-      and not added_at_default(path, values)
-  }
+
+
+def check_resumable(saved: dict, config: ConfigDict, config_path: str) -> None:
+  """Raises ValueError naming every field of `resume_conflicts`."""
+  config_lib.raise_resume_conflicts(
+      resume_conflicts(saved, config), config_path, tuple(RESUMABLE_CHANGES)
+  )
 
 
 def describe_model(config: ConfigDict) -> str:

@@ -356,17 +356,11 @@ def _save_or_check_vocabs(experiment: Experiment, workdir: str) -> None:
       vocab.save(path)
 
 
-def _check_resumable(config: ConfigDict, saved: Dict) -> None:
-  changed = s2s_config.resume_conflicts(saved, config)
-  if changed:
-    raise ValueError(
-        "cannot resume: the configuration changed ("
-        + "; ".join(
-            f"{path}: saved {a!r}, now {b!r}"
-            for path, (a, b) in changed.items()
-        )
-        + "). Use a new checkpoint_path."
-    )
+def _check_resumable(config: ConfigDict, saved: Dict, config_path: str) -> None:
+  s2s_config.check_resumable(saved, config, config_path)
+
+
+results_path = s2s_config.results_path
 
 
 def plot_accuracies(results: Dict, path: str) -> None:
@@ -518,7 +512,7 @@ def train_and_evaluate(
   if os.path.exists(config_path) and trainer.has_checkpoint(
       trainer.checkpoint_dir(workdir)
   ):  # Before restoring: a changed model would not fit the saved arrays.
-    _check_resumable(c, reporting.read_json(config_path))
+    _check_resumable(c, reporting.read_json(config_path), config_path)
   _save_or_check_vocabs(experiment, workdir)
   select = experiment.selection_set()
   if distributed.is_primary():

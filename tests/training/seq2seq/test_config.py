@@ -178,6 +178,7 @@ def test_fields_added_after_a_run_resume_only_at_their_defaults():
   del saved["transformer"]["tree_alignment"]
   assert seq2seq.config.resume_conflicts(saved, c) == {}
   c.data.num_train = 5
+  default = seq2seq.default_config().data.num_train
   assert seq2seq.config.resume_conflicts(saved, c) == {
-      "data.num_train": (None, 5)
+      "data.num_train": (default, 5)
   }

@@ -79,8 +79,8 @@ def test_end_to_end_and_exact_resume(tmp_path):
   with pytest.raises(
       ValueError,
       match=(
-          r"cannot resume: the configuration changed \(train.seed: saved 3,"
-          r" now 4\)"
+          r"config.json\) differs from this run's config in 1 field\(s\) that"
+          r" cannot change on resume: train.seed: saved 3, now 4\."
       ),
   ):
     seq2seq.train_and_evaluate(
@@ -89,8 +89,8 @@ def test_end_to_end_and_exact_resume(tmp_path):
   with pytest.raises(
       ValueError,
       match=(
-          r"\(transformer.ffn_dim: saved 32, now 64; transformer.num_heads:"
-          r" saved 2, now 4\)"
+          r"resume: transformer.ffn_dim: saved 32, now 64; transformer.num_heads:"
+          r" saved 2, now 4\."
       ),
   ):
     seq2seq.train_and_evaluate(
