@@ -1,0 +1,110 @@
+"""The import order of ARCHITECTURE.md holds: every internal import (module
+level or inside a function) goes to the importer's own layer or one it may
+use; a new package must be given its place here and there."""
+
+import ast
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+# Package -> the internal packages it may import (besides itself).
+ALLOWED = {
+    "relational_jax.parallel": (),
+    "relational_jax.layers": (),
+    "relational_jax.data": (),
+    "relational_jax.models": ("relational_jax.layers", "relational_jax.data"),
+    "relational_jax.interop": (
+        "relational_jax.layers",
+        "relational_jax.models",
+    ),
+    "processors": (
+        "relational_jax.console",
+        "relational_jax.layers",
+        "relational_jax.models",
+        "relational_jax.parallel",
+    ),
+    "relational_jax.training": (
+        "relational_jax.layers",
+        "relational_jax.models",
+        "relational_jax.data",
+        "relational_jax.parallel",
+        "relational_jax.console",
+        "processors",
+    ),
+    "experiments": (
+        "relational_jax",
+        "processors",
+    ),
+    # Top-level modules of the library package.
+    "relational_jax.console": (),
+    "relational_jax": (),
+}
+INTERNAL = ("relational_jax", "processors", "experiments")
+
+
+def _package_of(module: str) -> str:
+  """The longest key of ALLOWED that `module` is or lies under."""
+  best = None
+  for package in ALLOWED:
+    if module == package or module.startswith(package + "."):
+      if best is None or len(package) > len(best):
+        best = package
+  return best
+
+
+def _imports(path: pathlib.Path, module: str):
+  tree = ast.parse(path.read_text(), str(path))
+  for node in ast.walk(tree):
+    if isinstance(node, ast.Import):
+      for alias in node.names:
+        yield alias.name, node.lineno
+    elif isinstance(node, ast.ImportFrom):
+      if node.level:  # Relative: resolve against this module's package.
+        base = module.split(".")[: -node.level]
+        name = ".".join(base + ([node.module] if node.module else []))
+      else:
+        name = node.module
+      yield name, node.lineno
+      for alias in node.names:  # `from pkg import submodule`
+        yield f"{name}.{alias.name}", node.lineno
+
+
+def _modules():
+  for root in INTERNAL:
+    for path in sorted((REPO / root).rglob("*.py")):
+      parts = path.relative_to(REPO).with_suffix("").parts
+      if parts[-1] == "__init__":
+        parts = parts[:-1]
+      yield path, ".".join(parts)
+
+
+def test_every_internal_import_follows_the_layering():
+  violations, unplaced = [], []
+  for path, module in _modules():
+    own = _package_of(module)
+    if own is None:
+      unplaced.append(module)
+      continue
+    allowed = (own,) + ALLOWED[own]
+    for name, line in _imports(path, module):
+      if not name or not name.startswith(INTERNAL) or name in INTERNAL:
+        continue  # External, or a bare package (its members come next).
+      target = _package_of(name)
+      if target is None:  # e.g. `from relational_jax import layers`
+        continue
+      if not any(target == a or target.startswith(a + ".") for a in allowed):
+        violations.append(f"{path.relative_to(REPO)}:{line}: {name}")
+  assert not unplaced, f"modules without a layer: {unplaced}"
+  assert not violations, "imports against ARCHITECTURE.md's order:\n" + (
+      "\n".join(violations)
+  )
+
+
+def test_the_check_sees_a_violation(tmp_path):
+  bad = tmp_path / "bad.py"
+  bad.write_text("from relational_jax.training import trainer\n")
+  names = [n for n, _ in _imports(bad, "processors.bad")]
+  assert "relational_jax.training" in names
+  assert _package_of("relational_jax.training.trainer") not in (
+      ("processors",) + ALLOWED["processors"]
+  )
