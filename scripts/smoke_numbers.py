@@ -18,6 +18,7 @@ each).
 
 import json
 import math
+import re
 import os
 import sys
 import tempfile
@@ -33,6 +34,27 @@ flags.DEFINE_list("names", [], "record: these reproductions only.")
 flags.DEFINE_float("rtol", 0.0, "compare: relative tolerance (0: bit-equal).")
 flags.DEFINE_string("report", None, "compare: also write the report here.")
 FLAGS = flags.FLAGS
+
+# Keys the one trainer renamed (before -> after; a path of `flatten`): the
+# seq2seq per-evaluation token accuracy (a training metric, now
+# 'train_<metric>' as every task's), and its model selection's accuracies
+# ('best' is now the trainer's best evaluation in every task).
+RENAMES = (
+    (r"/history/(\d+)/token_accuracy$", r"/history/\1/train_token_accuracy"),
+    (r"/results/best/(step|score)$", r"/results/selection/\1"),
+    (r"/results/best/accuracies/", r"/results/selection/accuracies/"),
+    (r"/results/best/([a-z_]+_by_category)/", r"/results/selection/\1/"),
+)
+
+# What the report says about keys on one side only (the trainer move).
+EXPLAINED = """\
+- Only before: CLUTRR's and graph COGS's `best` was always null (their loop
+  kept no best record in the results); `best` is now, in every task, the
+  trainer's best evaluation {step, score, entry}.
+- Only after: what the one trainer records for every task and some loops did
+  not: per-step `losses`, `steps`, `complete`, `num_params`, the mean
+  `train_<metric>` of every per-step metric at each evaluation (e.g.
+  `train_grad_norm`), `best`; seq2seq's model selection is `selection`."""
 
 # Keys whose values are not the run's numbers (times, paths, the config).
 VOLATILE = ("config", "command", "results_path", "devices", "notes")
@@ -100,18 +122,29 @@ def compare(before_path, after_path, rtol):
     before = flatten(json.load(f))
   with open(after_path) as f:
     after = flatten(json.load(f))
+  renamed = {}
+  for k in sorted(before.keys() - after.keys()):
+    for pattern, replacement in RENAMES:
+      new = re.sub(pattern, replacement, k)
+      if new != k and new in after:
+        renamed[k] = new
+        break
   changed = [
       (k, before[k], after[k])
       for k in sorted(before.keys() & after.keys())
       if not same(before[k], after[k], rtol)
+  ] + [
+      (f"{k} -> {new}", before[k], after[new])
+      for k, new in renamed.items()
+      if not same(before[k], after[new], rtol)
   ]
-  only_before = sorted(before.keys() - after.keys())
+  only_before = sorted(before.keys() - after.keys() - renamed.keys())
   only_after = sorted(after.keys() - before.keys())
   lines = [
       f"# Smoke numbers: {before_path} vs {after_path}",
       "",
-      f"{len(before.keys() & after.keys())} values on both sides, "
-      f"{len(changed)} differ"
+      f"{len(before.keys() & after.keys())} values on both sides and "
+      f"{len(renamed)} renamed (`RENAMES`), {len(changed)} differ"
       + (f" beyond rtol {rtol}" if rtol else " (bit-for-bit)")
       + f"; {len(only_before)} only before, {len(only_after)} only after.",
   ]
@@ -122,6 +155,7 @@ def compare(before_path, after_path, rtol):
   ):
     if rows:
       lines += ["", f"## {title}", ""] + rows
+  lines += ["", "## Why keys appear on one side only", "", EXPLAINED]
   return "\n".join(lines) + "\n", not changed
 
 
