@@ -2,13 +2,13 @@
 
 Pure Python + numpy (no JAX import).
 
-* :mod:`relational_jax.data.scan` -- SCAN (Lake & Baroni, 2018) generated from
+* `relational_jax.data.scan` -- SCAN (Lake & Baroni, 2018) generated from
   its grammar, with the simple / length / add-primitive splits and the
   length-cutoff resplit of Csordas et al. (2021).
-* :mod:`relational_jax.data.tsv` -- COGS/PCFG/CFQ-style TSV loaders.
-* :mod:`relational_jax.data.for2lam` -- For2Lam program translation (FOR ->
+* `relational_jax.data.tsv` -- COGS/PCFG/CFQ-style TSV loaders.
+* `relational_jax.data.for2lam` -- For2Lam program translation (FOR ->
   LAMBDA) generated from the grammars, with a rule-based compiler.
-* :mod:`relational_jax.data.vocab` -- whitespace tokeniser and vocabulary.
+* `relational_jax.data.vocab` -- whitespace tokeniser and vocabulary.
 """
 
 from relational_jax.data import scan, tsv, vocab

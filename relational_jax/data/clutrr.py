@@ -1,86 +1,86 @@
 """CLUTRR (Sinha et al., 2019) as graphs: the official CSV loader and a generator.
 
 CLUTRR asks for the kinship relation between two people of a family given a
-chain of ``k`` stated kinship facts.  The graph version (Bergen et al., 2021,
+chain of `k` stated kinship facts.  The graph version (Bergen et al., 2021,
 "Systematic Generalization with Edge Transformers", sec. 4) feeds the facts as
 a labelled directed graph and classifies the query edge; this module provides
 that data, pure Python + NumPy.
 
-Format (the CLUTRR 1.0 CSV files, e.g. ``gen_train23_test2to10/{validation,
-test}.csv``).  Each row is one story; the columns this module reads are
+Format (the CLUTRR 1.0 CSV files, e.g. `gen_train23_test2to10/{validation,
+test}.csv`).  Each row is one story; the columns this module reads are
 
-* ``story_edges`` -- ``[(0, 1), (1, 2), ...]``: the facts, as node pairs.  Nodes
+* `story_edges` -- `[(0, 1), (1, 2), ...]`: the facts, as node pairs.  Nodes
   are numbered in order of first appearance along the story.
-* ``edge_types`` -- ``['sister', 'grandfather', ...]``, parallel to the edges.
-  An edge ``(a, b)`` with type ``r`` states "b is a's r"; the name is gendered
-  by ``b`` (``son``/``daughter``).
-* ``query_edge`` -- ``(a, b)``: the pair asked about; the answer is "b is a's
+* `edge_types` -- `['sister', 'grandfather', ...]`, parallel to the edges.
+  An edge `(a, b)` with type `r` states "b is a's r"; the name is gendered
+  by `b` (`son`/`daughter`).
+* `query_edge` -- `(a, b)`: the pair asked about; the answer is "b is a's
   target".
-* ``genders`` -- ``"Name:gender,Name:gender,..."``, one entry per node, in node
+* `genders` -- `"Name:gender,Name:gender,..."`, one entry per node, in node
   order.
-* ``target`` -- the class index (below); ``target_text`` its name.  Older
-  CLUTRR files (and the ET authors' copies) store the name in ``target``;
+* `target` -- the class index (below); `target_text` its name.  Older
+  CLUTRR files (and the ET authors' copies) store the name in `target`;
   both are accepted.
-* ``task_name`` -- ``task_1.K``: task 1 (no noise facts) with ``K = k`` facts.
+* `task_name` -- `task_1.K`: task 1 (no noise facts) with `K = k` facts.
 
-Fields holding Python literals are parsed with :func:`ast.literal_eval`.  The
-21 classes, in CLUTRR's own index order, are :data:`RELATIONS`; edge labels use
-the same ids, and :data:`NO_EDGE` (= 21) marks "no edge" in the padded label
-matrix of :func:`to_arrays`.  CLUTRR's generator writes ``neice`` for
-``niece`` in ``edge_types``; the loader accepts both spellings.
+Fields holding Python literals are parsed with `ast.literal_eval`.  The
+21 classes, in CLUTRR's own index order, are `RELATIONS`; edge labels use
+the same ids, and `NO_EDGE` (= 21) marks "no edge" in the padded label
+matrix of `to_arrays`.  CLUTRR's generator writes `neice` for
+`niece` in `edge_types`; the loader accepts both spellings.
 
-Generator (:func:`generate_rows`, :func:`generate_splits`), following the
-procedure of CLUTRR's own code (``clutrr/actors/ancestry.py``,
-``clutrr/relations/builder.py``, ``clutrr/store/rules_store.yaml``) with the
-configuration the ET authors used (``max_levels=3``, 4 children per couple,
-``p_marry=1.0``, task 1, no noise; see their ``data_*/config.json``):
+Generator (`generate_rows`, `generate_splits`), following the
+procedure of CLUTRR's own code (`clutrr/actors/ancestry.py`,
+`clutrr/relations/builder.py`, `clutrr/store/rules_store.yaml`) with the
+configuration the ET authors used (`max_levels=3`, 4 children per couple,
+`p_marry=1.0`, task 1, no noise; see their `data_*/config.json`):
 
-1. A family tree: one root, who marries (probability ``p_marry``) a partner of
+1. A family tree: one root, who marries (probability `p_marry`) a partner of
    the other gender; every couple not in the last generation has between
-   ``min_child`` and ``max_child`` children of random gender; the last
+   `min_child` and `max_child` children of random gender; the last
    generation marries but has no children.  With the defaults: 3 generations,
    21 couples, 42 people.
-2. Ten abstract kinship relations hold between people (``child``, its inverse
-   ``inv-child``, ``SO``, ``sibling``, ``grand``/``inv-grand``, ``un``
-   (nephew/niece)/``inv-un`` (uncle/aunt), ``in-law`` (child's partner) and
-   ``inv-in-law`` (partner's parent)).  A pair's gendered name is chosen by
-   the gender of its second person (:data:`GENDERED`).
-3. A target pair ``(x, y)`` is expanded ``k - 1`` times by CLUTRR's
-   composition rules (:data:`COMPOSITION`) read backwards: pick an
-   unexpanded fact ``(a, b)`` of the current story at random, replace it by
-   ``(a, z), (z, b)`` whose relations compose to the relation of ``(a, b)``,
+2. Ten abstract kinship relations hold between people (`child`, its inverse
+   `inv-child`, `SO`, `sibling`, `grand`/`inv-grand`, `un`
+   (nephew/niece)/`inv-un` (uncle/aunt), `in-law` (child's partner) and
+   `inv-in-law` (partner's parent)).  A pair's gendered name is chosen by
+   the gender of its second person (`GENDERED`).
+3. A target pair `(x, y)` is expanded `k - 1` times by CLUTRR's
+   composition rules (`COMPOSITION`) read backwards: pick an
+   unexpanded fact `(a, b)` of the current story at random, replace it by
+   `(a, z), (z, b)` whose relations compose to the relation of `(a, b)`,
    unless one of the two (or its reverse) was expanded before.  A story is
-   kept when it has exactly ``k`` facts, so ``k`` = number of facts = the
-   ``K`` of ``task_1.K``.  As in CLUTRR a story may pass through the same
-   person twice (e.g. ``husband, son, father, ...``).
-4. Puzzles are balanced over their relation pattern (``f_comb``) the way
-   CLUTRR's ``equal`` option does (:func:`generate_rows`, ``balance``).
+   kept when it has exactly `k` facts, so `k` = number of facts = the
+   `K` of `task_1.K`.  As in CLUTRR a story may pass through the same
+   person twice (e.g. `husband, son, father, ...`).
+4. Puzzles are balanced over their relation pattern (`f_comb`) the way
+   CLUTRR's `equal` option does (`generate_rows`, `balance`).
 
 One deliberate difference: CLUTRR labels the pairs of its tree by closing the
 tree's child/partner edges under the same composition rules, in an
 order-dependent way, and some of the rules are not sound in its trees
-(``child . inv-grand = inv-child`` also fires for a partner's parent,
-``child . inv-un = sibling`` for a partner's sibling), so some pairs of its
+(`child . inv-grand = inv-child` also fires for a partner's parent,
+`child . inv-un = sibling` for a partner's sibling), so some pairs of its
 trees carry a relation that does not hold (e.g. a sister-in-law labelled
-``sister``).  Here each pair carries the relation that holds in the tree
-(:func:`kinship`; pairs with none of the ten, such as cousins or
+`sister`).  Here each pair carries the relation that holds in the tree
+(`kinship`; pairs with none of the ten, such as cousins or
 siblings-in-law, carry none), and a fact is only ever expanded through a
-person ``z`` for whom both halves hold.  Every generated fact and target is
+person `z` for whom both halves hold.  Every generated fact and target is
 therefore true in its tree, and the recorded proof uses only CLUTRR's rules.
-The official files show the difference: their 62 distinct ``k = 2`` story
+The official files show the difference: their 62 distinct `k = 2` story
 graphs are exactly the 62 this generator produces, and 312 of their 328
-``k = 3`` graphs; the other 16 (44 of the 1,000 ``k = 3`` validation rows, 30
-of the 105 ``k = 3`` test rows) state a relation that does not hold, e.g.
-``son, father, brother -> brother`` (x's son's father other than x is x's
-husband, whose brother is x's brother-in-law) or ``son, mother, mother ->
-mother`` (a mother-in-law).
+`k = 3` graphs; the other 16 (44 of the 1,000 `k = 3` validation rows, 30
+of the 105 `k = 3` test rows) state a relation that does not hold, e.g.
+`son, father, brother -> brother` (x's son's father other than x is x's
+husband, whose brother is x's brother-in-law) or `son, mother, mother ->
+mother` (a mother-in-law).
 
-Ambiguity (in the official files too): because ``child . inv-grand =
-inv-child`` is only sound for blood parents, a few stories admit two rule
-derivations with different answers, e.g. ``wife, son, grandmother`` (``x``'s
-wife's son's grandmother is ``x``'s mother or mother-in-law).  21 of the 2,020
+Ambiguity (in the official files too): because `child . inv-grand =
+inv-child` is only sound for blood parents, a few stories admit two rule
+derivations with different answers, e.g. `wife, son, grandmother` (`x`'s
+wife's son's grandmother is `x`'s mother or mother-in-law).  21 of the 2,020
 official validation rows and 22 of the 1,146 test rows are of this kind; the
-target is one of the two derivable answers, and the row's ``proof_state``
+target is one of the two derivable answers, and the row's `proof_state`
 (the expansion tree) picks it.
 """
 
@@ -128,14 +128,14 @@ RELATIONS: Tuple[str, ...] = (
 )
 NUM_RELATIONS = len(RELATIONS)
 REL_ID: Dict[str, int] = {name: i for i, name in enumerate(RELATIONS)}
-#: Label of an absent edge in :func:`to_arrays`'s label matrix.
+#: Label of an absent edge in `to_arrays`'s label matrix.
 NO_EDGE = NUM_RELATIONS
-#: Number of edge labels including :data:`NO_EDGE`.
+#: Number of edge labels including `NO_EDGE`.
 NUM_EDGE_LABELS = NUM_RELATIONS + 1
 #: Alternative spellings found in CLUTRR files.
 ALIASES: Dict[str, str] = {"neice": "niece"}
 
-#: The ten abstract relations of CLUTRR's rules (``relations_store.yaml``).
+#: The ten abstract relations of CLUTRR's rules (`relations_store.yaml`).
 ABSTRACT_RELATIONS: Tuple[str, ...] = (
     "child",
     "inv-child",
@@ -175,8 +175,8 @@ GENDERED: Dict[Tuple[str, str], str] = {
 #: gendered name -> (abstract relation, gender).
 ABSTRACT: Dict[str, Tuple[str, str]] = {v: k for k, v in GENDERED.items()}
 
-#: CLUTRR's compositional rules (``rules_store.yaml``, family part):
-#: ``(r1, r2) -> r`` means (a, r1, z) and (z, r2, b) give (a, r, b).
+#: CLUTRR's compositional rules (`rules_store.yaml`, family part):
+#: `(r1, r2) -> r` means (a, r1, z) and (z, r2, b) give (a, r, b).
 COMPOSITION: Dict[Tuple[str, str], str] = {
     ("child", "child"): "grand",
     ("child", "SO"): "in-law",
@@ -235,7 +235,7 @@ class ClutrrFormatError(ValueError):
 
 
 def relation_id(name: str) -> int:
-  """Class id of a gendered relation name (``'neice'`` accepted)."""
+  """Class id of a gendered relation name (`'neice'` accepted)."""
   name = ALIASES.get(name, name)
   if name not in REL_ID:
     raise KeyError(name)
@@ -251,13 +251,13 @@ class ClutrrExample:
   """One CLUTRR story as a graph.
 
   Attributes:
-    num_nodes: number of people in the story (nodes ``0 .. num_nodes - 1``).
-    edges: the stated facts ``(a, b)``, in story order.
+    num_nodes: number of people in the story (nodes `0 .. num_nodes - 1`).
+    edges: the stated facts `(a, b)`, in story order.
     edge_labels: relation id of each fact ("b is a's RELATIONS[id]").
-    query: the queried pair ``(a, b)``.
+    query: the queried pair `(a, b)`.
     target: relation id of the answer ("b is a's RELATIONS[target]").
-    k: the number of facts of the task (``task_1.k``).
-    genders: ``'male'``/``'female'`` per node.
+    k: the number of facts of the task (`task_1.k`).
+    genders: `'male'`/`'female'` per node.
   """
 
   num_nodes: int
@@ -318,11 +318,11 @@ def parse_row(
     source: str = "<rows>",
     row_number: Optional[int] = None,
 ) -> ClutrrExample:
-  """One CSV row (a mapping column -> text) to a :class:`ClutrrExample`.
+  """One CSV row (a mapping column -> text) to a `ClutrrExample`.
 
-  ``source`` and ``row_number`` (1-based, header not counted) only serve the
-  error messages.  Raises :class:`ClutrrFormatError` (a ``ValueError``) for
-  a malformed row, an unknown relation or ``k < 2``.
+  `source` and `row_number` (1-based, header not counted) only serve the
+  error messages.  Raises `ClutrrFormatError` (a `ValueError`) for
+  a malformed row, an unknown relation or `k < 2`.
   """
   where = _where(source, row_number)
   missing = [c for c in REQUIRED_COLUMNS if row.get(c) in (None, "")]
@@ -454,7 +454,7 @@ def read_rows(path: PathLike) -> List[Dict[str, str]]:
 
 
 def load_clutrr(path: PathLike) -> List[ClutrrExample]:
-  """Load a CLUTRR CSV file (official 1.0 files or :func:`write_csv` output)."""
+  """Load a CLUTRR CSV file (official 1.0 files or `write_csv` output)."""
   rows = read_rows(path)
   return [
       parse_row(r, source=os.fspath(path), row_number=i + 1)
@@ -465,7 +465,7 @@ def load_clutrr(path: PathLike) -> List[ClutrrExample]:
 def examples_from_rows(
     rows: Sequence[Mapping[str, object]], source: str = "<rows>"
 ) -> List[ClutrrExample]:
-  """:func:`parse_row` over in-memory rows (e.g. :func:`generate_rows` output)."""
+  """`parse_row` over in-memory rows (e.g. `generate_rows` output)."""
   return [
       parse_row(r, source=source, row_number=i + 1) for i, r in enumerate(rows)
   ]
@@ -477,15 +477,15 @@ def to_arrays(
   """Pad a list of examples into arrays for a graph model.
 
   Returns a dict of
-    ``edge_labels``: int32 ``[B, N, N]``, ``edge_labels[b, i, j]`` the
-      relation id of the fact ``(i, j)`` ("j is i's ..."), :data:`NO_EDGE`
+    `edge_labels`: int32 `[B, N, N]`, `edge_labels[b, i, j]` the
+      relation id of the fact `(i, j)` ("j is i's ..."), `NO_EDGE`
       elsewhere (including padding);
-    ``query``: int32 ``[B, 2]``;
-    ``targets``: int32 ``[B]``;
-    ``node_mask``: bool ``[B, N]``, True on real nodes;
-    ``k``: int32 ``[B]``.
-  ``N`` is ``num_nodes`` if given (it must fit every example), else the
-  largest ``num_nodes`` in the batch.
+    `query`: int32 `[B, 2]`;
+    `targets`: int32 `[B]`;
+    `node_mask`: bool `[B, N]`, True on real nodes;
+    `k`: int32 `[B]`.
+  `N` is `num_nodes` if given (it must fit every example), else the
+  largest `num_nodes` in the batch.
   """
   if not examples:
     raise ValueError("to_arrays needs at least one example")
@@ -525,8 +525,8 @@ def story_signature(example: ClutrrExample) -> Tuple:
 
 @dataclasses.dataclass(frozen=True)
 class FamilyTree:
-  """People ``0 .. n - 1``: gender, parents (empty for founders and people
-  who married in) and partner (``-1`` for none)."""
+  """People `0 .. n - 1`: gender, parents (empty for founders and people
+  who married in) and partner (`-1` for none)."""
 
   genders: Tuple[str, ...]
   parents: Tuple[Tuple[int, ...], ...]
@@ -545,11 +545,11 @@ def sample_family_tree(
     max_child: int = 4,
     p_marry: float = 1.0,
 ) -> FamilyTree:
-  """A random family tree, following CLUTRR's ``Ancestry.simulate``.
+  """A random family tree, following CLUTRR's `Ancestry.simulate`.
 
-  One male root; in each of ``max_levels`` generations every member marries
-  with probability ``p_marry`` (a partner of the other gender) and, except in
-  the last generation, the couple has ``min_child .. max_child`` children of
+  One male root; in each of `max_levels` generations every member marries
+  with probability `p_marry` (a partner of the other gender) and, except in
+  the last generation, the couple has `min_child .. max_child` children of
   uniformly random gender, who form the next generation.
   """
   genders: List[str] = []
@@ -580,7 +580,7 @@ def sample_family_tree(
 
 
 def kinship(tree: FamilyTree) -> Dict[Tuple[int, int], str]:
-  """The abstract relation of every ordered pair ``(a, b)`` for which one of
+  """The abstract relation of every ordered pair `(a, b)` for which one of
   CLUTRR's ten holds ("b is a's r"): blood relations through shared parents,
   partners, and a child's partner / a partner's parent."""
   n = tree.num_people
@@ -694,7 +694,7 @@ def _names(tree: FamilyTree, rng: np.random.Generator) -> List[str]:
 
 
 class _Builder:
-  """Story derivation on one tree (CLUTRR's ``RelationBuilder.derive``)."""
+  """Story derivation on one tree (CLUTRR's `RelationBuilder.derive`)."""
 
   def __init__(self, tree: FamilyTree):
     self.tree = tree
@@ -707,8 +707,8 @@ class _Builder:
     ] = {}
 
   def expansions(self, edge: Tuple[int, int]):
-    """All ``((a, z), (z, b))`` whose relations compose, by a CLUTRR rule,
-    to the relation of ``edge = (a, b)``."""
+    """All `((a, z), (z, b))` whose relations compose, by a CLUTRR rule,
+    to the relation of `edge = (a, b)`."""
     if edge not in self._exp:
       a, b = edge
       r = self.rel[edge]
@@ -723,7 +723,7 @@ class _Builder:
     return self._exp[edge]
 
   def derive(self, target: Tuple[int, int], k: int, rng: np.random.Generator):
-    """Expand ``target`` into ``k`` facts; returns (story, proof) or None."""
+    """Expand `target` into `k` facts; returns (story, proof) or None."""
     story = [target]
     seen: Set[Tuple[int, int]] = set()
     proof = []
@@ -817,34 +817,34 @@ def generate_rows(
     task_split: str = "train",
     max_rounds: int = 20_000,
 ) -> List[Dict[str, str]]:
-  """``num_rows`` noiseless CLUTRR stories with ``k`` facts (``task_1.k``).
+  """`num_rows` noiseless CLUTRR stories with `k` facts (`task_1.k`).
 
-  Each round samples a family tree (:func:`sample_family_tree`) and derives
+  Each round samples a family tree (`sample_family_tree`) and derives
   one story from every related pair of it, in random order.  With
-  ``balance`` (CLUTRR's ``equal``), as in CLUTRR's ``prune_puzzles``, a
+  `balance` (CLUTRR's `equal`), as in CLUTRR's `prune_puzzles`, a
   round keeps the same number of stories (the smallest count) of each
-  relation pattern ``f_comb``, and only patterns whose count so far is the
-  smallest are added.  Stories whose :func:`story_signature` is in
-  ``exclude`` are skipped, and with ``unique`` so are repeats within this
+  relation pattern `f_comb`, and only patterns whose count so far is the
+  smallest are added.  Stories whose `story_signature` is in
+  `exclude` are skipped, and with `unique` so are repeats within this
   call.  (As in the official files, the same signature may recur with other
-  people and names otherwise: at ``k = 2`` there are only a few hundred.)
+  people and names otherwise: at `k = 2` there are only a few hundred.)
 
   Args:
     k: facts per story, >= 2.
     num_rows: rows to return.
-    seed: an int or a ``numpy.random.Generator``; equal seeds give equal rows.
+    seed: an int or a `numpy.random.Generator`; equal seeds give equal rows.
     max_levels, min_child, max_child, p_marry: the tree (CLUTRR's arguments;
       defaults are the ET authors' configuration).
     balance: balance the relation patterns as CLUTRR does.
     exclude: signatures that must not be produced (e.g. the training set's).
     accept: if given, only stories whose signature it accepts are kept.
     unique: no two returned rows share a signature.
-    task_split: value of the ``task_split`` column.
-    max_rounds: give up (``RuntimeError``) after this many trees.
+    task_split: value of the `task_split` column.
+    max_rounds: give up (`RuntimeError`) after this many trees.
   Returns:
-    rows as dicts over :data:`COLUMNS` (without the index column), values
-    as the CSV text; read them with :func:`examples_from_rows`, write them
-    with :func:`write_csv`.
+    rows as dicts over `COLUMNS` (without the index column), values
+    as the CSV text; read them with `examples_from_rows`, write them
+    with `write_csv`.
   """
   if k < 2:
     raise ValueError(f"k must be >= 2, got {k}")
@@ -927,18 +927,18 @@ def generate_splits(
     holdout_fraction: float = 0.2,
     **kwargs,
 ) -> Tuple[List[Dict[str, str]], List[Dict[str, str]]]:
-  """Disjoint train rows (``train_ks``) and test rows (``test_ks``).
+  """Disjoint train rows (`train_ks`) and test rows (`test_ks`).
 
-  No test row has the :func:`story_signature` of a train row.  At a ``k``
-  not in ``train_ks`` this holds by construction (a different number of
-  facts).  At a ``k`` in both, the story graphs are few (every one of them
-  recurs in a training set of a few hundred rows: 62 at ``k = 2``, 312 at
-  ``k = 3``), so a seeded hash reserves ``holdout_fraction`` of them for test
-  (CLUTRR's pattern-level ``holdout`` split): train never produces them and
+  No test row has the `story_signature` of a train row.  At a `k`
+  not in `train_ks` this holds by construction (a different number of
+  facts).  At a `k` in both, the story graphs are few (every one of them
+  recurs in a training set of a few hundred rows: 62 at `k = 2`, 312 at
+  `k = 3`), so a seeded hash reserves `holdout_fraction` of them for test
+  (CLUTRR's pattern-level `holdout` split): train never produces them and
   test only produces them.  (For the ET protocol, train on
-  :func:`generate_rows` for ``k = 2, 3`` and test on the official files or on
-  :func:`generate_rows` at ``k >= 4``.)  Each ``(split, k)`` draws from its
-  own seeded stream; ``kwargs`` go to :func:`generate_rows`.
+  `generate_rows` for `k = 2, 3` and test on the official files or on
+  `generate_rows` at `k >= 4`.)  Each `(split, k)` draws from its
+  own seeded stream; `kwargs` go to `generate_rows`.
   """
   train_ks, test_ks = tuple(train_ks), tuple(test_ks)
   if not 0.0 <= holdout_fraction < 1.0:
@@ -984,7 +984,7 @@ def generate_splits(
 
 
 def write_csv(rows: Sequence[Mapping[str, object]], path: PathLike) -> None:
-  """Write rows in the CLUTRR 1.0 column layout (:data:`COLUMNS`)."""
+  """Write rows in the CLUTRR 1.0 column layout (`COLUMNS`)."""
   with open(path, "w", newline="", encoding="utf-8") as f:
     writer = csv.writer(f)
     writer.writerow(COLUMNS)

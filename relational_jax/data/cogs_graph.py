@@ -4,61 +4,61 @@ The Edge Transformer's COGS result (Bergen et al., 2021, Table 4) is on the
 graph form of COGS introduced by Ontanon et al. (2021, "Making Transformers
 Solve Compositional Tasks"): instead of decoding the logical form, the model
 labels every input token and points it at its parent token.  This module
-converts the original COGS logical forms (``sentence<TAB>lf<TAB>category``
+converts the original COGS logical forms (`sentence<TAB>lf<TAB>category`
 files) into that form.  It is an independent implementation; its output is
-identical, field by field, to the ``{dev,test}_seqtag.jsonl`` files that the
-Edge Transformer authors distribute (checked in ``tests/data``).
+identical, field by field, to the `{dev,test}_seqtag.jsonl` files that the
+Edge Transformer authors distribute (checked in `tests/data`).
 
-One graph (a dict, the keys and values of one ``*_seqtag.jsonl`` line):
+One graph (a dict, the keys and values of one `*_seqtag.jsonl` line):
 
-``tokens``
+`tokens`
     the sentence split on single spaces.
-``parent``
-    per token, the index of its parent token, or ``-1`` for none.
-``role``
+`parent`
+    per token, the index of its parent token, or `-1` for none.
+`role`
     per token, the label of the edge to its parent: a thematic role of the
-    parent verb (``agent``, ``theme``, ``recipient``, ``ccomp``, ``xcomp``),
-    ``PREP`` (a preposition, child of the noun it modifies) or ``PP_NOUN``
-    (the noun of a prepositional phrase, child of its preposition); ``''``
+    parent verb (`agent`, `theme`, `recipient`, `ccomp`, `xcomp`),
+    `PREP` (a preposition, child of the noun it modifies) or `PP_NOUN`
+    (the noun of a prepositional phrase, child of its preposition); `''`
     when the token has no parent.
-``category``
-    ``VERB`` (a verb with at least one argument, or a primitive verb),
-    ``CNOUN`` (common noun), ``PNOUN`` (proper name) or ``''``.
-``noun_type``
-    ``DEF`` (``* noun ( x _ i )``, "the"), ``INDEF`` (``noun ( x _ i )``,
-    "a") or ``''`` (also for proper names).
-``verb_name``
-    for verbs, the lemma used in the logical form (``hoped`` -> ``hope``);
-    ``''`` otherwise.
-``distribution``
-    the third column of the TSV row (``in_distribution``, ``primitive`` or a
+`category`
+    `VERB` (a verb with at least one argument, or a primitive verb),
+    `CNOUN` (common noun), `PNOUN` (proper name) or `''`.
+`noun_type`
+    `DEF` (`* noun ( x _ i )`, "the"), `INDEF` (`noun ( x _ i )`,
+    "a") or `''` (also for proper names).
+`verb_name`
+    for verbs, the lemma used in the logical form (`hoped` -> `hope`);
+    `''` otherwise.
+`distribution`
+    the third column of the TSV row (`in_distribution`, `primitive` or a
     generalisation category); present when known.
 
 How a logical form maps to the graph:
 
-* ``noun ( x _ i )`` / ``* noun ( x _ i )``: token ``i`` is ``CNOUN``,
-  ``INDEF`` / ``DEF``.
-* ``verb . role ( x _ v , a )``: the argument ``a`` (a variable ``x _ j`` or
-  a proper name, located in the sentence) gets parent ``v`` and role
-  ``role``; token ``v`` is a ``VERB`` named ``verb``.
-* ``noun . nmod . prep ( x _ i , x _ j )``: the token ``prep`` between ``i``
-  and ``j`` gets parent ``i`` and role ``PREP``; token ``j`` gets parent
-  (the preposition) and role ``PP_NOUN``.
-* Control (``xcomp``): the clause ``w . agent ( x _ w , a )`` repeating the
-  controlling verb's agent ``a`` for the infinitive ``w`` is implied by
-  ``v . agent ( x _ v , a )`` and ``v . xcomp ( x _ v , x _ w )`` and is
-  not stored (``a`` keeps one parent, ``v``); the infinitive keeps its
-  ``verb_name`` (its category stays ``''`` unless it has another argument,
+* `noun ( x _ i )` / `* noun ( x _ i )`: token `i` is `CNOUN`,
+  `INDEF` / `DEF`.
+* `verb . role ( x _ v , a )`: the argument `a` (a variable `x _ j` or
+  a proper name, located in the sentence) gets parent `v` and role
+  `role`; token `v` is a `VERB` named `verb`.
+* `noun . nmod . prep ( x _ i , x _ j )`: the token `prep` between `i`
+  and `j` gets parent `i` and role `PREP`; token `j` gets parent
+  (the preposition) and role `PP_NOUN`.
+* Control (`xcomp`): the clause `w . agent ( x _ w , a )` repeating the
+  controlling verb's agent `a` for the infinitive `w` is implied by
+  `v . agent ( x _ v , a )` and `v . xcomp ( x _ v , x _ w )` and is
+  not stored (`a` keeps one parent, `v`); the infinitive keeps its
+  `verb_name` (its category stays `''` unless it has another argument,
   as in the reference files).
-* Capitalised words that are arguments are ``PNOUN``.
+* Capitalised words that are arguments are `PNOUN`.
 * Primitive rows (one word, a lambda term or a bare name): the word is
-  ``PNOUN`` (no ``LAMBDA``), ``CNOUN`` (one ``LAMBDA``) or ``VERB`` (more,
-  with ``verb_name`` the word); no parents.
+  `PNOUN` (no `LAMBDA`), `CNOUN` (one `LAMBDA`) or `VERB` (more,
+  with `verb_name` the word); no parents.
 
 Every non-primitive graph is a tree over its content words rooted at the
-main verb: exactly one ``VERB`` token has no parent, every other token with
+main verb: exactly one `VERB` token has no parent, every other token with
 a role hangs (acyclically) below it, and tokens without a role have no
-parent (see :func:`check_graph`).  :func:`graph_to_logical_form` inverts the
+parent (see `check_graph`).  `graph_to_logical_form` inverts the
 conversion exactly (the COGS logical forms are in a canonical clause order).
 
 Pure Python + NumPy.
@@ -102,7 +102,7 @@ FIELDS: Tuple[str, ...] = (
     "noun_type",
     "verb_name",
 )
-#: The per-token string label fields (each gets a :class:`LabelVocab`).
+#: The per-token string label fields (each gets a `LabelVocab`).
 LABEL_FIELDS: Tuple[str, ...] = ("role", "category", "noun_type", "verb_name")
 
 NO_LABEL = ""
@@ -129,9 +129,9 @@ class _Clause:
 
 
 def _parse_logical_form(lf: str) -> Tuple[List[_Clause], int]:
-  """Parses ``[* n ( x _ i ) ;]* clause [AND clause]*``.
+  """Parses `[* n ( x _ i ) ;]* clause [AND clause]*`.
 
-  Returns the clauses and how many leading ones are the ``;``-separated
+  Returns the clauses and how many leading ones are the `;`-separated
   definite nouns.
   """
   toks = lf.split()
@@ -258,12 +258,12 @@ def logical_form_to_graph(
   Args:
     sentence: the input sentence (tokens separated by single spaces).
     lf: its logical form in the original COGS notation.
-    distribution: the row's third column; stored as ``'distribution'``
+    distribution: the row's third column; stored as `'distribution'`
       when given (the seqtag files have it).
 
   Returns:
-    A dict with the keys of :data:`FIELDS` (one list entry per token) and
-    ``'distribution'`` when given; see the module docstring.
+    A dict with the keys of `FIELDS` (one list entry per token) and
+    `'distribution'` when given; see the module docstring.
 
   Raises:
     CogsFormatError: if the logical form does not parse or does not fit the
@@ -389,11 +389,11 @@ def logical_form_to_graph(
 def graph_to_logical_form(graph: Mapping[str, Sequence[Any]]) -> str:
   """Rebuilds the COGS logical form of a (non-primitive) graph.
 
-  Inverse of :func:`logical_form_to_graph` on COGS data: the definite noun
-  clauses come first, in token order, separated by ``' ; '``; the other
-  clauses follow joined by ``' AND '``, sorted by their (first, second)
+  Inverse of `logical_form_to_graph` on COGS data: the definite noun
+  clauses come first, in token order, separated by `' ; '`; the other
+  clauses follow joined by `' AND '`, sorted by their (first, second)
   argument position; the infinitive's agent clause is restored after each
-  ``xcomp``.
+  `xcomp`.
   """
   tokens, parent, role = graph["tokens"], graph["parent"], graph["role"]
   noun_type, verb_name, category = (
@@ -446,12 +446,12 @@ def graph_to_logical_form(graph: Mapping[str, Sequence[Any]]) -> str:
 def check_graph(graph: Mapping[str, Sequence[Any]]) -> None:
   """Checks the invariants of a graph; raises ValueError if one fails.
 
-  * every field has one entry per token; parents are ``-1`` or in range;
+  * every field has one entry per token; parents are `-1` or in range;
   * a token has a parent iff it has a role;
   * primitive (one-token, no-role) graphs aside: exactly one root, a
-    ``VERB`` token without parent, and every token with a role reaches it
-    by following parents (no cycles); every ``VERB`` has a ``verb_name``
-    and every ``CNOUN``/``PNOUN`` hangs below the root.
+    `VERB` token without parent, and every token with a role reaches it
+    by following parents (no cycles); every `VERB` has a `verb_name`
+    and every `CNOUN`/`PNOUN` hangs below the root.
   """
   tokens = graph["tokens"]
   m = len(tokens)
@@ -524,10 +524,10 @@ def load_with_categories(
   """Reads a COGS TSV file.
 
   Returns:
-    ``(pairs, categories)``: the (sentence, logical form) pairs in file
-    order and, per row, its third column (``in_distribution``,
-    ``primitive`` or a generalisation category such as ``pp_recursion``;
-    ``None`` for 2-column lines).
+    `(pairs, categories)`: the (sentence, logical form) pairs in file
+    order and, per row, its third column (`in_distribution`,
+    `primitive` or a generalisation category such as `pp_recursion`;
+    `None` for 2-column lines).
 
   Raises:
     FileNotFoundError: no such file.
@@ -541,13 +541,13 @@ def load_with_categories(
 def convert_file(path: PathLike) -> List[Dict[str, Any]]:
   """Converts a COGS TSV file to graphs, one per row, in file order.
 
-  Each graph carries its row's category as ``'distribution'`` (when the
+  Each graph carries its row's category as `'distribution'` (when the
   file has a third column), so the result matches the seqtag files.
 
   Raises:
     FileNotFoundError: no such file.
     CogsFormatError: a malformed line or logical form; the message starts
-      with ``path:line:``.
+      with `path:line:`.
   """
   out = []
   for lineno, sentence, lf, dist in _read_rows(path):
@@ -559,7 +559,7 @@ def convert_file(path: PathLike) -> List[Dict[str, Any]]:
 
 
 def canonical_jsonl(graphs: Iterable[Mapping[str, Any]]) -> str:
-  """One sorted-key JSON object per line (``'\\n'``-joined, no trailing newline).
+  """One sorted-key JSON object per line (`'\\n'`-joined, no trailing newline).
 
   Used to compare conversions with reference seqtag files by hash.
   """
@@ -570,9 +570,9 @@ def canonical_jsonl(graphs: Iterable[Mapping[str, Any]]) -> str:
 
 
 class LabelVocab:
-  """Labels <-> ids for one per-token field: ``<pad>`` = 0, ``<unk>`` = 1.
+  """Labels <-> ids for one per-token field: `<pad>` = 0, `<unk>` = 1.
 
-  The labels (``''`` included: "no role", "no category") follow in sorted
+  The labels (`''` included: "no role", "no category") follow in sorted
   order, so the ids depend only on the label set.
   """
 
@@ -648,26 +648,26 @@ def graphs_to_arrays(
   """Encodes graphs as right-padded NumPy arrays for a graph model.
 
   Args:
-    graphs: graphs from :func:`logical_form_to_graph` / :func:`convert_file`.
-    vocabs: from :func:`build_graph_vocabs` (unknown words/labels -> UNK).
+    graphs: graphs from `logical_form_to_graph` / `convert_file`.
+    vocabs: from `build_graph_vocabs` (unknown words/labels -> UNK).
     length: padded length (default: the longest sentence).
 
   Returns:
-    A dict of ``[batch, length]`` arrays (``[batch]`` for ``lengths``):
+    A dict of `[batch, length]` arrays (`[batch]` for `lengths`):
 
-    * ``tokens`` (int32): token ids, PAD (0) beyond the sentence;
-    * ``parent`` (int32): parent position, ``-1`` for none and for padding;
-    * ``parent_or_self`` (int32): the parent position, or the token's own
+    * `tokens` (int32): token ids, PAD (0) beyond the sentence;
+    * `parent` (int32): parent position, `-1` for none and for padding;
+    * `parent_or_self` (int32): the parent position, or the token's own
       position when it has none (the pointer target of Ontanon et al. /
       Bergen et al.); 0 for padding;
-    * ``role``, ``category``, ``noun_type``, ``verb_name`` (int32): label
+    * `role`, `category`, `noun_type`, `verb_name` (int32): label
       ids (PAD = 0 for padding);
-    * ``mask`` (bool): true on real tokens;
-    * ``has_parent`` (bool): true where ``parent >= 0``;
-    * ``lengths`` (int32): sentence lengths.
+    * `mask` (bool): true on real tokens;
+    * `has_parent` (bool): true where `parent >= 0`;
+    * `lengths` (int32): sentence lengths.
 
   Raises:
-    ValueError: if a sentence is longer than ``length``.
+    ValueError: if a sentence is longer than `length`.
   """
   n = len(graphs)
   lengths = np.asarray([len(g["tokens"]) for g in graphs], dtype=np.int32)

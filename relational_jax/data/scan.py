@@ -2,16 +2,16 @@
 
 SCAN (Lake & Baroni, 2018, "Generalization without Systematicity: On the
 Compositional Skills of Sequence-to-Sequence Recurrent Networks", ICML) maps
-navigation commands such as ``"jump around left twice after walk"`` to action
-sequences such as ``"I_WALK I_TURN_LEFT I_JUMP I_TURN_LEFT I_JUMP ..."``.
+navigation commands such as `"jump around left twice after walk"` to action
+sequences such as `"I_WALK I_TURN_LEFT I_JUMP I_TURN_LEFT I_JUMP ..."`.
 
 This module regenerates the complete SCAN universe from its phrase-structure
 grammar and interpretation rules, and builds the standard splits from it, so
 it needs no files.  The generated set of (command, actions) pairs equals the
-official ``tasks.txt`` (20,910 pairs) exactly, as a set.  Where the released
-files are at hand (``split(..., data_dir=...)``), the ``simple`` and
-``length`` splits are read from them and the ``length_cutoff`` hold-out
-follows the ``tasks.txt`` line order.
+official `tasks.txt` (20,910 pairs) exactly, as a set.  Where the released
+files are at hand (`split(..., data_dir=...)`), the `simple` and
+`length` splits are read from them and the `length_cutoff` hold-out
+follows the `tasks.txt` line order.
 
 Grammar (Lake & Baroni 2018, supplementary material)::
 
@@ -21,11 +21,11 @@ Grammar (Lake & Baroni 2018, supplementary material)::
     D -> U left | U right | turn left | turn right
     U -> walk | look | run | jump
 
-In the paper's notation ``D[1] opposite D[2]`` shares the verb of ``D[1]`` and
-the direction of ``D[2]``, so the phrases actually produced are
-``x opposite d`` and ``x around d`` with ``x`` in {walk, look, run, jump,
-turn} and ``d`` in {left, right}.  Bare ``turn`` is not a command.  Hence
-there are 4 + 5 * 2 * 3 = 34 ``V`` phrases, 3 * 34 = 102 ``S`` phrases and
+In the paper's notation `D[1] opposite D[2]` shares the verb of `D[1]` and
+the direction of `D[2]`, so the phrases actually produced are
+`x opposite d` and `x around d` with `x` in {walk, look, run, jump,
+turn} and `d` in {left, right}.  Bare `turn` is not a command.  Hence
+there are 4 + 5 * 2 * 3 = 34 `V` phrases, 3 * 34 = 102 `S` phrases and
 102 + 2 * 102 ** 2 = 20,910 commands.
 
 Interpretation rules::
@@ -38,41 +38,41 @@ Interpretation rules::
     [[s twice]] = [[s]] [[s]]              [[s thrice]] = [[s]] [[s]] [[s]]
     [[s1 and s2]] = [[s1]] [[s2]]          [[s1 after s2]] = [[s2]] [[s1]]
 
-Splits (see :func:`split`):
+Splits (see `split`):
 
-* ``'simple'`` -- the official random 80/20 split (16,728 train / 4,182
-  test).  With ``data_dir`` holding the official ``tasks_train_simple.txt``
-  and ``tasks_test_simple.txt``, :func:`split` returns exactly their pairs.
+* `'simple'` -- the official random 80/20 split (16,728 train / 4,182
+  test).  With `data_dir` holding the official `tasks_train_simple.txt`
+  and `tasks_test_simple.txt`, `split` returns exactly their pairs.
   Without them it falls back to a *seeded* 80/20 draw of the same sizes from
   the generated universe: the official draw cannot be reproduced, so
   membership then differs from the official files (about 80% of the test
   pairs differ); only the sizes and the distribution match.
-* ``'length'`` -- train: action sequences of length <= 22; test: longer
+* `'length'` -- train: action sequences of length <= 22; test: longer
   (16,990 / 3,920).  The generated split is identical, as sets, to the
-  official length split; with ``data_dir`` holding
-  ``tasks_train_length.txt`` / ``tasks_test_length.txt`` those files are
+  official length split; with `data_dir` holding
+  `tasks_train_length.txt` / `tasks_test_length.txt` those files are
   read instead.
-* ``'addprim_jump'`` / ``'addprim_turn_left'`` -- train: every command that
-  does not contain the primitive (``'jump'`` / the substring
-  ``'turn left'``) plus the bare primitive command; test: all other commands
+* `'addprim_jump'` / `'addprim_turn_left'` -- train: every command that
+  does not contain the primitive (`'jump'` / the substring
+  `'turn left'`) plus the bare primitive command; test: all other commands
   containing it.  With unique pairs this gives 13,204 / 7,706 (jump) and
   19,702 / 1,208 (turn left).  The official *test* files have exactly these
   sizes.  The official *train* files (14,670 and 21,890 lines) repeat the bare
   primitive until it makes up 10% of the lines (13,203 + 1,467 and
   19,701 + 2,189 lines; 1,467 = 13,203 / 9 and 2,189 = 19,701 / 9);
-  pass ``oversample_primitive=True`` to reproduce those line counts.
-* ``'length_cutoff'`` -- the length resplit of Newman et al. (2020, "The EOS
+  pass `oversample_primitive=True` to reproduce those line counts.
+* `'length_cutoff'` -- the length resplit of Newman et al. (2020, "The EOS
   Decision and Length Extrapolation") as used by Csordas, Irie & Schmidhuber
   (2021, "The Devil is in the Detail: Simple Tricks Improve Systematic
-  Generalization of Transformers", EMNLP).  See :func:`length_cutoff_split`.
-  The cutoff defaults to 22, the default of their code (``scan.length_cutoff``
-  in ``main.py``); their sweep covers 22..40 and the paper's headline number
-  is cutoff 26 (the default of our seq2seq run config).  With ``data_dir``
-  holding the official ``tasks.txt``, the IID hold-out is drawn from its line
+  Generalization of Transformers", EMNLP).  See `length_cutoff_split`.
+  The cutoff defaults to 22, the default of their code (`scan.length_cutoff`
+  in `main.py`); their sweep covers 22..40 and the paper's headline number
+  is cutoff 26 (the default of our seq2seq run config).  With `data_dir`
+  holding the official `tasks.txt`, the IID hold-out is drawn from its line
   order, as they did.
 
-Malformed files raise :class:`DataFormatError` (a ``ValueError``) naming the
-file and line: see :func:`read_scan_file`.
+Malformed files raise `DataFormatError` (a `ValueError`) naming the
+file and line: see `read_scan_file`.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ __all__ = [
 
 Pair = Tuple[str, str]
 
-#: Verbs of the SCAN grammar (non-terminal ``U``) and their actions.
+#: Verbs of the SCAN grammar (non-terminal `U`) and their actions.
 PRIMITIVES: Dict[str, str] = {
     "walk": "I_WALK",
     "look": "I_LOOK",
@@ -125,7 +125,7 @@ ACTIONS: Tuple[str, ...] = tuple(PRIMITIVES.values()) + tuple(
 _REPEATS = {"twice": 2, "thrice": 3}
 _CONJUNCTIONS = ("and", "after")
 
-#: Valid names for :func:`split`.
+#: Valid names for `split`.
 SPLITS: Tuple[str, ...] = (
     "simple",
     "length",
@@ -133,15 +133,15 @@ SPLITS: Tuple[str, ...] = (
     "addprim_turn_left",
     "length_cutoff",
 )
-#: Valid output-length cutoffs for the ``'length_cutoff'`` split (inclusive).
+#: Valid output-length cutoffs for the `'length_cutoff'` split (inclusive).
 CUTOFF_MIN, CUTOFF_MAX = 22, 40
 #: Cutoff used when none is given: the default of Csordas et al.'s code
-#: (``-scan.length_cutoff`` in their ``main.py``).  Their paper's headline
-#: results use 26 (``split('length_cutoff', 26)``).
+#: (`-scan.length_cutoff` in their `main.py`).  Their paper's headline
+#: results use 26 (`split('length_cutoff', 26)`).
 DEFAULT_CUTOFF = 22
-#: Official file names read by :func:`split` when ``data_dir`` holds them:
-#: split name -> {part: file name}.  ``'order'`` is not a part: the
-#: ``length_cutoff`` IID hold-out is drawn from the line order of tasks.txt.
+#: Official file names read by `split` when `data_dir` holds them:
+#: split name -> {part: file name}.  `'order'` is not a part: the
+#: `length_cutoff` IID hold-out is drawn from the line order of tasks.txt.
 OFFICIAL_FILES: Dict[str, Dict[str, str]] = {
     "simple": {
         "train": "tasks_train_simple.txt",
@@ -153,15 +153,15 @@ OFFICIAL_FILES: Dict[str, Dict[str, str]] = {
     },
     "length_cutoff": {"order": "tasks.txt"},
 }
-#: Seed of the reproducible 80/20 ``'simple'`` split.
+#: Seed of the reproducible 80/20 `'simple'` split.
 SIMPLE_SEED = 0
 #: Seed used by Csordas et al. (2021) for the IID hold-out of the resplit.
 CUTOFF_SEED = 1234
 #: Longest action sequence in the train part of the official length split.
 LENGTH_SPLIT_MAX_LEN = 22
-#: Fraction of the ``length_cutoff`` pool used for training (Csordas et al.).
+#: Fraction of the `length_cutoff` pool used for training (Csordas et al.).
 _CUTOFF_TRAIN_PROPORTION = 0.9
-#: Fraction of the universe in the train part of the ``'simple'`` split.
+#: Fraction of the universe in the train part of the `'simple'` split.
 _SIMPLE_TRAIN_FRACTION = 0.8
 
 
@@ -171,7 +171,7 @@ _SIMPLE_TRAIN_FRACTION = 0.8
 
 
 def _interpret_v(words: Sequence[str], command: str) -> List[str]:
-  """Interpret a ``V`` phrase (a list of 1 to 3 words)."""
+  """Interpret a `V` phrase (a list of 1 to 3 words)."""
 
   def bad() -> ValueError:
     return ValueError(
@@ -200,7 +200,7 @@ def _interpret_v(words: Sequence[str], command: str) -> List[str]:
 
 
 def _interpret_s(words: Sequence[str], command: str) -> List[str]:
-  """Interpret an ``S`` phrase (``V`` optionally followed by a repeat)."""
+  """Interpret an `S` phrase (`V` optionally followed by a repeat)."""
   if words and words[-1] in _REPEATS:
     return _interpret_v(words[:-1], command) * _REPEATS[words[-1]]
   return _interpret_v(words, command)
@@ -212,13 +212,13 @@ def interpret(command: str) -> str:
   Implements the interpretation function of Lake & Baroni (2018).
 
   Args:
-    command: a SCAN command, e.g. ``"jump around left twice after walk"``.
+    command: a SCAN command, e.g. `"jump around left twice after walk"`.
 
   Returns:
-    The action sequence, e.g. ``"I_WALK I_TURN_LEFT I_JUMP ..."``.
+    The action sequence, e.g. `"I_WALK I_TURN_LEFT I_JUMP ..."`.
 
   Raises:
-    ValueError: if ``command`` is not generated by the SCAN grammar.
+    ValueError: if `command` is not generated by the SCAN grammar.
   """
   words = command.split()
   conj = [i for i, w in enumerate(words) if w in _CONJUNCTIONS]
@@ -274,8 +274,8 @@ def generate() -> List[Pair]:
   """All 20,910 SCAN (command, actions) pairs, sorted by command.
 
   Commands are enumerated from the grammar of Lake & Baroni (2018) and
-  interpreted with :func:`interpret`.  The result equals the official
-  ``tasks.txt`` as a set.  The list is a fresh copy (safe to mutate).
+  interpreted with `interpret`.  The result equals the official
+  `tasks.txt` as a set.  The list is a fresh copy (safe to mutate).
   """
   return list(_generate_cached())
 
@@ -290,16 +290,16 @@ def read_scan_file(
 ) -> List[Pair]:
   """Parse a file in the official SCAN format, keeping the file order.
 
-  Each non-empty line must look like ``IN: <command> OUT: <actions>``.  By
+  Each non-empty line must look like `IN: <command> OUT: <actions>`.  By
   default every command must be generated by the SCAN grammar and its
-  action sequence must equal :func:`interpret` of it, so that a
+  action sequence must equal `interpret` of it, so that a
   user-supplied SCAN-style file with a typo fails on the offending line
   instead of training on it.
 
   Args:
-    path: path of e.g. ``tasks.txt`` or ``tasks_train_length.txt``.
+    path: path of e.g. `tasks.txt` or `tasks_train_length.txt`.
     check_grammar: check every command against the grammar and its
-      actions against the interpretation (pass ``False`` for SCAN-format
+      actions against the interpretation (pass `False` for SCAN-format
       files of another grammar).
 
   Returns:
@@ -307,8 +307,8 @@ def read_scan_file(
     as in the official add-primitive train files, are kept).
 
   Raises:
-    FileNotFoundError: if ``path`` does not exist.
-    DataFormatError: (a ``ValueError``) on a malformed line, a command
+    FileNotFoundError: if `path` does not exist.
+    DataFormatError: (a `ValueError`) on a malformed line, a command
       outside the SCAN grammar, actions that are not the command's
       interpretation (the message names file and line), or an empty file.
   """
@@ -422,37 +422,37 @@ def length_cutoff_split(
   theirs) is:
 
   1. Take the universe of pairs in a fixed order: the sorted order of
-     :func:`generate`, or ``order`` if given.  Csordas et al. used the line
-     order of the official ``tasks.txt``; pass
-     ``order=read_scan_file('.../tasks.txt')`` to reproduce their exact
+     `generate`, or `order` if given.  Csordas et al. used the line
+     order of the official `tasks.txt`; pass
+     `order=read_scan_file('.../tasks.txt')` to reproduce their exact
      membership.  The sizes do not depend on the order.
-  2. The pool is every pair whose action sequence has at most ``cutoff``
-     actions (kept in that order); all longer pairs form ``'test'``.
-  3. ``n_iid = int(len(pool) * (1 - 0.9))`` -- the same float expression as
+  2. The pool is every pair whose action sequence has at most `cutoff`
+     actions (kept in that order); all longer pairs form `'test'`.
+  3. `n_iid = int(len(pool) * (1 - 0.9))` -- the same float expression as
      Csordas et al., i.e. 10% rounded down, except that exact multiples of
      ten lose one more (e.g. 16,990 -> 1,698 for cutoffs 22 and 23).
-  4. The IID indices are ``RandomState(seed).permutation(len(pool))[:n_iid]``,
-     which equals the legacy ``RandomState(seed).choice(len(pool), n_iid,
-     replace=False)`` call of Csordas et al.; the rest of the pool is
-     ``'train'``.
+  4. The IID indices are `RandomState(seed).permutation(len(pool))[:n_iid]`,
+     which equals the legacy `RandomState(seed).choice(len(pool), n_iid,
+     replace=False)` call of Csordas et al.; the rest of the pool is
+     `'train'`.
 
-  For ``cutoff=26`` this gives 16,458 train, 1,828 iid and 2,624 test pairs;
-  for the default ``cutoff=22``, 15,292 train, 1,698 iid and 3,920 test
+  For `cutoff=26` this gives 16,458 train, 1,828 iid and 2,624 test pairs;
+  for the default `cutoff=22`, 15,292 train, 1,698 iid and 3,920 test
   (train + iid is then the official length split's train set).
 
   Args:
     cutoff: maximal output length of the training pool, in 22..40;
-      ``None`` means :data:`DEFAULT_CUTOFF` (22, the default of Csordas et
+      `None` means `DEFAULT_CUTOFF` (22, the default of Csordas et
       al.'s code).
     seed: seed of the IID hold-out (1234 as in Csordas et al.).
     order: optional ordering of the 20,910 pairs (must be a permutation of
-      :func:`generate`).
+      `generate`).
 
   Returns:
-    ``{'train': ..., 'iid': ..., 'test': ...}``, each list sorted.
+    `{'train': ..., 'iid': ..., 'test': ...}`, each list sorted.
 
   Raises:
-    ValueError: if ``cutoff`` is not an integer in 22..40, or ``order`` is
+    ValueError: if `cutoff` is not an integer in 22..40, or `order` is
       not a permutation of the SCAN universe.
   """
   if cutoff is None:
@@ -491,17 +491,17 @@ def length_cutoff_split(
 def official_files(
     name: str, data_dir: "Optional[str | os.PathLike[str]]"
 ) -> Optional[Dict[str, str]]:
-  """Paths of the official files that :func:`split` reads for ``name``.
+  """Paths of the official files that `split` reads for `name`.
 
   Args:
-    name: a split name (:data:`SPLITS`).
+    name: a split name (`SPLITS`).
     data_dir: a directory that may hold the official SCAN files
-      (:data:`OFFICIAL_FILES`), or ``None``.
+      (`OFFICIAL_FILES`), or `None`.
 
   Returns:
-    ``{part: path}`` when ``data_dir`` is given and holds every file of
-    :data:`OFFICIAL_FILES` for ``name``; ``None`` otherwise (no official
-    files for that split, or some missing): :func:`split` then generates.
+    `{part: path}` when `data_dir` is given and holds every file of
+    `OFFICIAL_FILES` for `name`; `None` otherwise (no official
+    files for that split, or some missing): `split` then generates.
   """
   if data_dir is None or name not in OFFICIAL_FILES:
     return None
@@ -525,45 +525,45 @@ def split(
 ) -> Dict[str, List[Pair]]:
   """Build a SCAN split, from the official files when given, else generated.
 
-  With ``data_dir`` (a directory such as ``../shared/data/scan``) holding
-  the split's official files (:func:`official_files`), they are used:
+  With `data_dir` (a directory such as `../shared/data/scan`) holding
+  the split's official files (`official_files`), they are used:
 
-  * ``'simple'`` / ``'length'``: the pairs of ``tasks_{train,test}_*.txt``,
+  * `'simple'` / `'length'`: the pairs of `tasks_{train,test}_*.txt`,
     exactly (every line, duplicates kept; sorted);
-  * ``'length_cutoff'``: the IID hold-out is drawn from the line order of
-    ``tasks.txt`` (unless ``order`` is given), as Csordas et al. did.
+  * `'length_cutoff'`: the IID hold-out is drawn from the line order of
+    `tasks.txt` (unless `order` is given), as Csordas et al. did.
 
-  Otherwise (no ``data_dir``, or a file missing) the split is built from the
+  Otherwise (no `data_dir`, or a file missing) the split is built from the
   generated universe; see the module docstring for how the generated
-  ``'simple'`` split differs from the official one.  The add-primitive
+  `'simple'` split differs from the official one.  The add-primitive
   splits are always generated.
 
   Args:
-    name: one of ``'simple'``, ``'length'``, ``'addprim_jump'``,
-      ``'addprim_turn_left'``, ``'length_cutoff'``.
-    cutoff: output-length cutoff (22..40) for ``'length_cutoff'``; ``None``
-      means :data:`DEFAULT_CUTOFF` = 22, the default of Csordas et al.'s
+    name: one of `'simple'`, `'length'`, `'addprim_jump'`,
+      `'addprim_turn_left'`, `'length_cutoff'`.
+    cutoff: output-length cutoff (22..40) for `'length_cutoff'`; `None`
+      means `DEFAULT_CUTOFF` = 22, the default of Csordas et al.'s
       code (their headline results use 26).  Ignored by the other splits.
-    seed: random seed for the generated ``'simple'`` split (default
-      :data:`SIMPLE_SEED`; an error when the official simple files are
-      used) and for ``'length_cutoff'`` (default :data:`CUTOFF_SEED` =
+    seed: random seed for the generated `'simple'` split (default
+      `SIMPLE_SEED`; an error when the official simple files are
+      used) and for `'length_cutoff'` (default `CUTOFF_SEED` =
       1234); unused by the deterministic splits.
-    oversample_primitive: for the ``addprim_*`` splits, repeat the bare
+    oversample_primitive: for the `addprim_*` splits, repeat the bare
       primitive in train so that it makes up 10% of the lines, reproducing
       the official train-file line counts (14,670 and 21,890).  By default
       train holds unique pairs (13,204 and 19,702).
-    order: for ``'length_cutoff'`` only; see :func:`length_cutoff_split`.
+    order: for `'length_cutoff'` only; see `length_cutoff_split`.
     data_dir: directory of the official SCAN files (optional).
 
   Returns:
-    A dict from part name (``'train'``, ``'test'`` and, for
-    ``'length_cutoff'``, ``'iid'``) to a sorted list of
+    A dict from part name (`'train'`, `'test'` and, for
+    `'length_cutoff'`, `'iid'`) to a sorted list of
     (command, actions) string pairs.
 
   Raises:
-    ValueError: for an unknown split name, an invalid cutoff, or a ``seed``
+    ValueError: for an unknown split name, an invalid cutoff, or a `seed`
       for the official simple split.
-    DataFormatError: a malformed official file (see :func:`read_scan_file`).
+    DataFormatError: a malformed official file (see `read_scan_file`).
   """
   if name not in SPLITS:
     raise ValueError(

@@ -1,6 +1,6 @@
 """Loaders for tab-separated seq2seq data sets (COGS, PCFG, CFQ exports).
 
-Each line holds ``source<TAB>target`` and optionally a third column with the
+Each line holds `source<TAB>target` and optionally a third column with the
 split or generalisation type, as in COGS (Kim & Linzen, 2020, "COGS: A
 Compositional Generalization Challenge Based on Semantic Interpretation",
 EMNLP), whose files look like::
@@ -25,14 +25,14 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 
 class DataFormatError(ValueError):
-  """A malformed data file (TSV or SCAN); a :class:`ValueError`.
+  """A malformed data file (TSV or SCAN); a `ValueError`.
 
-  The message starts with ``"<path>, line <n>: "`` (or ``"<path>: "`` when
+  The message starts with `"<path>, line <n>: "` (or `"<path>: "` when
   no single line is at fault, e.g. an empty file).
 
   Attributes:
     path: the file.
-    lineno: the 1-based line number, or ``None``.
+    lineno: the 1-based line number, or `None`.
   """
 
   def __init__(self, path: str, lineno: Optional[int], message: str):
@@ -41,7 +41,7 @@ class DataFormatError(ValueError):
     super().__init__(f"{where}: {message}")
 
 
-#: Splits understood by :func:`load_cogs`; each is read from ``{split}.tsv``.
+#: Splits understood by `load_cogs`; each is read from `{split}.tsv`.
 COGS_SPLITS: Tuple[str, ...] = ("train", "dev", "test", "gen")
 
 
@@ -60,34 +60,34 @@ def load_tsv(
     with_type: bool = False,
     expected_columns: Optional[int] = None,
 ) -> Union[List[Tuple[str, str]], List[TsvExample]]:
-  """Load a ``source<TAB>target[<TAB>type]`` file.
+  """Load a `source<TAB>target[<TAB>type]` file.
 
   Empty lines are skipped; leading/trailing whitespace of each field is
   removed.  All non-empty lines must have the same number of columns (2 or
-  3, or exactly ``expected_columns`` when given), and a file must hold at
+  3, or exactly `expected_columns` when given), and a file must hold at
   least one non-empty line.
 
   Args:
     path: the TSV file.
-    split: if given, keep only rows whose third column equals ``split``
-      (e.g. ``'in_distribution'`` or a COGS generalisation type); the file
+    split: if given, keep only rows whose third column equals `split`
+      (e.g. `'in_distribution'` or a COGS generalisation type); the file
       must then have 3 columns.
-    with_type: return :class:`TsvExample` triples (third column, or
-      ``None`` for 2-column files) instead of (source, target) pairs.
+    with_type: return `TsvExample` triples (third column, or
+      `None` for 2-column files) instead of (source, target) pairs.
     expected_columns: require exactly this many columns (2 or 3).
 
   Returns:
-    A list of (source, target) pairs, or of :class:`TsvExample` when
-    ``with_type`` is true, in file order.
+    A list of (source, target) pairs, or of `TsvExample` when
+    `with_type` is true, in file order.
 
   Raises:
-    FileNotFoundError: if ``path`` does not exist (the message names it).
-    DataFormatError: (a ``ValueError``) on a line with a wrong number of
+    FileNotFoundError: if `path` does not exist (the message names it).
+    DataFormatError: (a `ValueError`) on a line with a wrong number of
       columns, e.g. a line without a tab (the message names the file, the
       line number, and the number of columns found vs expected), on an
       empty source or target field, or on an empty file (no non-empty
       line).
-    ValueError: if ``split`` is given for a 2-column file.
+    ValueError: if `split` is given for a 2-column file.
   """
   path = os.fspath(path)
   if expected_columns is not None and expected_columns not in (2, 3):
@@ -166,19 +166,19 @@ def load_cogs(
     *,
     with_type: bool = False,
 ) -> Union[List[Tuple[str, str]], List[TsvExample]]:
-  """Load a COGS split (Kim & Linzen, 2020) from ``{data_dir}/{split}.tsv``.
+  """Load a COGS split (Kim & Linzen, 2020) from `{data_dir}/{split}.tsv`.
 
   Args:
-    data_dir: directory containing the COGS ``*.tsv`` files.
-    split: one of ``'train'``, ``'dev'``, ``'test'``, ``'gen'``.
+    data_dir: directory containing the COGS `*.tsv` files.
+    split: one of `'train'`, `'dev'`, `'test'`, `'gen'`.
     with_type: also return the third column (generalisation type); see
-      :func:`load_tsv`.
+      `load_tsv`.
 
   Raises:
     ValueError: for an unknown split name.
-    FileNotFoundError: if the split's file is missing; for ``'gen'`` the
+    FileNotFoundError: if the split's file is missing; for `'gen'` the
       message says that the generalisation set is not available.
-    DataFormatError: a malformed or empty file (see :func:`load_tsv`).
+    DataFormatError: a malformed or empty file (see `load_tsv`).
   """
   if split not in COGS_SPLITS:
     raise ValueError(

@@ -1,16 +1,16 @@
 """Whitespace tokeniser and vocabulary for seq2seq tasks (SCAN, COGS, ...).
 
-Ids are deterministic: the special tokens come first (``PAD=0``, ``BOS=1``,
-``EOS=2``, ``UNK=3``), followed by the remaining tokens in sorted order, so a
+Ids are deterministic: the special tokens come first (`PAD=0`, `BOS=1`,
+`EOS=2`, `UNK=3`), followed by the remaining tokens in sorted order, so a
 vocabulary built from the same token set always assigns the same ids,
 whatever the order of the data.
 
 Unknown tokens: a vocabulary is built from the training data, so an
-evaluation set may hold tokens it has never seen (e.g. COGS ``gen.tsv``
-targets use variable indices up to 40+, beyond those of ``train.tsv``).
-:meth:`Vocab.encode` maps every such token to ``UNK`` (id 3) instead of
-raising; the seq2seq evaluation then scores a target row holding ``UNK`` as
-never exactly matched (``relational_jax.training.seq2seq.evaluation``).
+evaluation set may hold tokens it has never seen (e.g. COGS `gen.tsv`
+targets use variable indices up to 40+, beyond those of `train.tsv`).
+`Vocab.encode` maps every such token to `UNK` (id 3) instead of
+raising; the seq2seq evaluation then scores a target row holding `UNK` as
+never exactly matched (`relational_jax.training.seq2seq.evaluation`).
 """
 
 from __future__ import annotations
@@ -57,8 +57,8 @@ class Vocab:
 
   Tokens not in the vocabulary -- e.g. words of an evaluation set that the
   training data (from which the vocabulary was built) never used -- encode
-  to ``UNK_ID`` (:meth:`encode`, :meth:`encode_batch`,
-  :meth:`token_to_id`); they never raise.
+  to `UNK_ID` (`encode`, `encode_batch`,
+  `token_to_id`); they never raise.
 
   Args:
     tokens: the (non-special) tokens; duplicates and special tokens are
@@ -109,11 +109,11 @@ class Vocab:
   pad_id, bos_id, eos_id, unk_id = PAD_ID, BOS_ID, EOS_ID, UNK_ID
 
   def token_to_id(self, token: str) -> int:
-    """Id of ``token`` (``UNK_ID`` for unknown tokens)."""
+    """Id of `token` (`UNK_ID` for unknown tokens)."""
     return self._stoi.get(token, UNK_ID)
 
   def id_to_token(self, idx: int) -> str:
-    """Token of id ``idx``; raises ValueError for an out-of-range id."""
+    """Token of id `idx`; raises ValueError for an out-of-range id."""
     idx = int(idx)
     if not 0 <= idx < len(self._itos):
       raise ValueError(
@@ -129,8 +129,8 @@ class Vocab:
     """Encode a string or token sequence to ids.
 
     Every token not in the vocabulary (e.g. a word seen only at
-    evaluation) maps to ``UNK_ID`` (3); no error is raised, and decoding
-    gives ``'<unk>'`` back for it.
+    evaluation) maps to `UNK_ID` (3); no error is raised, and decoding
+    gives `'<unk>'` back for it.
 
     Args:
       text: a string (split on whitespace) or a sequence of tokens.
@@ -154,7 +154,7 @@ class Vocab:
 
     Args:
       ids: token ids (a list or a 1-D array).
-      skip_special: drop PAD, BOS and EOS (UNK is kept as ``'<unk>'``).
+      skip_special: drop PAD, BOS and EOS (UNK is kept as `'<unk>'`).
       stop_at_eos: stop at the first EOS (useful for model outputs).
     """
     seq = (
@@ -181,7 +181,7 @@ class Vocab:
       skip_special: bool = True,
       stop_at_eos: bool = True,
   ) -> str:
-    """Decode ids to a space-joined string (see :meth:`decode_tokens`)."""
+    """Decode ids to a space-joined string (see `decode_tokens`)."""
     return " ".join(
         self.decode_tokens(
             ids, skip_special=skip_special, stop_at_eos=stop_at_eos
@@ -197,7 +197,7 @@ class Vocab:
       length: Optional[int] = None,
   ) -> Tuple[np.ndarray, np.ndarray]:
     """Encode and right-pad a batch with PAD (id 0); unknown tokens map
-    to ``UNK_ID`` as in :meth:`encode`.
+    to `UNK_ID` as in `encode`.
 
     Args:
       texts: strings or token sequences.
@@ -205,12 +205,12 @@ class Vocab:
       length: pad to this length (default: the longest sequence).
 
     Returns:
-      ``(ids, lengths)``: an int32 array of shape ``[batch, length]`` and
-      an int32 array of shape ``[batch]`` with the unpadded lengths
+      `(ids, lengths)`: an int32 array of shape `[batch, length]` and
+      an int32 array of shape `[batch]` with the unpadded lengths
       (BOS/EOS included).
 
     Raises:
-      ValueError: if a sequence is longer than ``length``.
+      ValueError: if a sequence is longer than `length`.
     """
     encoded = [self.encode(t, add_bos=add_bos, add_eos=add_eos) for t in texts]
     lengths = np.asarray([len(e) for e in encoded], dtype=np.int32)
@@ -235,7 +235,7 @@ class Vocab:
       skip_special: bool = True,
       stop_at_eos: bool = True,
   ) -> List[str]:
-    """Decode a ``[batch, length]`` array (optionally cut to ``lengths``)."""
+    """Decode a `[batch, length]` array (optionally cut to `lengths`)."""
     ids = np.asarray(ids)
     if ids.ndim != 2:
       raise ValueError(f"expected a 2-D array of ids, got shape {ids.shape}")
@@ -291,7 +291,7 @@ class Vocab:
 
   @classmethod
   def load(cls, path: Union[str, "os.PathLike[str]"]) -> "Vocab":
-    """Read a vocabulary written by :meth:`save`."""
+    """Read a vocabulary written by `save`."""
     path = os.fspath(path)
     if not os.path.isfile(path):
       raise FileNotFoundError(f"vocabulary file not found: {path}")

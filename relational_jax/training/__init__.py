@@ -1,17 +1,17 @@
 """Training: the library calls behind the experiments, and their utilities.
 
-* :mod:`relational_jax.training.clrs` -- CLRS training and evaluation
+* `relational_jax.training.clrs` -- CLRS training and evaluation
   (`train_and_evaluate(config, workdir, processor_factory=None)`).
-* :mod:`relational_jax.training.seq2seq` -- seq2seq training and evaluation
+* `relational_jax.training.seq2seq` -- seq2seq training and evaluation
   (`train_and_evaluate(config, workdir, model=None, data=None,
   optimizer=None)`).
-* :mod:`relational_jax.training.config` -- ConfigDict sections made from the
+* `relational_jax.training.config` -- ConfigDict sections made from the
   config dataclasses (one declaration per field), legacy flag aliases.
-* :mod:`relational_jax.training.reporting` -- atomic JSON, the plotting helper.
-* :mod:`relational_jax.training.errors` -- `NonFiniteLossError`.
+* `relational_jax.training.reporting` -- atomic JSON, the plotting helper.
+* `relational_jax.training.errors` -- `NonFiniteLossError`.
 * The device mesh and the multi-process runtime live in
-  :mod:`relational_jax.parallel` (below `processors/` in the layering).
-* :mod:`relational_jax.training.checkpoints` -- orbax latest/best checkpoints
+  `relational_jax.parallel` (below `processors/` in the layering).
+* `relational_jax.training.checkpoints` -- orbax latest/best checkpoints
   of a pytree state plus a JSON record, for exact resume (`RunCheckpoints`).
 """
 
