@@ -11,7 +11,9 @@ imports the real packages. Only where one of them is absent (or fails to
 import) does it register small stand-ins that satisfy dm-clrs's import-time
 use, and it says so once through absl logging; anything that would really
 need TensorFlow then raises `TensorFlowMissingError` saying so.
-`tensorflow_stubbed()` tells which case applies.
+`tensorflow_stubbed()` tells which case applies. Either way TensorFlow's
+C++ start-up lines are held back and dm-clrs's per-sampler warnings moved
+to DEBUG (`relational_jax.console`; --verbosity=1 shows both).
 """
 
 import dataclasses
@@ -21,6 +23,8 @@ import sys
 import types
 
 from absl import logging
+
+from relational_jax import console
 
 _STUBBED = []
 
@@ -113,32 +117,48 @@ def _importable(name: str) -> bool:
 
 
 def ensure_clrs_importable() -> list:
-  """Returns the names stubbed (empty where TensorFlow is installed)."""
+  """Imports dm-clrs; returns the names stubbed (empty where TensorFlow is
+  installed).
+
+  TensorFlow's start-up lines (written straight to fd 2 by its C++ logging)
+  are held back while it is imported, and dm-clrs's per-sampler warnings
+  are moved to the DEBUG level: see `relational_jax.console`."""
+  console.install_log_filters()
   if "clrs" in sys.modules:
     return list(_STUBBED)
+  with console.NativeCapture("importing TensorFlow and dm-clrs"):
+    missing = _import_clrs()
+  if missing:
+    logging.warning(
+        "%s not importable: installed import-time stand-ins so that dm-clrs "
+        "imports (relational_jax samples CLRS data on the fly and does not "
+        "need TensorFlow; clrs.create_dataset and other TFDS features raise "
+        "TensorFlowMissingError).",
+        " and ".join(missing),
+    )
+  return list(_STUBBED)
+
+
+def _import_clrs() -> list:
+  """Imports dm-clrs (with stand-ins where needed); returns what is stubbed."""
   missing = [
       name
       for name in ("tensorflow", "tensorflow_datasets")
       if not _importable(name)
   ]
   if not missing:
+    import clrs  # pylint: disable=g-import-not-at-top,unused-import,redefined-outer-name
+
     return []
   _install_stubs(missing)
   _STUBBED.extend(missing)
-  logging.warning(
-      "%s not importable: installed import-time stand-ins so that dm-clrs "
-      "imports (relational_jax samples CLRS data on the fly and does not "
-      "need TensorFlow; clrs.create_dataset and other TFDS features raise "
-      "TensorFlowMissingError).",
-      " and ".join(missing),
-  )
   import clrs  # pylint: disable=g-import-not-at-top,unused-import
   # dm-clrs keeps its references; the rest of the process sees TensorFlow
   # as absent again (e.g. `importlib.util.find_spec('tensorflow')` is None).
   for name in list(sys.modules):
     if name.split(".")[0] in missing:
       del sys.modules[name]
-  return list(_STUBBED)
+  return missing
 
 
 def tensorflow_stubbed() -> bool:

@@ -5,6 +5,8 @@ import os
 import tempfile
 from typing import Any, Optional, Sequence, Tuple
 
+from relational_jax.training import errors
+
 # (label, xs, ys) of one line.
 Series = Tuple[str, Sequence[float], Sequence[float]]
 
@@ -28,8 +30,20 @@ def write_json(path: str, value: Any) -> None:
 
 
 def read_json(path: str) -> Any:
-  with open(path) as f:
-    return json.load(f)
+  """The JSON value in `path`.
+
+  Raises:
+    FileNotFoundError: `path` does not exist.
+    UnreadableFileError: `path` exists but cannot be read or is not JSON
+      (a `ValueError`; the message names the file).
+  """
+  try:
+    with open(path) as f:
+      return json.load(f)
+  except FileNotFoundError:
+    raise
+  except (OSError, ValueError) as e:  # JSONDecodeError, UnicodeDecodeError
+    raise errors.UnreadableFileError(path, e) from e
 
 
 def plot_curves(
