@@ -6,10 +6,14 @@ Writes `<workdir>/evaluation.json` and a score-versus-size PNG beside it.
 --checkpoint_path, the earlier name of --workdir, is an alias.
 """
 
+import os
+
 from absl import app
 from absl import flags
-from absl import logging
 
+from relational_jax.training import cli
+from relational_jax.training import errors
+from relational_jax.training import reporting
 from relational_jax.training.clrs import loop as clrs_loop
 
 flags.DEFINE_string(
@@ -39,14 +43,21 @@ FLAGS = flags.FLAGS
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  if not FLAGS["verbosity"].present:
-    logging.set_verbosity(logging.WARNING)
   try:
     lengths = [int(n) for n in FLAGS.test_lengths]
   except ValueError as e:
-    raise ValueError(
+    raise errors.UserError(
         f"--test_lengths must be integers, got {FLAGS.test_lengths}."
     ) from e
+  # A missing work dir or an unreadable config: one line (cli.run), before
+  # any checkpoint is opened.
+  with errors.user_input((ValueError, FileNotFoundError)):
+    config_path = FLAGS.config_json or os.path.join(
+        FLAGS.workdir, "config.json"
+    )
+    if os.path.isfile(config_path):
+      reporting.read_json(config_path)  # Names the file if unreadable.
+    clrs_loop.load_config(FLAGS.workdir, FLAGS.config_json)
   results = clrs_loop.evaluate_checkpoints(
       FLAGS.workdir,
       lengths,
@@ -62,4 +73,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

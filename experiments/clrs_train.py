@@ -20,17 +20,15 @@ environment); see the README's "Multi-host training".
 
 from absl import app
 from absl import flags
-from absl import logging
-from ml_collections import config_flags
 
+from relational_jax.training import cli
 from relational_jax.training import config as config_lib
+from relational_jax.training import errors
 from relational_jax.parallel import distributed
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import loop
 
-_CONFIG = config_flags.DEFINE_config_dict(
-    "config", clrs_config.default_config()
-)
+_CONFIG = cli.define_config_flag("config", clrs_config.default_config())
 # dm-clrs's clrs_text defines a global `seeds` flag on import: reuse it.
 _ALIASES = {k: v for k, v in clrs_config.LEGACY_NAMES.items()}
 config_lib.define_aliases(
@@ -61,10 +59,10 @@ def config_from_flags():
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  if not FLAGS["verbosity"].present:
-    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
-  distributed.initialize_from_flags(FLAGS)
-  config = config_from_flags()
+  with errors.user_input():  # Bad values: one line, exit 2 (cli.run).
+    distributed.initialize_from_flags(FLAGS)
+    config = config_from_flags()
+    clrs_config.validate(config)
   results = loop.train_and_evaluate(
       config, FLAGS.workdir, results_path=FLAGS.results_path
   )
@@ -79,4 +77,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

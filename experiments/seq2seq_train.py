@@ -31,10 +31,10 @@ from typing import Optional, Sequence
 
 from absl import app
 from absl import flags
-from absl import logging
-from ml_collections import config_flags
 
+from relational_jax.training import cli
 from relational_jax.training import config as config_lib
+from relational_jax.training import errors
 from relational_jax.parallel import distributed
 from relational_jax.training import seq2seq
 
@@ -50,12 +50,12 @@ def define_flags(
   defines the --config.<path> flags it names. Called when the module runs as
   a script, so importing it beside other absl entry points (e.g.
   experiments.reproduce, which also has --workdir) defines no global flag."""
-  config_flags.DEFINE_config_dict(
+  cli.define_config_flag(
       "config",
       seq2seq.default_config(),
       "The run configuration (relational_jax.training.seq2seq.config).",
       flag_values=flag_values,
-      sys_argv=None if argv is None else list(argv),
+      argv=argv,
   )
   config_lib.define_aliases(
       seq2seq.config.FLAG_ALIASES, seq2seq.default_config(), flag_values
@@ -84,8 +84,9 @@ def config_from_flags(flag_values: flags.FlagValues = FLAGS):
 
 def run(flag_values: flags.FlagValues = FLAGS) -> dict:
   """Trains (or resumes) the run of the parsed flags; prints a summary."""
-  distributed.initialize_from_flags(flag_values)
-  config = config_from_flags(flag_values)
+  with errors.user_input():  # Bad values: one line, exit 2 (cli.run).
+    distributed.initialize_from_flags(flag_values)
+    config = config_from_flags(flag_values)
   workdir = flag_values.workdir
   results = seq2seq.train_and_evaluate(config, workdir)
   if not distributed.is_primary():
@@ -102,11 +103,9 @@ def run(flag_values: flags.FlagValues = FLAGS) -> dict:
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  if not FLAGS["verbosity"].present:
-    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
   run(FLAGS)
 
 
 if __name__ == "__main__":
   define_flags()
-  app.run(main)
+  cli.run(main)
