@@ -1,0 +1,675 @@
+"""Pivotal attention (FloydNet, Yu, Zeng & Ye 2026, arXiv 2601.19094).
+
+DESIGN.md sec. 1.6. A pair state X (B x N x N x D, like the Edge Transformer's)
+attends, for each pair, over pivot nodes. In the paper's letters the pair is
+(i, k) and the pivot j:
+
+  s_ikj = (q_ik . k_ij + q_ik . k_jk) * scale    (scale 1/sqrt(2 K) by default)
+  y_ik  = sum_j softmax_j(s)_ikj (v_ij + v_jk)
+
+with q, both keys and both values five linear maps of X, per head. Here, as in
+`relational_jax.layers.triangular`, arrays are named in the axis letters of
+`relational_jax.layers.shapes`: the pair is (i, j) (axes I x J, both of size N
+for a graph) and the pivot l (axis L), so the same equation reads
+
+  s_ijl = (q_ij . k_il + q_ij . k_lj) * scale
+  y_ij  = sum_l softmax_l(s)_ijl (v_il + v_lj).
+
+Both sums are batched matrix products (per head and row i, (J x K) @ (K x L);
+per column j, (I x K) @ (K x L)), unlike the triangular attention's
+elementwise v_il * v_lj.
+
+Options, as the authors' `pivotal_attention` (ocx-lab/FloydNet,
+src/floydnet/functional.py):
+  softmax_cap > 0   s <- cap * tanh(s / cap), before the mask.
+  attn_mask         broadcastable to (B, H, I, J, L) in their pair/pivot
+                    order (b, h, i, k, j). Boolean: True = masked, the score
+                    is replaced by -mask_value (their `inf`, 1e9; a row with
+                    every pivot masked so gets uniform weights, as theirs).
+                    Otherwise additive: added to the (capped) score.
+  dropout           on the softmax weights (inverted dropout; a PRNG key).
+Ours adds `node_mask_BxL` (False = padded node, never a pivot: their boolean
+mask with a B x 1 x 1 x 1 x L shape) and the chunking below.
+
+Memory. The score tensor has B H N^3 entries. Here the pivot sum runs over
+chunks of `chunk_size` (C) pivots with an online (flash attention style)
+softmax whose statistics and accumulators are fp32, so a step holds one
+B x H x N x N x C score block and activations are O(B N^2 (D + C H)). The
+backward pass is a `jax.custom_vjp` that saves only the inputs, the output
+and the fp32 softmax statistics (row maximum and sum) and recomputes each
+chunk's weights (and its dropout mask, from the key folded with the chunk
+index); every product in it is a batched GEMM as well. When C does not divide N the last chunk starts at
+N - C and the pivots it shares with the previous chunk are excluded.
+"""
+
+import functools
+import math
+from typing import Any, NamedTuple, Optional
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from relational_jax.layers import dense as dense_lib
+from relational_jax.layers import shapes
+
+__all__ = [
+    "PivotalAttention",
+    "pivotal_attention",
+    "pivotal_attention_core",
+    "pivotal_attention_reference",
+    "MASK_VALUE",
+]
+
+Array = jax.Array
+
+# The authors' `inf`: boolean-masked scores become -MASK_VALUE.
+MASK_VALUE = 1e9
+
+
+class _Static(NamedTuple):
+  """The hashable (non-differentiable) settings of one call."""
+
+  chunk_size: Optional[int]
+  scale: float
+  softmax_cap: float  # <= 0: no cap
+  mask_value: float
+  dropout_rate: float
+  mask_kind: Optional[str]  # None, 'bool' or 'additive'
+
+
+# ----------------------------------------------------------------------------
+# Core: chunked over the pivot axis L, online softmax, custom VJP. Layout
+# (B, H, I, J, K) for the queries, as the authors' functional form.
+# ----------------------------------------------------------------------------
+
+
+def _chunking(n, chunk_size):
+  """(pivots per chunk, number of chunks) for n pivots."""
+  chunk = n if chunk_size is None else min(chunk_size, n)
+  return chunk, -(-n // chunk)
+
+
+class _Chunk(NamedTuple):
+  start: Array
+  k_BxHxIxCxK: Array  # k_il of the chunk's pivots
+  k_BxHxCxJxK: Array  # k_lj
+  v_BxHxIxCxK: Array  # v_il
+  v_BxHxCxJxK: Array  # v_lj
+  mask: Optional[Array]  # attn_mask's pivot slice (rank 5)
+  node_Bx1x1x1xC: Optional[Array]  # True for real pivots
+  valid_C: Array  # False for pivots already counted by the previous chunk
+  keep_BxHxIxJxC: Optional[Array]  # dropout keep mask
+
+
+def _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
+  """Pivots [start, start + C) of chunk `index`, sliced in place."""
+  num_l = k_il.shape[3]
+  chunk, _ = _chunking(num_l, static.chunk_size)
+  start = jnp.minimum(index * chunk, num_l - chunk)
+  take = lambda x, axis: jax.lax.dynamic_slice_in_dim(x, start, chunk, axis)
+  if mask is not None and mask.shape[4] != 1:
+    mask = take(mask, 4)
+  node_c = None
+  if node is not None:
+    node_c = take(node, 1)[:, None, None, None, :]
+  keep = None
+  if static.dropout_rate > 0.0:
+    b, h, num_i, num_j, _ = q.shape
+    keep = jax.random.bernoulli(
+        jax.random.fold_in(rng, index),
+        1.0 - static.dropout_rate,
+        (b, h, num_i, num_j, chunk),
+    )
+  return _Chunk(
+      start=start,
+      k_BxHxIxCxK=take(k_il, 3),
+      k_BxHxCxJxK=take(k_lj, 2),
+      v_BxHxIxCxK=take(v_il, 3),
+      v_BxHxCxJxK=take(v_lj, 2),
+      mask=mask,
+      node_Bx1x1x1xC=node_c,
+      valid_C=(start + jnp.arange(chunk)) >= index * chunk,
+      keep_BxHxIxJxC=keep,
+  )
+
+
+def _scores(static, qs_BxHxIxJxK, c):
+  """(t, s) for one chunk, fp32, B x H x I x J x C.
+
+  t_ijl = qs_ij . k_il + qs_ij . k_lj (qs: the scaled queries); s is t
+  capped, masked (boolean fill or additive), with padded pivots filled like
+  boolean-masked ones, and -inf for the pivots this chunk does not own.
+  """
+  t = jnp.einsum(
+      "bhijk,bhilk->bhijl",
+      qs_BxHxIxJxK,
+      c.k_BxHxIxCxK,
+      preferred_element_type=jnp.float32,
+  ) + jnp.einsum(
+      "bhijk,bhljk->bhijl",
+      qs_BxHxIxJxK,
+      c.k_BxHxCxJxK,
+      preferred_element_type=jnp.float32,
+  )
+  s = t
+  if static.softmax_cap > 0.0:
+    s = static.softmax_cap * jnp.tanh(s / static.softmax_cap)
+  if static.mask_kind == "bool":
+    s = jnp.where(c.mask, -static.mask_value, s)
+  elif static.mask_kind == "additive":
+    s = s + c.mask.astype(jnp.float32)
+  if c.node_Bx1x1x1xC is not None:
+    s = jnp.where(c.node_Bx1x1x1xC, s, -static.mask_value)
+  return t, jnp.where(c.valid_C, s, -jnp.inf)
+
+
+def _dropped(static, w, c):
+  """w * keep / (1 - rate): the dropped weights (w itself without dropout)."""
+  if c.keep_BxHxIxJxC is None:
+    return w
+  return jnp.where(c.keep_BxHxIxJxC, w / (1.0 - static.dropout_rate), 0.0)
+
+
+def _forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
+  """Online-softmax forward.
+
+  Returns y_BxHxIxJxK and the fp32 softmax statistics (m, l), each
+  B x H x I x J: softmax_l(s)_ijl = exp(s_ijl - m_ij) / l_ij.
+  """
+  b, h, num_i, num_j, kk = q.shape
+  _, num_chunks = _chunking(k_il.shape[3], static.chunk_size)
+  qs = q * jnp.asarray(static.scale, q.dtype)
+
+  def step(carry, index):
+    m_BxHxIxJ, l_BxHxIxJ, acc_BxHxIxJxK = carry
+    c = _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng)
+    _, s_BxHxIxJxC = _scores(static, qs, c)
+    m_new = jnp.maximum(m_BxHxIxJ, s_BxHxIxJxC.max(axis=-1))
+    # All scores so far -inf (only where an additive mask holds -inf): a
+    # zero reference keeps exp() from producing nan.
+    m_safe = jnp.where(jnp.isneginf(m_new), 0.0, m_new)
+    correction = jnp.exp(m_BxHxIxJ - m_safe)
+    p_BxHxIxJxC = jnp.exp(s_BxHxIxJxC - m_safe[..., None])
+    l_BxHxIxJ = l_BxHxIxJ * correction + p_BxHxIxJxC.sum(axis=-1)
+    w_BxHxIxJxC = _dropped(static, p_BxHxIxJxC, c)
+    acc_BxHxIxJxK = (
+        acc_BxHxIxJxK * correction[..., None]
+        + jnp.einsum(  # sum_l w_ijl v_il
+            "bhijl,bhilk->bhijk",
+            w_BxHxIxJxC,
+            c.v_BxHxIxCxK.astype(jnp.float32),
+        )
+        + jnp.einsum(  # sum_l w_ijl v_lj
+            "bhijl,bhljk->bhijk",
+            w_BxHxIxJxC,
+            c.v_BxHxCxJxK.astype(jnp.float32),
+        )
+    )
+    return (m_new, l_BxHxIxJ, acc_BxHxIxJxK), None
+
+  init = (
+      jnp.full((b, h, num_i, num_j), -jnp.inf, jnp.float32),
+      jnp.zeros((b, h, num_i, num_j), jnp.float32),
+      jnp.zeros((b, h, num_i, num_j, kk), jnp.float32),
+  )
+  (m, l, acc), _ = jax.lax.scan(step, init, jnp.arange(num_chunks))
+  # l = 0 only where every score is -inf: nan, as torch.softmax.
+  y = acc / l[..., None]
+  # The softmax statistics are kept apart (not as m + log l: at a row whose
+  # every pivot is masked m is -mask_value, where fp32 cannot hold log l).
+  m = jnp.where(jnp.isneginf(m), 0.0, m)
+  out_dtype = jnp.result_type(q.dtype, v_il.dtype, v_lj.dtype)
+  return y.astype(out_dtype), (m, l)
+
+
+def _sum_to(x, shape):
+  """Sums x over the axes where `shape` has size 1 (keeping them)."""
+  axes = tuple(a for a, size in enumerate(shape) if size == 1)
+  return jnp.sum(x, axis=axes, keepdims=True) if axes else x
+
+
+def _add_slice(buffer, update, start, axis):
+  """buffer[..., start:start + C, ...] += update along `axis`."""
+  size = update.shape[axis]
+  current = jax.lax.dynamic_slice_in_dim(buffer, start, size, axis)
+  return jax.lax.dynamic_update_slice_in_dim(
+      buffer, current + update, start, axis
+  )
+
+
+def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
+  """Flash-style backward: each chunk's weights recomputed from (m, l).
+
+  With w = dropped softmax weights and u_ijl = v_il + v_lj:
+    dv_il = sum_j w_ijl dy_ij,  dv_lj = sum_i w_ijl dy_ij,
+    ds_ijl = p_ijl (dy_ij . u_ijl * keep / (1 - rate) - dy_ij . y_ij),
+  then back through the mask and the cap to dt, and
+    dq_ij = scale sum_l dt_ijl (k_il + k_lj),
+    dk_il = scale sum_j dt_ijl q_ij,  dk_lj = scale sum_i dt_ijl q_ij.
+  Gradients are accumulated in fp32 carries, chunk by chunk.
+  """
+  _, num_chunks = _chunking(k_il.shape[3], static.chunk_size)
+  qs = q * jnp.asarray(static.scale, q.dtype)
+  dy = dy.astype(jnp.float32)
+  delta_BxHxIxJ = jnp.sum(dy * y.astype(jnp.float32), axis=-1)
+  m, l = stats
+
+  def step(grads, index):
+    dq, dk_il, dk_lj, dv_il, dv_lj, dmask = grads
+    c = _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng)
+    t, s = _scores(static, qs, c)
+    p = jnp.exp(s - m[..., None]) / l[..., None]  # 0 for pivots not owned
+    w = _dropped(static, p, c)
+    dv_il = _add_slice(
+        dv_il, jnp.einsum("bhijl,bhijk->bhilk", w, dy), c.start, 3
+    )
+    dv_lj = _add_slice(
+        dv_lj, jnp.einsum("bhijl,bhijk->bhljk", w, dy), c.start, 2
+    )
+    dw = jnp.einsum(
+        "bhijk,bhilk->bhijl", dy, c.v_BxHxIxCxK.astype(jnp.float32)
+    ) + jnp.einsum("bhijk,bhljk->bhijl", dy, c.v_BxHxCxJxK.astype(jnp.float32))
+    ds = p * (_dropped(static, dw, c) - delta_BxHxIxJ[..., None])
+    ds = jnp.where(c.valid_C, ds, 0.0)
+    if c.node_Bx1x1x1xC is not None:  # padded pivots: filled, constant
+      ds = jnp.where(c.node_Bx1x1x1xC, ds, 0.0)
+    if static.mask_kind == "bool":
+      ds = jnp.where(c.mask, 0.0, ds)
+    elif static.mask_kind == "additive":  # d s / d mask = 1
+      reduced = _sum_to(ds, c.mask.shape[:4] + (ds.shape[4],))
+      if mask.shape[4] == 1:
+        dmask = dmask + jnp.sum(reduced, axis=4, keepdims=True)
+      else:
+        dmask = _add_slice(dmask, reduced, c.start, 4)
+    dt = ds
+    if static.softmax_cap > 0.0:
+      dt = ds * (1.0 - jnp.square(jnp.tanh(t / static.softmax_cap)))
+    dq = (
+        dq
+        + jnp.einsum(
+            "bhijl,bhilk->bhijk", dt, c.k_BxHxIxCxK.astype(jnp.float32)
+        )
+        + jnp.einsum(
+            "bhijl,bhljk->bhijk", dt, c.k_BxHxCxJxK.astype(jnp.float32)
+        )
+    )
+    qs32 = qs.astype(jnp.float32)
+    dk_il = _add_slice(
+        dk_il, jnp.einsum("bhijl,bhijk->bhilk", dt, qs32), c.start, 3
+    )
+    dk_lj = _add_slice(
+        dk_lj, jnp.einsum("bhijl,bhijk->bhljk", dt, qs32), c.start, 2
+    )
+    return (dq, dk_il, dk_lj, dv_il, dv_lj, dmask), None
+
+  zeros = lambda x: jnp.zeros(x.shape, jnp.float32)
+  init = (
+      zeros(q),
+      zeros(k_il),
+      zeros(k_lj),
+      zeros(v_il),
+      zeros(v_lj),
+      zeros(mask) if static.mask_kind == "additive" else jnp.zeros((0,)),
+  )
+  (dq, dk_il, dk_lj, dv_il, dv_lj, dmask), _ = jax.lax.scan(
+      step, init, jnp.arange(num_chunks)
+  )
+  dq = dq * static.scale
+  # Scaling q by `scale` in its dtype: keys' gradients used the scaled q.
+  return (
+      dq.astype(q.dtype),
+      dk_il.astype(k_il.dtype),
+      dk_lj.astype(k_lj.dtype),
+      dv_il.astype(v_il.dtype),
+      dv_lj.astype(v_lj.dtype),
+      dmask.astype(mask.dtype) if static.mask_kind == "additive" else None,
+  )
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _pivotal(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
+  return _forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng)[0]
+
+
+def _pivotal_fwd(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
+  y, stats = _forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng)
+  return y, (q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats)
+
+
+def _pivotal_bwd(static, residuals, dy):
+  q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats = residuals
+  grads = _backward(
+      static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy
+  )
+  return grads + (None, None)
+
+
+_pivotal.defvjp(_pivotal_fwd, _pivotal_bwd)
+
+
+def _mask_rank5(attn_mask, full_shape):
+  """attn_mask as a rank-5 array broadcastable to `full_shape` (B, H, I, J,
+  L), its kind ('bool' or 'additive'), or (None, None)."""
+  if attn_mask is None:
+    return None, None
+  attn_mask = jnp.asarray(attn_mask)
+  if attn_mask.ndim > 5:
+    raise ValueError(
+        f"attn_mask must be broadcastable to (B, H, I, J, L) = {full_shape}, "
+        f"got shape {attn_mask.shape}."
+    )
+  mask = attn_mask.reshape((1,) * (5 - attn_mask.ndim) + attn_mask.shape)
+  for got, want in zip(mask.shape, full_shape):
+    if got not in (1, want):
+      raise ValueError(
+          "attn_mask must be broadcastable to (B, H, I, J, L) = "
+          f"{full_shape}, got shape {attn_mask.shape}."
+      )
+  kind = "bool" if mask.dtype == jnp.bool_ else "additive"
+  return mask, kind
+
+
+def _check_chunk_size(chunk_size):
+  if chunk_size is not None and (
+      isinstance(chunk_size, bool)
+      or not isinstance(chunk_size, int)
+      or chunk_size <= 0
+  ):
+    raise ValueError(
+        "chunk_size must be a positive int or None (one chunk), got "
+        f"{chunk_size!r}."
+    )
+
+
+def pivotal_attention_core(
+    q_BxHxIxJxK: Array,
+    k_BxHxIxLxK: Array,
+    k_BxHxLxJxK: Array,
+    v_BxHxIxLxK: Array,
+    v_BxHxLxJxK: Array,
+    node_mask_BxL: Optional[Array] = None,
+    *,
+    attn_mask: Optional[Array] = None,
+    scale: Optional[float] = None,
+    softmax_cap: float = -1.0,
+    mask_value: float = MASK_VALUE,
+    dropout_rate: float = 0.0,
+    dropout_rng: Optional[Array] = None,
+    chunk_size: Optional[int] = 8,
+) -> Array:
+  """Per-head pivotal attention, memory-lean (module docstring):
+
+    y_ij = sum_l softmax_l(s)_ijl (v_il + v_lj),
+    s_ijl = (q_ij . k_il + q_ij . k_lj) * scale   (DESIGN.md sec. 1.6).
+
+  Args:
+    q_BxHxIxJxK: queries of the pairs (i, j) (the paper's q_ik).
+    k_BxHxIxLxK, k_BxHxLxJxK: keys k_il and k_lj (the paper's k_ij, k_jk).
+    v_BxHxIxLxK, v_BxHxLxJxK: values v_il and v_lj (the paper's v_ij, v_jk).
+    node_mask_BxL: optional, True for real nodes; padded pivots get the
+      score -mask_value (as a boolean attn_mask of shape B x 1 x 1 x 1 x L).
+    attn_mask: optional, broadcastable to (B, H, I, J, L); boolean (True =
+      masked, score -mask_value) or additive (no gradient is lost: its
+      cotangent is returned).
+    scale: score scale; None: 1 / sqrt(2 K).
+    softmax_cap: > 0: s <- cap * tanh(s / cap) before the mask.
+    mask_value: the magnitude of a masked score (the authors' `inf`).
+    dropout_rate: dropout on the softmax weights; needs dropout_rng.
+    dropout_rng: PRNG key of the dropout masks (one per chunk, the key
+      folded with the chunk index: a different chunk_size draws different
+      masks from the same distribution).
+    chunk_size: pivots per chunk (None: all at once); need not divide L.
+
+  Returns:
+    y_BxHxIxJxK in the inputs' dtype (softmax statistics and sums in fp32).
+  """
+  shapes.check_shape(q_BxHxIxJxK, ("B", "H", "I", "J", "K"), "q_BxHxIxJxK")
+  b, h, num_i, num_j, kk = q_BxHxIxJxK.shape
+  shapes.check_shape(k_BxHxIxLxK, (b, h, num_i, "L", kk), "k_BxHxIxLxK")
+  num_l = k_BxHxIxLxK.shape[3]
+  for name, arr, want in (
+      ("k_BxHxLxJxK", k_BxHxLxJxK, (b, h, num_l, num_j, kk)),
+      ("v_BxHxIxLxK", v_BxHxIxLxK, (b, h, num_i, num_l, kk)),
+      ("v_BxHxLxJxK", v_BxHxLxJxK, (b, h, num_l, num_j, kk)),
+  ):
+    shapes.check_shape(arr, want, name)
+  _check_chunk_size(chunk_size)
+  if not 0.0 <= dropout_rate < 1.0:
+    raise ValueError(f"dropout_rate must be in [0, 1), got {dropout_rate}.")
+  if dropout_rate > 0.0 and dropout_rng is None:
+    raise ValueError("dropout_rate > 0 needs a dropout_rng (a PRNG key).")
+  if node_mask_BxL is not None:
+    node_mask_BxL = jnp.asarray(node_mask_BxL).astype(bool)
+    shapes.check_shape(node_mask_BxL, (b, num_l), "node_mask_BxL")
+  mask, kind = _mask_rank5(attn_mask, (b, h, num_i, num_j, num_l))
+  static = _Static(
+      chunk_size=chunk_size,
+      scale=float(1.0 / math.sqrt(2.0 * kk) if scale is None else scale),
+      softmax_cap=float(softmax_cap if softmax_cap is not None else -1.0),
+      mask_value=float(mask_value),
+      dropout_rate=float(dropout_rate),
+      mask_kind=kind,
+  )
+  return _pivotal(
+      static,
+      q_BxHxIxJxK,
+      k_BxHxIxLxK,
+      k_BxHxLxJxK,
+      v_BxHxIxLxK,
+      v_BxHxLxJxK,
+      mask,
+      node_mask_BxL,
+      dropout_rng if dropout_rate > 0.0 else None,
+  )
+
+
+def pivotal_attention(
+    q_ik: Array,
+    k_ij: Array,
+    k_jk: Array,
+    v_ij: Array,
+    v_jk: Array,
+    attn_mask: Optional[Array] = None,
+    dropout: float = 0.0,
+    scale: Optional[float] = None,
+    inf: float = MASK_VALUE,
+    softmax_cap: float = -1,
+    *,
+    chunk_size: Optional[int] = None,
+    dropout_rng: Optional[Array] = None,
+) -> Array:
+  """The authors' functional form (FloydNet's `pivotal_attention`), in JAX.
+
+    y_ik = sum_j softmax_j(s)_ikj (v_ij + v_jk),
+    s_ikj = (q_ik . k_ij + q_ik . k_jk) * scale      (DESIGN.md sec. 1.6)
+
+  Same argument order, names and (B, H, N, N, D) layout (D: the head width):
+  q_ik (B, H, I, K, D); k_ij, v_ij (B, H, I, J, D); k_jk, v_jk
+  (B, H, J, K, D); attn_mask broadcastable to (B, H, I, K, J), boolean
+  (True = masked: score -inf, their `inf` = 1e9) or additive (added after
+  the cap); dropout on the weights; scale None = 1 / sqrt(2 D);
+  softmax_cap > 0 caps the scores with cap * tanh(s / cap). Returns y_ik
+  (B, H, I, K, D).
+
+  Differences: dropout needs `dropout_rng` (theirs draws from torch's global
+  generator whenever dropout > 0: pass dropout=0.0 at evaluation); the sum
+  runs over chunks of `chunk_size` pivots (None: all at once) with an online
+  softmax and a memory-lean backward (`pivotal_attention_core`).
+  """
+  return pivotal_attention_core(
+      q_ik,
+      k_ij,
+      k_jk,
+      v_ij,
+      v_jk,
+      attn_mask=attn_mask,
+      scale=scale,
+      softmax_cap=softmax_cap,
+      mask_value=inf,
+      dropout_rate=dropout,
+      dropout_rng=dropout_rng,
+      chunk_size=chunk_size,
+  )
+
+
+def pivotal_attention_reference(
+    q_BxHxIxJxK: Array,
+    k_BxHxIxLxK: Array,
+    k_BxHxLxJxK: Array,
+    v_BxHxIxLxK: Array,
+    v_BxHxLxJxK: Array,
+    node_mask_BxL: Optional[Array] = None,
+    *,
+    attn_mask: Optional[Array] = None,
+    scale: Optional[float] = None,
+    softmax_cap: float = -1.0,
+    mask_value: float = MASK_VALUE,
+) -> Array:
+  """Materialising reference (the whole B x H x I x J x L score tensor, plain
+  autodiff, no dropout); tests and benchmarks only."""
+  kk = q_BxHxIxJxK.shape[-1]
+  scale = 1.0 / math.sqrt(2.0 * kk) if scale is None else scale
+  qs = q_BxHxIxJxK * scale
+  s = jnp.einsum(
+      "bhijk,bhilk->bhijl", qs, k_BxHxIxLxK, preferred_element_type=jnp.float32
+  ) + jnp.einsum(
+      "bhijk,bhljk->bhijl", qs, k_BxHxLxJxK, preferred_element_type=jnp.float32
+  )
+  if softmax_cap is not None and softmax_cap > 0:
+    s = softmax_cap * jnp.tanh(s / softmax_cap)
+  if attn_mask is not None:
+    attn_mask = jnp.asarray(attn_mask)
+    if attn_mask.dtype == jnp.bool_:
+      s = jnp.where(attn_mask, -mask_value, s)
+    else:
+      s = s + attn_mask
+  if node_mask_BxL is not None:
+    node = jnp.asarray(node_mask_BxL).astype(bool)[:, None, None, None, :]
+    s = jnp.where(node, s, -mask_value)
+  w = jax.nn.softmax(s, axis=-1)
+  y = jnp.einsum("bhijl,bhilk->bhijk", w, v_BxHxIxLxK) + jnp.einsum(
+      "bhijl,bhljk->bhijk", w, v_BxHxLxJxK
+  )
+  return y.astype(q_BxHxIxJxK.dtype)
+
+
+# ----------------------------------------------------------------------------
+# Flax module.
+# ----------------------------------------------------------------------------
+
+
+class PivotalAttention(nn.Module):
+  """Multi-head pivotal attention on a pair state (DESIGN.md sec. 1.6):
+
+    [q; k^1; k^2; v^1; v^2]_ij = W^qkv x_ij       (one map, 5 D outputs),
+    y^h_ij = sum_l softmax_l(s^h)_ijl (v^1h_il + v^2h_lj),
+    s^h_ijl = (q^h_ij . k^1h_il + q^h_ij . k^2h_lj) * scale,
+    a_ij = W^o [y^1_ij; ...; y^H_ij].
+
+  The authors' block (ocx-lab/FloydNet `PivotalAttentionBlock.attn`): their
+  `c_qkv` is our 'qkv' (the five D-wide outputs in the order q_ik, k_ij,
+  k_jk, v_ij, v_jk, each split head-major into H x K), their `c_proj` our
+  'out'. Initialisation as theirs: Xavier-uniform 'qkv' (fan-in D, fan-out
+  5 D), zero 'out' and zero biases.
+
+  Attributes:
+    num_heads: H; must divide the width D (K = D / H).
+    chunk_size: pivots per step of the online softmax (None: all at once).
+    use_bias: biases on both maps (the authors' default: none).
+    attention_dropout_rate: dropout on the softmax weights when
+      deterministic=False (a 'dropout' rng).
+    scale: score scale; None: 1 / sqrt(2 K).
+    softmax_cap: > 0 caps the scores at +-cap with cap * tanh(s / cap).
+    mask_value: magnitude of a masked score (the authors' `inf`, 1e9).
+    dtype: computation dtype (None: the input's); softmax statistics fp32.
+    param_dtype: parameter dtype.
+  """
+
+  num_heads: int
+  chunk_size: Optional[int] = 8
+  use_bias: bool = False
+  attention_dropout_rate: float = 0.0
+  scale: Optional[float] = None
+  softmax_cap: float = -1.0
+  mask_value: float = MASK_VALUE
+  dtype: Optional[Any] = None
+  param_dtype: Any = jnp.float32
+  kernel_init: Any = nn.initializers.xavier_uniform()
+  out_init: Any = nn.initializers.zeros_init()
+
+  @nn.compact
+  def __call__(
+      self,
+      x_BxNxNxD: Array,
+      node_mask_BxN: Optional[Array] = None,
+      attn_mask: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
+    """a_BxNxNxD from pair states x_BxNxNxD (x[b, i, j] is pair (i, j)).
+
+    Args:
+      x_BxNxNxD: pair states.
+      node_mask_BxN: optional, True for real nodes: padded nodes are never
+        pivots, so the pairs of real nodes do not see the padding (the
+        pairs of padded nodes are computed and meaningless).
+      attn_mask: optional, the authors' mask, broadcastable to
+        (B, H, N, N, N) in their (b, h, i, k, j) order: boolean (True =
+        masked) or additive.
+      deterministic: False applies `attention_dropout_rate` (if > 0).
+    """
+    shapes.check_shape(x_BxNxNxD, ("B", "N", "N", "D"), "x_BxNxNxD")
+    b, n, n2, d = x_BxNxNxD.shape
+    shapes.check_equal(
+        n,
+        n2,
+        "x_BxNxNxD must have equal node axes 1 and 2 (got shape "
+        f"{tuple(x_BxNxNxD.shape)})",
+    )
+    k_size = shapes.check_divides(d, self.num_heads, "width D")
+    if not 0.0 <= self.attention_dropout_rate < 1.0:
+      raise ValueError(
+          "attention_dropout_rate must be in [0, 1), got "
+          f"{self.attention_dropout_rate}."
+      )
+    if node_mask_BxN is not None:
+      shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
+    dtype = self.dtype or x_BxNxNxD.dtype
+    qkv_BxNxNx5xHxK = dense_lib.DenseGeneral(
+        features=(5, self.num_heads, k_size),
+        use_bias=self.use_bias,
+        dtype=dtype,
+        param_dtype=self.param_dtype,
+        kernel_init=self.kernel_init,
+        name="qkv",
+    )(x_BxNxNxD.astype(dtype))
+    # Each role BxHxNxNxK: q_ij, k_il (= k of pair (i, l)), k_lj, v_il, v_lj
+    # are all read from the same projected pair state.
+    q, k_il, k_lj, v_il, v_lj = jnp.moveaxis(
+        qkv_BxNxNx5xHxK, (3, 4), (0, 2)
+    )  # 5 x BxHxNxNxK
+    rate = 0.0 if deterministic else self.attention_dropout_rate
+    y_BxHxNxNxK = pivotal_attention_core(
+        q,
+        k_il,
+        k_lj,
+        v_il,
+        v_lj,
+        node_mask_BxN,
+        attn_mask=attn_mask,
+        scale=self.scale,
+        softmax_cap=self.softmax_cap,
+        mask_value=self.mask_value,
+        dropout_rate=rate,
+        dropout_rng=self.make_rng("dropout") if rate > 0.0 else None,
+        chunk_size=self.chunk_size,
+    )
+    return dense_lib.DenseGeneral(
+        features=d,
+        axis=(-2, -1),
+        use_bias=self.use_bias,
+        dtype=dtype,
+        param_dtype=self.param_dtype,
+        kernel_init=self.out_init,
+        name="out",
+    )(jnp.moveaxis(y_BxHxNxNxK, 1, 3))
