@@ -23,6 +23,11 @@ numpy array and returns our parameter tree, ready for `module.apply`:
                   `convert_attention` -> (Relative)MultiHeadAttention,
                   `convert_model` -> Seq2SeqTransformer(Seq2SeqConfig) for
                   their relative and relative Universal Transformers.
+  floyd_torch     the FloydNet authors' PyTorch state dicts
+                  (github.com/ocx-lab/FloydNet):
+                  `convert_block` -> models.floyd.PivotalAttentionBlock,
+                  `convert_stack` -> FloydTransformer(FloydConfig) (their
+                  model's `blocks.{l}`).
   common          `flatten`, `select` (one sub-module of a checkpoint) and
                   `to_authors` (our tree, e.g. gradients, back under their
                   names).
@@ -40,6 +45,7 @@ the authors' own code. See docs/interop.md for examples.
 from relational_jax.interop import common
 from relational_jax.interop import csordas_torch
 from relational_jax.interop import et_torch
+from relational_jax.interop import floyd_torch
 from relational_jax.interop import rt_haiku
 from relational_jax.interop.common import flatten
 from relational_jax.interop.common import select
@@ -49,6 +55,7 @@ __all__ = [
     "common",
     "csordas_torch",
     "et_torch",
+    "floyd_torch",
     "rt_haiku",
     "flatten",
     "select",
