@@ -25,6 +25,11 @@ References (check them out anywhere, e.g. under /tmp/peers):
       (`EdgeAttention` without biases, `EdgeTransformerEncoder` with label
       embedding, padding mask and `share_layers`). Runs under a python with
       numpy + torch only (e.g. /tmp/torchvenv/bin/python).
+  FloydNet: github.com/ocx-lab/FloydNet (PyTorch): src/floydnet/functional.py
+      (`pivotal_attention`: outputs and gradients, boolean / additive masks,
+      softmax_cap, scale, a non-square case) and src/floydnet/transformer.py
+      (`PivotalAttentionBlock` in four option sets: outputs, input and
+      parameter gradients). Same python as ET.
 
 RT net (--rt_net_reference, run in their Python, e.g. /tmp/rtvenv: it
 imports their whole clrs package, TensorFlow included): their BaselineModel
@@ -35,6 +40,7 @@ Usage (see scripts/make_peer_goldens.sh for the whole recipe):
   python scripts/make_peer_goldens.py --rt_reference=/tmp/peers/rt
   /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --et_reference=/tmp/peers/et
   /tmp/rtvenv/bin/python scripts/make_peer_goldens.py --rt_net_reference=/tmp/peers/rt
+  /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --floyd_reference=/tmp/peers/floyd
   python scripts/make_peer_goldens.py --record    # ours vs theirs -> README.json
 
 Compatibility shims (nothing in the reference checkouts is edited):
@@ -49,6 +55,8 @@ Compatibility shims (nothing in the reference checkouts is edited):
       training wrappers only. We register stub modules for both (the
       LightningModule stub is torch.nn.Module) before importing them; the
       attention, layer and encoder classes use neither.
+  FloydNet: none; their src/ goes first on sys.path and their floydnet
+      package is imported as it is.
 """
 
 import argparse
@@ -70,6 +78,7 @@ README_JSON = GOLDEN_DIR / "README.json"
 RT_URL = "https://github.com/CameronDiao/relational-transformer"
 ET_URL = "https://github.com/bergen/EdgeTransformer"
 CS_URL = "https://github.com/RobertCsordas/transformer_generalization"
+FLOYD_URL = "https://github.com/ocx-lab/FloydNet"
 MAX_BYTES = 200_000
 
 FETCH_HELP = f"""\
@@ -1001,6 +1010,208 @@ def _cs_init_stats(torch, layers, enc_dec, commit):
 
 
 # ----------------------------------------------------------------------------
+# FloydNet: the FloydNet authors' PyTorch code (numpy + torch only).
+# ----------------------------------------------------------------------------
+
+FLOYD_SHIM = (
+    "their src/ directory first on sys.path; their floydnet package "
+    "imported unchanged"
+)
+# Their functional form: (name, sizes (B, H, I, K, J, D), mask, options).
+# mask: None; 'bool' (B, H, I, K, J), True = masked, one row wholly masked;
+# 'additive' (B, 1, I, 1, J) (its gradient is compared too).
+FLOYD_FN_CASES = (
+    ("pivotal_fn", (2, 2, 5, 5, 5, 4), None, {}),
+    (
+        "pivotal_fn_bool_mask_cap",
+        (2, 2, 5, 5, 5, 4),
+        "bool",
+        {"softmax_cap": 2.0},
+    ),
+    (
+        "pivotal_fn_additive_mask_scale",
+        (2, 2, 5, 5, 5, 4),
+        "additive",
+        {"scale": 0.3},
+    ),
+    ("pivotal_fn_rectangular", (1, 2, 3, 4, 5, 4), "bool", {}),
+)
+# Their block, eval() (built with dropout 0.1): (name, kwargs, padded).
+# padded: the second graph has 3 of 5 real nodes, masked as their FloydNet
+# model does (attn_mask = ~pair_mask[:, None, :, None, :]).
+FLOYD_BLOCK_CASES = (
+    ("pivotal_block_pre", {}, True),
+    (
+        "pivotal_block_post_rmsnorm_bias_gelu",
+        dict(
+            norm_position="post",
+            norm_fn="rmsnorm",
+            bias=True,
+            activation_fn="gelu",
+            ffn_expansion_ratio=2,
+        ),
+        False,
+    ),
+    (
+        "pivotal_block_pre_affine_silu_no_mix",
+        dict(
+            norm_fn="affine",
+            activation_fn="silu",
+            enable_symmetric_mix=False,
+            bias=True,
+            ffn_expansion_ratio=3,
+        ),
+        True,
+    ),
+    (
+        "pivotal_block_post_none_no_ffn",
+        dict(norm_position="post", norm_fn="none", enable_ffn=False),
+        False,
+    ),
+)
+FLOYD_BLOCK_SIZES = dict(batch=2, nodes=5, width=8, heads=2)
+
+
+def _import_floyd(reference):
+  root = pathlib.Path(reference).resolve()
+  source = root / "src" / "floydnet" / "functional.py"
+  if not source.exists():
+    raise SystemExit(
+        f"{source} not found: is --floyd_reference a checkout of {FLOYD_URL}?"
+    )
+  sys.path.insert(0, str(root / "src"))
+  import torch  # pylint: disable=g-import-not-at-top
+  import floydnet  # pylint: disable=g-import-not-at-top
+
+  if not pathlib.Path(floydnet.__file__).resolve().is_relative_to(root):
+    raise SystemExit(
+        f"imported floydnet from {floydnet.__file__}, not from {root}"
+    )
+  return torch, floydnet
+
+
+def make_floyd(reference, commit):
+  """Their `pivotal_attention` and `PivotalAttentionBlock` on seeded random
+  inputs and parameters: outputs and the gradients of sum(y * dy) (a stored
+  random cotangent dy) with respect to every input and parameter."""
+  torch, floydnet = _import_floyd(reference)
+  torch.manual_seed(0)
+  torch.set_num_threads(1)
+  rng = np.random.default_rng(20260301)
+  cases = {}
+
+  def tensor(array, grad=True):
+    value = torch.from_numpy(np.ascontiguousarray(array))
+    return value.requires_grad_(grad)
+
+  def normal(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+  names = ("q_ik", "k_ij", "k_jk", "v_ij", "v_jk")
+  for name, (b, h, ni, nk, nj, d), mask_kind, options in FLOYD_FN_CASES:
+    shapes_of = {
+        "q_ik": (b, h, ni, nk, d),
+        "k_ij": (b, h, ni, nj, d),
+        "k_jk": (b, h, nj, nk, d),
+        "v_ij": (b, h, ni, nj, d),
+        "v_jk": (b, h, nj, nk, d),
+    }
+    inputs = {n: normal(*shapes_of[n]) for n in names}
+    torch_inputs = {n: tensor(v) for n, v in inputs.items()}
+    mask = None
+    if mask_kind == "bool":
+      inputs["attn_mask"] = rng.random((b, h, ni, nk, nj)) < 0.3
+      inputs["attn_mask"][0, 0, 1, 2, :] = True  # every pivot masked
+      mask = tensor(inputs["attn_mask"], grad=False)
+    elif mask_kind == "additive":
+      additive = 0.5 * normal(b, 1, ni, 1, nj)
+      additive[rng.random(additive.shape) < 0.2] = -1e4
+      inputs["attn_mask"] = additive
+      mask = tensor(additive)
+    inputs["dy"] = normal(b, h, ni, nk, d)
+    y = floydnet.pivotal_attention(
+        *[torch_inputs[n] for n in names], attn_mask=mask, **options
+    )
+    (y * torch.from_numpy(inputs["dy"])).sum().backward()
+    outputs = {"y": y.detach().numpy()}
+    for n in names:
+      outputs[f"grad/{n}"] = torch_inputs[n].grad.numpy()
+    if mask_kind == "additive":
+      outputs["grad/attn_mask"] = mask.grad.numpy()
+    meta = dict(
+        reference="floyd",
+        repository=FLOYD_URL,
+        commit=commit,
+        function=(
+            "src/floydnet/functional.py pivotal_attention "
+            f"(mask {mask_kind}, {options or 'defaults'})"
+        ),
+        sizes=dict(batch=b, heads=h, i=ni, k=nk, j=nj, head_width=d),
+        mask=mask_kind,
+        options=options,
+        layer_norm_epsilon=1e-5,  # (no norm here; the block's default)
+        shim=FLOYD_SHIM,
+    )
+    _save(name, meta, inputs, {}, outputs)
+    cases[name] = {"function": meta["function"]}
+
+  sizes = FLOYD_BLOCK_SIZES
+  b, n, d = sizes["batch"], sizes["nodes"], sizes["width"]
+  dropout = 0.1  # eval() must switch it off
+  for name, kwargs, padded in FLOYD_BLOCK_CASES:
+    block = floydnet.PivotalAttentionBlock(
+        embed_dim=d, num_heads=sizes["heads"], dropout=dropout, **kwargs
+    )
+    block.eval()
+    params = {}
+    with torch.no_grad():
+      for pname, p in block.named_parameters():
+        if p.dim() == 0:  # ffn_scale
+          value = np.float32(1.0 + 0.2 * rng.standard_normal())
+          value = np.asarray(value)
+        else:
+          value = _random_like(rng, pname, tuple(p.shape))
+        p.copy_(torch.from_numpy(value))
+        params[pname] = value
+    # dy ~ 0.1 N(0, 1): the parameter gradients sum over every pair, and
+    # with dy ~ N(0, 1) they reach |30|, where fp32 rounding alone (of
+    # either side, against a float64 run) is ~1e-5.
+    inputs = {"x": normal(b, n, n, d), "dy": 0.1 * normal(b, n, n, d)}
+    mask = None
+    if padded:
+      node = np.ones((b, n), bool)
+      node[1, 3:] = False
+      pair = node[:, :, None] & node[:, None, :]
+      inputs["attn_mask"] = ~pair[:, None, :, None, :]
+      mask = tensor(inputs["attn_mask"], grad=False)
+    x = tensor(inputs["x"])
+    y = block(x, mask)
+    (y * torch.from_numpy(inputs["dy"])).sum().backward()
+    outputs = {"y": y.detach().numpy(), "grad/x": x.grad.numpy()}
+    for pname, p in block.named_parameters():
+      outputs[f"grad/{pname}"] = p.grad.numpy()
+    meta = dict(
+        reference="floyd",
+        repository=FLOYD_URL,
+        commit=commit,
+        function=(
+            "src/floydnet/transformer.py PivotalAttentionBlock "
+            f"({kwargs or 'defaults'}{', padded' if padded else ''})"
+        ),
+        sizes=sizes,
+        options=kwargs,
+        padded=padded,
+        eval_mode=True,
+        config_dropout=dropout,
+        layer_norm_epsilon=1e-5,
+        shim=FLOYD_SHIM,
+    )
+    _save(name, meta, inputs, params, outputs)
+    cases[name] = {"function": meta["function"]}
+  _update_readme("floyd", FLOYD_URL, commit, cases, FLOYD_SHIM)
+
+
+# ----------------------------------------------------------------------------
 # --record: ours vs theirs (main python), into README.json.
 # ----------------------------------------------------------------------------
 
@@ -1065,6 +1276,7 @@ def main():
   )
   parser.add_argument("--et_reference", help=f"checkout of {ET_URL}")
   parser.add_argument("--cs_reference", help=f"checkout of {CS_URL}")
+  parser.add_argument("--floyd_reference", help=f"checkout of {FLOYD_URL}")
   parser.add_argument(
       "--commit", help="commit of the checkout, if not a git work tree"
   )
@@ -1079,6 +1291,7 @@ def main():
       or args.rt_net_reference
       or args.et_reference
       or args.cs_reference
+      or args.floyd_reference
       or args.record
   ):
     print(FETCH_HELP, file=sys.stderr)
@@ -1093,6 +1306,10 @@ def main():
     make_et(args.et_reference, _commit_of(args.et_reference, args.commit))
   if args.cs_reference:
     make_cs(args.cs_reference, _commit_of(args.cs_reference, args.commit))
+  if args.floyd_reference:
+    make_floyd(
+        args.floyd_reference, _commit_of(args.floyd_reference, args.commit)
+    )
   if args.record:
     record()
   return 0

@@ -7,7 +7,12 @@ PyTorch code (github.com/bergen/EdgeTransformer), and our seq2seq
 Transformer with its default (authors') options equals Csordas et al.'s
 TransformerEncDecModel (github.com/RobertCsordas/transformer_generalization;
 relative and relative Universal, teacher forcing and greedy decoding), to
-TOLERANCE max abs difference in fp32; and that our whole CLRS model
+TOLERANCE max abs difference in fp32; that our pivotal attention
+(`relational_jax.layers.pivotal.pivotal_attention`, chunked) and FloydNet
+block (`relational_jax.models.floyd.PivotalAttentionBlock`) equal the
+FloydNet authors' PyTorch `pivotal_attention` and `PivotalAttentionBlock`
+(github.com/ocx-lab/FloydNet) in their outputs and in the gradients of
+sum(y * dy) for every input, mask and parameter (pivotal_*); and that our whole CLRS model
 (processors.CarryModel configured by experiments/compare/clrs_rt.py's
 our_config) equals their BaselineModel (rt_net_*: training loss and every
 gradient, with teacher forcing and with noisy teacher forcing under a fixed
@@ -43,9 +48,11 @@ import pytest
 
 from relational_jax.interop import csordas_torch
 from relational_jax.interop import et_torch
+from relational_jax.interop import floyd_torch
 from relational_jax.interop import rt_haiku
 from relational_jax.interop import select
 from relational_jax.interop import to_authors
+from relational_jax.layers.pivotal import pivotal_attention
 from relational_jax.layers.relational import RelationalTransformerLayer
 from relational_jax.layers.triangular import TriangularAttention
 from relational_jax.models.edge_transformer import EdgeTransformer
@@ -53,6 +60,8 @@ from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeTransformerLayer
 from relational_jax.models.edge_transformer import GraphEdgeEmbedding
 from relational_jax.models.edge_transformer import SequenceEdgeEmbedding
+from relational_jax.models.floyd import FloydConfig
+from relational_jax.models.floyd import PivotalAttentionBlock
 from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
@@ -85,7 +94,17 @@ ET_CASES = (
     "et_stack_untied_graph",
 )
 CS_CASES = ("cs_relative_universal", "cs_relative")
-CASES = RT_CASES + ET_CASES + CS_CASES + RT_NET_CASES
+PIVOTAL_CASES = (
+    "pivotal_fn",
+    "pivotal_fn_bool_mask_cap",
+    "pivotal_fn_additive_mask_scale",
+    "pivotal_fn_rectangular",
+    "pivotal_block_pre",
+    "pivotal_block_post_rmsnorm_bias_gelu",
+    "pivotal_block_pre_affine_silu_no_mix",
+    "pivotal_block_post_none_no_ffn",
+)
+CASES = RT_CASES + ET_CASES + CS_CASES + RT_NET_CASES + PIVOTAL_CASES
 
 
 def available_cases():
@@ -586,6 +605,82 @@ def _run_cs_model(meta, inputs, params):
   }
 
 
+# ----------------------------------------------------------------------------
+# FloydNet (PyTorch reference, src/floydnet/functional.py and transformer.py):
+# our pivotal attention (chunked: 2 pivots per chunk, which does not divide
+# the golden's 5) and block; gradients of sum(y * dy) by jax.vjp, the block's
+# under their parameter names (relational_jax.interop.floyd_torch).
+# ----------------------------------------------------------------------------
+
+_PIVOTAL_NAMES = ("q_ik", "k_ij", "k_jk", "v_ij", "v_jk")
+
+
+def _run_pivotal_fn(meta, inputs, params, chunk_size=2):
+  del params
+  mask = inputs.get("attn_mask")
+  additive = mask is not None and mask.dtype != np.bool_
+  args = [jnp.asarray(inputs[n]) for n in _PIVOTAL_NAMES]
+  if additive:
+    args.append(jnp.asarray(mask))
+
+  def fn(*args):
+    attn_mask = args[5] if additive else mask
+    return pivotal_attention(
+        *args[:5], attn_mask=attn_mask, chunk_size=chunk_size, **meta["options"]
+    )
+
+  y, vjp = jax.vjp(fn, *args)
+  grads = vjp(jnp.asarray(inputs["dy"]))
+  out = {"y": y}
+  for name, grad in zip(_PIVOTAL_NAMES + ("attn_mask",), grads):
+    out[f"grad/{name}"] = grad
+  return out
+
+
+def _floyd_config(meta):
+  sizes, options = meta["sizes"], meta["options"]
+  return FloydConfig(
+      num_layers=1,
+      num_heads=sizes["heads"],
+      head_dim=sizes["width"] // sizes["heads"],
+      ffn_expansion_ratio=options.get("ffn_expansion_ratio", 4),
+      dropout_rate=DROPOUT,
+      use_bias=options.get("bias", False),
+      norm_position=options.get("norm_position", "pre"),
+      activation=options.get("activation_fn", "relu"),
+      norm=options.get("norm_fn", "layernorm"),
+      symmetric_mix=options.get("enable_symmetric_mix", True),
+      use_ffn=options.get("enable_ffn", True),
+      chunk_size=2,
+  )
+
+
+def _run_pivotal_block(meta, inputs, params):
+  """Their attn_mask is passed as it is (our attn_mask argument); see
+  tests/layers/test_pivotal.py for our node mask against it."""
+  config = _floyd_config(meta)
+  block = PivotalAttentionBlock.from_config(config)
+  x = jnp.asarray(inputs["x"])
+  mask = inputs.get("attn_mask")
+  convert = lambda p: floyd_torch.convert_block(p, config)
+  ours = convert(params)
+  _check_tree(
+      ours,
+      block.init(jax.random.PRNGKey(0), x, None, mask)["params"],
+      "PivotalAttentionBlock",
+  )
+  ours = jax.tree_util.tree_map(jnp.asarray, ours)
+  apply = lambda p, x: block.apply(
+      {"params": p}, x, None, mask, deterministic=True
+  )
+  y, vjp = jax.vjp(apply, ours, x)
+  grad_params, grad_x = vjp(jnp.asarray(inputs["dy"]))
+  out = {"y": y, "grad/x": grad_x}
+  for name, value in to_authors(convert, params, grad_params, ".").items():
+    out[f"grad/{name}"] = value
+  return out
+
+
 RUNNERS = {
     "rt_layer": _run_rt_layer,
     "rt_layer_no_edge_update": _run_rt_layer,
@@ -603,6 +698,12 @@ RUNNERS = {
     "cs_relative": _run_cs_model,
     "rt_net_binary_search": _run_rt_net,
     "rt_net_bellman_ford": _run_rt_net,
+    **{c: _run_pivotal_fn for c in PIVOTAL_CASES if c.startswith("pivotal_fn")},
+    **{
+        c: _run_pivotal_block
+        for c in PIVOTAL_CASES
+        if c.startswith("pivotal_block")
+    },
 }
 
 
@@ -653,7 +754,7 @@ def test_all_goldens_present():
       not missing
   ), f"goldens missing: {missing}; regenerate with scripts/make_peer_goldens.sh"
   readme = json.loads((GOLDEN_DIR / "README.json").read_text())
-  for side in ("rt", "et", "cs"):
+  for side in ("rt", "et", "cs", "floyd"):
     assert len(readme["references"][side]["commit"]) == 40
 
 
@@ -672,7 +773,7 @@ def test_layer_norm_epsilon_is_the_references():
 @pytest.mark.parametrize("case", CASES)
 def test_ours_equals_the_authors_code(case):
   meta, _, _, _ = load(case)
-  if meta["reference"] == "et":
+  if meta["reference"] == "et" or case.startswith("pivotal_block"):
     assert meta["eval_mode"] and meta["config_dropout"] > 0.0
   whole_net = case in RT_NET_CASES
   diffs = max_abs_diffs(case, scaled=whole_net)
