@@ -6,6 +6,9 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import loop as clrs_loop
 from tests.training.clrs.test_loop import tiny
 
@@ -14,6 +17,28 @@ REPO = os.path.dirname(
 )
 
 
+def test_flat_names_set_the_config_paths_they_alias():
+  """The older flat names the command line below passes set their config
+  fields (in-process, no training: this module's fast-tier test)."""
+  default = clrs_config.default_config()
+  config = clrs_config.apply_legacy(
+      default,
+      {
+          "processor_type": "rt",
+          "hidden_size": 16,
+          "nb_heads": 2,
+          "num_layers": 1,
+          "train_steps": 3,
+      },
+  )
+  assert config.model.hidden_dim == 16
+  assert config.processor.nb_heads == config.rt.num_heads == 2
+  assert (config.rt.num_layers, config.protocol.train_steps) == (1, 3)
+  # A name shared by both model sections sets only the one in use.
+  assert config.et.num_heads == default.et.num_heads
+
+
+@pytest.mark.slow
 def test_command_line_resumes_a_library_run(tmp_path):
   workdir = str(tmp_path / "run")
   results = clrs_loop.train_and_evaluate(tiny(), workdir)

@@ -126,6 +126,7 @@ def test_reference_curve_log_is_parsed(tmp_path):
   ]
 
 
+@pytest.mark.slow
 def test_missing_reference_names_what_to_fetch(tmp_path):
   with pytest.raises(
       reference.MissingReferenceError, match="github.com/bergen/EdgeTransformer"

@@ -273,6 +273,7 @@ def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
         )  # pylint: disable=protected-access
 
 
+@pytest.mark.slow
 def test_our_side_runs_on_the_library_trainer_and_resumes_exactly(tmp_path):
   """train_ours_one (our side of clrs_rt) trains with trainer.fit: a run
   stopped after its first evaluation and resumed gives the points of an

@@ -28,6 +28,7 @@ REQUIRED = (
 )
 
 
+@pytest.mark.slow
 def test_list_names_every_reproduction_with_its_paper_and_number():
   proc = subprocess.run(
       [sys.executable, "-m", "experiments.reproduce", "--list"],
@@ -224,6 +225,7 @@ def smoke_workdirs(tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", sorted(reproductions.REPRODUCTIONS))
+@pytest.mark.slow
 def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
   workdir = smoke_workdirs(name)
   record = reproduce.run(name, "smoke", workdir, log=lambda m: None)
@@ -244,6 +246,7 @@ def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
   assert again["ours"] == record["ours"]
 
 
+@pytest.mark.slow
 def test_a_planned_stop_ends_cleanly_and_the_same_command_resumes(tmp_path):
   """`--set=train.stop_at_step=N` checkpoints, returns the step it stopped
   at (no results yet), and the same call then finishes the run."""

@@ -160,6 +160,7 @@ def test_bad_flags_are_a_clear_error(argv, message):
     _config(argv)
 
 
+@pytest.mark.slow
 def test_run_resumes_from_the_command_line(tmp_path, capsys):
   workdir = str(tmp_path / "run")
   argv = flag_argv(TINY_FLAGS)

@@ -25,7 +25,15 @@ MAINS = {
 }
 
 
-@pytest.mark.parametrize("module", sorted(MAINS))
+@pytest.mark.parametrize(
+    "module",
+    [
+        m
+        if m == "experiments.clrs_train"
+        else pytest.param(m, marks=pytest.mark.slow)
+        for m in sorted(MAINS)
+    ],
+)  # A subprocess each: one stays in the fast tier.
 def test_main_takes_workdir(module):
   proc = subprocess.run(
       [sys.executable, "-m", module, "--helpfull"],

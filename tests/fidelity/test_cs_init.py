@@ -158,6 +158,7 @@ def test_initial_distributions_equal_theirs(golden_and_ours):
       assert o_max == pytest.approx(t_max, rel=0.03), (what, o_max, t_max)
 
 
+@pytest.mark.slow
 def test_flax_init_is_an_option():
   """init='flax' keeps Flax's defaults (zero FFN biases)."""
   config = Seq2SeqConfig(

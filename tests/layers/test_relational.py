@@ -183,6 +183,7 @@ def test_stack_is_node_permutation_equivariant():
   )
 
 
+@pytest.mark.slow
 def test_padding_does_not_change_real_nodes():
   nodes, edges, _ = _inputs()
   model = _stack()

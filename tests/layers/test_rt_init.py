@@ -105,6 +105,7 @@ def _expected_fan_in_diao(path: str, cfg: RTConfig) -> int:
   return table[matches[0]]
 
 
+@pytest.mark.slow
 def test_diao_init_draws_every_kernel_with_the_authors_fan_in():
   cfg, params = _processor_params("diao")
   kernels = _kernels(params)

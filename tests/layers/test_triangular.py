@@ -85,6 +85,7 @@ def _assert_trees_close(a, b, rtol=1e-5, atol=1e-5):
     "ablation, unroll_nodes_max",
     [("none", 16), ("value", 16), ("attention", 16), ("none", 0)],
 )  # 0: the per-pivot backward of graphs above the limit.
+@pytest.mark.slow
 def test_matches_naive_loops_values_and_grads(
     ablation, unroll_nodes_max, monkeypatch
 ):
@@ -124,6 +125,7 @@ def _assert_matches_naive(ours, naive, params, x, cotangent):
 @pytest.mark.parametrize(
     "impl, chunk_size", [("chunked", 2), ("chunked", None), ("reference", None)]
 )
+@pytest.mark.slow
 def test_causal_matches_naive_loops_values_and_grads(impl, chunk_size):
   n = 5
   x = _x(13, n=n)
@@ -273,6 +275,7 @@ def test_bf16_input_close_to_fp32():
 
 
 @pytest.mark.parametrize("ablation", ["none", "value", "attention"])
+@pytest.mark.slow
 def test_pallas_interpret_matches_chunked(ablation):
   n = 5  # Padded to 8 by the 4 x 4 tiles.
   x = _x(12, b=1, n=n)

@@ -64,7 +64,15 @@ def _batch(num_nodes=7):
   return data_lib.to_arrays(data_lib.examples_from_rows(rows), num_nodes)
 
 
-@pytest.mark.parametrize("name", sorted(TINY))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow)
+        if n in ("et", "et_attention", "et_value", "rat")
+        else n
+        for n in sorted(TINY)
+    ],
+)  # The fast tier keeps the RT models.
 def test_shapes_and_node_relabelling_invariance(name):
   a = _batch()
   model = TINY[name]()

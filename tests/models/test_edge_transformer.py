@@ -78,6 +78,7 @@ def test_layer_matches_eq3_by_hand():
 
 
 @pytest.mark.parametrize("layout", ["paper", "released_code"])
+@pytest.mark.slow
 def test_chunked_ffn_equals_unchunked_values_and_grads(layout):
   n = 7
   x = _x(5, n=n)
@@ -108,6 +109,7 @@ def test_chunked_ffn_equals_unchunked_values_and_grads(layout):
       )
 
 
+@pytest.mark.slow
 def test_chunked_ffn_with_dropout():
   n = 5
   x = _x(7, n=n)
@@ -134,6 +136,7 @@ def test_chunked_ffn_with_dropout():
   assert not np.allclose(out, det)
 
 
+@pytest.mark.slow
 def test_chunked_ffn_lowers_compiled_memory():
   b, n, d = 2, 16, 32
   x = jnp.ones((b, n, n, d), jnp.float32)
@@ -238,6 +241,7 @@ def test_heads():
   )
 
 
+@pytest.mark.slow
 def test_end_to_end_sequence_model_gradient():
   tokens = jnp.array([[1, 2, 3, 0], [3, 2, 1, 1]])
   mask = jnp.array([[True, True, True, False], [True] * N])

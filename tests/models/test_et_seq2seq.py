@@ -74,6 +74,7 @@ def incremental_logits(model, params, src=SRC, tgt_in=TGT_IN):
 @pytest.mark.parametrize(
     "tied, layout", [(True, "paper"), (False, "released_code")]
 )
+@pytest.mark.slow
 def test_incremental_decoding_equals_full_causal_pass(tied, layout):
   model = ets.EdgeTransformerSeq2Seq(tiny(tied=tied, layout=layout))
   params = init(model)
@@ -89,6 +90,7 @@ def test_incremental_decoding_equals_full_causal_pass(tied, layout):
   )
 
 
+@pytest.mark.slow
 def test_full_pass_is_causal():
   """Changing decoder input s changes no logits before position s."""
   model = ets.EdgeTransformerSeq2Seq(tiny())
@@ -130,6 +132,7 @@ def test_joint_state_blocks():
         np.testing.assert_allclose(x0[b, i, j], want, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_source_padding_invariance():
   """Extra padded source positions change no logits."""
   model = ets.EdgeTransformerSeq2Seq(tiny())
@@ -143,6 +146,7 @@ def test_source_padding_invariance():
   )
 
 
+@pytest.mark.slow
 def test_greedy_decoding_is_the_argmax_of_its_own_prefixes():
   model = ets.EdgeTransformerSeq2Seq(tiny())
   params = init(model, seed=4)
@@ -161,6 +165,7 @@ def test_greedy_decoding_is_the_argmax_of_its_own_prefixes():
     assert (out[b, stop:] == PAD).all()
 
 
+@pytest.mark.slow
 def test_learns_to_copy():
   """A few hundred Adam steps fit a 3-token copy task on 16 examples."""
   rng = np.random.default_rng(0)

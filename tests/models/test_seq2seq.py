@@ -218,6 +218,7 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
+@pytest.mark.slow
 def test_training_lowers_loss(name):
   config = tiny(**VARIANTS[name])
   model = seq2seq.Seq2SeqTransformer(config)
@@ -335,6 +336,7 @@ def test_padding_does_not_change_real_encoder_outputs(overrides):
   )
 
 
+@pytest.mark.slow
 def test_jit_equals_no_jit():
   config = tiny()
   model = seq2seq.Seq2SeqTransformer(config)

@@ -1,9 +1,16 @@
 """CarryModel on a 4-device CPU mesh equals one device with the same global batch."""
 
+import inspect
 import os
 import subprocess
 import sys
 import textwrap
+
+import jax
+import pytest
+
+import processors
+from relational_jax.parallel import mesh as mesh_lib
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,6 +63,15 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
+def test_carry_model_takes_a_data_mesh():
+  """The seam the 4-device run below drives, in-process on one device
+  (this module's fast-tier test)."""
+  assert "mesh" in inspect.signature(processors.CarryModel).parameters
+  mesh = mesh_lib.make_data_mesh(jax.devices()[:1])
+  assert mesh_lib.num_data_shards(mesh) == 1
+
+
+@pytest.mark.slow
 def test_four_devices_equal_one_device():
   flags = (
       os.environ.get("XLA_FLAGS", "")

@@ -74,6 +74,7 @@ def _zero_carried_edge_rows(params):
   return params
 
 
+@pytest.mark.slow
 def test_stock_baseline_model_trains_rt(data):
   spec, feedback = data
   model = _model(clrs.models.BaselineModel, spec, feedback)
@@ -90,6 +91,7 @@ def test_stock_baseline_model_trains_rt(data):
 
 
 @pytest.mark.parametrize("graph_vec", ["cat", "core"])
+@pytest.mark.slow
 def test_carry_model_trains_and_uses_the_carried_edge_state(data, graph_vec):
   spec, feedback = data
   factory_opts = dict(RT_TINY, graph_vec=graph_vec)
@@ -135,6 +137,7 @@ def test_carry_model_with_a_clrs_kind_matches_stock(data):
     np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_scalar_hint_gradient_off_is_stock_clrs(data):
   """Hard-postprocessed SCALAR hints fed back (bellman_ford's `d`): with
   scalar_hint_gradient=False the loss and every gradient are stock CLRS's
@@ -168,6 +171,7 @@ def test_scalar_hint_gradient_off_is_stock_clrs(data):
         ("rt_triangular", processors.CarryModel),
     ],
 )
+@pytest.mark.slow
 def test_triangular_kinds_train_in_clrs_models(data, kind, model_cls):
   spec, feedback = data
   model = _model(model_cls, spec, feedback, kind=kind)

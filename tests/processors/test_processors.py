@@ -70,6 +70,7 @@ def test_every_clrs_kind_builds_and_matches_clrs(kind):
 @pytest.mark.parametrize(
     "kind", ["rt", "rt_no_edge_update", "transformer", "rt_triangular", "et"]
 )
+@pytest.mark.slow
 def test_processor_is_node_permutation_equivariant(kind, graph_vec):
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
   t = _transform(kind, graph_vec=graph_vec, **_tiny(kind))
@@ -101,6 +102,7 @@ def test_processor_is_node_permutation_equivariant(kind, graph_vec):
 
 @pytest.mark.parametrize("kind", ["rt", "et"])
 @pytest.mark.parametrize("graph_vec", ["cat", "core"])
+@pytest.mark.slow
 def test_carried_edge_and_graph_hiddens_change_the_output(kind, graph_vec):
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
   t = _transform(kind, graph_vec=graph_vec, **_tiny(kind))
@@ -135,6 +137,7 @@ def test_carried_edge_and_graph_hiddens_change_the_output(kind, graph_vec):
     assert not np.allclose(with_graph.nodes, base.nodes, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_et_node_readouts_and_tied_layers():
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
   count = lambda p: sum(x.size for x in jax.tree_util.tree_leaves(p))

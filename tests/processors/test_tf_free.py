@@ -43,6 +43,7 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_trains_without_tensorflow(tmp_path):
   # Shadow packages whose import fails, first on the path: `import tensorflow`
   # raises ImportError in the subprocess as on a machine without TensorFlow.

@@ -30,6 +30,7 @@ def tiny_config(model="edge_transformer", steps=200):
   return c
 
 
+@pytest.mark.slow
 def test_edge_transformer_learns_k2(tmp_path, shared_data):
   results = clutrr.train_and_evaluate(tiny_config(), str(tmp_path))
   acc = results["final"]["accuracies"]
@@ -44,6 +45,7 @@ def test_edge_transformer_learns_k2(tmp_path, shared_data):
   assert os.path.exists(os.path.join(tmp_path, "accuracy_by_k.png"))
 
 
+@pytest.mark.slow
 def test_resume_is_exact(tmp_path, shared_data):
   config = tiny_config("rat", steps=40)
   config.train.eval_every = 20

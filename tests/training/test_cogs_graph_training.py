@@ -44,6 +44,7 @@ def _config(steps=80, **overrides):
 
 
 @needs_data
+@pytest.mark.slow
 def test_fits_real_rows_and_reports(tmp_path):
   results = cg.train_and_evaluate(_config(), str(tmp_path))
   last = results["history"][-1]
@@ -58,6 +59,7 @@ def test_fits_real_rows_and_reports(tmp_path):
 
 
 @needs_data
+@pytest.mark.slow
 def test_exact_resume(tmp_path):
   small = {
       "train.eval_every": 3,

@@ -30,6 +30,7 @@ def test_core_replaced_swaps_and_restores_the_pivot_sum():
   assert not np.allclose(free, stack.apply(params, x), atol=1e-3)
 
 
+@pytest.mark.slow
 def test_run_times_every_pass_and_reports_shares():
   config = etm.ETConfig(num_layers=2, num_heads=2, head_dim=4)
   result = et_parts.run(batch_size=2, nodes=4, config=config, rounds=2)

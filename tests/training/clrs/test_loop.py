@@ -43,6 +43,7 @@ def tiny(**overrides):
   return clrs_config.get_config(merged)
 
 
+@pytest.mark.slow
 def test_runs_end_to_end(tmp_path):
   workdir = str(tmp_path / "run")
   results = clrs_loop.train_and_evaluate(tiny(), workdir)
@@ -112,6 +113,7 @@ def test_heads_that_do_not_divide_the_width_are_an_error():
     )
 
 
+@pytest.mark.slow
 def test_kill_and_resume_equals_uninterrupted(tmp_path):
   cfg = dict(
       protocol__test_lengths=(5,),
@@ -137,6 +139,7 @@ def test_kill_and_resume_equals_uninterrupted(tmp_path):
   assert b["test"] == a["test"]
 
 
+@pytest.mark.slow
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(
     tmp_path, monkeypatch
 ):
@@ -191,6 +194,7 @@ def test_evaluate_only_needs_an_existing_directory(tmp_path):
     clrs_loop.evaluate_checkpoints(str(tmp_path / "missing"), [64])
 
 
+@pytest.mark.slow
 def test_edge_transformer_runs_end_to_end(tmp_path):
   cfg = {k: v for k, v in TINY.items() if not k.startswith("rt.")}
   cfg.update({
@@ -228,6 +232,7 @@ class _UserProcessor(clrs.processors.Processor):
     return out, None
 
 
+@pytest.mark.slow
 def test_a_user_processor_factory_trains_through_the_library(tmp_path):
   cfg = {k: v for k, v in TINY.items() if not k.startswith("rt.")}
   cfg.update({
@@ -284,6 +289,7 @@ def test_string_matcher_haystack_does_not_leak_into_other_algorithms():
   assert clrs_data.sample_lengths("bellman_ford", lengths) == lengths
 
 
+@pytest.mark.slow
 def test_corrupt_latest_checkpoint_resumes_from_the_previous_one(tmp_path):
   """The newest checkpoint's array files are truncated after the run ended
   (before result.json, as if killed): the rerun reports it, resumes from the

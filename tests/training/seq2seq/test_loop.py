@@ -28,6 +28,7 @@ def _params(config, workdir, which="latest", **kwargs):
   return jax.tree_util.tree_map(np.asarray, state["params"]), meta
 
 
+@pytest.mark.slow
 def test_end_to_end_and_exact_resume(tmp_path):
   fresh_dir = str(tmp_path / "fresh")
   fresh = seq2seq.train_and_evaluate(tiny(), fresh_dir, **QUIET)
@@ -99,6 +100,7 @@ def test_end_to_end_and_exact_resume(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_counter_hash_dropout_is_a_config_choice(tmp_path):
   # The first step's loss sees the dropout masks: other masks, other loss.
   runs = {
@@ -117,6 +119,7 @@ def test_counter_hash_dropout_is_a_config_choice(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_edge_transformer_end_to_end_and_exact_resume(tmp_path):
   """The ET encoder-decoder trains, decodes greedily and resumes exactly."""
   fresh = seq2seq.train_and_evaluate(
@@ -136,6 +139,7 @@ def test_edge_transformer_end_to_end_and_exact_resume(tmp_path):
   assert resumed["history"] == fresh["history"]
 
 
+@pytest.mark.slow
 def test_cogs_trains_and_evaluates(tmp_path):
   """COGS from ../shared/data/cogs: train, IID test, gen and IID dev sets
   (gen.tsv: 21,000 rows with a third column, the category)."""
@@ -287,6 +291,7 @@ def test_per_category_accuracies_of_a_subset(tmp_path):
   _check_by_category(result, sizes)
 
 
+@pytest.mark.slow
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
   workdir = str(tmp_path / "nan")
   config = tiny({"train.eval_every": 2})
@@ -349,6 +354,7 @@ print("RESULT " + json.dumps(three_steps(seq2seq, config)))
 exec(_THREE_STEPS)  # Defines three_steps here.
 
 
+@pytest.mark.slow
 def test_four_devices_match_one_device():
   env = dict(os.environ)
   env["XLA_FLAGS"] = (
@@ -426,6 +432,7 @@ def _translation_pairs(rng, num, lengths):
   return out
 
 
+@pytest.mark.slow
 def test_user_model_data_and_optimizer(tmp_path):
   rng = np.random.default_rng(0)
   data = seq2seq.Seq2SeqData(
@@ -491,6 +498,7 @@ def config_with_stop(config, step):
 @pytest.mark.filterwarnings(
     "ignore::pytest.PytestUnraisableExceptionWarning"
 )  # orbax's failed read
+@pytest.mark.slow
 def test_corrupt_newest_checkpoint_is_reported_and_resume_stays_exact(tmp_path):
   """A truncated newest checkpoint: the run names it, resumes from the older
   step, and ends exactly where an uninterrupted run ends."""
