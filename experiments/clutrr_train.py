@@ -14,12 +14,13 @@ only.
 
 from absl import app
 from absl import flags
-from absl import logging
-from ml_collections import config_flags
 
+from relational_jax.parallel import distributed
+from relational_jax.training import cli
 from relational_jax.training import clutrr
+from relational_jax.training import errors
 
-config_flags.DEFINE_config_dict(
+cli.define_config_flag(
     "config",
     clutrr.default_config(),
     "The run configuration (relational_jax.training.clutrr).",
@@ -29,15 +30,19 @@ flags.DEFINE_string(
     "runs/clutrr",
     "Work directory: checkpoints, results; re-run to resume.",
 )
+distributed.define_flags()
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  if not FLAGS["verbosity"].present:
-    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+  with errors.user_input():  # Bad values: one line, exit 2 (cli.run).
+    distributed.initialize_from_flags(FLAGS)
+    clutrr.validate(FLAGS.config)
   results = clutrr.train_and_evaluate(FLAGS.config, FLAGS.workdir)
+  if not distributed.is_primary():
+    return
   if "final" in results:
     print(
         "test accuracy by k: "
@@ -49,4 +54,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

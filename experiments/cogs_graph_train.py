@@ -13,12 +13,13 @@ flags only.
 
 from absl import app
 from absl import flags
-from absl import logging
-from ml_collections import config_flags
 
+from relational_jax.parallel import distributed
+from relational_jax.training import cli
 from relational_jax.training import cogs_graph
+from relational_jax.training import errors
 
-config_flags.DEFINE_config_dict(
+cli.define_config_flag(
     "config",
     cogs_graph.default_config(),
     "The run configuration (relational_jax.training.cogs_graph).",
@@ -28,18 +29,22 @@ flags.DEFINE_string(
     "runs/cogs_graph",
     "Work directory: checkpoints, results; re-run to resume.",
 )
+distributed.define_flags()
 FLAGS = flags.FLAGS
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-  if not FLAGS["verbosity"].present:
-    logging.set_verbosity(logging.WARNING)  # orbax logs every save at INFO
+  with errors.user_input():  # Bad values: one line, exit 2 (cli.run).
+    distributed.initialize_from_flags(FLAGS)
+    cogs_graph.validate(FLAGS.config)
   results = cogs_graph.train_and_evaluate(FLAGS.config, FLAGS.workdir)
+  if not distributed.is_primary():
+    return
   if "final" in results:
     print(f"results: {cogs_graph.results_path(FLAGS.config, FLAGS.workdir)}")
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -13,16 +13,19 @@ the same command again resumes the run exactly.
 """
 
 import ast
+import importlib
 import re
 import sys
 from typing import Dict, Mapping, Optional, Sequence
 
 from absl import app
 from absl import flags
-from absl import logging
 
 from experiments import reproductions
+from relational_jax.parallel import distributed
+from relational_jax.training import cli
 from relational_jax.training import config as config_lib
+from relational_jax.training import errors
 from relational_jax.training import reporting
 
 flags.DEFINE_boolean("list", False, "List the named reproductions and exit.")
@@ -45,6 +48,7 @@ flags.DEFINE_multi_string(
     " transformer.tree_pe_norm=sinusoid); recorded in reproduction.json and its"
     " command.",
 )
+distributed.define_flags()
 FLAGS = flags.FLAGS
 
 
@@ -54,6 +58,16 @@ def listing() -> str:
     key, value = r.headline()
     rows.append(f"{r.name:34s} {r.paper}; {r.where}; {r.metric}: {key} {value}")
   return "\n".join(rows)
+
+
+# The training module of each task: train_and_evaluate(config, workdir, log)
+# and results_path(config, workdir).
+TASKS = {
+    "clrs": "relational_jax.training.clrs.loop",
+    "seq2seq": "relational_jax.training.seq2seq.loop",
+    "clutrr": "relational_jax.training.clutrr",
+    "cogs_graph": "relational_jax.training.cogs_graph",
+}
 
 
 def ours_from_results(reproduction, results) -> dict:
@@ -105,6 +119,30 @@ def overrides_suffix(overrides: Mapping[str, object]) -> str:
   return "__" + re.sub(r"[^A-Za-z0-9_.,=-]", "", text) if text else ""
 
 
+def check(name: str, budget: str, overrides: Mapping[str, object]) -> None:
+  """Raises ValueError naming a bad reproduction name, --set path or config
+  value: the checks the task's training runs first, without its work."""
+  reproduction = reproductions.get(name)
+  config = config_lib.override(reproduction.build(budget), overrides)
+  # pylint: disable=g-import-not-at-top
+  if reproduction.task == "clrs":
+    from relational_jax.training.clrs import config as clrs_config
+
+    clrs_config.validate(config)
+  elif reproduction.task == "clutrr":
+    from relational_jax.training import clutrr
+
+    clutrr.validate(config)
+  elif reproduction.task == "cogs_graph":
+    from relational_jax.training import cogs_graph
+
+    cogs_graph.validate(config)
+  else:
+    from relational_jax.training import seq2seq
+
+    seq2seq.validate(config)
+
+
 def run(
     name: str,
     budget: str,
@@ -120,26 +158,11 @@ def run(
   workdir = workdir or (
       f"runs/reproduce/{name}_{budget}" + overrides_suffix(overrides)
   )
-  if reproduction.task == "clrs":
-    from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
-
-    results = loop.train_and_evaluate(config, workdir, log=log)
-    results_path = f"{workdir}/results.json"
-  elif reproduction.task == "clutrr":
-    from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
-
-    results = clutrr.train_and_evaluate(config, workdir, log=log)
-    results_path = clutrr.results_path(config, workdir)
-  elif reproduction.task == "cogs_graph":
-    from relational_jax.training import cogs_graph  # pylint: disable=g-import-not-at-top
-
-    results = cogs_graph.train_and_evaluate(config, workdir, log=log)
-    results_path = cogs_graph.results_path(config, workdir)
-  else:
-    from relational_jax.training import seq2seq  # pylint: disable=g-import-not-at-top
-
-    results = seq2seq.train_and_evaluate(config, workdir, log=log)
-    results_path = config.results_path or f"{workdir}/results.json"
+  task = importlib.import_module(TASKS[reproduction.task])
+  results = task.train_and_evaluate(config, workdir, log=log)
+  results_path = task.results_path(config, workdir)
+  if results.get("complete") is False:  # seq2seq's record of a planned stop.
+    results = {"stopped_at": results["steps"]}
   if "stopped_at" in results:  # A planned stop (train.stop_at_step).
     log(
         f"{name}: stopped at step {results['stopped_at']} "
@@ -165,8 +188,9 @@ def run(
     record["overrides"] = overrides
   # The run's own results JSON carries the published number beside ours.
   results["reproduction"] = record
-  reporting.write_json(results_path, results)
-  reporting.write_json(f"{workdir}/reproduction.json", record)
+  if distributed.is_primary():
+    reporting.write_json(results_path, results)
+    reporting.write_json(f"{workdir}/reproduction.json", record)
   return record
 
 
@@ -176,12 +200,12 @@ def main(argv):
     return
   if len(argv) != 2:
     raise app.UsageError("Give one reproduction name (see --list).")
-  if not FLAGS["verbosity"].present:
-    logging.set_verbosity(logging.WARNING)
-  record = run(
-      argv[1], FLAGS.budget, FLAGS.workdir, overrides=parse_overrides(FLAGS.set)
-  )
-  if "stopped_at" in record:
+  with errors.user_input():  # Bad values: one line, exit 2 (cli.run).
+    distributed.initialize_from_flags(FLAGS)
+    overrides = parse_overrides(FLAGS.set)
+    check(argv[1], FLAGS.budget, overrides)
+  record = run(argv[1], FLAGS.budget, FLAGS.workdir, overrides=overrides)
+  if "stopped_at" in record or not distributed.is_primary():
     return
   key = (
       "mean"
@@ -196,4 +220,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)
