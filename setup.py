@@ -24,6 +24,7 @@ setuptools.setup(
         "chex>=0.1.86",
         "orbax-checkpoint>=0.6.0",
         "absl-py>=2.1.0",
+        "ml-collections>=0.1.1",  # ConfigDict: relational_jax.training.config
         "numpy>=1.26",
         "tqdm>=4.66",
         "matplotlib>=3.8",
