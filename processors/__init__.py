@@ -5,8 +5,9 @@ Register a processor in a CLRS training loop by passing
 `clrs.models.BaselineModel` (or to `processors.CarryModel` to carry edge and
 graph hiddens between algorithm steps).
 
-Modules: factory (the factory), relational_transformer and edge_transformer
-(the processors), nets / model (`CarryNet`, `CarryModel`), tf_free.
+Modules: factory (the factory), relational_transformer, pair_state (the
+shared pair-state processor), edge_transformer and floyd (the processors),
+nets / model (`CarryNet`, `CarryModel`), tf_free.
 
 Importing this package makes dm-clrs importable: where TensorFlow is
 installed nothing changes; where it is absent, `tf_free` installs import-time
@@ -20,20 +21,26 @@ tf_free.ensure_clrs_importable()
 # pylint: disable=g-import-not-at-top,wrong-import-position
 from processors.factory import CLRS_KINDS
 from processors.factory import ET_KINDS
+from processors.factory import FLOYD_KINDS
 from processors.factory import RT_KINDS
 from processors.factory import all_kinds
 from processors.factory import get_processor_factory
 from processors.model import CarryModel
 from processors.nets import CarryNet
 from processors.edge_transformer import EdgeTransformerProcessor
+from processors.floyd import FloydProcessor
+from processors.pair_state import PairStateProcessor
 from processors.relational_transformer import ProcessorState
 from processors.relational_transformer import RelationalTransformerProcessor
 
 __all__ = [
     "CLRS_KINDS",
     "ET_KINDS",
+    "FLOYD_KINDS",
     "RT_KINDS",
     "EdgeTransformerProcessor",
+    "FloydProcessor",
+    "PairStateProcessor",
     "all_kinds",
     "get_processor_factory",
     "CarryModel",

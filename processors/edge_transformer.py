@@ -1,39 +1,25 @@
 """The Edge Transformer as a CLRS processor (Haiku, lifting the Flax ET stack).
 
-Axis letters (`relational_jax.layers.shapes`): B batch, N nodes, U nodes with
-the core node (N + 1 with graph_vec='core', else N), D pair width
-(`ETConfig.edge_width`), O output width (out_size), Z input feature widths.
-
-The pair state x_ij (Bergen et al. 2021, section 3) is built from the node
-features of both ends, the edge features and the edge hidden carried from
-the previous algorithm step:
-  x_ij = W_e [edge_fts_ij] + W_h [edge_hidden_ij] + W_a n_i + W_b n_j (+ W_g g),
-with n = [node_fts, hidden]. After L (tied) ET layers the node output is read
-from the diagonal x_ii ('diagonal', the ET paper's node readout) or from the
-mean of row i and column i ('rowcol'), and projected to `out_size`. The pair
-state itself is the edge output, carried to the next step by CarryNet (no
-published ET-on-CLRS carries it). The layer and stack hyperparameters are
+The pair-state processor of `processors.pair_state` (pair state x_ij = W_e
+e_ij + W_h h_ij + W_a n_i + W_b n_j (+ W_g g), node readout 'diagonal' (the
+ET paper's, Bergen et al. 2021) or 'rowcol', the pair state carried to the
+next step by CarryNet: no published ET-on-CLRS carries it) with L (tied) ET
+layers as its stack. The layer and stack hyperparameters are
 `relational_jax.models.edge_transformer.ETConfig`; `graph_vec` and
 `node_readout` are processor arguments.
 """
 
-from typing import Optional
+import flax.linen as nn
 
-import haiku as hk
-import jax
-import jax.numpy as jnp
-
-from processors.relational_transformer import CarryingProcessor
-from processors.relational_transformer import ProcessorState
-from relational_jax.layers import shapes
+from processors.pair_state import NODE_READOUTS
+from processors.pair_state import PairStateProcessor
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeTransformer
 
-Array = jax.Array
-NODE_READOUTS = ("diagonal", "rowcol")
+__all__ = ["EdgeTransformerProcessor", "NODE_READOUTS"]
 
 
-class EdgeTransformerProcessor(CarryingProcessor):
+class EdgeTransformerProcessor(PairStateProcessor):
   """ET processor; `graph_vec` as for the RT processor ('cat' tiles the graph
   features onto every pair, 'core' adds a core node whose diagonal output is
   the carried graph hidden); `node_readout` 'diagonal' (x_ii) or 'rowcol'
@@ -47,72 +33,7 @@ class EdgeTransformerProcessor(CarryingProcessor):
       node_readout: str = "diagonal",
       name: str = "et",
   ):
-    super().__init__(out_size, config, graph_vec, name)
-    shapes.check_choice(node_readout, NODE_READOUTS, "node_readout")
-    self.node_readout = node_readout
+    super().__init__(out_size, config, graph_vec, node_readout, name)
 
-  def edge_hidden_size(self, out_size: int) -> int:
-    return self.config.edge_width
-
-  def __call__(
-      self,
-      node_fts,
-      edge_fts,
-      graph_fts,
-      adj_mat,
-      hidden,
-      edge_hidden: Optional[Array] = None,
-      graph_hidden: Optional[Array] = None,
-      return_state: bool = False,
-      is_training: bool = False,
-      **unused_kwargs
-  ):
-    b, n, edge_hidden, graph_hidden = self._checked_inputs(
-        node_fts,
-        edge_fts,
-        graph_fts,
-        adj_mat,
-        hidden,
-        edge_hidden,
-        graph_hidden,
-    )
-    cfg = self.config
-    d = cfg.edge_width
-
-    n_BxNxZ = jnp.concatenate([node_fts, hidden], axis=-1)
-    if self.graph_vec == "core":
-      g_BxZ = jnp.concatenate([graph_fts, graph_hidden], axis=-1)
-      core_Bx1xZ = hk.Linear(n_BxNxZ.shape[-1], name="core_in")(g_BxZ)[:, None]
-      n_BxUxZ = jnp.concatenate([n_BxNxZ, core_Bx1xZ], axis=1)
-      pad = ((0, 0), (0, 1), (0, 1), (0, 0))
-      edge_fts, edge_hidden = jnp.pad(edge_fts, pad), jnp.pad(edge_hidden, pad)
-    else:
-      n_BxUxZ = n_BxNxZ
-    # x_ij = W_e e_ij + W_h h_ij + W_a n_i + W_b n_j (+ W_g g).
-    x_BxUxUxD = (
-        hk.Linear(d, name="edge_in")(edge_fts)
-        + hk.Linear(d, with_bias=False, name="edge_hidden_in")(edge_hidden)
-        + hk.Linear(d, with_bias=False, name="row_in")(n_BxUxZ)[:, :, None]
-        + hk.Linear(d, with_bias=False, name="col_in")(n_BxUxZ)[:, None, :]
-    )
-    if self.graph_vec == "cat":
-      x_BxUxUxD += hk.Linear(d, with_bias=False, name="graph_in")(graph_fts)[
-          :, None, None
-      ]
-
-    stack = hk.experimental.flax.lift(EdgeTransformer(cfg), name="stack")
-    deterministic = not (is_training and cfg.dropout_rate > 0.0)
-    kwargs = {} if deterministic else {"rngs": {"dropout": hk.next_rng_key()}}
-    x_BxUxUxD = stack(x_BxUxUxD, deterministic=deterministic, **kwargs)
-
-    if self.node_readout == "diagonal":
-      nodes_BxUxD = jnp.diagonal(x_BxUxUxD, axis1=1, axis2=2).swapaxes(1, 2)
-    else:  # mean of the node's row and column
-      nodes_BxUxD = 0.5 * (x_BxUxUxD.mean(axis=2) + x_BxUxUxD.mean(axis=1))
-    out_BxUxO = hk.Linear(self.out_size, name="node_out")(nodes_BxUxD)
-    nodes_BxNxO = out_BxUxO[:, :n]
-    edges_BxNxNxD = x_BxUxUxD[:, :n, :n]
-    graph_BxO = out_BxUxO[:, n] if self.graph_vec == "core" else None
-    if return_state:
-      return ProcessorState(nodes_BxNxO, edges_BxNxNxD, graph_BxO)
-    return nodes_BxNxO, edges_BxNxNxD
+  def stack_module(self) -> nn.Module:
+    return EdgeTransformer(self.config)

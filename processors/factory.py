@@ -1,9 +1,10 @@
 """`get_processor_factory`: a drop-in superset of `clrs.get_processor_factory`.
 
 Every CLRS kind is delegated to CLRS unchanged; our kinds build
-`RelationalTransformerProcessor`s and `EdgeTransformerProcessor`s. Their
-options are the `RTConfig` / `ETConfig` field names, passed through
-unrenamed, plus the processor options graph_vec and node_readout.
+`RelationalTransformerProcessor`s, `EdgeTransformerProcessor`s and
+`FloydProcessor`s. Their options are the `RTConfig` / `ETConfig` /
+`FloydConfig` field names, passed through unrenamed, plus the processor
+options graph_vec and node_readout.
 """
 
 import dataclasses
@@ -11,12 +12,14 @@ from typing import Callable, Optional
 
 import clrs
 
-from processors.edge_transformer import NODE_READOUTS
 from processors.edge_transformer import EdgeTransformerProcessor
+from processors.floyd import FloydProcessor
+from processors.pair_state import NODE_READOUTS
 from processors.relational_transformer import GRAPH_VEC_CHOICES
 from processors.relational_transformer import RelationalTransformerProcessor
 from relational_jax.layers import shapes
 from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.floyd import FloydConfig
 from relational_jax.models.relational_transformer import RTConfig
 
 # The processor kinds of dm-clrs 2.0.3 (`clrs._src.processors.get_processor_factory`).
@@ -53,14 +56,22 @@ RT_KINDS = {
 }
 # The Edge Transformer (Bergen et al. 2021) over the pair state.
 ET_KINDS = ("et",)
+# FloydNet (Yu, Zeng & Ye 2026): pivotal attention over the pair state.
+FLOYD_KINDS = ("floyd",)
 
-# Options our kinds accept besides the RTConfig / ETConfig fields.
+# Options our kinds accept besides the RTConfig / ETConfig / FloydConfig
+# fields.
 _RT_PROCESSOR_OPTIONS = ("graph_vec",)
-_ET_PROCESSOR_OPTIONS = ("graph_vec", "node_readout")
+_PAIR_STATE_PROCESSOR_OPTIONS = ("graph_vec", "node_readout")
+# The pair-state kinds: their processor class and config dataclass.
+_PAIR_STATE_KINDS = {
+    **{kind: (EdgeTransformerProcessor, ETConfig) for kind in ET_KINDS},
+    **{kind: (FloydProcessor, FloydConfig) for kind in FLOYD_KINDS},
+}
 
 
 def all_kinds():
-  return CLRS_KINDS + tuple(RT_KINDS) + ET_KINDS
+  return CLRS_KINDS + tuple(RT_KINDS) + ET_KINDS + FLOYD_KINDS
 
 
 def _check_options(kind, options, valid):
@@ -84,7 +95,7 @@ def get_processor_factory(
   Args:
     kind: a CLRS kind (behaves exactly as `clrs.get_processor_factory`) or one
       of ours: 'rt', 'rt_no_edge_update', 'transformer', 'rt_triangular',
-      'et'.
+      'et', 'floyd'.
     use_ln: for CLRS kinds as in CLRS; for ours, whether the RT layers use
       LayerNorm (the paper's RT always does: keep True).
     nb_triplet_fts: used by CLRS triplet kinds only (part of the CLRS contract).
@@ -96,8 +107,13 @@ def get_processor_factory(
       'rt_triangular' also triangular_heads, chunk_size), for 'et' an
       `ETConfig` field (num_layers, head_dim, ffn_dim, tied, ablation,
       chunk_size, impl, layout, ffn_chunk_size, dropout_rate, ln_epsilon)
-      and the processor option `node_readout` ('diagonal' | 'rowcol').
-      num_heads comes from `nb_heads`. CLRS kinds take no options.
+      and the processor option `node_readout` ('diagonal' | 'rowcol'), for
+      'floyd' a `FloydConfig` field (num_layers, head_dim,
+      ffn_expansion_ratio, dropout_rate, use_bias, norm_position,
+      activation, norm, symmetric_mix, use_ffn, softmax_cap, chunk_size,
+      ln_epsilon, zero_padded_pairs) and `node_readout`. num_heads comes
+      from `nb_heads`; 'et' and 'floyd' do not read `use_ln` (their norms
+      are config fields). CLRS kinds take no options.
 
   Raises:
     ValueError: unknown kind, unknown option, or an option given to a CLRS kind.
@@ -137,30 +153,31 @@ def get_processor_factory(
       )
 
     return _factory
-  if kind in ET_KINDS:
+  if kind in _PAIR_STATE_KINDS:
+    processor_cls, config_cls = _PAIR_STATE_KINDS[kind]
     _check_options(
         kind,
         options,
-        ({f.name for f in dataclasses.fields(ETConfig)} - {"num_heads"})
-        | set(_ET_PROCESSOR_OPTIONS),
+        ({f.name for f in dataclasses.fields(config_cls)} - {"num_heads"})
+        | set(_PAIR_STATE_PROCESSOR_OPTIONS),
     )
     options = dict(options)
     graph_vec = options.pop("graph_vec", "cat")
     shapes.check_choice(graph_vec, GRAPH_VEC_CHOICES, "graph_vec")
     node_readout = options.pop("node_readout", "diagonal")
     shapes.check_choice(node_readout, NODE_READOUTS, "node_readout")
-    et_config = ETConfig(num_heads=num_heads, **options)
+    pair_config = config_cls(num_heads=num_heads, **options)
 
-    def _et_factory(out_size: int):
-      return EdgeTransformerProcessor(
+    def _pair_state_factory(out_size: int):
+      return processor_cls(
           out_size,
-          et_config,
+          pair_config,
           graph_vec=graph_vec,
           node_readout=node_readout,
           name=kind,
       )
 
-    return _et_factory
+    return _pair_state_factory
   raise ValueError(
       f"Unknown processor kind {kind!r}; valid kinds are {list(all_kinds())}."
   )
