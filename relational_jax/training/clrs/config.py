@@ -9,6 +9,8 @@
                     CLRS kinds, graph_vec, node_readout)
   config.rt         `RTConfig` fields (our RT kinds), handed on unchanged
   config.et         `ETConfig` fields (the 'et' kind), handed on unchanged
+  config.floyd      `FloydConfig` fields (the 'floyd' kind), handed on
+                    unchanged
 
 Defaults: the main job of the README (the RT paper's tuned RT on
 bellman_ford, a small CPU budget). `LEGACY_NAMES` maps the flat flag names of
@@ -20,6 +22,7 @@ from typing import Callable, Optional
 import processors
 from relational_jax.layers import shapes
 from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.floyd import FloydConfig
 from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
 from relational_jax.parallel import mesh as mesh_lib
@@ -30,6 +33,9 @@ ConfigDict = config_lib.ConfigDict
 RT_KIND_FIELDS = ("use_edges", "edge_update")
 RT_TRIANGULAR_FIELDS = ("chunk_size", "triangular_heads")
 GRAPH_VEC_CHOICES = ("cat", "core")
+# The model sections (one per family of our kinds) and the name of the
+# family in messages.
+MODEL_SECTIONS = {"rt": "RT", "et": "ET", "floyd": "FloydNet"}
 HINT_MODES = ("encoded_decoded", "decoded_only", "none")
 HINT_REPRED_MODES = ("soft", "hard", "hard_on_eval")
 ENCODER_INITS = ("default", "xavier_on_scalars")
@@ -85,6 +91,9 @@ def default_config() -> ConfigDict:
   c.rt = config_lib.section(RTConfig, exclude=RT_KIND_FIELDS)
   c.et = config_lib.section(ETConfig)
   c.et.num_heads, c.et.head_dim, c.et.num_layers = 12, 16, 3
+  # FloydNet at ET's width: 12 heads x 16 = 192, 3 layers.
+  c.floyd = config_lib.section(FloydConfig)
+  c.floyd.num_heads, c.floyd.head_dim, c.floyd.num_layers = 12, 16, 3
   return c
 
 
@@ -115,18 +124,23 @@ LEGACY_NAMES = {
     "ptr_from_edges": "model.ptr_from_edges",
     "use_ln": ("processor.use_ln", "rt.use_ln"),
     "nb_triplet_fts": "processor.nb_triplet_fts",
-    "nb_heads": ("processor.nb_heads", "rt.num_heads", "et.num_heads"),
+    "nb_heads": (
+        "processor.nb_heads",
+        "rt.num_heads",
+        "et.num_heads",
+        "floyd.num_heads",
+    ),
     "graph_vec": "processor.graph_vec",
     "node_readout": "processor.node_readout",
-    "num_layers": ("rt.num_layers", "et.num_layers"),
-    "head_size": ("rt.head_dim", "et.head_dim"),
+    "num_layers": ("rt.num_layers", "et.num_layers", "floyd.num_layers"),
+    "head_size": ("rt.head_dim", "et.head_dim", "floyd.head_dim"),
     "node_hidden_size": "rt.node_ffn_dim",
     "edge_hidden_size1": "rt.edge_msg_dim",
     "edge_hidden_size2": "rt.edge_ffn_dim",
     "edge_size": "rt.edge_dim",
     "tied_layers": ("rt.tied", "et.tied"),
     "ablation": "et.ablation",
-    "chunk_size": ("rt.chunk_size", "et.chunk_size"),
+    "chunk_size": ("rt.chunk_size", "et.chunk_size", "floyd.chunk_size"),
     "triangular_heads": "rt.triangular_heads",
 }
 
@@ -134,9 +148,9 @@ LEGACY_NAMES = {
 def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
   """`config` with flat legacy `values` ({LEGACY_NAMES key: value}) set.
 
-  A name that maps to both model sections (e.g. `head_size` -> rt.head_dim
-  and et.head_dim) sets only the section that `processor_type` reads, so the
-  other keeps its defaults."""
+  A name that maps to several model sections (e.g. `head_size` ->
+  rt.head_dim, et.head_dim and floyd.head_dim) sets only the section that
+  `processor_type` reads, so the others keep their defaults."""
   config = ConfigDict(config.to_dict())
   unknown = sorted(set(values) - set(LEGACY_NAMES))
   if unknown:
@@ -154,7 +168,7 @@ def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
       paths = tuple(
           p
           for p in paths
-          if p.split(".")[0] not in ("rt", "et") or p.split(".")[0] in in_use
+          if p.split(".")[0] not in MODEL_SECTIONS or p.split(".")[0] in in_use
       )
     config_lib.set_alias(config, name, values[name], paths)
   return config
@@ -183,6 +197,8 @@ def _sections_in_use(kind: str):
     return ("rt",)
   if kind in processors.ET_KINDS:
     return ("et",)
+  if kind in processors.FLOYD_KINDS:
+    return ("floyd",)
   return ()
 
 
@@ -224,14 +240,14 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   # Nothing is silently ignored: a model section the kind does not read
   # must keep its defaults.
   defaults = default_config()
-  for name in ("rt", "et"):
+  for name, family in MODEL_SECTIONS.items():
     if name in _sections_in_use(kind):
       continue
     changed = config_lib.diff(defaults[name].to_dict(), config[name].to_dict())
     if changed:
       raise ValueError(
           f"config.{name} fields {sorted(changed)} apply to the "
-          f"{'RT' if name == 'rt' else 'ET'} processor kinds only, not to "
+          f"{family} processor kinds only, not to "
           f"processor_type={kind!r}."
       )
   processor_factory(config)  # Bad sizes or choices fail here, early.
@@ -239,7 +255,7 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
 
 def processor_factory(config: ConfigDict) -> Callable:
   """The processor factory of `config.processor_type` (our kinds read their
-  model section: `config.rt` or `config.et`)."""
+  model section: `config.rt`, `config.et` or `config.floyd`)."""
   kind, p = config.processor_type, config.processor
   if kind in processors.RT_KINDS:
     options = config_lib.to_dict(config.rt)
@@ -263,8 +279,10 @@ def processor_factory(config: ConfigDict) -> Callable:
         graph_vec=p.graph_vec,
         **options,
     )
-  if kind in processors.ET_KINDS:
-    options = config_lib.to_dict(config.et)
+  if kind in processors.ET_KINDS or kind in processors.FLOYD_KINDS:
+    options = config_lib.to_dict(
+        config.et if kind in processors.ET_KINDS else config.floyd
+    )
     nb_heads = options.pop("num_heads")
     return processors.get_processor_factory(
         kind,

@@ -243,10 +243,11 @@ def train_one(
 def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   """Config paths (prefixes) that the processor of `config` (a record)
   never reads, following `clrs_config.processor_factory`: RT kinds take
-  heads and layer norm from `rt`, ET kinds heads from `et`, CLRS kinds
-  neither section; a user's processor factory reads none of them."""
+  heads and layer norm from `rt`, ET kinds heads from `et`, FloydNet kinds
+  heads from `floyd`, CLRS kinds no model section; a user's processor
+  factory reads none of them."""
   if custom_factory:
-    return ("processor", "rt", "et")
+    return ("processor", "rt", "et", "floyd")
   kind = config.get("processor_type")
   if kind in processors.RT_KINDS:
     return (
@@ -254,10 +255,13 @@ def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
         "processor.use_ln",
         "processor.node_readout",
         "et",
+        "floyd",
     )
   if kind in processors.ET_KINDS:
-    return ("processor.nb_heads", "rt")
-  return ("rt", "et")
+    return ("processor.nb_heads", "rt", "floyd")
+  if kind in processors.FLOYD_KINDS:
+    return ("processor.nb_heads", "rt", "et")
+  return ("rt", "et", "floyd")
 
 
 def resume_conflicts(
