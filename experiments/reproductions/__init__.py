@@ -17,7 +17,8 @@ This package holds the `Reproduction` record, the budgets and the registry
 (`REPRODUCTIONS`, `get`); one module per task defines its reproductions,
 registered here in the order of `reproduce --list`:
 
-  clrs        the RT paper's CLRS protocol: RT, MPNN, Triplet-GMPNN;
+  clrs        the RT paper's CLRS protocol: RT, MPNN, Triplet-GMPNN,
+              FloydNet;
   seq2seq     SCAN and COGS (Csordas et al. 2021, sequence COGS with the
               Edge Transformer) and For2Lam (Shiv & Quirk 2019);
   clutrr      CLUTRR (Bergen et al. 2021): ET, its ablations, RAT, our RT;
