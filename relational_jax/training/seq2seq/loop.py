@@ -350,7 +350,7 @@ def _save_or_check_vocabs(experiment: Experiment, workdir: str) -> None:
         raise ValueError(
             f"the {name} vocabulary built from the training data differs from "
             f"the one saved with this run ({path}): the data changed; use a "
-            "new checkpoint_path."
+            "new work directory (--workdir)."
         )
     elif distributed.is_primary():
       vocab.save(path)
@@ -509,10 +509,11 @@ def train_and_evaluate(
   os.makedirs(workdir, exist_ok=True)
   config_record = config_lib.to_dict(c)
   config_path = os.path.join(workdir, "config.json")
-  if os.path.exists(config_path) and trainer.has_checkpoint(
-      trainer.checkpoint_dir(workdir)
-  ):  # Before restoring: a changed model would not fit the saved arrays.
-    _check_resumable(c, reporting.read_json(config_path), config_path)
+  if os.path.exists(config_path):  # Unreadable: one error, nothing written.
+    saved = reporting.read_json(config_path)
+    if trainer.has_checkpoint(trainer.checkpoint_dir(workdir)):
+      # Before restoring: a changed model would not fit the saved arrays.
+      _check_resumable(c, saved, config_path)
   _save_or_check_vocabs(experiment, workdir)
   select = experiment.selection_set()
   if distributed.is_primary():

@@ -90,7 +90,8 @@ def test_end_to_end_and_exact_resume(tmp_path):
   with pytest.raises(
       ValueError,
       match=(
-          r"resume: transformer.ffn_dim: saved 32, now 64; transformer.num_heads:"
+          r"resume: transformer.ffn_dim: saved 32, now 64;"
+          r" transformer.num_heads:"
           r" saved 2, now 4\."
       ),
   ):
@@ -523,3 +524,14 @@ def test_corrupt_newest_checkpoint_is_reported_and_resume_stays_exact(tmp_path):
   assert any("resumed at step 1" in line for line in lines), lines
   assert [f["step"] for f in resumed["checkpoint_fallbacks"]] == [2]
   np.testing.assert_allclose(resumed["losses"], fresh["losses"], rtol=1e-6)
+
+
+def test_an_unreadable_config_json_is_named_and_kept(tmp_path):
+  """A work dir whose config.json is garbage (no checkpoint yet) is refused
+  with the file named, before anything is written."""
+  path = tmp_path / "config.json"
+  path.write_text("{not json")
+  with pytest.raises(ValueError, match=f"{path}"):
+    seq2seq.train_and_evaluate(tiny(), str(tmp_path), **QUIET)
+  assert path.read_text() == "{not json"
+  assert not (tmp_path / "checkpoints").exists()
