@@ -210,10 +210,13 @@ def resume_conflicts(
 def raise_resume_conflicts(
     changed: Mapping[str, Tuple], config_path: str, free: Sequence[str] = ()
 ) -> None:
-  """Raises ValueError naming every field of `changed` (`resume_conflicts`);
-  the one resume refusal of every task. Nothing if `changed` is empty."""
+  """Raises `errors.UserError` (a ValueError: the mains print it as one line,
+  exit 2) naming every field of `changed` (`resume_conflicts`); the one
+  resume refusal of every task. Nothing if `changed` is empty."""
   if changed:
-    raise ValueError(
+    from relational_jax.training import errors  # pylint: disable=g-import-not-at-top
+
+    raise errors.UserError(
         f"the work directory's config ({config_path}) differs from this "
         f"run's config in {len(changed)} field(s) that cannot change on "
         "resume: "
