@@ -106,7 +106,7 @@ PIVOTAL_CASES = (
 )
 CASES = RT_CASES + ET_CASES + CS_CASES + RT_NET_CASES + PIVOTAL_CASES
 # Left out of the fast tier (pytest -m "not slow"): whole CLRS nets, stacks,
-# processors and most option sets; one case of each kind stays in it.
+# processors and whole blocks; RT and ET layers and pivotal_fn stay in it.
 SLOW_CASES = RT_NET_CASES + (
     "rt_processor_cat",
     "rt_processor_core",
@@ -114,6 +114,8 @@ SLOW_CASES = RT_NET_CASES + (
     "et_stack_tied_graph",
     "et_stack_untied_graph",
     "cs_relative_universal",
+    "cs_relative",  # test_cs_init and interop check its parameters fast.
+    "pivotal_block_pre",
     "pivotal_block_post_rmsnorm_bias_gelu",
     "pivotal_block_pre_affine_silu_no_mix",
     "pivotal_block_post_none_no_ffn",

@@ -261,6 +261,7 @@ def test_grads_match_naive_loops():
 @pytest.mark.parametrize(
     "mask_kind, node", [("bool", False), ("additive", True)]
 )
+@pytest.mark.slow
 def test_custom_vjp_equals_autodiff_of_its_forward(mask_kind, node):
   """The hand-written backward against autodiff through the same chunked
   forward (scan and all), with dropout, a cap and each kind of mask."""
@@ -315,6 +316,7 @@ def test_dropout_matches_naive_loops():
     pivotal_attention(*args, dropout=rate)
 
 
+@pytest.mark.slow
 def test_chunked_memory_has_no_cubic_buffer():
   """Forward and backward's temporary memory grows as N^2 (the gradient
   accumulators and one chunk's B x H x N x N x C scores), not N^3."""

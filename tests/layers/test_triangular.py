@@ -167,6 +167,7 @@ def test_causal_edges_ignore_later_nodes():
   assert not np.allclose(out[:, ~early], out_changed[:, ~early])
 
 
+@pytest.mark.slow
 def test_chunked_equals_unchunked():
   n = 5
   x = _x(3, n=n)

@@ -156,6 +156,7 @@ def test_chunked_ffn_lowers_compiled_memory():
   assert saved >= 4 * state_bytes, (saved, state_bytes)
 
 
+@pytest.mark.slow
 def test_tied_and_untied_parameter_counts():
   x = _x(2)
   num_layers = 3
@@ -343,6 +344,7 @@ def test_project_and_update_compose_to_the_layer():
   )
 
 
+@pytest.mark.slow
 def test_any_ffn_dim_and_ln_epsilon():
   x = _x(5)
   layer = et.EdgeTransformerLayer(num_heads=H, ffn_dim=5)

@@ -191,6 +191,7 @@ def test_dropout_only_in_training():
   assert not np.allclose(np.asarray(train), np.asarray(plain))
 
 
+@pytest.mark.slow
 def test_stack_zeroes_padded_pairs_and_is_untied():
   config = FloydConfig(num_layers=2, num_heads=H, head_dim=D // H, chunk_size=2)
   stack = FloydTransformer(config)

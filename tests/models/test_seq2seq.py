@@ -404,6 +404,7 @@ def test_greedy_decode_stops_at_eos_and_matches_teacher_forcing():
   np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.slow
 def test_greedy_tree_decode_uses_tree_positions():
   config = tiny(positions="tree", tree_order="bfs")
   model = seq2seq.Seq2SeqTransformer(config)
@@ -428,6 +429,7 @@ def test_greedy_tree_decode_uses_tree_positions():
   )
 
 
+@pytest.mark.slow
 def test_tree2tree_encoder_positions_and_next_alignment_decoding():
   """tree_encoder: source tokens take the tree PE (here 32 wide, mapped to
   d_model 16) of their node; greedy decoding with the 'next' alignment

@@ -143,6 +143,7 @@ def test_processor_is_node_permutation_equivariant(graph_vec, node_readout):
 
 
 @pytest.mark.parametrize("graph_vec", ["cat", "core"])
+@pytest.mark.slow
 def test_the_carried_pair_state_has_width_d_and_is_read(graph_vec):
   args = _inputs()
   t = _transform(graph_vec=graph_vec, **TINY)

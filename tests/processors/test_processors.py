@@ -255,6 +255,7 @@ def test_bad_input_errors():
         ),
     ],
 )
+@pytest.mark.slow
 def test_options_are_config_field_names(kind, options):
   """Factory options reach RTConfig / ETConfig under their own names."""
   node_fts, edge_fts, graph_fts, adj, hidden = _inputs()
