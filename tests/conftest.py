@@ -34,3 +34,15 @@ def shared_data():
   if not SHARED_DATA.exists():
     pytest.skip(f"shared data not found at {SHARED_DATA}")
   return SHARED_DATA
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_compiled_programs():
+  """Drops JAX's compiled programs after each test module: the whole suite
+  runs in one process, and the thousands of executables it compiles would
+  otherwise all stay in memory (a full run once crashed inside XLA's CPU
+  compiler after ~20 minutes, while every module passes on its own)."""
+  yield
+  import jax  # pylint: disable=g-import-not-at-top
+
+  jax.clear_caches()
