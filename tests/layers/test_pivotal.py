@@ -227,6 +227,7 @@ def test_chunked_equals_unchunked_values_and_grads(chunk_size):
     np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=2e-6)
 
 
+@pytest.mark.slow
 def test_grads_match_naive_loops():
   """Gradients of every input and of an additive mask, with a cap, against
   jax.grad of the loops (N = 3, chunks of 2)."""

@@ -204,6 +204,7 @@ def test_node_permutation_equivariance():
   )
 
 
+@pytest.mark.slow
 def test_masked_pivots_change_nothing_for_real_nodes():
   n_real, n_pad = 3, 5
   x_real = _x(7, n=n_real)

@@ -101,6 +101,7 @@ def test_full_pass_is_causal():
   assert not np.allclose(changed[:, 3:], base[:, 3:])
 
 
+@pytest.mark.slow
 def test_joint_state_blocks():
   """X^0: x_enc, cross vectors c_st / c_ts, eq. 10 on the decoder inputs."""
   model = ets.EdgeTransformerSeq2Seq(tiny())

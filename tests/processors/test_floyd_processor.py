@@ -170,6 +170,7 @@ def test_the_carried_pair_state_has_width_d_and_is_read(graph_vec):
     run(edge_hidden=jnp.zeros((B, N, N, OUT)))
 
 
+@pytest.mark.slow
 def test_dropout_applies_in_training_only():
   args = _inputs()
   t = _transform(dropout_rate=0.5, **TINY)
