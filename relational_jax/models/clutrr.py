@@ -5,7 +5,7 @@ clutrr.to_arrays`): edge labels BxNxN (ids 0..20, `NO_EDGE` = 21 for "no
 fact" and for padding), a node mask BxN and the query pair Bx2 (a, b). Output:
 logits Bx21 for "b is a's RELATIONS[y]".
 
-Three models, each built on the library's own stacks (nothing re-implemented):
+Four models, each built on the library's own stacks (nothing re-implemented):
 
 * `ClutrrEdgeTransformer` -- x^0_ij = embedding of the label of (i, j)
   (`GraphEdgeEmbedding`, NO_EDGE included), an `EdgeTransformer(ETConfig)`
@@ -23,6 +23,13 @@ Three models, each built on the library's own stacks (nothing re-implemented):
   in every layer. Readout (our choice, `readout`): 'nodes_and_edge' (default)
   = [n_a; n_b; e_ab], the RAT readout plus the query edge that RT updates;
   'nodes' = [n_a; n_b] (as RAT); 'edge' = e_ab (as ET/RRAT).
+* `ClutrrFloyd` -- FloydNet (Yu, Zeng & Ye 2026; no published CLUTRR
+  setting): ET's input and readout around a `FloydTransformer(FloydConfig)`
+  stack of pivotal attention blocks instead of the ET stack: x^0_ij = the
+  label embedding of (i, j) (`GraphEdgeEmbedding`, as ET), logits from the
+  query edge's final state x^L_ab (`gather_query`, as ET). No norm is added
+  after the stack (a pre-norm stack's output goes to the head as the
+  authors' blocks leave it).
 
 Head: `head_layers=2` (default) is the authors' released code (`get_mlp` of
 `clutrr/model.py` and `rat.py`: Linear(d, d), ReLU, Linear(d, 21), d the
@@ -47,6 +54,8 @@ from relational_jax.layers.relation_aware import RelationAwareAttention
 from relational_jax.models.edge_transformer import EdgeTransformer
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import GraphEdgeEmbedding
+from relational_jax.models.floyd import FloydConfig
+from relational_jax.models.floyd import FloydTransformer
 from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
 
@@ -55,6 +64,7 @@ __all__ = [
     "ClutrrEdgeTransformer",
     "ClutrrRAT",
     "ClutrrRT",
+    "ClutrrFloyd",
     "QueryHead",
     "RT_READOUTS",
     "NODE_INITS",
@@ -309,4 +319,36 @@ class ClutrrRT(nn.Module):
       parts.append(gather_query(e_BxNxNxE, query_Bx2))
     return QueryHead(head_layers=self.head_layers, name="head")(
         jnp.concatenate(parts, axis=-1)
+    )
+
+
+class ClutrrFloyd(nn.Module):
+  """FloydNet on the fact graph: ET's label embedding x^0_ij, a
+  `FloydTransformer` stack (padded nodes are no pivots and their pairs are
+  zeroed after every block), logits from x^L of the query edge as ET's."""
+
+  config: FloydConfig
+  head_layers: int = 2
+
+  @nn.compact
+  def __call__(
+      self,
+      edge_labels_BxNxN: Array,
+      query_Bx2: Array,
+      node_mask_BxN: Optional[Array] = None,
+      deterministic: bool = True,
+  ) -> Array:
+    _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
+    if not isinstance(self.config, FloydConfig):
+      raise ValueError(
+          f"config must be a FloydConfig, got {type(self.config).__name__}."
+      )
+    x_BxNxNxD = GraphEdgeEmbedding(
+        NUM_EDGE_LABELS, self.config.edge_width, name="embed"
+    )(edge_labels_BxNxN)
+    x_BxNxNxD = FloydTransformer(self.config, name="floyd")(
+        x_BxNxNxD, node_mask_BxN, deterministic=deterministic
+    )
+    return QueryHead(head_layers=self.head_layers, name="head")(
+        gather_query(x_BxNxNxD, query_Bx2)
     )

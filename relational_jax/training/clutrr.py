@@ -27,10 +27,11 @@ batch is padded with zero-weight rows, so every batch has the fixed size and
 `step` alone fixes the batch: resuming (`RunCheckpoints`, orbax) is exact.
 
 Config sections:
-  config.model             'edge_transformer' | 'rat' | 'rt'
+  config.model             'edge_transformer' | 'rat' | 'rt' | 'floyd'
   config.edge_transformer  `ETConfig` fields (ablations: `ablation`, `tied`)
   config.rat               `RATConfig` fields
   config.rt                `RTConfig` fields
+  config.floyd             `FloydConfig` fields (FloydNet's pivotal attention)
   config.head              layers (2: authors' MLP head, 1: linear),
                            rt_readout, rt_node_init (see models.clutrr)
   config.data              data_dir, test_files, max_eval_examples
@@ -67,6 +68,7 @@ from relational_jax.data import clutrr as data_lib
 from relational_jax.layers.shapes import check_choice
 from relational_jax.models import clutrr as models
 from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.floyd import FloydConfig
 from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
 from relational_jax.parallel import distributed
@@ -90,6 +92,7 @@ MODEL_CONFIGS = {
     "edge_transformer": ETConfig,
     "rat": models.RATConfig,
     "rt": RTConfig,
+    "floyd": FloydConfig,
 }
 MODELS = tuple(MODEL_CONFIGS)
 SCHEDULES = ("linear", "constant")
@@ -138,6 +141,15 @@ def default_config() -> ConfigDict:
   t.node_ffn_dim, t.edge_msg_dim, t.edge_ffn_dim = 800, 200, 800
   t.tied, t.dropout_rate = True, 0.2
   t.chunk_size = 8
+  f = c.floyd = config_lib.section(FloydConfig)
+  # No published FloydNet setting for CLUTRR: ET's width (4 heads x 50 =
+  # 200), depth (8), FFN (4d), dropout (0.2) and unchunked pivots; FloydConfig
+  # has no tying, so the 8 blocks are untied. The block's own options stay
+  # FloydConfig's (the authors' block: pre-norm LayerNorm, symmetric mix,
+  # ReLU, no biases).
+  f.num_layers, f.num_heads, f.head_dim = 8, 4, 50
+  f.ffn_expansion_ratio, f.dropout_rate = 4, 0.2
+  f.chunk_size = None  # Graphs of <= 11 nodes.
   c.head = ConfigDict(
       dict(layers=2, rt_readout="nodes_and_edge", rt_node_init="zeros")
   )
@@ -199,6 +211,8 @@ def build_model(config: ConfigDict):
     return models.ClutrrEdgeTransformer(cfg, head_layers=head)
   if config.model == "rat":
     return models.ClutrrRAT(cfg, head_layers=head)
+  if config.model == "floyd":
+    return models.ClutrrFloyd(cfg, head_layers=head)
   return models.ClutrrRT(
       cfg,
       head_layers=head,

@@ -89,7 +89,7 @@ def _leaves(tree):
 @pytest.mark.parametrize(
     "path,value,match",
     [
-        ("model", "gat", "model"),
+        ("model", "gat", r"model 'gat'; valid choices are .*'rt', 'floyd'"),
         ("train.schedule", "cosine", "schedule"),
         ("train.select_on", "best", "select_on"),
         ("train.steps", 0, "train.steps must be >= 1"),
@@ -101,11 +101,14 @@ def _leaves(tree):
         ("head.rt_readout", "pool", "rt_readout"),
         ("edge_transformer.ablation", "keys", "ablation"),
         ("rat.num_heads", 7, "must divide d_model"),
+        ("floyd.norm", "batchnorm", "norm 'batchnorm' is not supported"),
+        ("floyd.head_dim", 0, "FloydConfig.head_dim must be a positive int"),
     ],
 )
 def test_bad_config_values_are_named(path, value, match, tmp_path):
   config = clutrr.default_config()
-  config.model = "rat" if path.startswith("rat.") else config.model
+  section = path.split(".")[0]
+  config.model = section if section in ("rat", "floyd") else config.model
   config = clutrr.config_lib.override(config, {path: value})
   with pytest.raises(ValueError, match=match):
     clutrr.validate(config)
