@@ -7,7 +7,8 @@
 #   SETTING=k234: trained on 2,100 generated k = 2, 3, 4 rows.
 # The runs are the `cpu` budget of the named reproductions clutrr_*_$SETTING
 # (experiments/reproductions/clutrr.py); rerunning resumes / reuses finished
-# runs.
+# runs. NAMES picks others, e.g. NAMES=clutrr_floyd_k23 (FloydNet, k23 only;
+# drawn in the figure when its JSON exists).
 # Results: results/clutrr/<name>.json, results/clutrr/figure3_[k234_]cpu.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +31,8 @@ from experiments import reproductions
 from relational_jax.training import clutrr
 setting = os.environ["SETTING"]
 series, published = [], {}
-for model in ("et", "rat", "rt", "et_value_ablation", "et_attention_ablation",
-              "et_untied"):
+for model in ("et", "rat", "rt", "floyd", "et_value_ablation",
+              "et_attention_ablation", "et_untied"):
   name = f"clutrr_{model}_{setting}"
   path = f"results/clutrr/{name}.json"
   if os.path.exists(path):

@@ -21,7 +21,8 @@ registered here in the order of `reproduce --list`:
               FloydNet;
   seq2seq     SCAN and COGS (Csordas et al. 2021, sequence COGS with the
               Edge Transformer) and For2Lam (Shiv & Quirk 2019);
-  clutrr      CLUTRR (Bergen et al. 2021): ET, its ablations, RAT, our RT;
+  clutrr      CLUTRR (Bergen et al. 2021): ET, its ablations, RAT, our RT
+              and FloydNet;
   cogs_graph  the graph form of COGS (Bergen et al. 2021).
 """
 

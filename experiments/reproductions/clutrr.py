@@ -1,5 +1,6 @@
 """CLUTRR reproductions (Bergen et al. 2021, sec. 4.1, Figure 3, Table 5):
-the Edge Transformer, its ablations, RAT, and our RT on the same task."""
+the Edge Transformer, its ablations, RAT, and our RT and FloydNet on the same
+task."""
 
 from typing import Callable, Dict
 
@@ -109,6 +110,7 @@ _CLUTRR_BUDGETS = {
         "edge_transformer.num_layers": 1,
         "rat.num_layers": 1,
         "rt.num_layers": 1,
+        "floyd.num_layers": 1,
     },
 }
 _FIG3 = (
@@ -158,6 +160,23 @@ REPRODUCTIONS = [
         "The RT paper has no CLUTRR result: None. Our RT uses ET's width "
         "(200), depth (8, tied) and training, except lr 3e-4 (at ET's 1e-3 "
         "it stayed at the class prior); readout [n_a; n_b; e_ab].",
+    ),
+    Reproduction(
+        "clutrr_floyd_k23",
+        "clutrr",
+        "Yu, Zeng & Ye 2026 (FloydNet) on Bergen et al.'s task",
+        "no published number (compared with ET's Table 5, train k=2,3)",
+        _CLUTRR_METRIC,
+        {f"k{k}": None for k in range(10, 1, -1)},
+        _clutrr("floyd"),
+        _CLUTRR_BUDGETS,
+        "The FloydNet paper has no CLUTRR result: None; its numbers are "
+        "compared against ET's Table 5 (clutrr_et_k23), not against a "
+        "FloydNet claim. ET's input (label embeddings as the pair state), "
+        "readout (the query edge) and training (lr 1e-3, the same protocol "
+        "and budgets) around a FloydTransformer stack with ET's width (4 "
+        "heads x 50 = 200), depth (8, untied: FloydConfig has no tying), FFN "
+        "4d and dropout 0.2.",
     ),
     Reproduction(
         "clutrr_et_untied_k23",

@@ -69,6 +69,7 @@ def test_budgets_scale_only_length_evaluation_and_seeds():
       "edge_transformer.num_layers",
       "rat.num_layers",
       "rt.num_layers",
+      "floyd.num_layers",
       "transformer.num_encoder_layers",
       "transformer.num_decoder_layers",
       "edge_transformer.et.num_layers",
@@ -147,13 +148,21 @@ def test_clutrr_paper_configs_build():
       "clutrr_et_k234",
       "clutrr_rat_k234",
       "clutrr_rt_k234",
+      "clutrr_floyd_k23",
   ):
     c = reproductions.get(name).build("paper")
     assert (
         c.edge_transformer.num_layers,
         c.rat.num_layers,
         c.rt.num_layers,
-    ) == (8, 8, 8), name
+        c.floyd.num_layers,
+    ) == (8, 8, 8, 8), name
+  # FloydNet (no published CLUTRR setting): ET's width, depth and training.
+  floyd = reproductions.get("clutrr_floyd_k23")
+  c = floyd.build("paper")
+  assert c.model == "floyd" and c.floyd.num_heads * c.floyd.head_dim == 200
+  assert c.train == reproductions.get("clutrr_et_k23").build("paper").train
+  assert set(floyd.published.values()) == {None}
   k234 = reproductions.get("clutrr_et_k234").build("paper")
   assert tuple(k234.protocol.train_ks) == (2, 3, 4)
   assert 3 * k234.protocol.num_train_per_k == 15_000
