@@ -49,6 +49,15 @@ encoded_decoded_nodiff with teacher-forcing noise 0.5, batch 4, Adam lr
 model_seed + 1); the data seeds stay run.py's. Every `eval_every` steps both
 sides score the current parameters on the validation (n = 16) and test
 (n = 64) sets: metrics `<algorithm>/val`, `<algorithm>/test`.
+
+Our other processors on the same footing (`our_config(...,
+processor_type='et' | 'floyd')`, `ForkData.from_dm_clrs`): the pair-state
+processors (the Edge Transformer's triangular attention, FloydNet's pivotal
+attention) replace the RT at its layers, heads and head size, everything
+else as translated for the RT; their data is run.py's datasets built by
+dm-clrs 2.0.3 (equal to the fork's, above), so no checkout of theirs is
+needed. `experiments/compare/clrs_rt_processors.py` runs them (the named
+reproduction `pair_models_clrs`).
 """
 
 import dataclasses
@@ -153,13 +162,34 @@ def reference_flags(
   return [f"--{name}={value}" for name, value in hp.items()]
 
 
+# Our processors `our_config` builds: 'rt' translates their RT; the
+# pair-state kinds replace it (module docstring).
+OUR_PROCESSORS = ("rt", "et", "floyd")
+
+
 def our_config(
-    budget: Budget, seed: int, algorithm: str, hp: Mapping = AUTHORS
+    budget: Budget,
+    seed: int,
+    algorithm: str,
+    hp: Mapping = AUTHORS,
+    processor_type: str = "rt",
 ):
   """Our `relational_jax.training.clrs` config matching their flags `hp`
-  (refuses values it cannot translate)."""
+  (refuses values it cannot translate).
+
+  processor_type: 'rt' (their RT, translated), or 'et' / 'floyd': that
+    pair-state processor in the RT's place, at its num_layers, nb_heads and
+    head_size (the RT-only sizes node_hid_size, edge_hid_size_1/2 and the
+    RT's Haiku initialisation do not apply); the rest as for 'rt'.
+
+  Raises:
+    ValueError: an untranslatable value, or a `processor_type` not in
+      `OUR_PROCESSORS` (naming the valid choices).
+  """
+  from relational_jax.layers import shapes  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
 
+  shapes.check_choice(processor_type, OUR_PROCESSORS, "processor_type")
   if hp["processor_type"] != "rt" or hp["disable_edge_updates"]:
     raise ValueError(
         "this comparison translates processor_type 'rt' with "
@@ -176,7 +206,7 @@ def our_config(
     raise ValueError("use_lstm=True is not part of this comparison.")
   c = clrs_config.default_config()
   c.algorithms, c.seeds = (algorithm,), (MODEL_SEED + seed + 1,)
-  c.processor_type, c.hint_mode = "rt", "encoded_decoded"
+  c.processor_type, c.hint_mode = processor_type, "encoded_decoded"
   p = c.protocol
   p.train_lengths, p.test_lengths = (TRAIN_LENGTH,), (TEST_LENGTH,)
   p.batch_size, p.eval_batch_size = hp["batch_size"], eval_batch_size(
@@ -201,6 +231,14 @@ def our_config(
   m.encoder_init = "default"  # their 2022 encoders: Haiku's default init
   m.carry_state, m.ptr_from_edges = True, hp["ptr_from_edges"]
   c.processor.use_ln, c.processor.graph_vec = hp["use_ln"], hp["graph_vec"]
+  if processor_type != "rt":  # A pair-state stack at the RT's sizes.
+    pair = c[processor_type]
+    pair.num_layers, pair.num_heads, pair.head_dim = (
+        hp["num_layers"],
+        hp["nb_heads"],
+        hp["head_size"],
+    )
+    return c
   r = c.rt
   r.num_layers, r.num_heads, r.head_dim = (
       hp["num_layers"],
@@ -254,6 +292,30 @@ def prepare_data(
   return data_dir
 
 
+# run.py's --valid_size and --test_size (x the algorithm's multiplier).
+RUN_PY_EVAL_SIZE = 32
+
+
+def run_py_eval_size(algorithm: str) -> int:
+  """run.py's validation (= test) set size of `algorithm`, as the
+  wrapper's `_eval_sizes` computes it in their environment."""
+  import clrs  # pylint: disable=g-import-not-at-top
+
+  if algorithm == "find_maximum_subarray_kadane":
+    return 1024
+  if algorithm in (
+      "quickselect",
+      "minimum",
+      "binary_search",
+      "naive_string_matcher",
+      "kmp_matcher",
+      "segments_intersect",
+  ):
+    return 2048
+  settings = clrs.specs.CLRS_30_ALGS_SETTINGS[algorithm]
+  return RUN_PY_EVAL_SIZE * settings["num_samples_multiplier"]
+
+
 @dataclasses.dataclass
 class ForkData:
   """One algorithm's datasets as the fork's samplers built them."""
@@ -278,6 +340,42 @@ class ForkData:
     )
     spec = {k: tuple(v) for k, v in meta["spec"].items()}
     return cls(spec, arrays, state, int(meta["train_size"]))
+
+  @classmethod
+  def from_dm_clrs(
+      cls, algorithm: str, train_size: int, hp: Mapping = AUTHORS
+  ) -> "ForkData":
+    """run.py's datasets of `algorithm` built by dm-clrs 2.0.3's samplers,
+    called as the wrapper's `data` command calls the fork's (train: seed
+    `hp['train_seed']`, `train_size` samples at n = 16; val at n = 16 and
+    test at n = 64, `run_py_eval_size` samples each): the arrays and the
+    batch stream of its dump (module docstring), without their checkout."""
+    import clrs  # pylint: disable=g-import-not-at-top
+
+    size = run_py_eval_size(algorithm)
+    arrays, samplers = {}, {}
+    for split, seed, num, length in (
+        ("train", hp["train_seed"], train_size, TRAIN_LENGTH),
+        ("val", hp["valid_seed"], size, TRAIN_LENGTH),
+        ("test", hp["test_seed"], size, TEST_LENGTH),
+    ):
+      sampler, spec = clrs.build_sampler(
+          name=algorithm, seed=seed, num_samples=num, length=length
+      )
+      samplers[split] = sampler
+      # pylint: disable=protected-access
+      for stage, dps in (
+          ("input", sampler._inputs),
+          ("hint", sampler._hints),
+          ("output", sampler._outputs),
+      ):
+        for dp in dps:
+          arrays[f"{split}/{stage}/{dp.name}"] = np.asarray(dp.data)
+      arrays[f"{split}/lengths"] = np.asarray(sampler._lengths)
+    state = samplers["train"]._rng.get_state()
+    # pylint: enable=protected-access
+    spec = {k: tuple(v) for k, v in spec.items()}
+    return cls(spec, arrays, state, train_size)
 
   def feedback(self, split: str, idx=None):
     """The `split` set (or its samples `idx`) as a dm-clrs `Feedback`."""
@@ -363,7 +461,7 @@ class _ForkStream:
     )
 
 
-def train_ours_one(
+def fit_ours(
     budget: Budget,
     seed: int,
     algorithm: str,
@@ -371,19 +469,21 @@ def train_ours_one(
     run_dir: str,
     log=print,
     stop_at: int = 0,
-) -> List[Dict]:
-  """Trains (or resumes) our model on their data with the library's trainer
-  (`relational_jax.training.trainer.fit`, `clrs.loop.ClrsTask`); its
-  evaluation points [{"step", "loss", "val", "test"}] ("loss": the mean
-  training loss since the previous point). Checkpointed at every evaluation
-  (params, Adam state, the batch generator's state, the history)."""
+    processor_type: str = "rt",
+):
+  """Trains (or resumes) our model (`our_config(..., processor_type)`) on
+  `data` with the library's trainer (`relational_jax.training.trainer.fit`,
+  `clrs.loop.ClrsTask`) in `run_dir`; its `trainer.RunRecord` (history
+  entries {"step", "loss", "val", "test"}; "loss": the mean training loss
+  since the previous point). Checkpointed at every evaluation (params, Adam
+  state, the batch generator's state, the history)."""
   import jax  # pylint: disable=g-import-not-at-top
   from relational_jax.training import trainer  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
 
-  config = our_config(budget, seed, algorithm)
+  config = our_config(budget, seed, algorithm, processor_type=processor_type)
   clrs_config.validate(config)
   p = config.protocol
   val_set = data.eval_set(
@@ -412,7 +512,7 @@ def train_ours_one(
   task = loop.ClrsTask(
       model, _ForkStream(data, p.batch_size), MODEL_SEED + seed, evaluate
   )
-  done = trainer.fit(
+  return trainer.fit(
       task,
       trainer.Loop(
           steps=budget.steps,
@@ -421,7 +521,29 @@ def train_ours_one(
           progress=False,
       ),
       os.path.join(run_dir, "checkpoints"),
+      log,
+  )
+
+
+def train_ours_one(
+    budget: Budget,
+    seed: int,
+    algorithm: str,
+    data: ForkData,
+    run_dir: str,
+    log=print,
+    stop_at: int = 0,
+) -> List[Dict]:
+  """Our RT side of one algorithm and seed (`fit_ours`); its evaluation
+  points [{"step", "loss", "val", "test"}]."""
+  done = fit_ours(
+      budget,
+      seed,
+      algorithm,
+      data,
+      run_dir,
       lambda m: log(f"[clrs_rt ours {algorithm} seed {seed}] {m}"),
+      stop_at,
   )
   return [
       {k: h[k] for k in ("step", "loss", "val", "test")} for h in done.history

@@ -271,6 +271,17 @@ def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
         assert list(theirs_rng.choice(num, (8,))) == list(
             ours._rng.choice(num, (8,))
         )  # pylint: disable=protected-access
+    # ForkData.from_dm_clrs (pair_models_clrs' data) is the same dump.
+    built = clrs_rt.ForkData.from_dm_clrs(algorithm, budget.train_size)
+    assert built.spec == data.spec and set(built.arrays) == set(data.arrays)
+    for name, array in data.arrays.items():
+      np.testing.assert_array_equal(built.arrays[name], array)
+    (kind, keys, *rest), (kind0, keys0, *rest0) = (
+        built.train_rng_state,
+        data.train_rng_state,
+    )
+    np.testing.assert_array_equal(keys, keys0)
+    assert (kind, list(rest)) == (kind0, list(rest0))
 
 
 @pytest.mark.slow
@@ -296,3 +307,53 @@ def test_our_side_runs_on_the_library_trainer_and_resumes_exactly(tmp_path):
   assert [p["step"] for p in straight] == [2, 4]
   assert resumed == straight
   assert all(set(p) == {"step", "loss", "val", "test"} for p in straight)
+
+
+@pytest.mark.parametrize("kind", ["et", "floyd"])
+def test_pair_state_processors_take_the_rt_s_place_all_else_equal(kind):
+  """our_config(processor_type='et' | 'floyd'): that stack at the RT's
+  layers, heads and head size; every other field as translated for 'rt'."""
+  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
+
+  hp, budget = clrs_rt.AUTHORS, clrs_rt.BUDGETS["cpu"]
+  rt = clrs_rt.our_config(budget, 1, "bellman_ford")
+  c = clrs_rt.our_config(budget, 1, "bellman_ford", processor_type=kind)
+  clrs_config.validate(c)  # The RT section keeps its defaults.
+  pair = c[kind]
+  assert (pair.num_layers, pair.num_heads, pair.head_dim) == (
+      hp["num_layers"],
+      hp["nb_heads"],
+      hp["head_size"],
+  )
+  changed = config_lib.diff(config_lib.to_dict(rt), config_lib.to_dict(c))
+  assert {p.split(".")[0] for p in changed} <= {"processor_type", "rt", kind}
+  assert changed["processor_type"] == ("rt", kind)
+  with pytest.raises(
+      ValueError,
+      match=r"Unknown processor_type 'mpnn'; valid choices are \['rt', 'et',",
+  ):
+    clrs_rt.our_config(budget, 0, "bellman_ford", processor_type="mpnn")
+
+
+def test_fork_data_from_dm_clrs_is_run_py_s_datasets():
+  """run.py's set sizes and seeds, built by dm-clrs (the arrays of the
+  wrapper's dump where their checkout is present, see the smoke test)."""
+  assert clrs_rt.run_py_eval_size("bellman_ford") == 32
+  assert clrs_rt.run_py_eval_size("binary_search") == 2048
+  assert clrs_rt.run_py_eval_size("dfs") == 32
+  data = clrs_rt.ForkData.from_dm_clrs("bellman_ford", 8)
+  assert data.train_size == 8 and data.spec["pi"] == (
+      "output",
+      "node",
+      "pointer",
+  )
+  assert (data.num_samples("val"), data.num_samples("test")) == (32, 32)
+  assert data.arrays["train/input/pos"].shape == (8, 16)
+  assert data.arrays["test/input/pos"].shape == (32, 64)
+  stream = clrs_rt._ForkStream(data, 4)  # pylint: disable=protected-access
+  first = next(stream).features.lengths
+  again = clrs_rt._ForkStream(  # pylint: disable=protected-access
+      clrs_rt.ForkData.from_dm_clrs("bellman_ford", 8), 4
+  )
+  np.testing.assert_array_equal(next(again).features.lengths, first)
