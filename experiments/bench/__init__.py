@@ -11,8 +11,13 @@ benchmarks).
   et_parts           what one Edge Transformer training pass spends its time
                      on (wall clock; the pivot sum's share);
   peers              CLRS training and forward speed against the peers (the
-                     RT authors' RT, dm-clrs MPNN and Triplet-GMPNN), side by
-                     side in one process;
+                     RT authors' RT, Mueller et al.'s Edge Transformer,
+                     dm-clrs MPNN and Triplet-GMPNN; our FloydNet), side by
+                     side in one process, and XLA's memory analysis of each
+                     step (--memory);
+  pivotal            FloydNet's pivotal attention, forward + backward: ours
+                     (chunked) against the authors' PyTorch function, time
+                     and memory;
   processors         CLRS processor speed: training examples/s at n = 16, a
                      forward pass at n = 64 (`ENTRIES`, shared by the others);
   scan_step          one SCAN training step, ours against the authors'
