@@ -27,7 +27,10 @@ gradients are compared at every N (max abs difference in the JSON).
 
 Same CPU: ours and theirs run in worker processes pinned to the same first
 `--threads` CPUs (sched_setaffinity, which sizes XLA:CPU's intra-op thread
-pool), with torch.set_num_threads(--threads) on their side. After one
+pool), with torch.set_num_threads(--threads) on their side and
+OMP_WAIT_POLICY=--omp_wait_policy (PASSIVE by default: torch's spinning
+OpenMP threads lose their cores to other processes on a shared machine,
+which made their call up to 60x slower at small N). After one
 untimed call per entry and size (compilation), the timed calls alternate
 between the entries, `--iters` calls at a time, for `--rounds` rounds (the
 order reversed every other round), so that load from other processes hits
@@ -39,9 +42,10 @@ Memory (the same JSON):
                (`jit(...).lower(...).compile().memory_analysis()`):
                arguments, outputs (y and the five gradients) and temp, the
                extra memory the call needs beyond its inputs and outputs;
-               ours over materialising = the ratio of temp bytes; ours at
-               every chunk size of `--memory_chunk_sizes` too (compiled
-               only, not run);
+               ours over materialising = the ratio of temp bytes; also
+               for the forward pass alone, at the larger N of
+               `--memory_sizes` and, for ours, at every chunk size of
+               `--memory_chunk_sizes` (compiled only, not run);
   torch_rss    their call's resident set growth (ru_maxrss) in a fresh
                process per size, after a warm-up call at N = 4; torch's CPU
                allocator keeps no peak counter, so this is an upper bound
@@ -93,8 +97,9 @@ def make_inputs(batch, heads, n, head_dim, seed):
   ]
 
 
-def our_call(entry: str, chunk_size: Optional[int]):
-  """(q_ik, k_ij, k_jk, v_ij, v_jk, dy) -> (y, five gradients), jitted."""
+def our_call(entry: str, chunk_size: Optional[int], forward_only=False):
+  """(q_ik, k_ij, k_jk, v_ij, v_jk, dy) -> (y, five gradients), jitted;
+  with `forward_only`, -> y (dy unused)."""
   import jax  # pylint: disable=g-import-not-at-top
   from relational_jax.layers import pivotal  # pylint: disable=g-import-not-at-top
 
@@ -108,22 +113,25 @@ def our_call(entry: str, chunk_size: Optional[int]):
     raise ValueError(f"unknown entry {entry!r}; valid: {OUR_ENTRIES}")
 
   def call(q_ik, k_ij, k_jk, v_ij, v_jk, dy):
+    if forward_only:
+      return f(q_ik, k_ij, k_jk, v_ij, v_jk)
     y, vjp = jax.vjp(f, q_ik, k_ij, k_jk, v_ij, v_jk)
     return y, vjp(dy)
 
   return jax.jit(call)
 
 
-def xla_memory(entry, chunk_size, batch, heads, n, head_dim) -> Dict:
+def xla_memory(
+    entry, chunk_size, batch, heads, n, head_dim, forward_only=False
+) -> Dict:
   """XLA's compiled memory analysis of one of our calls (compiled, not
   run)."""
   import jax  # pylint: disable=g-import-not-at-top
   import jax.numpy as jnp  # pylint: disable=g-import-not-at-top
 
   spec = jax.ShapeDtypeStruct((batch, heads, n, n, head_dim), jnp.float32)
-  stats = (
-      our_call(entry, chunk_size).lower(*[spec] * 6).compile().memory_analysis()
-  )
+  call = our_call(entry, chunk_size, forward_only)
+  stats = call.lower(*[spec] * 6).compile().memory_analysis()
   return {
       "argument_bytes": int(stats.argument_size_in_bytes),
       "output_bytes": int(stats.output_size_in_bytes),
@@ -309,17 +317,29 @@ def _torch_memory(reference, python, cpus, env, n) -> Dict:
   return json.loads(line[len("MEMORY ") :])
 
 
-def memory_report(sizes, reference, python, cpus, env, log=print) -> Dict:
-  """XLA memory of our entries (and of ours per chunk size at the largest
-  N), their RSS growth when `reference` is given."""
+def _our_memory(n, forward_only=False) -> Dict:
   b, h, d = FLAGS.batch_size, FLAGS.heads, FLAGS.head_dim
-  report = {"xla_memory": {}, "torch_rss": {}}
-  for n in sizes:
-    per = {e: xla_memory(e, _chunk(), b, h, n, d) for e in OUR_ENTRIES}
-    base = per["materialising"]["temp_bytes"]
-    for e in OUR_ENTRIES:
-      per[e]["temp_over_materialising"] = per[e]["temp_bytes"] / base
-    per["scores_bytes"] = 4 * b * h * n**3
+  per = {
+      e: xla_memory(e, _chunk(), b, h, n, d, forward_only) for e in OUR_ENTRIES
+  }
+  base = per["materialising"]["temp_bytes"]
+  for e in OUR_ENTRIES:
+    per[e]["temp_over_materialising"] = per[e]["temp_bytes"] / base
+  per["scores_bytes"] = 4 * b * h * n**3  # one B x H x N^3 fp32 tensor
+  per["pair_tensor_bytes"] = 4 * b * h * n * n * d  # one input
+  return per
+
+
+def memory_report(sizes, reference, python, cpus, env, log=print) -> Dict:
+  """XLA memory of our entries at every size (forward + backward, and
+  forward only; `--memory_sizes` compiled only), of ours per chunk size at
+  the largest timed N; their RSS growth when `reference` is given."""
+  b, h, d = FLAGS.batch_size, FLAGS.heads, FLAGS.head_dim
+  report = {"xla_memory": {}, "xla_memory_forward_only": {}, "torch_rss": {}}
+  all_sizes = sorted(set(sizes) | {int(n) for n in FLAGS.memory_sizes})
+  for n in all_sizes:
+    report["xla_memory_forward_only"][str(n)] = _our_memory(n, True)
+    per = _our_memory(n)
     report["xla_memory"][str(n)] = per
     log(
         f"[bench.pivotal] N={n} XLA temp MB: "
@@ -327,7 +347,7 @@ def memory_report(sizes, reference, python, cpus, env, log=print) -> Dict:
             f"{e} {per[e]['temp_bytes'] / 1e6:.1f}" for e in OUR_ENTRIES
         )
     )
-    if reference:
+    if reference and n in sizes:
       report["torch_rss"][str(n)] = _torch_memory(
           reference, python, cpus, env, n
       )
@@ -357,6 +377,8 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
   cpus = set(available[: FLAGS.threads])
   threads = str(FLAGS.threads)
   env = dict(os.environ, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+  if FLAGS.omp_wait_policy:
+    env["OMP_WAIT_POLICY"] = FLAGS.omp_wait_policy
   scratch = tempfile.mkdtemp(prefix="bench_pivotal_")
   common = [
       f"--batch_size={FLAGS.batch_size}",
@@ -451,6 +473,7 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
       },
       "chunk_size": _chunk(),
       "threads": FLAGS.threads,
+      "omp_wait_policy": FLAGS.omp_wait_policy or None,
       "cpus": sorted(cpus),
       "rounds": FLAGS.rounds,
       "iters_per_round": FLAGS.iters,
@@ -561,6 +584,20 @@ def define_flags():
       "Chunk sizes of the memory sweep at the largest N (compiled only).",
   )
   flags.DEFINE_integer("threads", 2, "CPUs (and torch threads) per side.")
+  flags.DEFINE_string(
+      "omp_wait_policy",
+      "PASSIVE",
+      "OMP_WAIT_POLICY of both workers ('' leaves it unset). torch's OpenMP"
+      " threads spin at barriers by default; on a machine whose cores other"
+      " processes also use that made their call up to 60x slower at small"
+      " N, so PASSIVE is the default.",
+  )
+  flags.DEFINE_list(
+      "memory_sizes",
+      ["128"],
+      "More node counts N for our XLA memory analysis only (compiled, not"
+      " run).",
+  )
   flags.DEFINE_integer("rounds", 5, "Alternating timed rounds.")
   flags.DEFINE_integer("iters", 3, "Timed calls per entry per round.")
   flags.DEFINE_integer("seed", 0, "Seed of the inputs.")
