@@ -8,7 +8,11 @@ Entries (all at the RT paper's tuned sizes where they are RT-like, see
 authors' own RT processor (github.com/CameronDiao/relational-transformer,
 their CLRS fork, `clrs/_src/processors.py: RT`) plugged into the same CLRS
 model as our `rt` through a processor factory; dm-clrs `mpnn` at width 512
-and `triplet_gmpnn`; our `et` and `rt_triangular`.
+and `triplet_gmpnn`; our `et`, `rt_triangular` and `floyd` (FloydNet's
+pivotal attention, 3 blocks of 12 x 16); `et_mueller`, the Edge Transformer
+processor of Mueller et al. 2024 ("Towards Principled Graph Transformers",
+github.com/ksmdnl/clrs, `clrs/_src/processors.py: ET_Processor`) in the
+model their nets.py runs it in (see `mueller_et_factory`).
 
 Every entry builds its model with `relational_jax.training.clrs.loop.
 build_model` (our CarryModel; with carry_state=False it computes exactly
@@ -23,7 +27,12 @@ every entry alike. Reported times are medians over rounds.
 Timed: a training step (`model.feedback`, batch `batch_size` at n =
 `train_length`) and a forward pass (`model.predict`, batch
 `eval_batch_size` at n = `eval_length`). Output: examples/s per entry, the
-ratios ours / authors' and et / mpnn512, and the spread over rounds.
+ratios ours / authors' (rt / rt_authors, et / et_mueller), et / mpnn512,
+floyd / mpnn512 and floyd / et, and the spread over rounds. With
+`--memory`, each entry's compiled training step and forward pass are also
+measured by XLA's buffer assignment (`lower(...).compile().
+memory_analysis()`: argument, output and temp bytes; temp is the peak
+working memory beyond parameters, optimiser state and batch).
 
 The authors' code is never vendored: pass `--rt_reference=DIR`, a checkout of
 their repository. Without it `rt_authors` is skipped with a message. Only
@@ -32,6 +41,10 @@ object `clrs._src.base_modules` whose __path__ points into their checkout (the
 installed dm-clrs has no such subpackage), load their processors.py under a
 private module name, then drop the registration. Their package __init__
 (datasets, TensorFlow) is not run and nothing in the checkout is edited.
+Likewise `--et_mueller_reference=DIR`, a checkout of github.com/ksmdnl/clrs,
+for `et_mueller`: their processors.py imports only chex, haiku, jax and
+numpy, so it is loaded from the checkout under a private module name as it
+is.
 """
 
 import importlib.util
@@ -59,6 +72,7 @@ from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
 
 RT_URL = "https://github.com/CameronDiao/relational-transformer"
+ET_MUELLER_URL = "https://github.com/ksmdnl/clrs"
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 # bench.processors defines algorithm, batch_size, train_length, eval_length,
@@ -68,6 +82,18 @@ flags.DEFINE_string(
     None,
     f"Checkout of {RT_URL} (their CLRS fork); without it the "
     "'rt_authors' entry is skipped.",
+)
+flags.DEFINE_string(
+    "et_mueller_reference",
+    None,
+    f"Checkout of {ET_MUELLER_URL} (Mueller et al.'s CLRS fork); without it"
+    " the 'et_mueller' entry is skipped.",
+)
+flags.DEFINE_bool(
+    "memory",
+    False,
+    "Also record XLA's memory analysis of every entry's compiled training"
+    " step and forward pass.",
 )
 flags.DEFINE_integer(
     "rounds",
@@ -113,6 +139,27 @@ ENTRIES["rt_triangular"] = {**ENTRIES["rt_triangular"], "triangular_heads": 12}
 # (processor_type and the RT sizes of the config are unused: the factory
 # replaces the processor; its sizes are RT_SIZES, the same.)
 ENTRIES["rt_authors"] = dict(ENTRIES["rt"])
+# Mueller et al.'s ET in the model their nets.py runs it in: stock CLRS
+# (no carried pair state: the processor gets the node hidden only, its pair
+# output goes to the edge decoders; pointers from nodes), width 192.
+# (processor_type is unused: the factory replaces the processor.)
+ENTRIES["et_mueller"] = dict(
+    processor_type="mpnn",
+    hidden_size=192,
+    carry_state=False,
+    ptr_from_edges=False,
+)
+# Their run.py defaults (clrs/examples/run.py): 3 layers, 12 heads, width
+# 192, norm_first_att=True, node_readout 'diagonal', relu, no dropout.
+ET_MUELLER_SIZES = dict(
+    nb_heads=12,
+    num_layers=3,
+    activation="relu",
+    dropout=0.0,
+    attention_dropout=0.0,
+    norm_first=True,
+)
+ET_MUELLER_READOUT = "diagonal"
 
 
 # ----------------------------------------------------------------------------
@@ -208,7 +255,74 @@ def authors_rt_factory(reference: str, **sizes) -> Callable:
   return lambda out_size: AuthorsRT(out_size)
 
 
-def _reference_commit(reference: str) -> Optional[str]:
+def import_mueller_processors(reference: str):
+  """Their clrs/_src/processors.py as a module (it imports only chex,
+  haiku, jax and numpy)."""
+  source = pathlib.Path(reference).resolve() / "clrs" / "_src" / "processors.py"
+  if not source.exists():
+    raise SystemExit(
+        f"{source} not found: is --et_mueller_reference a checkout of"
+        f" {ET_MUELLER_URL}?"
+    )
+  spec = importlib.util.spec_from_file_location("et_mueller_processors", source)
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  if not hasattr(module, "ET_Processor"):
+    raise SystemExit(f"{source} has no ET_Processor.")
+  return module
+
+
+def mueller_et_factory(reference: str, spec, **sizes) -> Callable:
+  """A CLRS processor factory `out_size -> Processor` running Mueller et
+  al.'s `ET_Processor`.
+
+  Their processor takes three keyword arguments their own nets.py passes
+  and stock CLRS does not: `repred` (False in training: their dropout is
+  applied; the rates are 0 here, so it changes nothing but whether a few
+  PRNG keys are split, and False is passed in both passes), `readout`
+  (their node readout, run.py's default 'diagonal') and
+  `is_graph_fts_avail` (run.py: whether any input or hint of the algorithm
+  lives on the graph; False for Bellman-Ford). It returns (nodes, pair
+  states); the pair states go to the edge decoders, as in their nets.py.
+  """
+  from clrs._src import processors as clrs_processors  # pylint: disable=g-import-not-at-top
+
+  theirs = import_mueller_processors(reference)
+  sizes = {**ET_MUELLER_SIZES, **sizes}
+  has_graph_fts = any(
+      "graph" in value
+      for value in spec.values()
+      if value[0] in ("input", "hint")
+  )
+
+  class MuellerET(clrs_processors.Processor):
+
+    def __init__(self, out_size: int, name: str = "et_mueller"):
+      super().__init__(name=name)
+      self.out_size = out_size
+
+    def __call__(
+        self, node_fts, edge_fts, graph_fts, adj_mat, hidden, **unused_kwargs
+    ):
+      return theirs.ET_Processor(out_size=self.out_size, **sizes)(
+          node_fts,
+          edge_fts,
+          graph_fts,
+          adj_mat,
+          hidden,
+          repred=False,
+          readout=ET_MUELLER_READOUT,
+          is_graph_fts_avail=has_graph_fts,
+      )
+
+  return lambda out_size: MuellerET(out_size)
+
+
+def _reference_commit(
+    reference: str, goldens_key: Optional[str] = "rt"
+) -> Optional[str]:
+  """The checkout's commit; when it is not a git work tree, the commit of
+  the fidelity goldens' snapshot of `goldens_key` (None: no fallback)."""
   try:
     return subprocess.run(
         ["git", "-C", reference, "rev-parse", "HEAD"],
@@ -218,9 +332,11 @@ def _reference_commit(reference: str) -> Optional[str]:
     ).stdout.strip()
   except (OSError, subprocess.CalledProcessError):
     pass
+  if goldens_key is None:
+    return None
   readme = REPO / "tests" / "fidelity" / "goldens" / "README.json"
   try:  # the snapshot the fidelity goldens were made from
-    commit = json.loads(readme.read_text())["references"]["rt"]["commit"]
+    commit = json.loads(readme.read_text())["references"][goldens_key]["commit"]
     return (
         f"{commit} (not a git work tree; commit of the fidelity goldens'"
         " snapshot)"
@@ -304,6 +420,37 @@ class Entry:
       )
     self.eval_s.append((time.perf_counter() - t) / FLAGS.eval_iters)
 
+  def memory(self) -> Dict:
+    """XLA's memory analysis of the compiled training step and forward
+    pass (compiled again here, not run)."""
+    model = self.model
+    key = jax.device_put(self.key, model._replicated)  # pylint: disable=protected-access
+    train = model.jitted_feedback.lower(
+        model._device_params,  # pylint: disable=protected-access
+        key,
+        model.shard_feedback(self.feedback),
+        model._device_opt_state,  # pylint: disable=protected-access
+        0,
+    )
+    predict = model.jitted_predict.lower(
+        model._device_params,  # pylint: disable=protected-access
+        key,
+        model.shard_features(self.eval_batch.features),
+        0,
+        False,
+        False,
+    )
+    out = {}
+    for name, lowered in (("train_step", train), ("eval", predict)):
+      stats = lowered.compile().memory_analysis()
+      out[name] = {
+          "argument_bytes": int(stats.argument_size_in_bytes),
+          "output_bytes": int(stats.output_size_in_bytes),
+          "alias_bytes": int(stats.alias_size_in_bytes),
+          "temp_bytes": int(stats.temp_size_in_bytes),
+      }
+    return out
+
   def result(self) -> Dict:
     train_s = statistics.median(self.train_s)
     out = {
@@ -358,6 +505,21 @@ def main(argv):
     )
   factories = {}
   skipped = {}
+  if "et_mueller" in names:
+    if FLAGS.et_mueller_reference:
+      import clrs  # pylint: disable=g-import-not-at-top
+
+      factories["et_mueller"] = mueller_et_factory(
+          FLAGS.et_mueller_reference, clrs.SPECS[FLAGS.algorithm]
+      )
+    else:
+      skipped["et_mueller"] = (
+          "no --et_mueller_reference: fetch Mueller et al.'s CLRS fork (git"
+          f" clone {ET_MUELLER_URL} /tmp/peers/et_mueller) and pass"
+          " --et_mueller_reference=/tmp/peers/et_mueller"
+      )
+      print(f"Skipping et_mueller: {skipped['et_mueller']}", file=sys.stderr)
+      names.remove("et_mueller")
   if "rt_authors" in names:
     if FLAGS.rt_reference:
       factories["rt_authors"] = authors_rt_factory(FLAGS.rt_reference)
@@ -381,6 +543,17 @@ def main(argv):
         flush=True,
     )
     entries.append(entry)
+  memory = {}
+  if FLAGS.memory:
+    for entry in entries:
+      memory[entry.name] = entry.memory()
+      print(
+          f"{entry.name:14s} XLA temp: train step"
+          f" {memory[entry.name]['train_step']['temp_bytes'] / 1e6:9.1f} MB,"
+          f" eval {memory[entry.name]['eval']['temp_bytes'] / 1e6:9.1f} MB",
+          flush=True,
+      )
+  load_before = os.getloadavg()
   alternate(entries, "train", FLAGS.rounds)
   eval_rounds = FLAGS.rounds if FLAGS.eval_rounds is None else FLAGS.eval_rounds
   alternate(entries, "evaluate", eval_rounds)
@@ -403,16 +576,26 @@ def main(argv):
       "device_kind": jax.devices()[0].device_kind,
       "cpu_count": os.cpu_count(),
       "machine": platform.machine(),
+      "load_average_before": load_before,
       "load_average": os.getloadavg(),
       "jax": jax.__version__,
       "entries": {e.name: e.result() for e in entries},
       "skipped": skipped,
   }
+  for name, m in memory.items():
+    results["entries"][name]["xla_memory"] = m
   if FLAGS.rt_reference:
     results["rt_reference"] = {
         "repository": RT_URL,
         "commit": _reference_commit(FLAGS.rt_reference),
         "sizes": RT_SIZES,
+    }
+  if "et_mueller" in results["entries"]:
+    results["et_mueller_reference"] = {
+        "repository": ET_MUELLER_URL,
+        "commit": _reference_commit(FLAGS.et_mueller_reference, None),
+        "sizes": ET_MUELLER_SIZES,
+        "readout": ET_MUELLER_READOUT,
     }
   res = results["entries"]
   results["ratios"] = {
@@ -423,6 +606,22 @@ def main(argv):
       "et_over_mpnn512": {
           "train": _ratio(res, "et", "mpnn512", "train_examples_per_s"),
           "eval": _ratio(res, "et", "mpnn512", "eval_examples_per_s"),
+      },
+      "et_over_et_mueller": {
+          "train": _ratio(res, "et", "et_mueller", "train_examples_per_s"),
+          "eval": _ratio(res, "et", "et_mueller", "eval_examples_per_s"),
+      },
+      "floyd_over_mpnn512": {
+          "train": _ratio(res, "floyd", "mpnn512", "train_examples_per_s"),
+          "eval": _ratio(res, "floyd", "mpnn512", "eval_examples_per_s"),
+      },
+      "floyd_over_et": {
+          "train": _ratio(res, "floyd", "et", "train_examples_per_s"),
+          "eval": _ratio(res, "floyd", "et", "eval_examples_per_s"),
+      },
+      "floyd_over_rt": {
+          "train": _ratio(res, "floyd", "rt", "train_examples_per_s"),
+          "eval": _ratio(res, "floyd", "rt", "eval_examples_per_s"),
       },
   }
   print()

@@ -48,7 +48,8 @@ FLAGS = flags.FLAGS
 
 # The configurations compared (in the flat flag names of clrs_train): RT at the paper's tuned size (Table 2), MPNN at
 # its tuned width 512 and at RT's width 192, Triplet-GMPNN (Ibarz et al. 2022),
-# and our triangular kinds at RT's width (ET: 3 tied layers, 12 heads x 16).
+# our triangular kinds at RT's width (ET: 3 tied layers, 12 heads x 16) and
+# FloydNet at the same width (3 untied blocks, 12 heads x 16).
 ENTRIES = {
     "rt": dict(
         processor_type="rt",
@@ -86,6 +87,17 @@ ENTRIES = {
     ),
     "et": dict(
         processor_type="et",
+        hidden_size=192,
+        nb_heads=12,
+        head_size=16,
+        num_layers=3,
+        carry_state=True,
+        ptr_from_edges=True,
+    ),
+    # FloydNet (pivotal attention) at ET's width: 3 untied blocks, 12 x 16
+    # (the floyd section of the CLRS config).
+    "floyd": dict(
+        processor_type="floyd",
         hidden_size=192,
         nb_heads=12,
         head_size=16,
