@@ -18,7 +18,8 @@ This package holds the `Reproduction` record, the budgets and the registry
 registered here in the order of `reproduce --list`:
 
   clrs        the RT paper's CLRS protocol: RT, MPNN, Triplet-GMPNN,
-              FloydNet;
+              FloydNet; and pair_models_clrs (FloydNet, RT, ET at the
+              clrs_rt comparison's settings);
   seq2seq     SCAN and COGS (Csordas et al. 2021, sequence COGS with the
               Edge Transformer) and For2Lam (Shiv & Quirk 2019);
   clutrr      CLUTRR (Bergen et al. 2021): ET, its ablations, RAT, our RT
@@ -46,7 +47,7 @@ class Reproduction:
   """
 
   name: str
-  task: str  # 'clrs' | 'seq2seq' | 'clutrr' | 'cogs_graph'
+  task: str  # 'clrs' | 'seq2seq' | 'clutrr' | 'cogs_graph' | 'pair_models_clrs'
   paper: str
   where: str  # table / figure
   metric: str

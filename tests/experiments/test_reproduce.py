@@ -57,6 +57,7 @@ def test_budgets_scale_only_length_evaluation_and_seeds():
       "data.num_test",
       "seeds",
       "algorithms",
+      "results_path",  # where the results go (pair_models_clrs)
   )
   # Smoke runs of For2Lam may also share one data split (its short / long
   # variants of a model share one smoke run, see smoke_workdirs) and shrink
@@ -242,6 +243,12 @@ def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
   key, _ = reproductions.get(name).headline()
   if reproductions.get(name).task == "clrs":
     assert 0.0 <= record["ours"]["mean"] <= 100.0
+  elif reproductions.get(name).task == "pair_models_clrs":
+    assert set(record["ours"]) == {
+        f"{p}/bellman_ford" for p in ("floyd", "rt", "et")
+    }
+    assert all(0.0 <= v <= 100.0 for v in record["ours"].values())
+    assert os.path.isfile(os.path.splitext(record["results_path"])[0] + ".png")
   else:
     assert set(record["ours"]) & {"gen", "iid"}
   with open(os.path.join(workdir, "reproduction.json")) as f:
@@ -278,3 +285,68 @@ def test_a_planned_stop_ends_cleanly_and_the_same_command_resumes(tmp_path):
       overrides={"train.stop_at_step": 0},
   )
   assert set(done["ours"]) & {"gen", "iid"}
+
+
+def test_pair_models_clrs_runs_clrs_rt_s_budgets_for_every_processor():
+  """pair_models_clrs: the clrs_rt comparison's budgets (not copies of
+  their numbers), FloydNet, RT and ET; bad names list the valid ones."""
+  from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
+  from experiments.compare import clrs_rt_processors  # pylint: disable=g-import-not-at-top
+
+  r = reproductions.get("pair_models_clrs")
+  for budget in ("paper", "cpu", "smoke"):
+    c = r.build(budget)
+    assert clrs_rt_processors.budget_of(c) == clrs_rt.BUDGETS[budget]
+    assert tuple(c.processors) == ("floyd", "rt", "et")
+  cpu = r.build("cpu")
+  assert (cpu.protocol.steps, cpu.protocol.eval_every, len(cpu.seeds)) == (
+      640,
+      80,
+      3,
+  )
+  assert cpu.results_path.startswith("results/")
+  assert clrs_rt_processors.results_path(r.build("smoke"), "/w") == (
+      "/w/results.json"
+  )
+  with pytest.raises(
+      ValueError,
+      match=(
+          r"Unknown processor 'mpnn'; valid choices are \['rt', 'et', 'floyd'\]"
+      ),
+  ):
+    reproduce.check("pair_models_clrs", "smoke", {"processors": ("rt", "mpnn")})
+  with pytest.raises(ValueError, match="Unknown budget 'fast'; valid budgets"):
+    r.build("fast")
+
+
+@pytest.mark.slow
+def test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget(
+    tmp_path,
+):
+  """A planned stop returns the step; the same command finishes the run
+  from its checkpoint; a changed step budget on that work dir is refused."""
+  from relational_jax.training import errors  # pylint: disable=g-import-not-at-top
+
+  workdir, quiet = str(tmp_path / "w"), lambda m: None
+  only_rt = {"processors": ("rt",)}
+  stopped = reproduce.run(
+      "pair_models_clrs",
+      "smoke",
+      workdir,
+      log=quiet,
+      overrides={**only_rt, "stop_at_step": 1},
+  )
+  assert stopped["stopped_at"] == 1
+  assert not os.path.exists(os.path.join(workdir, "reproduction.json"))
+  done = reproduce.run("pair_models_clrs", "smoke", workdir, quiet, only_rt)
+  with open(done["results_path"]) as f:
+    seed0 = json.load(f)["results"]["rt"]["bellman_ford"]["seeds"]["0"]
+  assert [step for step, _ in seed0["validation"]] == [1, 2]
+  with pytest.raises(errors.UserError, match="protocol.steps: saved 2, now 3"):
+    reproduce.run(
+        "pair_models_clrs",
+        "smoke",
+        workdir,
+        quiet,
+        {**only_rt, "protocol.steps": 3},
+    )
