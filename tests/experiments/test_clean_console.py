@@ -105,7 +105,7 @@ BAD_VALUES = [
     (
         "experiments.clutrr_train",
         ["--config.model=no_such_model"],
-        ["no_such_model", "edge_transformer", "rat"],
+        ["no_such_model", "edge_transformer", "rat", "floyd"],
     ),
     (
         "experiments.cogs_graph_train",
