@@ -37,6 +37,12 @@ order reversed every other round), so that load from other processes hits
 every entry alike. Reported: each entry's median and minimum call time per
 size, theirs / ours, and the load average before and after.
 
+Profile (`--profile`, on by default; after the timed rounds, in the driver
+process on the same CPUs): the executed XLA:CPU ops of `ours` and
+`materialising` at every N, ms per call by coarse kind (matmul,
+transpose/copy, reduce, dynamic slice/update, elementwise) and the top
+instructions.
+
 Memory (the same JSON):
   xla_memory   XLA's buffer assignment of each of our compiled calls
                (`jit(...).lower(...).compile().memory_analysis()`):
@@ -317,6 +323,61 @@ def _torch_memory(reference, python, cpus, env, n) -> Dict:
   return json.loads(line[len("MEMORY ") :])
 
 
+def _op_category(primitive: str, instruction: str) -> str:
+  """A coarse kind of one executed XLA:CPU op: 'matmul' (dot_general),
+  'transpose/copy' (layout changes), 'reduce', 'dynamic slice/update'
+  (chunk slicing and accumulation into slices) or 'elementwise'."""
+  name = instruction.split(" ")[0]
+  if primitive == "dot_general" or name.startswith("dot"):
+    return "matmul"
+  if "transpose" in name or primitive in ("transpose", "copy"):
+    return "transpose/copy"
+  if primitive.startswith("reduce") or "reduce" in name:
+    return "reduce"
+  if "dynamic" in name or primitive.startswith("dynamic"):
+    return "dynamic slice/update"
+  return "elementwise"
+
+
+def profile_ours(entry: str, n: int, iters: int = 3, top: int = 12) -> Dict:
+  """Executed XLA:CPU ops of one of our calls (experiments.bench.
+  xla_op_profile): ms per call by coarse kind and the `top` instructions."""
+  import collections  # pylint: disable=g-import-not-at-top
+
+  import jax  # pylint: disable=g-import-not-at-top
+
+  from experiments.bench import xla_op_profile  # pylint: disable=g-import-not-at-top
+
+  b, h, d = FLAGS.batch_size, FLAGS.heads, FLAGS.head_dim
+  inputs = [jax.device_put(x) for x in make_inputs(b, h, n, d, FLAGS.seed)]
+  call = our_call(entry, _chunk())
+  hlo = call.lower(*inputs).compile().as_text()
+  jax.block_until_ready(call(*inputs))
+
+  def run():
+    for _ in range(iters):
+      jax.block_until_ready(call(*inputs))
+
+  wall_s, ops = xla_op_profile.traced_ops(run, hlo, iters, instructions=True)
+  kinds, instructions = collections.Counter(), collections.Counter()
+  for op_name, ms, instruction in ops:
+    primitive = op_name.split("/")[-1]
+    kinds[_op_category(primitive, instruction)] += ms
+    instructions[f"{instruction} ({primitive})"] += ms
+  total = sum(kinds.values())
+  return {
+      "wall_ms_per_call": wall_s * 1e3,
+      "op_ms_per_call": total,
+      "ms_by_kind": dict(kinds.most_common()),
+      "share_by_kind": {k: v / total for k, v in kinds.most_common()},
+      "top_instructions_ms": dict(instructions.most_common(top)),
+      "note": (
+          "op durations on the two threads overlap: shares, not sums, are"
+          " the result"
+      ),
+  }
+
+
 def _our_memory(n, forward_only=False) -> Dict:
   b, h, d = FLAGS.batch_size, FLAGS.heads, FLAGS.head_dim
   per = {
@@ -456,6 +517,19 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
     for w in workers.values():
       w.close()
   load_after = os.getloadavg()
+  profiles = {}
+  if FLAGS.profile:
+    for n in sizes:
+      profiles[str(n)] = {
+          e: profile_ours(e, n) for e in ("ours", "materialising")
+      }
+      log(
+          f"[bench.pivotal] N={n} profile of ours, ms by kind: "
+          + ", ".join(
+              f"{k} {v:.1f}"
+              for k, v in profiles[str(n)]["ours"]["ms_by_kind"].items()
+          )
+      )
   memory = memory_report(
       sizes, reference, FLAGS.reference_python, cpus, env, log
   )
@@ -511,6 +585,7 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
       }
     result["sizes"][str(n)] = cell
   result.update(memory)
+  result["xla_op_profile"] = profiles
   return result
 
 
@@ -601,6 +676,13 @@ def define_flags():
   flags.DEFINE_integer("rounds", 5, "Alternating timed rounds.")
   flags.DEFINE_integer("iters", 3, "Timed calls per entry per round.")
   flags.DEFINE_integer("seed", 0, "Seed of the inputs.")
+  flags.DEFINE_bool(
+      "profile",
+      True,
+      "Also profile our chunked and materialising calls at every N (XLA:CPU"
+      " op durations by kind, experiments.bench.xla_op_profile), after the"
+      " timed rounds.",
+  )
   flags.DEFINE_string("output", "results/bench_pivotal.json", "JSON output.")
   flags.DEFINE_string("worker", "", "Internal: 'ours' runs our worker.")
 
