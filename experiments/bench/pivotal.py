@@ -52,10 +52,12 @@ Memory (the same JSON):
                for the forward pass alone, at the larger N of
                `--memory_sizes` and, for ours, at every chunk size of
                `--memory_chunk_sizes` (compiled only, not run);
-  torch_rss    their call's resident set growth (ru_maxrss) in a fresh
-               process per size, after a warm-up call at N = 4; torch's CPU
-               allocator keeps no peak counter, so this is an upper bound
-               that includes the gradients it returns (`gradient_bytes`).
+  torch_rss    their call's peak resident set growth (VmHWM, reset through
+               /proc/self/clear_refs just before the call, minus the RSS
+               then) in a fresh process per size, after a warm-up call at
+               N = 4; torch's CPU allocator keeps no peak counter, so this
+               is an upper bound that includes the gradients and y it
+               returns (`gradient_bytes`, `output_bytes`).
 
 The authors' code is never vendored: without `--floyd_reference` (a
 checkout of github.com/ocx-lab/FloydNet with src/floydnet/functional.py)

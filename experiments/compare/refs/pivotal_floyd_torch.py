@@ -22,18 +22,18 @@ Modes:
           [seconds per call]`), `save N PATH` (one call; writes y and the
           five gradients to the .npz PATH; replies `SAVED PATH`), `quit`.
   memory  one call at `--n` in this fresh process, after a warm-up call at
-          N = 4 (thread pools, kernels): prints `MEMORY {...}` with the peak
-          resident set size (ru_maxrss) before and after it. torch's CPU
-          allocator has no peak counter; the RSS growth is an upper bound
-          of the call's peak allocation (it includes the five gradients,
-          which the call returns).
+          N = 4 (thread pools, kernels) and the inputs' creation: the peak
+          resident set size (VmHWM, reset just before the call through
+          /proc/self/clear_refs) minus the RSS before it; prints `MEMORY
+          {...}`. torch's CPU allocator has no peak counter; the RSS growth
+          bounds the call's peak allocation from above (it includes the
+          five gradients, which the call returns, and y).
 """
 
 import argparse
 import importlib.util
 import json
 import os
-import resource
 import sys
 import time
 
@@ -74,8 +74,21 @@ def call(functional, leaves, dy):
   return y
 
 
-def _maxrss_bytes():
-  return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+def _vm_bytes():
+  """(VmRSS, VmHWM) of this process in bytes (/proc/self/status)."""
+  values = {}
+  with open("/proc/self/status") as f:
+    for line in f:
+      if line.startswith(("VmRSS:", "VmHWM:")):
+        key, value = line.split(":")
+        values[key] = int(value.split()[0]) * 1024
+  return values["VmRSS"], values["VmHWM"]
+
+
+def _reset_peak():
+  """Resets VmHWM to the current RSS (Linux >= 4.0: clear_refs 5)."""
+  with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
 
 
 def main():
@@ -97,16 +110,17 @@ def main():
     leaves, dy = make_inputs(a.batch, a.heads, 4, a.head_dim, a.seed)
     call(functional, leaves, dy)
     leaves, dy = make_inputs(a.batch, a.heads, a.n, a.head_dim, a.seed)
-    before = _maxrss_bytes()
+    _reset_peak()
+    before, _ = _vm_bytes()
     y = call(functional, leaves, dy)
-    after = _maxrss_bytes()
+    _, peak = _vm_bytes()
     print(
         "MEMORY "
         + json.dumps({
             "n": a.n,
-            "maxrss_before_bytes": before,
-            "maxrss_after_bytes": after,
-            "rss_growth_bytes": after - before,
+            "rss_before_bytes": before,
+            "peak_rss_bytes": peak,
+            "rss_growth_bytes": peak - before,
             "gradient_bytes": sum(x.grad.nbytes for x in leaves),
             "output_bytes": y.nbytes,
             "torch": torch.__version__,
