@@ -240,7 +240,10 @@ def maybe_initialize_distributed(enabled: bool, **kwargs) -> bool:
   from the cluster environment (SLURM, Open MPI, Kubernetes, TPU pods...).
   Cross-process collectives on CPU use gloo (JAX's
   `jax_cpu_collectives_implementation`, unless another one is set). Must
-  run before any other JAX call. Returns whether it initialised."""
+  run before any other JAX call. Returns whether it initialised.
+
+  Then `create_communicators` runs, while the processes are still in step.
+  """
   if not enabled:
     return False
   if jax.config.jax_cpu_collectives_implementation in (None, "none"):
@@ -248,7 +251,39 @@ def maybe_initialize_distributed(enabled: bool, **kwargs) -> bool:
   jax.distributed.initialize(
       **{k: v for k, v in kwargs.items() if v is not None}
   )
+  create_communicators()
   return True
+
+
+def create_communicators() -> None:
+  """Runs one all-reduce over the data mesh and one cross-process gather, so
+  that the collective communicators the runs use exist from the start.
+
+  On CPU, XLA creates a gloo communicator the first time a program uses a
+  group of devices, and every process must join within 30 s (a fixed
+  timeout, `--xla_cpu_collective_timeout_seconds` does not change it: the
+  error is "Gloo context initialization failed: DEADLINE_EXCEEDED:
+  GetKeyValue() timed out"). A first train step reached after compiles or
+  data loading that took one process 30 s longer than another failed so.
+  Created here, right after `jax.distributed.initialize` returned on every
+  process, the communicators are reused later, and a process that is late
+  then only waits. No-op with one process.
+  """
+  if jax.process_count() == 1:
+    return
+  from jax.experimental import multihost_utils  # pylint: disable=g-import-not-at-top
+
+  mesh = make_data_mesh()
+  ones = jax.make_array_from_process_local_data(
+      batch_sharded(mesh), np.ones((jax.local_device_count(),), np.float32)
+  )
+  total = jax.jit(lambda x: x.sum(), out_shardings=replicated(mesh))(ones)
+  if int(total.addressable_data(0)) != jax.device_count():
+    raise RuntimeError(
+        f"the all-reduce over {jax.device_count()} devices gave "
+        f"{total.addressable_data(0)}."
+    )
+  multihost_utils.process_allgather(np.zeros((1,), np.int32))
 
 
 def to_host(x: Any) -> np.ndarray:

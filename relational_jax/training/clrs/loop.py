@@ -17,8 +17,8 @@ Several processes (`parallel.distributed`; the mesh spans all their
 devices): every process draws the same seeded global batch from its own
 `TrainStream` (the CLRS samplers cannot draw a part of a batch without
 changing the stream) and places only its rows on its devices
-(`CarryModel.shard_feedback` -> `mesh.shard_batch`), so 1 process x 4
-devices and 2 processes x 2 devices train on the same global batches.
+(`CarryModel.shard_feedback` -> `mesh.shard_batch`), so 1 process x 2
+devices and 2 processes x 1 device train on the same global batches.
 Evaluation gathers every process's predictions. Checkpoints are saved and
 restored by all processes; `config.json`, `result.json`, the results JSON
 and the PNGs are written by process 0.

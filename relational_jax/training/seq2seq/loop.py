@@ -17,7 +17,7 @@ devices): every process runs the same seeded `BatchStream` of global
 indices, builds the examples of only its rows of each global batch
 (`mesh.process_rows`) and forms the global arrays with
 `mesh.shard_process_batch` (`jax.make_array_from_process_local_data`), so 1
-process x 4 devices and 2 processes x 2 devices train on the same global
+process x 2 devices and 2 processes x 1 device train on the same global
 batches. Evaluation gathers every process's decodings. Checkpoints are saved
 and restored by all processes; `config.json`, the vocabularies, the results
 JSON and the PNG are written by process 0.
