@@ -10,6 +10,9 @@
 # runs. NAMES picks others, e.g. NAMES=clutrr_floyd_k23 (FloydNet, k23 only;
 # drawn in the figure when its JSON exists).
 # Results: results/clutrr/<name>.json, results/clutrr/figure3_[k234_]cpu.png.
+# BUDGET=paper: the paper budget instead (hours per run on this CPU; work
+# directories under $RUNS, default runs/clutrr_paper), results
+# results/clutrr/<name>_paper.json and figure3_[k234_]paper.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export JAX_PLATFORMS=${JAX_PLATFORMS:-cpu}
@@ -18,34 +21,42 @@ case "$SETTING" in
   k23|k234) ;;
   *) echo "SETTING=$SETTING: valid settings are k23, k234" >&2; exit 2 ;;
 esac
+BUDGET=${BUDGET:-cpu}
+case "$BUDGET" in
+  cpu) SUFFIX="" ;;
+  paper) SUFFIX="_paper" ;;
+  *) echo "BUDGET=$BUDGET: valid budgets are cpu, paper" >&2; exit 2 ;;
+esac
+RUNS=${RUNS:-runs/clutrr_$BUDGET}
 NAMES=${NAMES:-"clutrr_et_$SETTING clutrr_rat_$SETTING clutrr_rt_$SETTING"}
 for name in $NAMES; do
-  python3 -m experiments.reproduce "$name" --budget=cpu \
-      --workdir="runs/clutrr_cpu/$name"
+  python3 -m experiments.reproduce "$name" --budget="$BUDGET" \
+      --workdir="$RUNS/$name"
   mkdir -p results/clutrr
-  cp "runs/clutrr_cpu/$name/results.json" "results/clutrr/$name.json"
+  cp "$RUNS/$name/results.json" "results/clutrr/$name$SUFFIX.json"
 done
-SETTING="$SETTING" python3 - <<'PY'
+SETTING="$SETTING" BUDGET="$BUDGET" SUFFIX="$SUFFIX" python3 - <<'PY'
 import json, os
 from experiments import reproductions
 from relational_jax.training import clutrr
-setting = os.environ["SETTING"]
+setting, budget = os.environ["SETTING"], os.environ["BUDGET"]
 series, published = [], {}
 for model in ("et", "rat", "rt", "floyd", "et_value_ablation",
               "et_attention_ablation", "et_untied"):
   name = f"clutrr_{model}_{setting}"
-  path = f"results/clutrr/{name}.json"
+  path = f"results/clutrr/{name}{os.environ['SUFFIX']}.json"
   if os.path.exists(path):
     with open(path) as f:
-      series.append((f"{name} (ours, cpu)", json.load(f)["evaluations"]["test"]))
+      series.append((f"{name} (ours, {budget})",
+                     json.load(f)["evaluations"]["test"]))
 et = reproductions.get(f"clutrr_et_{setting}").published
 published["ET (paper, Table 5)"] = {k: v for k, v in et.items() if v is not None}
 trained = {"k23": "k=2,3", "k234": "generated k=2,3,4"}[setting]
-out = ("results/clutrr/figure3_cpu.png" if setting == "k23"
-       else f"results/clutrr/figure3_{setting}_cpu.png")
+out = ("results/clutrr/figure3_" + ("" if setting == "k23" else
+                                    f"{setting}_") + f"{budget}.png")
 clutrr.plot_accuracy_by_k(series, out,
                           title=f"CLUTRR official test (trained on {trained}, "
-                                "CPU)",
+                                f"{budget} budget)",
                           published=published)
 print(f"wrote {out}")
 PY
