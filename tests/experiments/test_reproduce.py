@@ -234,19 +234,25 @@ def smoke_workdirs(tmp_path_factory):
   return get
 
 
+# Smoke runs cut further where compiling dominates: pair_models_clrs's
+# three processors compile for training and for n = 16 and n = 64 (over
+# 2 minutes in all); one shows its path ('rt' and 'et' run through the same
+# code, in the tests of experiments.compare.clrs_rt and the CLRS smoke runs).
+SMOKE_OVERRIDES = {"pair_models_clrs": {"processors": ("floyd",)}}
+
+
 @pytest.mark.parametrize("name", sorted(reproductions.REPRODUCTIONS))
 @pytest.mark.slow
 def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
   workdir = smoke_workdirs(name)
-  record = reproduce.run(name, "smoke", workdir, log=lambda m: None)
+  overrides = SMOKE_OVERRIDES.get(name)
+  record = reproduce.run(name, "smoke", workdir, lambda m: None, overrides)
   assert record["published"] == dict(reproductions.get(name).published)
   key, _ = reproductions.get(name).headline()
   if reproductions.get(name).task == "clrs":
     assert 0.0 <= record["ours"]["mean"] <= 100.0
   elif reproductions.get(name).task == "pair_models_clrs":
-    assert set(record["ours"]) == {
-        f"{p}/bellman_ford" for p in ("floyd", "rt", "et")
-    }
+    assert set(record["ours"]) == {"floyd/bellman_ford"}
     assert all(0.0 <= v <= 100.0 for v in record["ours"].values())
     assert os.path.isfile(os.path.splitext(record["results_path"])[0] + ".png")
   else:
@@ -258,7 +264,7 @@ def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
     assert json.load(f)["reproduction"]["ours"] == record["ours"]
   # Resumed with the same work dir, a finished run continues (nothing to do)
   # and gives the same numbers.
-  again = reproduce.run(name, "smoke", workdir, log=lambda m: None)
+  again = reproduce.run(name, "smoke", workdir, lambda m: None, overrides)
   assert again["ours"] == record["ours"]
 
 
