@@ -6,7 +6,8 @@ device against 1 process x 2 forced host devices, same config and seed.
 One device per process: with 2 devices per process, XLA:CPU deadlocked now
 and then on the 2-core machine (one process waiting in the gather of an
 orbax barrier that the other had already passed, that one waiting to launch
-its train step; 2 of 4 runs of this module under load).
+its train step; in 3 of 4 runs of the seq2seq launches under load, CI's
+failure among them, where it surfaced as gloo's 30 s timeout).
 Checked: the per-step losses of the first 10 steps agree to 1e-5 relative
 (CLRS and seq2seq through their mains; CLUTRR and graph COGS through
 `experiments.reproduce NAME --budget=smoke --distributed ...`; the runs'
