@@ -37,7 +37,10 @@ travels inside the JSON record, which orbax writes from process 0; every
 process reads and checks it, and the processes check that they all
 restored the same checkpoint. A checkpoint that fails is moved aside by
 process 0 alone, then all processes pass a barrier and reload their
-managers.
+managers. Creating a `RunCheckpoints` is itself a synchronisation point
+(orbax's barriers), so whether a process creates one must never depend on
+files another process may be writing at that moment; `saved_steps` reads the
+directory without any synchronisation for such questions.
 """
 
 import hashlib
@@ -58,6 +61,16 @@ from relational_jax.layers import shapes
 from relational_jax.parallel import distributed
 
 WHICH = ("latest", "best")
+
+
+def saved_steps(directory: str, which: str = "latest") -> List[int]:
+  """The finalised steps in `<directory>/<which>`, read from the file system
+  alone (no orbax manager, no barrier): any process may ask at any time."""
+  shapes.check_choice(which, WHICH, "checkpoint set")
+  path = os.path.join(directory, which)
+  if not os.path.isdir(path):
+    return []
+  return sorted(ocp.utils.checkpoint_steps(path))
 
 
 # Reserved keys of the JSON record: the integrity record (added on save,

@@ -324,11 +324,10 @@ def fit(
 
 
 def has_checkpoint(checkpoint_dir: str) -> bool:
-  """Whether `checkpoint_dir` holds a 'latest' checkpoint."""
-  if not os.path.isdir(checkpoint_dir):
-    return False
-  with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
-    return ckpts.latest_step() is not None
+  """Whether `checkpoint_dir` holds a 'latest' checkpoint (a file-system
+  read: no barrier, so processes may ask while process 0 writes the work
+  directory; see `checkpoints.saved_steps`)."""
+  return bool(ckpt_lib.saved_steps(checkpoint_dir))
 
 
 def restore(
