@@ -90,21 +90,55 @@ def _chunking(n, chunk_size):
   return chunk, -(-n // chunk)
 
 
+class _Operands(NamedTuple):
+  """The loop invariants of one call, laid out and cast once, outside the
+  chunk loop (XLA:CPU would otherwise copy them in every chunk).
+
+  The products over the pivots batched over the second pair axis j (q_ij .
+  k_lj, and their partners in the backward pass) are GEMMs only with J-major
+  operands: the backward pass keeps the queries in both layouts (the forward
+  pass, where XLA:CPU does not copy them per chunk, only I-major), and the
+  values are kept in fp32.
+  """
+
+  qs_BxHxIxJxK: Array  # scaled queries, I-major
+  qs_BxHxJxIxK: Optional[Array]  # the same, J-major (None: not made)
+  k_BxHxIxLxK: Array  # k_il
+  k_BxHxLxJxK: Array  # k_lj
+  v_BxHxIxLxK: Array  # v_il, fp32
+  v_BxHxLxJxK: Array  # v_lj, fp32
+
+
+def _operands(static, q, k_il, k_lj, v_il, v_lj, j_major):
+  """The operands of the chunk loop (the queries scaled in their dtype; with
+  `j_major`, a J-major copy of them as well)."""
+  qs = q * jnp.asarray(static.scale, q.dtype)
+  return _Operands(
+      qs_BxHxIxJxK=qs,
+      qs_BxHxJxIxK=jnp.swapaxes(qs, 2, 3) if j_major else None,
+      k_BxHxIxLxK=k_il,
+      k_BxHxLxJxK=k_lj,
+      v_BxHxIxLxK=v_il.astype(jnp.float32),
+      v_BxHxLxJxK=v_lj.astype(jnp.float32),
+  )
+
+
 class _Chunk(NamedTuple):
   start: Array
   k_BxHxIxCxK: Array  # k_il of the chunk's pivots
   k_BxHxCxJxK: Array  # k_lj
-  v_BxHxIxCxK: Array  # v_il
-  v_BxHxCxJxK: Array  # v_lj
+  v_BxHxIxCxK: Array  # v_il, fp32
+  v_BxHxCxJxK: Array  # v_lj, fp32
   mask: Optional[Array]  # attn_mask's pivot slice (rank 5)
   node_Bx1x1x1xC: Optional[Array]  # True for real pivots
   valid_C: Array  # False for pivots already counted by the previous chunk
   keep_BxHxIxJxC: Optional[Array]  # dropout keep mask
 
 
-def _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
+def _chunk(index, static, ops, mask, node, rng):
   """Pivots [start, start + C) of chunk `index`, sliced in place."""
-  num_l = k_il.shape[3]
+  b, h, num_i, num_j, _ = ops.qs_BxHxIxJxK.shape
+  num_l = ops.k_BxHxIxLxK.shape[3]
   chunk, _ = _chunking(num_l, static.chunk_size)
   start = jnp.minimum(index * chunk, num_l - chunk)
   take = lambda x, axis: jax.lax.dynamic_slice_in_dim(x, start, chunk, axis)
@@ -115,7 +149,6 @@ def _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
     node_c = take(node, 1)[:, None, None, None, :]
   keep = None
   if static.dropout_rate > 0.0:
-    b, h, num_i, num_j, _ = q.shape
     keep = jax.random.bernoulli(
         jax.random.fold_in(rng, index),
         1.0 - static.dropout_rate,
@@ -123,10 +156,10 @@ def _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
     )
   return _Chunk(
       start=start,
-      k_BxHxIxCxK=take(k_il, 3),
-      k_BxHxCxJxK=take(k_lj, 2),
-      v_BxHxIxCxK=take(v_il, 3),
-      v_BxHxCxJxK=take(v_lj, 2),
+      k_BxHxIxCxK=take(ops.k_BxHxIxLxK, 3),
+      k_BxHxCxJxK=take(ops.k_BxHxLxJxK, 2),
+      v_BxHxIxCxK=take(ops.v_BxHxIxLxK, 3),
+      v_BxHxCxJxK=take(ops.v_BxHxLxJxK, 2),
       mask=mask,
       node_Bx1x1x1xC=node_c,
       valid_C=(start + jnp.arange(chunk)) >= index * chunk,
@@ -134,24 +167,34 @@ def _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
   )
 
 
-def _scores(static, qs_BxHxIxJxK, c):
+def _scores(static, ops, c):
   """(t, s) for one chunk, fp32, B x H x I x J x C.
 
-  t_ijl = qs_ij . k_il + qs_ij . k_lj (qs: the scaled queries); s is t
-  capped, masked (boolean fill or additive), with padded pivots filled like
-  boolean-masked ones, and -inf for the pivots this chunk does not own.
+  t_ijl = qs_ij . k_il + qs_ij . k_lj (qs: the scaled queries; the second
+  product batched over j, from the J-major copy if made); s is t capped, masked
+  (boolean fill or additive), with padded pivots filled like boolean-masked
+  ones, and -inf for the pivots this chunk does not own.
   """
   t = jnp.einsum(
       "bhijk,bhilk->bhijl",
-      qs_BxHxIxJxK,
+      ops.qs_BxHxIxJxK,
       c.k_BxHxIxCxK,
       preferred_element_type=jnp.float32,
-  ) + jnp.einsum(
-      "bhijk,bhljk->bhijl",
-      qs_BxHxIxJxK,
-      c.k_BxHxCxJxK,
-      preferred_element_type=jnp.float32,
   )
+  if ops.qs_BxHxJxIxK is None:
+    t = t + jnp.einsum(
+        "bhijk,bhljk->bhijl",
+        ops.qs_BxHxIxJxK,
+        c.k_BxHxCxJxK,
+        preferred_element_type=jnp.float32,
+    )
+  else:
+    t = t + jnp.einsum(
+        "bhjik,bhljk->bhijl",
+        ops.qs_BxHxJxIxK,
+        c.k_BxHxCxJxK,
+        preferred_element_type=jnp.float32,
+    )
   s = t
   if static.softmax_cap > 0.0:
     s = static.softmax_cap * jnp.tanh(s / static.softmax_cap)
@@ -179,31 +222,27 @@ def _forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
   """
   b, h, num_i, num_j, kk = q.shape
   _, num_chunks = _chunking(k_il.shape[3], static.chunk_size)
-  qs = q * jnp.asarray(static.scale, q.dtype)
+  ops = _operands(static, q, k_il, k_lj, v_il, v_lj, j_major=False)
 
   def step(carry, index):
     m_BxHxIxJ, l_BxHxIxJ, acc_BxHxIxJxK = carry
-    c = _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng)
-    _, s_BxHxIxJxC = _scores(static, qs, c)
+    c = _chunk(index, static, ops, mask, node, rng)
+    _, s_BxHxIxJxC = _scores(static, ops, c)
     m_new = jnp.maximum(m_BxHxIxJ, s_BxHxIxJxC.max(axis=-1))
     # All scores so far -inf (only where an additive mask holds -inf): a
     # zero reference keeps exp() from producing nan.
     m_safe = jnp.where(jnp.isneginf(m_new), 0.0, m_new)
-    correction = jnp.exp(m_BxHxIxJ - m_safe)
+    correction_BxHxIxJ = jnp.exp(m_BxHxIxJ - m_safe)
     p_BxHxIxJxC = jnp.exp(s_BxHxIxJxC - m_safe[..., None])
-    l_BxHxIxJ = l_BxHxIxJ * correction + p_BxHxIxJxC.sum(axis=-1)
+    l_BxHxIxJ = l_BxHxIxJ * correction_BxHxIxJ + p_BxHxIxJxC.sum(axis=-1)
     w_BxHxIxJxC = _dropped(static, p_BxHxIxJxC, c)
     acc_BxHxIxJxK = (
-        acc_BxHxIxJxK * correction[..., None]
+        acc_BxHxIxJxK * correction_BxHxIxJ[..., None]
         + jnp.einsum(  # sum_l w_ijl v_il
-            "bhijl,bhilk->bhijk",
-            w_BxHxIxJxC,
-            c.v_BxHxIxCxK.astype(jnp.float32),
+            "bhijl,bhilk->bhijk", w_BxHxIxJxC, c.v_BxHxIxCxK
         )
         + jnp.einsum(  # sum_l w_ijl v_lj
-            "bhijl,bhljk->bhijk",
-            w_BxHxIxJxC,
-            c.v_BxHxCxJxK.astype(jnp.float32),
+            "bhijl,bhljk->bhijk", w_BxHxIxJxC, c.v_BxHxCxJxK
         )
     )
     return (m_new, l_BxHxIxJ, acc_BxHxIxJxK), None
@@ -238,6 +277,18 @@ def _add_slice(buffer, update, start, axis):
   )
 
 
+def _bmm(lhs_BxHxAxMxN, rhs_BxHxAxNxK):
+  """The batched product sum_n lhs_amn rhs_ank -> BxHxAxMxK, fp32, with the
+  operands in this order (jnp.einsum may swap them; XLA:CPU's fast GEMMs want
+  the summed axis last in the left operand)."""
+  return jax.lax.dot_general(
+      lhs_BxHxAxMxN,
+      rhs_BxHxAxNxK,
+      (((4,), (3,)), ((0, 1, 2), (0, 1, 2))),
+      preferred_element_type=jnp.float32,
+  )
+
+
 def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
   """Flash-style backward: each chunk's weights recomputed from (m, l).
 
@@ -247,29 +298,41 @@ def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
   then back through the mask and the cap to dt, and
     dq_ij = scale sum_l dt_ijl (k_il + k_lj),
     dk_il = scale sum_j dt_ijl q_ij,  dk_lj = scale sum_i dt_ijl q_ij.
-  Gradients are accumulated in fp32 carries, chunk by chunk.
+  Gradients are accumulated in fp32 carries, chunk by chunk; the products
+  batched over j read J-major copies of dy and the queries made (and cast to
+  fp32) once, before the loop, and dq's second sum is accumulated J-major.
   """
+  b, h, num_i, num_j, kk = q.shape
   _, num_chunks = _chunking(k_il.shape[3], static.chunk_size)
-  qs = q * jnp.asarray(static.scale, q.dtype)
-  dy = dy.astype(jnp.float32)
-  delta_BxHxIxJ = jnp.sum(dy * y.astype(jnp.float32), axis=-1)
+  ops = _operands(static, q, k_il, k_lj, v_il, v_lj, j_major=True)
+  qs_BxHxIxJxK = ops.qs_BxHxIxJxK.astype(jnp.float32)
+  qs_BxHxJxIxK = ops.qs_BxHxJxIxK.astype(jnp.float32)
+  dy_BxHxIxJxK = dy.astype(jnp.float32)
+  dy_BxHxJxIxK = jnp.swapaxes(dy_BxHxIxJxK, 2, 3)
+  delta_BxHxIxJ = jnp.sum(dy_BxHxIxJxK * y.astype(jnp.float32), axis=-1)
   m, l = stats
 
   def step(grads, index):
-    dq, dk_il, dk_lj, dv_il, dv_lj, dmask = grads
-    c = _chunk(index, static, q, k_il, k_lj, v_il, v_lj, mask, node, rng)
-    t, s = _scores(static, qs, c)
+    dq_BxHxIxJxK, dq_BxHxJxIxK, dk_il, dk_lj, dv_il, dv_lj, dmask = grads
+    c = _chunk(index, static, ops, mask, node, rng)
+    t, s = _scores(static, ops, c)
     p = jnp.exp(s - m[..., None]) / l[..., None]  # 0 for pivots not owned
     w = _dropped(static, p, c)
+    # The sums over i (batched over j) are GEMMs with the chunk's block laid
+    # out J x C x I, the summed axis last (XLA:CPU's fast GEMM form).
+    w_BxHxJxCxI = jnp.transpose(w, (0, 1, 3, 4, 2))
     dv_il = _add_slice(
-        dv_il, jnp.einsum("bhijl,bhijk->bhilk", w, dy), c.start, 3
+        dv_il, jnp.einsum("bhijl,bhijk->bhilk", w, dy_BxHxIxJxK), c.start, 3
     )
     dv_lj = _add_slice(
-        dv_lj, jnp.einsum("bhijl,bhijk->bhljk", w, dy), c.start, 2
+        dv_lj,
+        jnp.swapaxes(_bmm(w_BxHxJxCxI, dy_BxHxJxIxK), 2, 3),
+        c.start,
+        2,
     )
     dw = jnp.einsum(
-        "bhijk,bhilk->bhijl", dy, c.v_BxHxIxCxK.astype(jnp.float32)
-    ) + jnp.einsum("bhijk,bhljk->bhijl", dy, c.v_BxHxCxJxK.astype(jnp.float32))
+        "bhijk,bhilk->bhijl", dy_BxHxIxJxK, c.v_BxHxIxCxK
+    ) + jnp.einsum("bhjik,bhljk->bhijl", dy_BxHxJxIxK, c.v_BxHxCxJxK)
     ds = p * (_dropped(static, dw, c) - delta_BxHxIxJ[..., None])
     ds = jnp.where(c.valid_C, ds, 0.0)
     if c.node_Bx1x1x1xC is not None:  # padded pivots: filled, constant
@@ -285,37 +348,46 @@ def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
     dt = ds
     if static.softmax_cap > 0.0:
       dt = ds * (1.0 - jnp.square(jnp.tanh(t / static.softmax_cap)))
-    dq = (
-        dq
-        + jnp.einsum(
-            "bhijl,bhilk->bhijk", dt, c.k_BxHxIxCxK.astype(jnp.float32)
-        )
-        + jnp.einsum(
-            "bhijl,bhljk->bhijk", dt, c.k_BxHxCxJxK.astype(jnp.float32)
-        )
+    dq_BxHxIxJxK = dq_BxHxIxJxK + jnp.einsum(
+        "bhijl,bhilk->bhijk", dt, c.k_BxHxIxCxK.astype(jnp.float32)
     )
-    qs32 = qs.astype(jnp.float32)
+    dq_BxHxJxIxK = dq_BxHxJxIxK + jnp.einsum(
+        "bhijl,bhljk->bhjik", dt, c.k_BxHxCxJxK.astype(jnp.float32)
+    )
+    dt_BxHxJxCxI = jnp.transpose(dt, (0, 1, 3, 4, 2))
     dk_il = _add_slice(
-        dk_il, jnp.einsum("bhijl,bhijk->bhilk", dt, qs32), c.start, 3
+        dk_il, jnp.einsum("bhijl,bhijk->bhilk", dt, qs_BxHxIxJxK), c.start, 3
     )
     dk_lj = _add_slice(
-        dk_lj, jnp.einsum("bhijl,bhijk->bhljk", dt, qs32), c.start, 2
+        dk_lj,
+        jnp.swapaxes(_bmm(dt_BxHxJxCxI, qs_BxHxJxIxK), 2, 3),
+        c.start,
+        2,
     )
-    return (dq, dk_il, dk_lj, dv_il, dv_lj, dmask), None
+    return (
+        dq_BxHxIxJxK,
+        dq_BxHxJxIxK,
+        dk_il,
+        dk_lj,
+        dv_il,
+        dv_lj,
+        dmask,
+    ), None
 
   zeros = lambda x: jnp.zeros(x.shape, jnp.float32)
   init = (
       zeros(q),
+      jnp.zeros((b, h, num_j, num_i, kk), jnp.float32),
       zeros(k_il),
       zeros(k_lj),
       zeros(v_il),
       zeros(v_lj),
       zeros(mask) if static.mask_kind == "additive" else jnp.zeros((0,)),
   )
-  (dq, dk_il, dk_lj, dv_il, dv_lj, dmask), _ = jax.lax.scan(
-      step, init, jnp.arange(num_chunks)
+  (dq_BxHxIxJxK, dq_BxHxJxIxK, dk_il, dk_lj, dv_il, dv_lj, dmask), _ = (
+      jax.lax.scan(step, init, jnp.arange(num_chunks))
   )
-  dq = dq * static.scale
+  dq = (dq_BxHxIxJxK + jnp.swapaxes(dq_BxHxJxIxK, 2, 3)) * static.scale
   # Scaling q by `scale` in its dtype: keys' gradients used the scaled q.
   return (
       dq.astype(q.dtype),
