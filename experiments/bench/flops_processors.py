@@ -27,7 +27,6 @@ once: 452 GFLOP for ET instead of the full count).
 
 import contextlib
 import json
-import os
 import time
 
 from absl import app

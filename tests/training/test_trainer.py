@@ -1,7 +1,6 @@
 """relational_jax.training.trainer on a toy regression: batches, exact
 resume, best-validation selection, a non-finite loss, fetches, the record."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
