@@ -76,6 +76,8 @@ from typing import Dict, List, Optional
 from absl import app
 from absl import flags
 
+from experiments.bench import worker
+
 REPOSITORY = "ocx-lab/FloydNet"
 MARKER = os.path.join("src", "floydnet", "functional.py")
 ROLES = ("q_ik", "k_ij", "k_jk", "v_ij", "v_jk", "dy")
@@ -220,51 +222,6 @@ def _serve_ours():
 
 
 # -- The driver. --------------------------------------------------------------
-
-
-class _Worker:
-  """A worker process answering one command line with one tagged line."""
-
-  def __init__(self, name, cmd, cpus, env, log_path):
-    self.name = name
-    self._log = open(log_path, "w")
-    self.proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=self._log,
-        text=True,
-        env=env,
-        cwd=_REPO,
-        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
-    )
-    self.info = self._expect("READY")
-
-  def _expect(self, tag):
-    for line in self.proc.stdout:
-      if line.startswith(tag + " "):
-        text = line[len(tag) + 1 :]
-        return text.strip() if tag == "SAVED" else json.loads(text)
-    self.proc.wait()
-    self._log.flush()
-    with open(self._log.name) as f:
-      tail = f.read()[-3000:]
-    raise RuntimeError(
-        f"{self.name} worker exited ({self.proc.returncode}) before"
-        f" {tag}:\n{tail}"
-    )
-
-  def ask(self, command, tag):
-    self.proc.stdin.write(command + "\n")
-    self.proc.stdin.flush()
-    return self._expect(tag)
-
-  def close(self):
-    if self.proc.poll() is None:
-      self.proc.stdin.write("quit\n")
-      self.proc.stdin.flush()
-      self.proc.wait(timeout=60)
-    self._log.close()
 
 
 def _chunk() -> Optional[int]:
@@ -459,7 +416,7 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
   load_before = os.getloadavg()
   log(f"[bench.pivotal] workers on cpus {sorted(cpus)}; logs in {scratch}")
   workers = {
-      "ours": _Worker(
+      "ours": worker.Worker(
           "ours", ours_cmd, cpus, env, os.path.join(scratch, "ours.log")
       )
   }
@@ -476,15 +433,16 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
         f"--head_dim={FLAGS.head_dim}",
         f"--seed={FLAGS.seed}",
     ]
-    workers["theirs"] = _Worker(
+    workers["theirs"] = worker.Worker(
         "theirs", theirs_cmd, cpus, env, os.path.join(scratch, "theirs.log")
     )
     entries.append("theirs")
 
   def ask(entry, verb, n, arg, tag):
+    raw = tag == "SAVED"  # The saved file's path, not JSON.
     if entry == "theirs":
-      return workers["theirs"].ask(f"{verb} {n} {arg}", tag)
-    return workers["ours"].ask(f"{verb} {entry} {n} {arg}", tag)
+      return workers["theirs"].ask(f"{verb} {n} {arg}", tag, raw)
+    return workers["ours"].ask(f"{verb} {entry} {n} {arg}", tag, raw)
 
   times = {n: {e: [] for e in entries} for n in sizes}
   rounds = {n: {e: [] for e in entries} for n in sizes}

@@ -40,13 +40,14 @@ to fetch and exits with status 2.
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 from absl import app
 from absl import flags
+
+from experiments.bench import worker
 
 REPOSITORY = "RobertCsordas/transformer_generalization"
 MARKER = "main.py"
@@ -168,51 +169,6 @@ def _serve_ours(
 # -- The driver. --------------------------------------------------------------
 
 
-class _Worker:
-  """A benchmark worker process speaking the READY / run N / TIMES
-  protocol on its stdin and stdout."""
-
-  def __init__(self, name, cmd, cpus, env, log_path):
-    self.name = name
-    self._log = open(log_path, "w")
-    self.proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=self._log,
-        text=True,
-        env=env,
-        cwd=_REPO,
-        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
-    )
-    self.info = self._expect("READY")
-
-  def _expect(self, tag):
-    for line in self.proc.stdout:
-      if line.startswith(tag + " "):
-        return json.loads(line[len(tag) + 1 :])
-    self.proc.wait()
-    self._log.flush()
-    with open(self._log.name) as f:
-      tail = f.read()[-3000:]
-    raise RuntimeError(
-        f"{self.name} worker exited ({self.proc.returncode}) "
-        f"before {tag}:\n{tail}"
-    )
-
-  def run(self, steps):
-    self.proc.stdin.write(f"run {steps}\n")
-    self.proc.stdin.flush()
-    return self._expect("TIMES")
-
-  def close(self):
-    if self.proc.poll() is None:
-      self.proc.stdin.write("quit\n")
-      self.proc.stdin.flush()
-      self.proc.wait(timeout=60)
-    self._log.close()
-
-
 def run_benchmark(
     reference: str,
     reference_python: str,
@@ -271,22 +227,22 @@ def run_benchmark(
       f"logs in {scratch}"
   )
   workers = {
-      "ours": _Worker(
+      "ours": worker.Worker(
           "ours", ours_cmd, cpus, env, os.path.join(scratch, "ours.log")
       ),
-      "theirs": _Worker(
+      "theirs": worker.Worker(
           "theirs", theirs_cmd, cpus, env, os.path.join(scratch, "theirs.log")
       ),
   }
   try:
     for w in workers.values():
-      w.run(warmup)
+      w.ask(f"run {warmup}", "TIMES")
     times = {"ours": [], "theirs": []}
     per_round = {"ours": [], "theirs": []}
     for r in range(rounds):
       order = ("ours", "theirs") if r % 2 == 0 else ("theirs", "ours")
       for name in order:
-        t = workers[name].run(steps_per_round)
+        t = workers[name].ask(f"run {steps_per_round}", "TIMES")
         times[name] += t
         per_round[name].append(statistics.median(t))
       log(
