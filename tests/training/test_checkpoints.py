@@ -179,6 +179,22 @@ def _assert_state(state, step):
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
 
 
+def test_saved_steps_reads_what_the_managers_see(tmp_path):
+  """The file-system query (no manager, no barrier) agrees with the orbax
+  managers, and skips an unfinished (temporary) step directory."""
+  directory = str(tmp_path / "ck")
+  assert ckpt_lib.saved_steps(directory) == []
+  with ckpt_lib.RunCheckpoints(directory) as ckpts:
+    for step in (1, 2, 3):
+      ckpts.save(step, _state(float(step)), {"step": step}, best=step == 2)
+    os.makedirs(os.path.join(directory, "latest", "4.orbax-checkpoint-tmp-1"))
+    for which in ckpt_lib.WHICH:
+      assert ckpt_lib.saved_steps(directory, which) == ckpts.all_steps(which)
+  assert ckpt_lib.saved_steps(directory) == [2, 3]
+  with pytest.raises(ValueError, match="'newest'"):
+    ckpt_lib.saved_steps(directory, "newest")
+
+
 @pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
 def test_corrupt_newest_checkpoint_falls_back_to_the_previous_one(
     tmp_path, caplog, corruption
