@@ -166,10 +166,15 @@ def default_config() -> ConfigDict:
           train_ks=(2, 3),
           num_train_per_k=17_500,  # 35k generated rows (paper sec. 4.1).
           val_fraction=0.2,  # Authors: random 80/20 split.
-          generated_test_ks=tuple(range(2, 11)),
+          # Generated tests at k beyond training: with no holdout a k in
+          # both would test on trained story graphs (generate_splits refuses).
+          generated_test_ks=tuple(range(4, 11)),
           num_generated_test_per_k=100,  # 0: no generated test set.
           generation_seed=0,
-          holdout_fraction=0.2,
+          # Fraction of the k = 2, 3 story graphs kept out of training for the
+          # generated test at those k. Authors: none (their CLUTRR data config
+          # has no holdout; every graph is trained), so 0.
+          holdout_fraction=0.0,
       )
   )
   c.train = ConfigDict(
@@ -250,6 +255,19 @@ def validate(config: ConfigDict) -> None:
     raise ValueError(
         "protocol.num_generated_test_per_k must be >= 0 and "
         "every generated test k >= 2."
+    )
+  if not 0.0 <= p.holdout_fraction < 1.0:
+    raise ValueError(
+        "protocol.holdout_fraction must be in [0, 1), got"
+        f" {p.holdout_fraction}."
+    )
+  shared = sorted(set(p.train_ks) & set(p.generated_test_ks))
+  if p.num_generated_test_per_k and shared and not p.holdout_fraction:
+    raise ValueError(
+        f"protocol.generated_test_ks {tuple(p.generated_test_ks)} shares "
+        f"k = {shared} with protocol.train_ks {tuple(p.train_ks)}: that needs "
+        "protocol.holdout_fraction > 0 (story graphs kept out of training), "
+        "or generated test k beyond training only."
     )
   if p.train_source != GENERATED:
     path = os.path.join(config.data.data_dir, p.train_source)

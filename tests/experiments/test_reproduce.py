@@ -49,6 +49,7 @@ def test_budgets_scale_only_length_evaluation_and_seeds():
       "protocol.",
       "train.steps",
       "train.eval_every",
+      "train.checkpoint_every",  # a save cadence, as eval_every
       "train.progress",
       "train.batch_size",
       "train.eval_batch_size",
@@ -171,6 +172,13 @@ def test_clutrr_paper_configs_build():
   k23 = reproductions.get("clutrr_et_k23").build("paper")
   assert tuple(k23.protocol.train_ks) == (2, 3)
   assert k23.train.steps == 50 * 70  # 28k training rows, batch 400.
+  assert k23.train.checkpoint_every == 70  # An epoch: hours-long runs.
+  # The authors' data: every story graph trained, generated tests beyond.
+  assert k23.protocol.holdout_fraction == k234.protocol.holdout_fraction == 0
+  assert tuple(k23.protocol.generated_test_ks) == tuple(range(4, 11))
+  assert tuple(k234.protocol.generated_test_ks) == tuple(range(5, 11))
+  cpu = reproductions.get("clutrr_et_k234").build("cpu").protocol
+  assert cpu.holdout_fraction == 0.2 and min(cpu.generated_test_ks) == 2
   assert reproductions.get("clutrr_et_untied_k234").published["k6"] == 0.982
 
 

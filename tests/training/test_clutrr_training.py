@@ -22,6 +22,7 @@ def tiny_config(model="edge_transformer", steps=200):
   c.protocol.train_ks = (2,)
   c.protocol.num_train_per_k = 300
   c.protocol.generated_test_ks = (2, 4)
+  c.protocol.holdout_fraction = 0.2  # Generated k = 2 tests: unseen graphs.
   c.protocol.num_generated_test_per_k = 8
   c.data.max_eval_examples = 48
   c.train.steps, c.train.batch_size, c.train.eval_every = steps, 32, 100
@@ -97,6 +98,8 @@ def _leaves(tree):
         ("protocol.train_ks", (1, 2), "train_ks"),
         ("protocol.train_source", "nope.csv", "neither 'generated' nor a file"),
         ("data.test_files", ("missing.csv",), "missing.csv not found"),
+        ("protocol.generated_test_ks", (3, 4), "shares k = \\[3\\]"),
+        ("protocol.holdout_fraction", 1.0, "holdout_fraction must be in"),
         ("head.layers", 3, "head.layers must be 1 or 2"),
         ("head.rt_readout", "pool", "rt_readout"),
         ("edge_transformer.ablation", "keys", "ablation"),
