@@ -13,6 +13,9 @@
 # BUDGET=paper: the paper budget instead (hours per run on this CPU; work
 # directories under $RUNS, default runs/clutrr_paper), results
 # results/clutrr/<name>_paper.json and figure3_[k234_]paper.png.
+# SEEDS="43 44": each name also at those training seeds (work directories
+# $RUNS/<name>__seed<S>, results results/clutrr/<name>[_paper]__seed<S>.json;
+# the figure draws the config's own seed, 42).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export JAX_PLATFORMS=${JAX_PLATFORMS:-cpu}
@@ -29,11 +32,21 @@ case "$BUDGET" in
 esac
 RUNS=${RUNS:-runs/clutrr_$BUDGET}
 NAMES=${NAMES:-"clutrr_et_$SETTING clutrr_rat_$SETTING clutrr_rt_$SETTING"}
+TAGS=("")  # The config's own training seed: no tag.
+for seed in ${SEEDS:-}; do
+  [[ "$seed" =~ ^[0-9]+$ ]] || {
+    echo "SEEDS=$SEEDS: '$seed' is not a non-negative integer" >&2; exit 2; }
+  TAGS+=("__seed$seed")
+done
+mkdir -p results/clutrr
 for name in $NAMES; do
-  python3 -m experiments.reproduce "$name" --budget="$BUDGET" \
-      --workdir="$RUNS/$name"
-  mkdir -p results/clutrr
-  cp "$RUNS/$name/results.json" "results/clutrr/$name$SUFFIX.json"
+  for tag in "${TAGS[@]}"; do
+    sets=()
+    [[ -z "$tag" ]] || sets=("--set=train.seed=${tag#__seed}")
+    python3 -m experiments.reproduce "$name" --budget="$BUDGET" \
+        ${sets[@]+"${sets[@]}"} --workdir="$RUNS/$name$tag"
+    cp "$RUNS/$name$tag/results.json" "results/clutrr/$name$SUFFIX$tag.json"
+  done
 done
 SETTING="$SETTING" BUDGET="$BUDGET" SUFFIX="$SUFFIX" python3 - <<'PY'
 import json, os
