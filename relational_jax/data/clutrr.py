@@ -917,6 +917,25 @@ def _held_out(signature: Tuple, seed: int, fraction: float) -> bool:
   return int.from_bytes(digest[:8], "big") / 2.0**64 < fraction
 
 
+def check_holdout(
+    train_ks: Sequence[int], test_ks: Sequence[int], holdout_fraction: float
+) -> Set[int]:
+  """The k in both `train_ks` and `test_ks`; raises unless `holdout_fraction`
+  is in [0, 1) and, with such k, above 0 (test graphs kept out of training)."""
+  if not 0.0 <= holdout_fraction < 1.0:
+    raise ValueError(
+        f"holdout_fraction must be in [0, 1), got {holdout_fraction}"
+    )
+  shared = set(train_ks) & set(test_ks)
+  if shared and holdout_fraction == 0.0:
+    raise ValueError(
+        f"test k {tuple(test_ks)} shares k = {sorted(shared)} with train k "
+        f"{tuple(train_ks)}: that needs holdout_fraction > 0 (story graphs "
+        "kept out of training), or test k beyond training only"
+    )
+  return shared
+
+
 def generate_splits(
     train_ks: Iterable[int] = (2, 3),
     test_ks: Iterable[int] = tuple(range(2, 11)),
@@ -941,15 +960,7 @@ def generate_splits(
   own seeded stream; `kwargs` go to `generate_rows`.
   """
   train_ks, test_ks = tuple(train_ks), tuple(test_ks)
-  if not 0.0 <= holdout_fraction < 1.0:
-    raise ValueError(
-        f"holdout_fraction must be in [0, 1), got {holdout_fraction}"
-    )
-  shared = set(train_ks) & set(test_ks)
-  if shared and holdout_fraction == 0.0:
-    raise ValueError(
-        f"k = {sorted(shared)} in train and test needs holdout_fraction > 0"
-    )
+  shared = check_holdout(train_ks, test_ks, holdout_fraction)
   train: List[Dict[str, str]] = []
   for k in train_ks:
     accept = (

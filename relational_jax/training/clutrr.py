@@ -256,19 +256,14 @@ def validate(config: ConfigDict) -> None:
         "protocol.num_generated_test_per_k must be >= 0 and "
         "every generated test k >= 2."
     )
-  if not 0.0 <= p.holdout_fraction < 1.0:
-    raise ValueError(
-        "protocol.holdout_fraction must be in [0, 1), got"
-        f" {p.holdout_fraction}."
+  try:  # Before generating anything (generate_splits checks the same).
+    data_lib.check_holdout(
+        p.train_ks,
+        p.generated_test_ks if p.num_generated_test_per_k else (),
+        p.holdout_fraction,
     )
-  shared = sorted(set(p.train_ks) & set(p.generated_test_ks))
-  if p.num_generated_test_per_k and shared and not p.holdout_fraction:
-    raise ValueError(
-        f"protocol.generated_test_ks {tuple(p.generated_test_ks)} shares "
-        f"k = {shared} with protocol.train_ks {tuple(p.train_ks)}: that needs "
-        "protocol.holdout_fraction > 0 (story graphs kept out of training), "
-        "or generated test k beyond training only."
-    )
+  except ValueError as e:
+    raise ValueError(f"protocol: {e}.") from None
   if p.train_source != GENERATED:
     path = os.path.join(config.data.data_dir, p.train_source)
     if not os.path.isfile(path):
