@@ -9,13 +9,14 @@
 # (experiments/reproductions/clutrr.py); rerunning resumes / reuses finished
 # runs. NAMES picks others, e.g. NAMES=clutrr_floyd_k23 (FloydNet, k23 only;
 # drawn in the figure when its JSON exists).
-# Results: results/clutrr/<name>.json, results/clutrr/figure3_[k234_]cpu.png.
+# Results: results/clutrr/<name>.json, results/clutrr/figure3_[k234_]cpu.png
+# (and .json: each model's mean over its seeds per k).
 # BUDGET=paper: the paper budget instead (hours per run on this CPU; work
 # directories under $RUNS, default runs/clutrr_paper), results
 # results/clutrr/<name>_paper.json and figure3_[k234_]paper.png.
 # SEEDS="43 44": each name also at those training seeds (work directories
 # $RUNS/<name>__seed<S>, results results/clutrr/<name>[_paper]__seed<S>.json;
-# the figure draws the config's own seed, 42).
+# the figure draws each model's mean over the seeds it has results for).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export JAX_PLATFORMS=${JAX_PLATFORMS:-cpu}
@@ -48,28 +49,5 @@ for name in $NAMES; do
     cp "$RUNS/$name$tag/results.json" "results/clutrr/$name$SUFFIX$tag.json"
   done
 done
-SETTING="$SETTING" BUDGET="$BUDGET" SUFFIX="$SUFFIX" python3 - <<'PY'
-import json, os
-from experiments import reproductions
-from relational_jax.training import clutrr
-setting, budget = os.environ["SETTING"], os.environ["BUDGET"]
-series, published = [], {}
-for model in ("et", "rat", "rt", "floyd", "et_value_ablation",
-              "et_attention_ablation", "et_untied"):
-  name = f"clutrr_{model}_{setting}"
-  path = f"results/clutrr/{name}{os.environ['SUFFIX']}.json"
-  if os.path.exists(path):
-    with open(path) as f:
-      series.append((f"{name} (ours, {budget})",
-                     json.load(f)["evaluations"]["test"]))
-et = reproductions.get(f"clutrr_et_{setting}").published
-published["ET (paper, Table 5)"] = {k: v for k, v in et.items() if v is not None}
-trained = {"k23": "k=2,3", "k234": "generated k=2,3,4"}[setting]
-out = ("results/clutrr/figure3_" + ("" if setting == "k23" else
-                                    f"{setting}_") + f"{budget}.png")
-clutrr.plot_accuracy_by_k(series, out,
-                          title=f"CLUTRR official test (trained on {trained}, "
-                                f"{budget} budget)",
-                          published=published)
-print(f"wrote {out}")
-PY
+python3 -c 'import sys; from experiments.reproductions import clutrr
+print("wrote", clutrr.figure3(*sys.argv[1:]))' "$SETTING" "$BUDGET"

@@ -2,6 +2,10 @@
 the Edge Transformer, its ablations, RAT, and our RT and FloydNet on the same
 task."""
 
+import glob
+import json
+import os
+import re
 from typing import Callable, Dict
 
 from experiments.reproductions import ConfigDict
@@ -318,3 +322,87 @@ REPRODUCTIONS.append(
         "The RT paper has no CLUTRR result: None. Data as clutrr_et_k234.",
     )
 )
+
+
+# Drawn (when their results exist) in this order by figure3.
+FIGURE3_MODELS = (
+    "et",
+    "rat",
+    "rt",
+    "floyd",
+    "et_value_ablation",
+    "et_attention_ablation",
+    "et_untied",
+)
+
+
+def figure3(
+    setting: str, budget: str, results_dir: str = "results/clutrr"
+) -> str:
+  """Figure 3 of Bergen et al. from committed results: accuracy on the
+  official test file against k, one line per model, the mean over its runs
+  (`<name>[_paper].json` and its training-seed siblings `..__seed<S>.json`,
+  written by scripts/clutrr_cpu.sh), Table 5's ET points marked. Writes
+  figure3_[k234_]<budget>.png and a .json beside it with each model's runs,
+  mean and standard deviation per k, and published numbers; returns the
+  .png path."""
+  settings, budgets = ("k23", "k234"), ("cpu", "paper")
+  if setting not in settings:
+    raise ValueError(f"setting {setting!r}: valid settings are {settings}")
+  if budget not in budgets:
+    raise ValueError(f"budget {budget!r}: valid budgets are {budgets}")
+  suffix = "_paper" if budget == "paper" else ""
+  series, models = [], {}
+  for model in FIGURE3_MODELS:
+    name = f"clutrr_{model}_{setting}"
+    first = os.path.join(results_dir, f"{name}{suffix}.json")
+    if not os.path.exists(first):
+      continue
+    seeded = glob.glob(os.path.join(results_dir, f"{name}{suffix}__seed*.json"))
+    seed_of = lambda p: int(re.search(r"__seed(\d+)\.json$", p).group(1))
+    paths = [first] + sorted(seeded, key=seed_of)
+    runs = []
+    for path in paths:
+      with open(path) as f:
+        runs.append(json.load(f))
+    mean = clutrr_training.mean_over_runs(
+        [run["evaluations"]["test"] for run in runs]
+    )
+    label = f"{name} (ours, {budget}"
+    label += f", mean of {len(runs)} seeds)" if len(runs) > 1 else ")"
+    series.append((label, mean))
+    models[name] = {
+        "results": [os.path.basename(path) for path in paths],
+        "seeds": [run["config"]["train"]["seed"] for run in runs],
+        "mean_per_k": mean["per_k"],
+        "std_per_k": mean["std_per_k"],
+        "count_per_k": mean["count_per_k"],
+        "published": reproduction_published(name),
+    }
+  if not models:
+    raise FileNotFoundError(
+        f"figure3: no clutrr_<model>_{setting}{suffix}.json in {results_dir}"
+    )
+  et = reproduction_published(f"clutrr_et_{setting}")
+  trained = {"k23": "k=2,3", "k234": "generated k=2,3,4"}[setting]
+  stem = "figure3_" + ("" if setting == "k23" else f"{setting}_") + budget
+  out = os.path.join(results_dir, stem + ".png")
+  clutrr_training.plot_accuracy_by_k(
+      series,
+      out,
+      title=f"CLUTRR official test (trained on {trained}, {budget} budget)",
+      published={"ET (paper, Table 5)": et},
+  )
+  with open(os.path.join(results_dir, stem + ".json"), "w") as f:
+    json.dump(
+        {"setting": setting, "budget": budget, "models": models}, f, indent=1
+    )
+  return out
+
+
+def reproduction_published(name: str) -> Dict[str, float]:
+  """The named reproduction's published numbers that exist ({} if none)."""
+  from experiments import reproductions  # The package imports this module.
+
+  published = reproductions.get(name).published
+  return {k: v for k, v in published.items() if v is not None}

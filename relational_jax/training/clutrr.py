@@ -457,6 +457,34 @@ def accuracy_by_k(
   return {"all": float(correct.mean()), "per_k": per_k, "count_per_k": counts}
 
 
+def mean_over_runs(entries: Sequence[Dict]) -> Dict[str, object]:
+  """Per-k mean of `accuracy_by_k` entries of runs on the same test set
+  (e.g. training seeds; Table 5 reports means over runs): {'all', 'per_k',
+  'std_per_k' (sample standard deviation, 0 for one run), 'count_per_k',
+  'runs'}."""
+  if not entries:
+    raise ValueError("mean_over_runs: no entries given")
+  counts = entries[0]["count_per_k"]
+  for i, entry in enumerate(entries[1:], 1):
+    if entry["count_per_k"] != counts:
+      raise ValueError(
+          f"mean_over_runs: entry {i} has rows per k {entry['count_per_k']},"
+          f" entry 0 has {counts}: not the same test set"
+      )
+  per_k, std_per_k = {}, {}
+  for k in counts:
+    values = np.array([entry["per_k"][k] for entry in entries])
+    per_k[k] = float(values.mean())
+    std_per_k[k] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+  return {
+      "all": float(np.mean([entry["all"] for entry in entries])),
+      "per_k": per_k,
+      "std_per_k": std_per_k,
+      "count_per_k": dict(counts),
+      "runs": len(entries),
+  }
+
+
 def headline_accuracies(entry: Dict, train_ks: Sequence[int]) -> Dict:
   """{'k2'.., 'iid' (k in train_ks), 'gen' (other k), 'all'} of one set."""
   out = {f"k{k}": v for k, v in entry["per_k"].items()}

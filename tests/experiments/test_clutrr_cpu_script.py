@@ -11,7 +11,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 
 # Records each `-m` call and writes the results.json the script copies; the
-# figure step (a heredoc on stdin) is consumed and marked.
+# figure step (`-c CODE SETTING BUDGET`) is marked with its arguments.
 FAKE_PYTHON = """#!/bin/bash
 if [ "$1" = "-m" ]; then
   echo "$*" >> "$CALLS"
@@ -19,8 +19,10 @@ if [ "$1" = "-m" ]; then
     case "$a" in --workdir=*) mkdir -p "${a#--workdir=}"
       echo "{\\"args\\": \\"$*\\"}" > "${a#--workdir=}/results.json";; esac
   done
+elif [ "$1" = "-c" ]; then
+  echo "figure $3 $4" >> "$CALLS"
 else
-  cat > /dev/null; echo figure >> "$CALLS"
+  echo "unexpected call: $*" >&2; exit 1
 fi
 """
 
@@ -68,7 +70,7 @@ def test_seeds_add_tagged_runs_and_results(tmp_path):
           "-m experiments.reproduce clutrr_et_k23 --budget=paper"
           f" --set=train.seed=44 --workdir={runs}__seed44"
       ),
-      "figure",
+      "figure k23 paper",
   ]
   assert sorted(os.listdir(root / "results" / "clutrr")) == [
       "clutrr_et_k23_paper.json",
@@ -85,7 +87,7 @@ def test_default_is_one_run_per_name_at_the_cpu_budget(tmp_path):
           "-m experiments.reproduce clutrr_rt_k23 --budget=cpu"
           " --workdir=runs/clutrr_cpu/clutrr_rt_k23"
       ),
-      "figure",
+      "figure k23 cpu",
   ]
   assert os.listdir(root / "results" / "clutrr") == ["clutrr_rt_k23.json"]
 

@@ -6,10 +6,12 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from experiments import reproduce
 from experiments import reproductions
+from experiments.reproductions import clutrr as clutrr_reproductions
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -364,3 +366,46 @@ def test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget(
         quiet,
         {**only_rt, "protocol.steps": 3},
     )
+
+
+def test_clutrr_figure3_averages_each_models_seeds(tmp_path):
+  def write(name, seed, per_k):
+    entry = {"all": 0.0, "per_k": per_k, "count_per_k": {k: 5 for k in per_k}}
+    with open(tmp_path / name, "w") as f:
+      json.dump(
+          {"config": {"train": {"seed": seed}}, "evaluations": {"test": entry}},
+          f,
+      )
+
+  write("clutrr_et_k23_paper.json", 42, {"6": 0.8, "10": 0.6})
+  write("clutrr_et_k23_paper__seed43.json", 43, {"6": 0.6, "10": 0.4})
+  write("clutrr_et_k23_paper__seed7.json", 7, {"6": 0.7, "10": 0.5})
+  write("clutrr_rat_k23_paper.json", 42, {"6": 0.5, "10": 0.3})
+  write("clutrr_rat_k23.json", 42, {"6": 0.1, "10": 0.1})  # cpu: not drawn.
+  out = clutrr_reproductions.figure3("k23", "paper", str(tmp_path))
+  assert out == str(tmp_path / "figure3_paper.png") and os.path.exists(out)
+  with open(tmp_path / "figure3_paper.json") as f:
+    models = json.load(f)["models"]
+  assert sorted(models) == ["clutrr_et_k23", "clutrr_rat_k23"]
+  et = models["clutrr_et_k23"]
+  assert et["seeds"] == [42, 7, 43]
+  np.testing.assert_allclose(
+      [et["mean_per_k"]["6"], et["mean_per_k"]["10"]], [0.7, 0.5]
+  )
+  assert et["published"]["k10"] == 0.581
+  assert models["clutrr_rat_k23"]["mean_per_k"] == {"6": 0.5, "10": 0.3}
+
+
+@pytest.mark.parametrize(
+    "setting, budget, error, match",
+    [
+        ("k2", "paper", ValueError, "valid settings are"),
+        ("k23", "smoke", ValueError, "valid budgets are"),
+        ("k234", "paper", FileNotFoundError, "no clutrr_<model>_k234_paper"),
+    ],
+)
+def test_clutrr_figure3_names_bad_values(
+    tmp_path, setting, budget, error, match
+):
+  with pytest.raises(error, match=match):
+    clutrr_reproductions.figure3(setting, budget, str(tmp_path))

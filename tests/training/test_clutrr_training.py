@@ -151,3 +151,34 @@ def test_batch_size_must_divide_over_devices(tmp_path, shared_data):
       timeout=600,
   )
   assert proc.returncode == 0 and "REFUSED" in proc.stdout, proc.stderr[-3000:]
+
+
+def _entry(per_k, counts=None):
+  counts = counts or {k: 10 for k in per_k}
+  return {
+      "all": float(np.mean(list(per_k.values()))),
+      "per_k": per_k,
+      "count_per_k": counts,
+  }
+
+
+def test_mean_over_runs_averages_per_k():
+  mean = clutrr.mean_over_runs(
+      [_entry({"2": 1.0, "6": 0.5}), _entry({"2": 0.8, "6": 0.7})]
+  )
+  np.testing.assert_allclose(
+      [mean["per_k"]["2"], mean["per_k"]["6"]], [0.9, 0.6]
+  )
+  np.testing.assert_allclose(mean["std_per_k"]["6"], np.std([0.5, 0.7], ddof=1))
+  assert mean["runs"] == 2 and mean["count_per_k"] == {"2": 10, "6": 10}
+  one = clutrr.mean_over_runs([_entry({"6": 0.5})])
+  assert one["per_k"] == {"6": 0.5} and one["std_per_k"] == {"6": 0.0}
+
+
+def test_mean_over_runs_refuses_different_test_sets():
+  with pytest.raises(ValueError, match="not the same test set"):
+    clutrr.mean_over_runs(
+        [_entry({"6": 0.5}), _entry({"6": 0.5}, counts={"6": 9})]
+    )
+  with pytest.raises(ValueError, match="no entries"):
+    clutrr.mean_over_runs([])
