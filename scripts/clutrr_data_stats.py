@@ -65,6 +65,12 @@ flags.DEFINE_string(
 flags.DEFINE_string(
     "out", "results/clutrr/data_stats.json", "Where to write the JSON."
 )
+flags.DEFINE_string(
+    "closure",
+    "",
+    "protocol.closure of the generated rows (sound, clutrr); empty: the "
+    "reproduction's.",
+)
 FLAGS = flags.FLAGS
 
 RELS = data_lib.RELATIONS
@@ -236,6 +242,7 @@ def build_sets(config) -> dict:
       int(p.num_generated_test_per_k),
       seed=int(p.generation_seed),
       holdout_fraction=float(p.holdout_fraction),
+      closure=p.closure,
   )
   allset = Set(train_rows, data_lib.examples_from_rows(train_rows))
   order = np.random.default_rng([int(config.train.seed), 7]).permutation(
@@ -273,12 +280,17 @@ def build_sets(config) -> dict:
 def main(argv):
   del argv
   config = reproductions.get(FLAGS.reproduction).build(FLAGS.budget)
+  if FLAGS.closure:
+    config.protocol.closure = FLAGS.closure
+    clutrr_training.validate(config)
   sets = build_sets(config)
   p = config.protocol
   out = {
       "command": (
           "nice -n 19 python3 scripts/clutrr_data_stats.py"
           + (" --authors_dir=<data_9b2173cf>" if FLAGS.authors_dir else "")
+          + (f" --closure={FLAGS.closure}" if FLAGS.closure else "")
+          + (f" --out={FLAGS.out}" if FLAGS["out"].present else "")
       ),
       "reproduction": f"{FLAGS.reproduction} --budget={FLAGS.budget}",
       "protocol": {k: p[k] for k in p},

@@ -56,24 +56,27 @@ configuration the ET authors used (`max_levels=3`, 4 children per couple,
 4. Puzzles are balanced over their relation pattern (`f_comb`) the way
    CLUTRR's `equal` option does (`generate_rows`, `balance`).
 
-One deliberate difference: CLUTRR labels the pairs of its tree by closing the
-tree's child/partner edges under the same composition rules, in an
-order-dependent way, and some of the rules are not sound in its trees
+Pair relations, two ways (`closure`).  CLUTRR labels the pairs of its tree
+by closing the tree's child/partner edges under the same composition rules,
+in an order-dependent way, and some of the rules are not sound in its trees
 (`child . inv-grand = inv-child` also fires for a partner's parent,
 `child . inv-un = sibling` for a partner's sibling), so some pairs of its
 trees carry a relation that does not hold (e.g. a sister-in-law labelled
-`sister`).  Here each pair carries the relation that holds in the tree
-(`kinship`; pairs with none of the ten, such as cousins or
-siblings-in-law, carry none), and a fact is only ever expanded through a
-person `z` for whom both halves hold.  Every generated fact and target is
-therefore true in its tree, and the recorded proof uses only CLUTRR's rules.
-The official files show the difference: their 62 distinct `k = 2` story
-graphs are exactly the 62 this generator produces, and 312 of their 328
-`k = 3` graphs; the other 16 (44 of the 1,000 `k = 3` validation rows, 30
-of the 105 `k = 3` test rows) state a relation that does not hold, e.g.
-`son, father, brother -> brother` (x's son's father other than x is x's
-husband, whose brother is x's brother-in-law) or `son, mother, mother ->
-mother` (a mother-in-law).
+`sister`).  `closure='clutrr'` computes CLUTRR's labels (`clutrr_closure`)
+and derives stories from them, as the authors' data was made.  With
+`closure='sound'` (the default, for the runs already made with it) each pair
+carries the relation that holds in the tree (`kinship`; pairs with none of
+the ten, such as cousins or siblings-in-law, carry none), and a fact is only
+ever expanded through a person `z` for whom both halves hold: every
+generated fact and target is true in its tree, and the recorded proof uses
+only CLUTRR's rules.  The official files show the difference: their 62
+distinct `k = 2` story graphs are exactly the 62 either closure produces;
+of their 328 `k = 3` graphs, 'clutrr' produces all 328 (and no other) and
+'sound' 312 (17,500 rows per k, seed 0); the other 16 (44 of the 1,000
+`k = 3` validation rows, 30 of the 105 `k = 3` test rows) state a relation
+that does not hold, e.g. `son, father, brother -> brother` (x's son's
+father other than x is x's husband, whose brother is x's brother-in-law) or
+`son, mother, mother -> mother` (a mother-in-law).
 
 Ambiguity (in the official files too): because `child . inv-grand =
 inv-child` is only sound for blood parents, a few stories admit two rule
@@ -624,6 +627,128 @@ def kinship(tree: FamilyTree) -> Dict[Tuple[int, int], str]:
   return rel
 
 
+#: How the pairs of a tree get their relation: 'sound' (`kinship`: the
+#: relation that holds) or 'clutrr' (`clutrr_closure`: CLUTRR's own labels,
+#: some of which do not hold; the module docstring).
+CLOSURES: Tuple[str, ...] = ("sound", "clutrr")
+
+# CLUTRR's `inverse-equivalence` and `symmetric` rules (`rules_store.yaml`).
+_INVERSE: Dict[str, str] = {
+    "child": "inv-child",
+    "grand": "inv-grand",
+    "un": "inv-un",
+    "in-law": "inv-in-law",
+}
+_SYMMETRIC: Tuple[str, ...] = ("SO", "sibling")
+
+
+def clutrr_closure(tree: FamilyTree) -> Dict[Tuple[int, int], str]:
+  """The relations CLUTRR's generator gives the pairs of `tree`
+  (`RelationBuilder.apply_almost_complete`), as {(a, b): abstract relation},
+  in CLUTRR's insertion order.
+
+  CLUTRR starts from the tree's partner and child edges in the order its
+  `Ancestry.simulate` makes them (a couple, then its children; our ids are
+  that order) and calls `almost_complete((i, j))` for every ordered pair of
+  people in id order. Each call first applies the inverse rules (the reverse
+  of a `child`, `grand`, `un` or `in-law` edge is set to its inverse) and
+  then the symmetric ones (`SO`, `sibling`), each as one sweep over a
+  snapshot of the edges, overwriting; then composes `(e, edge)` for every
+  edge `e` into `edge`'s first person and `(edge, e)` for every `e` out of its
+  second (both lists from one snapshot taken before), each giving
+  `COMPOSITION`'s head to the new pair unless the pair already has a
+  relation (the first derivation wins); then recurses, depth first, into
+  each newly labelled pair. Rules like `child . inv-grand = inv-child` fire
+  for a partner's parent too, so some pairs get a relation that does not hold
+  (e.g. a sibling-in-law labelled `sibling`), and which one wins depends on
+  the order.
+
+  Computed incrementally: a sweep changes a pair (a, b) only through (b, a),
+  so only the pairs labelled or changed since the last sweep are swept
+  (in CLUTRR's insertion order); the result, order included, equals
+  re-sweeping everything at every call (tests/data/test_clutrr.py checks it
+  against that transcription).
+  """
+  n = tree.num_people
+  rel: Dict[Tuple[int, int], str] = {}
+  rank: Dict[Tuple[int, int], int] = {}  # insertion order
+  into: List[List[Tuple[int, int]]] = [[] for _ in range(n)]  # (x, b) by b
+  out_of: List[List[Tuple[int, int]]] = [[] for _ in range(n)]  # by x
+  dirty: Set[Tuple[int, int]] = set()  # unordered pairs (a < b) to sweep
+
+  def unordered(pair: Tuple[int, int]) -> Tuple[int, int]:
+    return pair if pair[0] < pair[1] else (pair[1], pair[0])
+
+  def put(pair: Tuple[int, int], r: str) -> None:
+    if pair not in rel:
+      rank[pair] = len(rank)
+      into[pair[1]].append(pair)
+      out_of[pair[0]].append(pair)
+    rel[pair] = r
+    dirty.add(unordered(pair))
+
+  for p in range(n):  # Ancestry.simulate's order: a couple, their children.
+    q = tree.partner[p]
+    if q > p:  # p is born into the family (or the root), q married in.
+      put((p, q), "SO")
+      for c in range(n):
+        if tree.parents[c] == (p, q):
+          put((p, c), "child")
+          put((q, c), "child")
+
+  def sweep(sources: Set[Tuple[int, int]], new_relation) -> None:
+    """One of CLUTRR's rule sweeps over the ordered pairs of `sources`:
+    writes computed from the snapshot, applied in insertion order."""
+    found = [
+        pair
+        for a, b in sources
+        for pair in ((a, b), (b, a))
+        if new_relation(rel.get(pair)) is not None
+    ]
+    found.sort(key=rank.__getitem__)
+    writes = [((b, a), new_relation(rel[(a, b)])) for a, b in found]
+    for pair, r in writes:
+      if rel.get(pair) != r:
+        put(pair, r)
+
+  def sweeps() -> None:
+    nonlocal dirty
+    if dirty:
+      # Both sweeps write a pair only from its reverse, so they change only
+      # `sources`; `put` marks those they change, for the next sweeps (which
+      # may change them again); the others are fixed points of both.
+      sources, dirty = dirty, set()
+      sweep(sources, _INVERSE.get)
+      sweep(sources, lambda r: r if r in _SYMMETRIC else None)
+
+  def compose(first: Tuple[int, int], second: Tuple[int, int]):
+    pair = (first[0], second[1])
+    if pair[0] == pair[1] or pair in rel:
+      return None
+    head = COMPOSITION.get((rel[first], rel[second]))
+    if head is None:
+      return None
+    put(pair, head)
+    return pair
+
+  def almost_complete(edge: Tuple[int, int]) -> List[Tuple[int, int]]:
+    sweeps()
+    if edge not in rel:
+      return []
+    before, after = list(into[edge[0]]), list(out_of[edge[1]])
+    new = [compose(e, edge) for e in before]
+    new += [compose(edge, e) for e in after]
+    return [e for e in new if e is not None]
+
+  for i in range(n):
+    for j in range(n):
+      if i != j:
+        stack = [(i, j)]  # CLUTRR's recursion, depth first, in order.
+        while stack:
+          stack.extend(reversed(almost_complete(stack.pop())))
+  return rel
+
+
 # ---------------------------------------------------------------------------
 # Generation.
 
@@ -696,9 +821,9 @@ def _names(tree: FamilyTree, rng: np.random.Generator) -> List[str]:
 class _Builder:
   """Story derivation on one tree (CLUTRR's `RelationBuilder.derive`)."""
 
-  def __init__(self, tree: FamilyTree):
+  def __init__(self, tree: FamilyTree, closure: str = "sound"):
     self.tree = tree
-    self.rel = kinship(tree)
+    self.rel = kinship(tree) if closure == "sound" else clutrr_closure(tree)
     self.out: List[List[int]] = [[] for _ in range(tree.num_people)]
     for a, b in sorted(self.rel):
       self.out[a].append(b)
@@ -816,6 +941,7 @@ def generate_rows(
     unique: bool = False,
     task_split: str = "train",
     max_rounds: int = 20_000,
+    closure: str = "sound",
 ) -> List[Dict[str, str]]:
   """`num_rows` noiseless CLUTRR stories with `k` facts (`task_1.k`).
 
@@ -841,6 +967,9 @@ def generate_rows(
     unique: no two returned rows share a signature.
     task_split: value of the `task_split` column.
     max_rounds: give up (`RuntimeError`) after this many trees.
+    closure: the relations of a tree's pairs (targets and facts alike):
+      'sound' (`kinship`, the relation that holds) or 'clutrr'
+      (`clutrr_closure`, CLUTRR's labels, as the authors' data).
   Returns:
     rows as dicts over `COLUMNS` (without the index column), values
     as the CSV text; read them with `examples_from_rows`, write them
@@ -848,6 +977,10 @@ def generate_rows(
   """
   if k < 2:
     raise ValueError(f"k must be >= 2, got {k}")
+  if closure not in CLOSURES:
+    raise ValueError(
+        f"closure {closure!r}: valid closures are {list(CLOSURES)}"
+    )
   rng = (
       seed
       if isinstance(seed, np.random.Generator)
@@ -865,7 +998,7 @@ def generate_rows(
         max_child=max_child,
         p_marry=p_marry,
     )
-    builder = _Builder(tree)
+    builder = _Builder(tree, closure)
     names = _names(tree, rng)
     pairs = sorted(builder.rel)
     by_pattern: Dict[str, List[Tuple[Dict[str, str], Tuple]]] = {}

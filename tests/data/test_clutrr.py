@@ -317,6 +317,161 @@ def test_family_tree_and_kinship():
   assert sum(r == "SO" for r in rel.values()) == 42
 
 
+# CLUTRR's closure, transcribed from what RelationBuilder.apply_almost_complete
+# does (clutrr/relations/builder.py), without the module's incremental sweeps:
+# every call sweeps every pair (copies, as CLUTRR's deep copies).
+_INVERSE_RULES = {
+    "child": "inv-child",
+    "grand": "inv-grand",
+    "un": "inv-un",
+    "in-law": "inv-in-law",
+}
+
+
+def _closure_by_full_sweeps(tree):
+  n, fam = tree.num_people, {}
+  for p in range(n):  # Ancestry.simulate: a couple, then its children.
+    q = tree.partner[p]
+    if q > p:
+      fam.setdefault((p, q), "SO")
+      for c in range(n):
+        if tree.parents[c] == (p, q):
+          fam.setdefault((p, c), "child")
+          fam.setdefault((q, c), "child")
+
+  def sweeps():
+    for rules in (_INVERSE_RULES, {"SO": "SO", "sibling": "sibling"}):
+      new = dict(fam)
+      for (a, b), r in fam.items():
+        if r in rules:
+          new[(b, a)] = rules[r]
+      fam.clear()
+      fam.update(new)
+
+  def compose(e1, e2):
+    pair = (e1[0], e2[1])
+    if e1[1] != e2[0] or pair[0] == pair[1] or pair in fam:
+      return None
+    if e1 in fam and e2 in fam and (fam[e1], fam[e2]) in clutrr.COMPOSITION:
+      fam[pair] = clutrr.COMPOSITION[(fam[e1], fam[e2])]
+      return pair
+    return None
+
+  def almost_complete(edge):
+    sweeps()
+    keys = list(fam)
+    first = [compose(e, edge) for e in keys if e[1] == edge[0]]
+    second = [compose(edge, e) for e in keys if e[0] == edge[1]]
+    for e in first + second:
+      if e is not None:
+        almost_complete(e)
+
+  for i in range(n):
+    for j in range(n):
+      if i != j:
+        almost_complete((i, j))
+  return fam
+
+
+@pytest.mark.parametrize(
+    "seed, sizes",
+    [
+        (0, {}),
+        (1, {}),
+        (2, dict(max_levels=2, min_child=1, max_child=3)),
+        (3, dict(max_levels=3, min_child=2, max_child=3)),
+        (4, dict(max_levels=1)),
+        (5, dict(p_marry=0.7)),
+    ],
+)
+def test_clutrr_closure_equals_full_sweeps(seed, sizes):
+  tree = clutrr.sample_family_tree(np.random.default_rng(seed), **sizes)
+  fast = clutrr.clutrr_closure(tree)
+  assert list(fast.items()) == list(_closure_by_full_sweeps(tree).items())
+
+
+def test_clutrr_closure_adds_clutrrs_unsound_labels():
+  tree = clutrr.sample_family_tree(np.random.default_rng(0))
+  rel, kin = clutrr.clutrr_closure(tree), clutrr.kinship(tree)
+  changed = collections.Counter(
+      (kin.get(p), rel.get(p))
+      for p in set(rel) | set(kin)
+      if rel.get(p) != kin.get(p)
+  )
+  # A child's partner labelled child (son-in-law as son), a partner's
+  # parent as parent, a sibling's partner as sibling, a partner's nephew as
+  # nephew; every other pair as kinship.
+  assert set(changed) == {
+      ("in-law", "child"),
+      ("inv-in-law", "inv-child"),
+      (None, "sibling"),
+      (None, "un"),
+      (None, "inv-un"),
+  }
+  assert sum(r == "SO" for r in rel.values()) == 42
+
+
+def _official_graphs(shared_data, k):
+  out = collections.defaultdict(set)
+  for name in ("validation.csv", "test.csv"):
+    for ex in clutrr.load_clutrr(shared_data / OFFICIAL / name):
+      if ex.k == k:
+        out[clutrr.story_signature(ex)].add(ex.target)
+  return out
+
+
+def test_clutrr_closure_makes_official_graphs_sound_never_does(shared_data):
+  official = _official_graphs(shared_data, 3)
+  rows = {
+      closure: clutrr.examples_from_rows(
+          clutrr.generate_rows(3, 600, seed=0, closure=closure)
+      )
+      for closure in clutrr.CLOSURES
+  }
+  graphs = {
+      c: {clutrr.story_signature(ex) for ex in v} for c, v in rows.items()
+  }
+  assert graphs["clutrr"] <= set(official) and graphs["sound"] <= set(official)
+
+  # The 16 official graphs only CLUTRR's labels give: x's child's other
+  # parent (x's partner) has a parent or sibling, labelled x's own (e.g. son,
+  # father, father -> father; it is x's father-in-law).
+  def unsound(ex):
+    return (
+        ex.edges == ((0, 1), (1, 2), (2, 3))
+        and ex.edge_types[0] in ("son", "daughter")
+        and ex.edge_types[1] in ("father", "mother")
+        and ex.edge_types[2] in ("father", "mother", "brother", "sister")
+    )
+
+  assert not any(unsound(ex) for ex in rows["sound"])
+  found = [ex for ex in rows["clutrr"] if unsound(ex)]
+  assert found
+  for ex in found:
+    assert official[clutrr.story_signature(ex)] == {ex.target}
+    assert clutrr.RELATIONS[ex.target] == ex.edge_types[2]
+
+
+@pytest.mark.slow
+def test_clutrr_closure_makes_exactly_the_official_graphs(shared_data):
+  for k, num in ((2, 62), (3, 328)):
+    official = _official_graphs(shared_data, k)
+    assert len(official) == num
+    examples = clutrr.examples_from_rows(
+        clutrr.generate_rows(k, 17_500, seed=0, closure="clutrr")
+    )
+    assert {clutrr.story_signature(ex) for ex in examples} == set(official)
+    labelled = [
+        ex.target in official[clutrr.story_signature(ex)] for ex in examples
+    ]
+    assert np.mean(labelled) > 0.98  # Ambiguous graphs: either label.
+
+
+def test_generate_rows_names_a_bad_closure():
+  with pytest.raises(ValueError, match="valid closures are"):
+    clutrr.generate_rows(2, 1, closure="exact")
+
+
 def test_train_test_disjoint():
   train, test = clutrr.generate_splits((2, 3), (2, 3, 4), 200, 30, seed=5)
   sig = lambda rows: {

@@ -100,6 +100,14 @@ def _leaves(tree):
         ("data.test_files", ("missing.csv",), "missing.csv not found"),
         ("protocol.generated_test_ks", (3, 4), "shares k = \\[3\\]"),
         ("protocol.holdout_fraction", 1.0, "holdout_fraction must be in"),
+        (
+            "protocol.closure",
+            "exact",
+            (
+                r"protocol.closure 'exact'; valid choices are \['sound',"
+                r" 'clutrr'\]"
+            ),
+        ),
         ("head.layers", 3, "head.layers must be 1 or 2"),
         ("head.rt_readout", "pool", "rt_readout"),
         ("edge_transformer.ablation", "keys", "ablation"),
