@@ -62,10 +62,9 @@ in an order-dependent way, and some of the rules are not sound in its trees
 (`child . inv-grand = inv-child` also fires for a partner's parent,
 `child . inv-un = sibling` for a partner's sibling), so some pairs of its
 trees carry a relation that does not hold (e.g. a sister-in-law labelled
-`sister`).  `closure='clutrr'` computes CLUTRR's labels (`clutrr_closure`)
-and derives stories from them, as the authors' data was made.  With
-`closure='sound'` (the default, for the runs already made with it) each pair
-carries the relation that holds in the tree (`kinship`; pairs with none of
+`sister`).  `closure='clutrr'` (the default) computes CLUTRR's labels
+(`clutrr_closure`) and derives stories from them, as the authors' data was
+made.  With `closure='sound'` each pair carries the relation that holds in the tree (`kinship`; pairs with none of
 the ten, such as cousins or siblings-in-law, carry none), and a fact is only
 ever expanded through a person `z` for whom both halves hold: every
 generated fact and target is true in its tree, and the recorded proof uses
@@ -821,7 +820,7 @@ def _names(tree: FamilyTree, rng: np.random.Generator) -> List[str]:
 class _Builder:
   """Story derivation on one tree (CLUTRR's `RelationBuilder.derive`)."""
 
-  def __init__(self, tree: FamilyTree, closure: str = "sound"):
+  def __init__(self, tree: FamilyTree, closure: str = "clutrr"):
     self.tree = tree
     self.rel = kinship(tree) if closure == "sound" else clutrr_closure(tree)
     self.out: List[List[int]] = [[] for _ in range(tree.num_people)]
@@ -941,7 +940,7 @@ def generate_rows(
     unique: bool = False,
     task_split: str = "train",
     max_rounds: int = 20_000,
-    closure: str = "sound",
+    closure: str = "clutrr",
 ) -> List[Dict[str, str]]:
   """`num_rows` noiseless CLUTRR stories with `k` facts (`task_1.k`).
 
@@ -968,8 +967,8 @@ def generate_rows(
     task_split: value of the `task_split` column.
     max_rounds: give up (`RuntimeError`) after this many trees.
     closure: the relations of a tree's pairs (targets and facts alike):
-      'sound' (`kinship`, the relation that holds) or 'clutrr'
-      (`clutrr_closure`, CLUTRR's labels, as the authors' data).
+      'clutrr' (`clutrr_closure`, CLUTRR's labels, as the authors' data) or
+      'sound' (`kinship`, only relations that hold).
   Returns:
     rows as dicts over `COLUMNS` (without the index column), values
     as the CSV text; read them with `examples_from_rows`, write them
