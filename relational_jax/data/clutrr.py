@@ -64,11 +64,11 @@ in an order-dependent way, and some of the rules are not sound in its trees
 trees carry a relation that does not hold (e.g. a sister-in-law labelled
 `sister`).  `closure='clutrr'` (the default) computes CLUTRR's labels
 (`clutrr_closure`) and derives stories from them, as the authors' data was
-made.  With `closure='sound'` each pair carries the relation that holds in the tree (`kinship`; pairs with none of
-the ten, such as cousins or siblings-in-law, carry none), and a fact is only
-ever expanded through a person `z` for whom both halves hold: every
-generated fact and target is true in its tree, and the recorded proof uses
-only CLUTRR's rules.  The official files show the difference: their 62
+made.  With `closure='sound'` each pair carries the relation that holds in
+the tree (`kinship`; pairs with none of the ten, such as cousins or
+siblings-in-law, carry none), and a fact is only ever expanded through a
+person `z` for whom both halves hold: every generated fact and target is
+true in its tree, and the recorded proof uses only CLUTRR's rules.  The official files show the difference: their 62
 distinct `k = 2` story graphs are exactly the 62 either closure produces;
 of their 328 `k = 3` graphs, 'clutrr' produces all 328 (and no other) and
 'sound' 312 (17,500 rows per k, seed 0); the other 16 (44 of the 1,000
@@ -626,10 +626,10 @@ def kinship(tree: FamilyTree) -> Dict[Tuple[int, int], str]:
   return rel
 
 
-#: How the pairs of a tree get their relation: 'sound' (`kinship`: the
-#: relation that holds) or 'clutrr' (`clutrr_closure`: CLUTRR's own labels,
-#: some of which do not hold; the module docstring).
-CLOSURES: Tuple[str, ...] = ("sound", "clutrr")
+#: How the pairs of a tree get their relation: 'clutrr' (`clutrr_closure`:
+#: CLUTRR's own labels, some of which do not hold; the module docstring) or
+#: 'sound' (`kinship`: the relation that holds).
+CLOSURES: Tuple[str, ...] = ("clutrr", "sound")
 
 # CLUTRR's `inverse-equivalence` and `symmetric` rules (`rules_store.yaml`).
 _INVERSE: Dict[str, str] = {

@@ -118,10 +118,7 @@ def _leaves(tree):
         (
             "protocol.closure",
             "exact",
-            (
-                r"protocol.closure 'exact'; valid choices are \['sound',"
-                r" 'clutrr'\]"
-            ),
+            r"protocol.closure 'exact'; valid choices are \['clutrr', 'sound'",
         ),
         ("head.layers", 3, "head.layers must be 1 or 2"),
         ("head.rt_readout", "pool", "rt_readout"),
