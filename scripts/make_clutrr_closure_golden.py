@@ -12,8 +12,9 @@ closure, every labelled pair in their insertion order. The test
 (tests/fidelity/test_clutrr_closure_golden.py) rebuilds each tree as a
 `FamilyTree` and requires our closure to equal theirs, order included.
 
-Their code runs unmodified from the checkout, with three shims for this
-Python: PyYAML >= 6 needs a Loader (their `Store` calls `yaml.load(f)`; the
+Needs numpy and PyYAML (their `Store` reads YAML; not a dependency of this
+project). Their code runs unmodified from the checkout, with three shims for
+this Python: PyYAML >= 6 needs a Loader (their `Store` calls `yaml.load(f)`; the
 safe loader is passed); people's names come from a counter instead of the
 `names` package (names do not enter the closure); and
 `clutrr.relations.puzzle`, which the builder imports for puzzles only (it
