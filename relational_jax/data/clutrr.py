@@ -48,8 +48,11 @@ configuration the ET authors used (`max_levels=3`, 4 children per couple,
 3. A target pair `(x, y)` is expanded `k - 1` times by CLUTRR's
    composition rules (`COMPOSITION`) read backwards: pick an
    unexpanded fact `(a, b)` of the current story at random, replace it by
-   `(a, z), (z, b)` whose relations compose to the relation of `(a, b)`,
-   unless one of the two (or its reverse) was expanded before.  A story is
+   `(a, z), (z, b)` whose relations compose to the relation of `(a, b)`
+   (one of them at random; CLUTRR cycles through each edge's expansions in
+   rule and person order across the puzzles of a tree, which leaves the
+   label balance within sampling noise of the official files), unless one
+   of the two (or its reverse) was expanded before.  A story is
    kept when it has exactly `k` facts, so `k` = number of facts = the
    `K` of `task_1.K`.  As in CLUTRR a story may pass through the same
    person twice (e.g. `husband, son, father, ...`).
