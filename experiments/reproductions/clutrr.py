@@ -338,6 +338,11 @@ FIGURE3_MODELS = (
 )
 
 
+def _seed_of(path: str) -> int:
+  """S of a `..__seed<S>.json` results file."""
+  return int(re.search(r"__seed(\d+)\.json$", path).group(1))
+
+
 def figure3(
     setting: str, budget: str, results_dir: str = "results/clutrr"
 ) -> str:
@@ -361,8 +366,7 @@ def figure3(
     if not os.path.exists(first):
       continue
     seeded = glob.glob(os.path.join(results_dir, f"{name}{suffix}__seed*.json"))
-    seed_of = lambda p: int(re.search(r"__seed(\d+)\.json$", p).group(1))
-    paths = [first] + sorted(seeded, key=seed_of)
+    paths = [first] + sorted(seeded, key=_seed_of)
     runs = []
     for path in paths:
       with open(path) as f:
