@@ -20,7 +20,7 @@ rest, identically for all of them:
   'best' checkpoint;
 * checkpoints every `loop.checkpoint_every` steps (0: at evaluations), with
   a JSON record: step, stream position, per-step losses, history, best,
-  train seconds, checkpoint fallbacks;
+  train seconds, the sittings that trained, checkpoint fallbacks;
 * a progress bar (tqdm) with the loss and the scores;
 * the run record (`RunRecord.to_json`): the same keys for every task.
 
@@ -129,7 +129,13 @@ class RunRecord:
   evaluation ({'step', 'loss' (mean since the previous evaluation),
   'train_<metric>', task fields}). best: {'step', 'score', 'entry'} of the
   best evaluation (None before the first). train_seconds: training wall
-  time, summed over resumptions. checkpoint_fallbacks: checkpoints that
+  time, summed over resumptions. sittings: one entry per `fit` call that
+  trained, in order: {'started' (UTC, ISO 8601), 'from_step', 'to_step',
+  'seconds' (wall, evaluations included), 'cpu_seconds' (this process's
+  CPU time: all its threads, so up to the core count x the wall time while it
+  has the cores; far less while paused or sharing them)}; a checkpoint
+  saved before the field existed contributes only the sittings after it.
+  checkpoint_fallbacks: checkpoints that
   could not be restored and were moved aside. num_params: parameter count
   (of state['params'] when the state has them).
   """
@@ -141,6 +147,7 @@ class RunRecord:
   history: List[Dict]
   best: Optional[Dict]
   train_seconds: float
+  sittings: List[Dict]
   checkpoint_fallbacks: List[Dict]
   num_params: int
 
@@ -151,6 +158,7 @@ class RunRecord:
         "complete": self.complete,
         "num_params": self.num_params,
         "train_seconds": self.train_seconds,
+        "sittings": self.sittings,
         "losses": self.losses,
         "history": self.history,
         "best": self.best,
@@ -173,6 +181,7 @@ def _fresh_meta(stream: BatchStream) -> Dict:
       "history": [],
       "best": None,
       "train_seconds": 0.0,
+      "sittings": [],
   }
 
 
@@ -240,6 +249,12 @@ def fit(
         dynamic_ncols=True,
     )
     started = time.time()
+    sittings = meta.setdefault("sittings", [])
+    sitting = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "from_step": step,
+    }
+    sitting_started, sitting_cpu = started, time.process_time()
 
     def fetch():
       first = step - len(pending) + 1
@@ -296,8 +311,16 @@ def fit(
           bar.set_postfix_str(scores)
           if not loop.progress:
             log(f"step {step}: {scores}")
-        meta["train_seconds"] += time.time() - started
-        started = time.time()
+        now = time.time()
+        meta["train_seconds"] += now - started
+        sitting.update(
+            to_step=step,
+            seconds=now - sitting_started,
+            cpu_seconds=time.process_time() - sitting_cpu,
+        )
+        if not sittings or sittings[-1] is not sitting:
+          sittings.append(sitting)
+        started = now
         meta.update(step=step, stream=task.stream.get_state())
         ckpts.save(
             step, state, {**meta, "since_eval": since_eval}, best=is_best
@@ -318,6 +341,7 @@ def fit(
       history=meta["history"],
       best=meta["best"],
       train_seconds=meta["train_seconds"],
+      sittings=meta["sittings"],
       checkpoint_fallbacks=meta.get(ckpt_lib.FALLBACKS_KEY, []),
       num_params=count_params(state),
   )

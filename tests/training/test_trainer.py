@@ -1,6 +1,8 @@
 """relational_jax.training.trainer on a toy regression: batches, exact
 resume, best-validation selection, a non-finite loss, fetches, the record."""
 
+import re
+
 import jax.numpy as jnp
 import numpy as np
 import optax
@@ -89,6 +91,23 @@ def test_resume_equals_an_uninterrupted_run(tmp_path):
   assert straight.num_params == 4
 
 
+def test_the_record_says_which_steps_ran_in_which_sitting(tmp_path):
+  _fit(tmp_path, stop_at_step=3)
+  resumed = _fit(tmp_path)
+  assert [(s["from_step"], s["to_step"]) for s in resumed.sittings] == [
+      (0, 3),
+      (3, 6),
+  ]
+  for sitting in resumed.sittings:
+    assert sitting["seconds"] >= 0 and sitting["cpu_seconds"] >= 0
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", sitting["started"])
+  assert sum(s["seconds"] for s in resumed.sittings) == pytest.approx(
+      resumed.train_seconds
+  )
+  # Rerunning a finished run trains nothing and adds no sitting.
+  assert _fit(tmp_path).sittings == resumed.sittings
+
+
 def test_the_record_has_the_same_keys_for_every_task(tmp_path):
   record = _fit(tmp_path).to_json()
   assert set(record) == {
@@ -96,6 +115,7 @@ def test_the_record_has_the_same_keys_for_every_task(tmp_path):
       "complete",
       "num_params",
       "train_seconds",
+      "sittings",
       "losses",
       "history",
       "best",
