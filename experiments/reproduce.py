@@ -183,6 +183,7 @@ def run(
       "metric": reproduction.metric,
       "budget": budget,
       "published": dict(reproduction.published),
+      **reproduction.published_errors(),
       "ours": ours_from_results(reproduction, results),
       "notes": reproduction.notes,
       "results_path": results_path,

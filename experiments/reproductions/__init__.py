@@ -28,6 +28,7 @@ registered here in the order of `reproduce --list`:
 """
 
 import dataclasses
+import math
 from typing import Any, Callable, Dict, Mapping, Tuple
 
 from relational_jax.training import config as config_lib
@@ -44,6 +45,9 @@ class Reproduction:
     algorithm, plus 'mean'; seq2seq: exact-match accuracy of the set named
     by `metric`).
   budgets: dotted-path overrides of `config()` per non-paper budget.
+  published_stderr: {key: standard error} where the paper gives one beside a
+    mean over `published_runs` runs (same keys and unit as `published`); one
+    run of the authors' then spreads about sqrt(published_runs) x it.
   """
 
   name: str
@@ -55,6 +59,40 @@ class Reproduction:
   config: Callable[[], ConfigDict]
   budgets: Mapping[str, Mapping[str, Any]]
   notes: str = ""
+  published_stderr: Mapping[str, float] = dataclasses.field(
+      default_factory=dict
+  )
+  published_runs: int = 0
+
+  def __post_init__(self):
+    extra = set(self.published_stderr) - set(self.published)
+    if extra:
+      raise ValueError(
+          f"{self.name}: published_stderr keys {sorted(extra)} are not "
+          f"published keys {sorted(self.published)}."
+      )
+    if self.published_stderr and self.published_runs < 2:
+      raise ValueError(
+          f"{self.name}: published_stderr needs published_runs >= 2 (the "
+          f"runs the mean is over), got {self.published_runs}."
+      )
+
+  def published_run_sd(self) -> Dict[str, float]:
+    """{key: sqrt(published_runs) x standard error}: how far one of the
+    authors' runs spreads around the published mean ({} if no errors)."""
+    root = math.sqrt(self.published_runs)
+    return {k: round(root * se, 4) for k, se in self.published_stderr.items()}
+
+  def published_errors(self) -> Dict[str, Any]:
+    """A record's published_stderr, published_runs and published_run_sd
+    ({} where the paper gives no errors)."""
+    if not self.published_stderr:
+      return {}
+    return {
+        "published_stderr": dict(self.published_stderr),
+        "published_runs": self.published_runs,
+        "published_run_sd": self.published_run_sd(),
+    }
 
   def build(self, budget: str) -> ConfigDict:
     if budget not in BUDGETS:

@@ -669,22 +669,34 @@ def plot_accuracy_by_k(
     path: str,
     title: str = "",
     published: Optional[Dict[str, Dict[str, float]]] = None,
+    published_bars: Optional[Dict[str, Dict[str, float]]] = None,
 ) -> None:
   """Figure 3 style: accuracy vs k, one line per (label, evaluation entry);
-  `published` adds {label: {'k6': acc, ...}} lines (fractions)."""
-  lines = []
+  `published` adds {label: {'k6': acc, ...}} lines (fractions), and
+  `published_bars` ({label: {'k6': half-width, ...}}, the same keys) bars
+  around some of them."""
+  lines, bars = [], {}
   for label, entry in series:
     ks = sorted(entry["per_k"], key=int)
     lines.append((label, [int(k) for k in ks], [entry["per_k"][k] for k in ks]))
   for label, values in (published or {}).items():
     ks = sorted(values, key=lambda s: int(s[1:]))
     lines.append((label, [int(k[1:]) for k in ks], [values[k] for k in ks]))
+    if label in (published_bars or {}):
+      bars[label] = [published_bars[label][k] for k in ks]
+  unknown = set(published_bars or {}) - set(published or {})
+  if unknown:
+    raise ValueError(
+        f"published_bars for {sorted(unknown)}: not a published label "
+        f"({sorted(published or {})})"
+    )
   reporting.plot_curves(
       lines,
       path,
       xlabel="k (facts in the story)",
       ylabel="accuracy",
       title=title,
+      error_bars=bars,
   )
 
 

@@ -3,7 +3,7 @@
 import json
 import os
 import tempfile
-from typing import Any, Optional, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence, Tuple
 
 from relational_jax.training import errors
 
@@ -54,9 +54,18 @@ def plot_curves(
     ylabel: str,
     title: str = "",
     log2_x: bool = False,
-    ylim: Optional[Tuple[float, float]] = (-0.02, 1.02)
+    ylim: Optional[Tuple[float, float]] = (-0.02, 1.02),
+    error_bars: Optional[Mapping[str, Sequence[float]]] = None,
 ) -> None:
-  """A PNG with one marked line per series (matplotlib, Agg backend)."""
+  """A PNG with one marked line per series (matplotlib, Agg backend);
+  `error_bars` gives some series (by label) symmetric bars, one per point."""
+  error_bars = dict(error_bars or {})
+  unknown = set(error_bars) - {label for label, _, _ in series}
+  if unknown:
+    raise ValueError(
+        f"error_bars for {sorted(unknown)}: no series has that label; "
+        f"labels are {[label for label, _, _ in series]}"
+    )
   import matplotlib  # pylint: disable=g-import-not-at-top
 
   matplotlib.use("Agg")
@@ -64,7 +73,18 @@ def plot_curves(
 
   fig, ax = plt.subplots(figsize=(6, 4))
   for label, xs, ys in series:
-    ax.plot(list(xs), list(ys), marker="o" if log2_x else ".", label=label)
+    marker = "o" if log2_x else "."
+    if label in error_bars:
+      ax.errorbar(
+          list(xs),
+          list(ys),
+          yerr=list(error_bars[label]),
+          marker=marker,
+          capsize=3,
+          label=label,
+      )
+    else:
+      ax.plot(list(xs), list(ys), marker=marker, label=label)
   if log2_x:
     ax.set_xscale("log", base=2)
   ax.set_xlabel(xlabel)

@@ -1,6 +1,7 @@
 """experiments.reproduce: the list, and every named reproduction at the smoke
 budget, end to end (the published number is stored beside ours)."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -144,6 +145,45 @@ def test_paper_budgets_follow_the_papers():
   assert scan.train.steps == 50_000 and scan.transformer.positions == "relative"
 
 
+def test_table5_standard_errors_are_stored_beside_its_means():
+  """Bergen et al. report mean +- standard error of 10 runs (sec. 4);
+  every Table 5 reproduction stores both, keyed alike."""
+  table5 = [
+      r
+      for r in reproductions.REPRODUCTIONS.values()
+      if r.where.startswith("Table 5")
+  ]
+  assert len(table5) == 8  # 4 models x (k = 2, 3 and k = 2, 3, 4 training).
+  for r in table5:
+    assert (
+        set(r.published_stderr)
+        == set(r.published)
+        == {f"k{k}" for k in range(6, 11)}
+    ), r.name
+    assert r.published_runs == 10, r.name
+  et = reproductions.get("clutrr_et_k23")
+  assert et.published_stderr["k6"] == 0.02 and et.published["k6"] == 0.82
+  assert reproductions.get("clutrr_et_value_ablation_k234").published_stderr[
+      "k9"
+  ] == pytest.approx(0.037)
+  assert et.published_run_sd()["k10"] == pytest.approx(0.0885, abs=1e-4)
+  assert et.published_errors()["published_runs"] == 10
+  assert reproductions.get("clutrr_rat_k23").published_errors() == {}
+
+
+@pytest.mark.parametrize(
+    "stderr, runs, match",
+    [
+        ({"k11": 0.01}, 10, r"keys \['k11'\] are not published keys"),
+        ({"k6": 0.01}, 1, "needs published_runs >= 2"),
+    ],
+)
+def test_reproduction_rejects_errors_it_cannot_place(stderr, runs, match):
+  base = reproductions.get("clutrr_et_k23")
+  with pytest.raises(ValueError, match=match):
+    dataclasses.replace(base, published_stderr=stderr, published_runs=runs)
+
+
 def test_clutrr_paper_configs_build():
   """Bergen et al. Table 1 sizes at the paper budget (the smoke runs have
   one layer); k = 2, 3, 4 trains on 15k generated rows (sec. 4.1)."""
@@ -258,6 +298,8 @@ def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
   overrides = SMOKE_OVERRIDES.get(name)
   record = reproduce.run(name, "smoke", workdir, lambda m: None, overrides)
   assert record["published"] == dict(reproductions.get(name).published)
+  stderr = dict(reproductions.get(name).published_stderr)
+  assert record.get("published_stderr", {}) == stderr
   key, _ = reproductions.get(name).headline()
   if reproductions.get(name).task == "clrs":
     assert 0.0 <= record["ours"]["mean"] <= 100.0
@@ -393,6 +435,14 @@ def test_clutrr_figure3_averages_each_models_seeds(tmp_path):
       [et["mean_per_k"]["6"], et["mean_per_k"]["10"]], [0.7, 0.5]
   )
   assert et["published"]["k10"] == 0.581
+  # Table 5's standard error of 10 runs, one run's spread, ours against it.
+  assert et["published_stderr"]["k10"] == 0.028 and et["published_runs"] == 10
+  assert et["published_run_sd"]["k10"] == pytest.approx(0.028 * 10**0.5, 1e-3)
+  assert et["ours_minus_published_in_run_sd"] == {
+      "k6": pytest.approx((0.7 - 0.82) / 0.0632, abs=0.01),
+      "k10": pytest.approx((0.5 - 0.581) / 0.0885, abs=0.01),
+  }
+  assert "published_stderr" not in models["clutrr_rat_k23"]  # Figure 3 only.
   assert models["clutrr_rat_k23"]["mean_per_k"] == {"6": 0.5, "10": 0.3}
 
 

@@ -28,3 +28,33 @@ def test_write_json_replaces_the_file_whole_or_not_at_all(
   assert os.listdir(tmp_path) == ["results.json"]
   reporting.write_json(path, {"step": 2})
   assert reporting.read_json(path) == {"step": 2}
+
+
+def test_plot_curves_draws_error_bars_for_the_labelled_series(
+    tmp_path, monkeypatch
+):
+  import matplotlib.axes  # pylint: disable=g-import-not-at-top
+
+  drawn = []
+  real = matplotlib.axes.Axes.errorbar
+
+  def record(ax, xs, ys, yerr=None, **kwargs):
+    drawn.append((kwargs["label"], list(xs), list(ys), list(yerr)))
+    return real(ax, xs, ys, yerr=yerr, **kwargs)
+
+  monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", record)
+  path = str(tmp_path / "curves.png")
+  series = [("ours", [6, 10], [0.8, 0.6]), ("paper", [6, 10], [0.82, 0.58])]
+  reporting.plot_curves(
+      series,
+      path,
+      xlabel="k",
+      ylabel="accuracy",
+      error_bars={"paper": [0.06, 0.09]},
+  )
+  assert os.path.getsize(path) > 0
+  assert drawn == [("paper", [6, 10], [0.82, 0.58], [0.06, 0.09])]
+  with pytest.raises(ValueError, match=r"error_bars for \['papr'\].*'paper'"):
+    reporting.plot_curves(
+        series, path, xlabel="k", ylabel="a", error_bars={"papr": [0.1, 0.1]}
+    )
