@@ -40,3 +40,23 @@ from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "EdgeUpdate",
+    "NodeUpdate",
+    "RelationalAttention",
+    "RelationalTransformerLayer",
+    "attention_mask",
+    "TriangularAttention",
+    "triangular_attention_core",
+    "ETConfig",
+    "EdgeClassifier",
+    "EdgeTransformer",
+    "EdgeTransformerLayer",
+    "GraphEdgeEmbedding",
+    "NodeClassifier",
+    "ParentPointerHead",
+    "SequenceEdgeEmbedding",
+    "RelationalTransformer",
+    "RTConfig",
+]

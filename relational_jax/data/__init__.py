@@ -9,12 +9,16 @@ Pure Python + numpy (no JAX import).
 * `relational_jax.data.for2lam` -- For2Lam program translation (FOR ->
   LAMBDA) generated from the grammars, with a rule-based compiler.
 * `relational_jax.data.vocab` -- whitespace tokeniser and vocabulary.
+* `relational_jax.data.clutrr` -- CLUTRR kinship graphs (Sinha et al., 2019):
+  the official CSV loader and a generator of story graphs.
+* `relational_jax.data.cogs_graph` -- COGS as per-token graphs (the graph
+  form of Bergen et al., 2021).
 """
 
 from relational_jax.data import scan, tsv, vocab
-from relational_jax.data import clutrr  # noqa: F401  (CLUTRR graphs: loader, generator)
-from relational_jax.data import cogs_graph  # COGS as per-token graphs (seqtag form)
-from relational_jax.data import for2lam  # noqa: F401  (FOR -> LAMBDA programs)
+from relational_jax.data import clutrr
+from relational_jax.data import cogs_graph
+from relational_jax.data import for2lam
 from relational_jax.data.scan import (
     ACTIONS as SCAN_ACTIONS,
     SPLITS as SCAN_SPLITS,
@@ -40,6 +44,9 @@ from relational_jax.data.vocab import (
 )
 
 __all__ = [
+    "clutrr",
+    "cogs_graph",
+    "for2lam",
     "scan",
     "tsv",
     "vocab",

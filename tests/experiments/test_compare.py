@@ -181,7 +181,7 @@ def test_unknown_comparison_and_budget_name_the_choices(tmp_path):
 def test_report_only_aggregates_the_seeds_both_sides_finished(tmp_path):
   from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
 
-  budget = clutrr_et.BUDGETS["smoke"]  # 4 steps, evaluated every 2.
+  # The smoke budget: 4 steps, evaluated every 2.
 
   def tests(acc):
     return {"test": {"all": acc, "per_k": {"2": acc}, "count_per_k": {}}}
