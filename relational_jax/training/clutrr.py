@@ -100,21 +100,13 @@ SELECT_ON = trainer.SELECT_ON
 GENERATED = "generated"
 # Paths that may differ when a run is resumed; every other path of the
 # saved config must match.
-RESUMABLE_CHANGES = (
+RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "data.data_dir",
     "data.test_files",
     "data.max_eval_examples",
     "protocol.generated_test_ks",
     "protocol.num_generated_test_per_k",
-    "train.eval_batch_size",
-    "train.eval_every",
     "train.eval_tests",
-    "train.checkpoint_every",
-    "train.select_on",
-    "train.devices",
-    "train.progress",
-    "train.stop_at_step",
-    "results_path",
 )
 
 

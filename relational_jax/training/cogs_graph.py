@@ -81,19 +81,11 @@ DEFAULT_DATA_DIR = os.path.normpath(
 SELECT_ON = trainer.SELECT_ON
 TARGETS = ("parent_or_self",) + data_lib.LABEL_FIELDS
 # Paths that may differ when a run is resumed.
-RESUMABLE_CHANGES = (
+RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "data.data_dir",
     "data.eval_files",
     "data.val_file",
     "data.max_eval_examples",
-    "train.eval_batch_size",
-    "train.eval_every",
-    "train.checkpoint_every",
-    "train.select_on",
-    "train.devices",
-    "train.progress",
-    "train.stop_at_step",
-    "results_path",
 )
 
 

@@ -472,6 +472,19 @@ def make_train_step(loss_fn: Callable, tx: optax.GradientTransformation, mesh):
 
 
 SELECT_ON = ("last", "val")
+# The `train` section's fields (and the results path) that a resumed run may
+# change: when and how it evaluates, checkpoints, shows progress and stops,
+# the devices, where it writes. Each task adds its own to these.
+RESUMABLE_TRAIN_CHANGES = (
+    "train.eval_batch_size",
+    "train.eval_every",
+    "train.checkpoint_every",
+    "train.select_on",
+    "train.devices",
+    "train.progress",
+    "train.stop_at_step",
+    "results_path",
+)
 
 
 def validate_train_section(t) -> None:

@@ -46,6 +46,7 @@ from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
 from relational_jax.training import config as config_lib
 from relational_jax.training import prng
+from relational_jax.training import trainer
 
 ConfigDict = config_lib.ConfigDict
 
@@ -97,17 +98,9 @@ DATA_DERIVED = (
 # config.train must stay as saved.
 # data.data_dir is fixed too: another directory can hold other data (the
 # official SCAN split files, or none).
-RESUMABLE_CHANGES = (
+RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "data.max_eval_examples",
     "train.steps",
-    "train.eval_batch_size",
-    "train.eval_every",
-    "train.checkpoint_every",
-    "train.select_on",
-    "train.devices",
-    "train.progress",
-    "train.stop_at_step",
-    "results_path",
 )
 
 
