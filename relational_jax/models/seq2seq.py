@@ -285,6 +285,30 @@ class FeedForward(nn.Module):
     )(u_BxNxF)
 
 
+def _attention(
+    c: Seq2SeqConfig, causal: bool, relative: Optional[bool] = None
+) -> nn.Module:
+  """A layer's multi-head attention at the config's width, heads, dropout,
+  output bias and initialisation: with relative positions (Csordas et al.
+  2021 appendix C, `attention.RelativeMultiHeadAttention`) or none (Vaswani
+  et al. 2017 eq. 1); relative by default when `c.positions` is."""
+  if relative is None:
+    relative = c.positions == "relative"
+  module = (
+      attn_lib.RelativeMultiHeadAttention
+      if relative
+      else attn_lib.MultiHeadAttention
+  )
+  return module(
+      c.d_model,
+      c.num_heads,
+      c.dropout_rate,
+      causal=causal,
+      out_bias=c.attention_out_bias,
+      kernel_init=init_lib.attention_kernel(c.init, relative=relative),
+  )
+
+
 class EncoderLayer(nn.Module):
   """Self-attention (plain, relative or relation-aware) + feed-forward."""
 
@@ -296,24 +320,8 @@ class EncoderLayer(nn.Module):
       self.self_attn = ra_lib.RelationAwareAttention(
           c.d_model, c.num_heads, c.num_relations, c.dropout_rate
       )
-    elif c.positions == "relative":
-      self.self_attn = attn_lib.RelativeMultiHeadAttention(
-          c.d_model,
-          c.num_heads,
-          c.dropout_rate,
-          causal=False,
-          out_bias=c.attention_out_bias,
-          kernel_init=init_lib.attention_kernel(c.init, relative=True),
-      )
     else:
-      self.self_attn = attn_lib.MultiHeadAttention(
-          c.d_model,
-          c.num_heads,
-          c.dropout_rate,
-          causal=False,
-          out_bias=c.attention_out_bias,
-          kernel_init=init_lib.attention_kernel(c.init, relative=False),
-      )
+      self.self_attn = _attention(c, causal=False)
     self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate, c.init)
     self.attn_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.ff_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
@@ -353,32 +361,8 @@ class DecoderLayer(nn.Module):
 
   def setup(self):
     c = self.config
-    if c.positions == "relative":
-      self.self_attn = attn_lib.RelativeMultiHeadAttention(
-          c.d_model,
-          c.num_heads,
-          c.dropout_rate,
-          causal=True,
-          out_bias=c.attention_out_bias,
-          kernel_init=init_lib.attention_kernel(c.init, relative=True),
-      )
-    else:
-      self.self_attn = attn_lib.MultiHeadAttention(
-          c.d_model,
-          c.num_heads,
-          c.dropout_rate,
-          causal=True,
-          out_bias=c.attention_out_bias,
-          kernel_init=init_lib.attention_kernel(c.init, relative=False),
-      )
-    self.cross_attn = attn_lib.MultiHeadAttention(
-        c.d_model,
-        c.num_heads,
-        c.dropout_rate,
-        causal=False,
-        out_bias=c.attention_out_bias,
-        kernel_init=init_lib.attention_kernel(c.init, relative=False),
-    )
+    self.self_attn = _attention(c, causal=True)
+    self.cross_attn = _attention(c, causal=False, relative=False)
     self.ff = FeedForward(c.d_model, c.ffn_dim, c.dropout_rate, c.init)
     self.self_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
     self.cross_norm = nn.LayerNorm(epsilon=c.ln_epsilon)
