@@ -17,6 +17,8 @@
 # SEEDS="43 44": each name also at those training seeds (work directories
 # $RUNS/<name>__seed<S>, results results/clutrr/<name>[_paper]__seed<S>.json;
 # the figure draws each model's mean over the seeds it has results for).
+# BASE=0: only the SEEDS runs, not the config's own seed (its record kept as
+# it is, e.g. when its work directory is gone and rerunning would retrain it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export JAX_PLATFORMS=${JAX_PLATFORMS:-cpu}
@@ -33,7 +35,15 @@ case "$BUDGET" in
 esac
 RUNS=${RUNS:-runs/clutrr_$BUDGET}
 NAMES=${NAMES:-"clutrr_et_$SETTING clutrr_rat_$SETTING clutrr_rt_$SETTING"}
-TAGS=("")  # The config's own training seed: no tag.
+BASE=${BASE:-1}
+case "$BASE" in
+  1) TAGS=("") ;;  # The config's own training seed: no tag.
+  0) TAGS=()
+     [[ -n "${SEEDS:-}" ]] || {
+       echo "BASE=0 with no SEEDS: nothing to run" >&2; exit 2; } ;;
+  *) echo "BASE=$BASE: valid values are 1 (run the config's own seed), 0" >&2
+     exit 2 ;;
+esac
 for seed in ${SEEDS:-}; do
   [[ "$seed" =~ ^[0-9]+$ ]] || {
     echo "SEEDS=$SEEDS: '$seed' is not a non-negative integer" >&2; exit 2; }
@@ -41,7 +51,7 @@ for seed in ${SEEDS:-}; do
 done
 mkdir -p results/clutrr
 for name in $NAMES; do
-  for tag in "${TAGS[@]}"; do
+  for tag in ${TAGS[@]+"${TAGS[@]}"}; do
     sets=()
     [[ -z "$tag" ]] || sets=("--set=train.seed=${tag#__seed}")
     python3 -m experiments.reproduce "$name" --budget="$BUDGET" \

@@ -79,6 +79,24 @@ def test_seeds_add_tagged_runs_and_results(tmp_path):
   ]
 
 
+def test_base_0_runs_only_the_seeds(tmp_path):
+  proc, calls, root = run_script(
+      tmp_path, BUDGET="paper", NAMES="clutrr_et_k23", SEEDS="43", BASE="0"
+  )
+  assert proc.returncode == 0, proc.stderr
+  assert calls == [
+      (
+          "-m experiments.reproduce clutrr_et_k23 --budget=paper"
+          " --set=train.seed=43"
+          " --workdir=runs/clutrr_paper/clutrr_et_k23__seed43"
+      ),
+      "figure k23 paper",
+  ]
+  assert os.listdir(root / "results" / "clutrr") == [
+      "clutrr_et_k23_paper__seed43.json"
+  ]
+
+
 def test_default_is_one_run_per_name_at_the_cpu_budget(tmp_path):
   proc, calls, root = run_script(tmp_path, NAMES="clutrr_rt_k23")
   assert proc.returncode == 0, proc.stderr
@@ -98,6 +116,8 @@ def test_default_is_one_run_per_name_at_the_cpu_budget(tmp_path):
         ({"SEEDS": "43 x4"}, "'x4' is not a non-negative integer"),
         ({"BUDGET": "smoke"}, "valid budgets are cpu, paper"),
         ({"SETTING": "k2"}, "valid settings are k23, k234"),
+        ({"BASE": "no"}, "BASE=no: valid values are 1"),
+        ({"BASE": "0"}, "BASE=0 with no SEEDS: nothing to run"),
     ],
 )
 def test_bad_values_are_named_before_any_run(tmp_path, env, message):
