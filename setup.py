@@ -29,5 +29,20 @@ setuptools.setup(
         "tqdm>=4.66",
         "matplotlib>=3.8",
     ],
-    extras_require={"test": ["pytest>=8.0"]},
+    # The official data files the tasks read by default (with their
+    # licences: relational_jax/data/official/README.md).
+    package_data={
+        "relational_jax.data": [
+            "official/README.md",
+            "official/*/LICENSE",
+            "official/*/*.txt",
+            "official/*/*.tsv",
+            "official/*/*/*.csv",
+        ]
+    },
+    extras_require={
+        # train.tensorboard=True: TensorBoard event files, without TensorFlow.
+        "tensorboard": ["tensorboardX>=2.6"],
+        "test": ["pytest>=8.0", "tensorboardX>=2.6", "pyink>=24.3"],
+    },
 )

@@ -48,6 +48,7 @@ import numpy as np  # noqa: E402
 
 from experiments import reproductions  # noqa: E402
 from relational_jax.data import clutrr as data_lib  # noqa: E402
+from relational_jax.data import clutrr_generator  # noqa: E402
 from relational_jax.training import clutrr as clutrr_training  # noqa: E402
 
 # pylint: enable=g-import-not-at-top,wrong-import-position
@@ -235,7 +236,7 @@ def load_csv(path: str) -> Set:
 def build_sets(config) -> dict:
   p = config.protocol
   loaded = clutrr_training.load_data(config)  # The training code's own path.
-  train_rows, test_rows = data_lib.generate_splits(
+  train_rows, test_rows = clutrr_generator.generate_splits(
       tuple(p.train_ks),
       tuple(p.generated_test_ks),
       int(p.num_train_per_k),
@@ -341,7 +342,7 @@ def main(argv):
   )
   # Graphs our generator never produces at all (neither train nor held out):
   # official graphs absent from 17,500 rows per k that the hash does not hold
-  # out (`data_lib._held_out`, the split `generate_splits` applies).
+  # out (`clutrr_generator._held_out`, the split `generate_splits` applies).
   never = {}
   have = set(train.signatures())
   for of in ref:
@@ -351,7 +352,7 @@ def main(argv):
           g
           for g in s.signatures()
           if g not in have
-          and not data_lib._held_out(  # pylint: disable=protected-access
+          and not clutrr_generator._held_out(  # pylint: disable=protected-access
               g, int(p.generation_seed), float(p.holdout_fraction)
           )
       ]

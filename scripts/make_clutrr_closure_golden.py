@@ -2,8 +2,8 @@
 
   python3 scripts/make_clutrr_closure_golden.py --clutrr_reference=<checkout>
 
-The golden checks `relational_jax.data.clutrr.clutrr_closure` (the pair
-labels of `closure='clutrr'`, our generator's default) against CLUTRR's
+The golden checks `relational_jax.data.clutrr_generator.clutrr_closure` (the
+pair labels of `closure='clutrr'`, our generator's default) against CLUTRR's
 generator (github.com/facebookresearch/clutrr): for a few seeds and tree
 sizes, their `Ancestry.simulate` grows a family tree and their
 `RelationBuilder.__init__` closes it (`apply_almost_complete`); the golden

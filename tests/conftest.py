@@ -26,14 +26,13 @@ if importlib.util.find_spec("tensorflow") is None:
   import processors  # noqa: E402,F401
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+# The official data files shipped with the package (relational_jax/data/paths).
+OFFICIAL_DATA = REPO / "relational_jax" / "data" / "official"
 
 
 @pytest.fixture
-def shared_data():
-  if not SHARED_DATA.exists():
-    pytest.skip(f"shared data not found at {SHARED_DATA}")
-  return SHARED_DATA
+def official_data():
+  return OFFICIAL_DATA
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -20,9 +20,7 @@ attention's pivot chunks (forward and backward) and the row-chunked FFN
 here with every scan fully unrolled (`_unrolled_scans`: CLRS's `hk.scan`
 and `jax.lax.scan`; the same computation, traced for counting only): every
 hint step, chunk and recomputation is counted. `--unroll_scans=false` gives
-the loops as trained, each body counted once (this file's numbers before
-2026-11-25 unrolled the hint scan only, and so counted ET's chunk loops
-once: 452 GFLOP for ET instead of the full count).
+the loops as trained, each body counted once.
 """
 
 import contextlib

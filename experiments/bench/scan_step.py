@@ -344,7 +344,7 @@ def define_flags():
       "data_dir",
       None,
       "Holds scan/tasks.txt (default: the "
-      "seq2seq config's data_dir, ../shared/data).",
+      "seq2seq config's data_dir, the shipped official files).",
   )
   flags.DEFINE_string("output", "results/bench_scan_step.json", "JSON output.")
   flags.DEFINE_string(

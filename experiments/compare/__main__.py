@@ -27,12 +27,13 @@ from experiments.compare import curves
 from experiments.compare import protocol
 from experiments.compare import reference as reference_lib
 from experiments.compare import registry
+from relational_jax.data import paths as data_paths
 from relational_jax.training import reporting
 
 _REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
-_SHARED = os.path.normpath(os.path.join(_REPO, "..", "shared", "data"))
+_SHARED = data_paths.OFFICIAL_DIR  # The data shipped with the package.
 
 FLAGS = flags.FLAGS
 
@@ -50,7 +51,7 @@ def define_flags():
   flags.DEFINE_string("output_dir", "results/compare", "JSON and PNG go here.")
   flags.DEFINE_string(
       "test_csv",
-      os.path.join(_SHARED, "clutrr", "gen_train23_test2to10", "test.csv"),
+      os.path.join(data_paths.CLUTRR_K23_DIR, "test.csv"),
       "clutrr_et: the official test file.",
   )
   flags.DEFINE_string(

@@ -1,8 +1,8 @@
 """CLUTRR, Edge Transformer: ours beside bergen/EdgeTransformer `clutrr/`.
 
 Same data on both sides: our CLUTRR generator's k = 2, 3 rows
-(`relational_jax.data.clutrr.generate_splits`, the ET paper's 35k rows by
-default) written once in the official schema as `train.csv`, and the
+(`relational_jax.data.clutrr_generator.generate_splits`, the ET paper's 35k
+rows by default) written once in the official schema as `train.csv`, and the
 official `test.csv` (k = 2..10), both under
 `<workdir>/scratch/data/compare/`, where their `train.py` looks
 (`./data/<data_path>`). Both sides take 80% of the training rows for training
@@ -136,12 +136,14 @@ def prepare_data(budget: Budget, scratch: str, test_csv: str) -> str:
   """Writes train.csv (generated k = 2, 3) and a copy of `test_csv` into
   <scratch>/data/compare once; returns that directory."""
   from relational_jax.data import clutrr as data  # pylint: disable=g-import-not-at-top
+  from relational_jax.data import clutrr_generator  # pylint: disable=g-import-not-at-top
 
   data_dir = os.path.join(scratch, "data", DATA_PATH)
   os.makedirs(data_dir, exist_ok=True)
   train = os.path.join(data_dir, "train.csv")
   if not os.path.isfile(train):
-    rows, _ = data.generate_splits(  # 'sound': the committed results' data.
+    # 'sound': the committed results' data.
+    rows, _ = clutrr_generator.generate_splits(
         (2, 3), (), budget.num_train_per_k, 0, seed=0, closure="sound"
     )
     data.write_csv(rows, train + ".tmp")

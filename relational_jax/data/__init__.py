@@ -10,13 +10,17 @@ Pure Python + numpy (no JAX import).
   LAMBDA) generated from the grammars, with a rule-based compiler.
 * `relational_jax.data.vocab` -- whitespace tokeniser and vocabulary.
 * `relational_jax.data.clutrr` -- CLUTRR kinship graphs (Sinha et al., 2019):
-  the official CSV loader and a generator of story graphs.
+  the official CSV schema (loader, writer, padded arrays).
+* `relational_jax.data.clutrr_generator` -- new CLUTRR story graphs by
+  CLUTRR's own procedure (family trees, their closure, the train/test
+  holdout).
 * `relational_jax.data.cogs_graph` -- COGS as per-token graphs (the graph
   form of Bergen et al., 2021).
 """
 
 from relational_jax.data import scan, tsv, vocab
 from relational_jax.data import clutrr
+from relational_jax.data import clutrr_generator
 from relational_jax.data import cogs_graph
 from relational_jax.data import for2lam
 from relational_jax.data.scan import (
@@ -45,6 +49,7 @@ from relational_jax.data.vocab import (
 
 __all__ = [
     "clutrr",
+    "clutrr_generator",
     "cogs_graph",
     "for2lam",
     "scan",

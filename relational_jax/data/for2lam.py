@@ -5,10 +5,9 @@ translation", sec. 5.1), used by Shiv & Quirk 2019 (sec. 5.1.1, Fig. 5) for
 their tree-transformer: translate a program of the imperative FOR language
 into the functional LAMBDA language. Shiv & Quirk give only the set sizes
 (100,000 training and 10,000 test programs per task, a short-program and a
-long-program task) and defer everything else to Chen et al., whose paper is
-not among ../shared/papers; so the grammars, the compiler and the lengths
-below are OUR choices, written from the description in the brief of
-issue 16, not copied from Chen et al.'s data.
+long-program task) and defer everything else to Chen et al.; so the
+grammars, the compiler and the lengths below are OUR choices, written from
+their description, not copied from Chen et al.'s data.
 
 FOR (program trees; a node's children in brackets):
   block[s_1 .. s_m]              statements in sequence (m >= 0; n-ary)

@@ -525,8 +525,8 @@ def split(
 ) -> Dict[str, List[Pair]]:
   """Build a SCAN split, from the official files when given, else generated.
 
-  With `data_dir` (a directory such as `../shared/data/scan`) holding
-  the split's official files (`official_files`), they are used:
+  With `data_dir` (a directory such as `relational_jax.data.paths.SCAN_DIR`)
+  holding the split's official files (`official_files`), they are used:
 
   * `'simple'` / `'length'`: the pairs of `tasks_{train,test}_*.txt`,
     exactly (every line, duplicates kept; sorted);

@@ -8,8 +8,8 @@ autodiff weight gradient of the narrow maps (W_4..W_7, widths 8 to 16 on one
 side and E = 192 on the other, contracted over B N^2 = 8192 rows) to a GEMM
 with both operands transposed, after copying the incoming gradient into a
 transposed layout. Written as dW = (dy^T x)^T the same product runs as one
-plain GEMM (README, "Against the RT authors' own RT", for the measured
-speed-up).
+plain GEMM (docs/performance.md, "CLRS training throughput against the RT
+authors' RT", for the measured speed-up).
 Outputs are bit-identical to nn.Dense; gradients equal it up to float
 summation order.
 """

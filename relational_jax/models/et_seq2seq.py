@@ -46,7 +46,6 @@ through raw parameter names.
 """
 
 import dataclasses
-import functools
 import math
 from typing import Any, Dict, Optional, Sequence
 
@@ -58,7 +57,7 @@ import numpy as np
 from relational_jax.layers import shapes
 from relational_jax.layers import triangular as tri_lib
 from relational_jax.models import edge_transformer as et_lib
-from relational_jax.models import seq2seq
+from relational_jax.models import greedy
 
 __all__ = [
     "ETSeq2SeqConfig",
@@ -500,14 +499,17 @@ def decode_step(model: EdgeTransformerSeq2Seq, params, state, tokens_B):
   )
 
 
-@functools.partial(jax.jit, static_argnames=("model", "max_len"))
-def _greedy_loop(model, params, src_BxS, src_mask_BxS, max_len, bos, eos, pad):
-  """Prefill, then the on-device greedy loop (stops when all rows ended)."""
-  state = init_decode_state(model, params, src_BxS, max_len, src_mask_BxS)
-  step = functools.partial(decode_step, model, params)
-  return seq2seq.greedy_loop(
-      step, state, src_BxS.shape[0], max_len, bos, eos, pad
-  )
+def _greedy_init(model, params, inputs, max_len: int):
+  """`greedy.decode`'s init_fn: the prefilled decoder state
+  (`init_decode_state`)."""
+  src_BxS, src_mask_BxS = inputs
+  return init_decode_state(model, params, src_BxS, max_len, src_mask_BxS)
+
+
+def _greedy_step(model, params, inputs, state, last_B):
+  """`greedy.decode`'s step_fn: `decode_step` (the source is in `state`)."""
+  del inputs
+  return decode_step(model, params, state, last_B)
 
 
 def greedy_decode(
@@ -521,7 +523,8 @@ def greedy_decode(
     src_mask_BxS=None,
     pad_id: Optional[int] = None,
 ):
-  """Incremental greedy decoding (module docstring), jitted, on device.
+  """Incremental greedy decoding (module docstring), jitted, on device
+  (`relational_jax.models.greedy.decode`).
 
   Returns BxT int32 tokens (T = max_len, BOS not included); each row ends at
   its first EOS (kept) and is padded with pad_id (default config.pad_id).
@@ -538,6 +541,14 @@ def greedy_decode(
   src_mask_BxS = jnp.asarray(src_mask_BxS).astype(bool)
   shapes.check_shape(src_mask_BxS, src_BxS.shape, "src_mask")
   pad = c.pad_id if pad_id is None else pad_id
-  return _greedy_loop(
-      model, params, src_BxS, src_mask_BxS, max_len, bos, eos, pad
+  return greedy.decode(
+      _greedy_init,
+      _greedy_step,
+      model,
+      params,
+      (src_BxS, src_mask_BxS),
+      max_len,
+      bos,
+      eos,
+      pad,
   )

@@ -70,6 +70,7 @@ from relational_jax.layers import positional_encoding as pe_lib
 from relational_jax.layers import relation_aware as ra_lib
 from relational_jax.layers import shapes
 from relational_jax.layers import tree as tree_lib
+from relational_jax.models import greedy
 
 POSITIONS = ("absolute", "relative", "tree")
 
@@ -889,71 +890,37 @@ def _encode_jit(
   )
 
 
-@functools.partial(jax.jit, static_argnames=("model",))
-def _decode_step_jit(
-    model,
-    params,
-    memory_BxMxD,
-    memory_mask_BxM,
-    tokens_BxT,
-    cache,
-    tree_pos_BxTxP,
-):
-  return model.apply(
-      {"params": params},
-      memory_BxMxD,
-      memory_mask_BxM,
-      tokens_BxT,
-      cache,
-      tree_pos_BxTxP,
-      method=Seq2SeqTransformer.decode_step,
+# -- Greedy decoding: the model's init and step functions for `greedy`. ----
+
+
+def _greedy_init(model, params, inputs, max_len: int):
+  """`greedy.decode`'s init_fn: the empty decoder self-attention cache."""
+  del params
+  memory_BxMxD, _ = inputs
+  return init_decoder_cache(
+      model.config, memory_BxMxD.shape[0], max_len, memory_BxMxD.dtype
   )
 
 
-def greedy_loop(step_fn, state, num_b: int, max_len: int, bos, eos, pad):
-  """On-device greedy loop: `step_fn(state, last_B) -> (logits_BxV, state)`
-  is fed BOS, then each argmax; returns BxT tokens (T = max_len), each row ending at its
-  first EOS (kept) and padded with `pad`; stops once every row has ended."""
-  out_BxT = jnp.full((num_b, max_len), pad, jnp.int32)
-  last_B = jnp.full((num_b,), bos, jnp.int32)
-  finished_B = jnp.zeros((num_b,), bool)
-
-  def cond(carry):
-    t, _, _, _, finished_B = carry
-    return (t < max_len) & ~jnp.all(finished_B)
-
-  def body(carry):
-    t, state, last_B, out_BxT, finished_B = carry
-    logits_BxV, state = step_fn(state, last_B)
-    next_B = jnp.argmax(logits_BxV, axis=-1).astype(jnp.int32)
-    next_B = jnp.where(finished_B, pad, next_B)
-    out_BxT = out_BxT.at[:, t].set(next_B)
-    return t + 1, state, next_B, out_BxT, finished_B | (next_B == eos)
-
-  carry = (jnp.zeros((), jnp.int32), state, last_B, out_BxT, finished_B)
-  return jax.lax.while_loop(cond, body, carry)[3]
+def _greedy_step(model, params, inputs, cache, last_B, tree_pos_Bx1xP=None):
+  """`greedy.decode`'s step_fn: the decoder fed `last_B` at the cache's next
+  position, attending to the encoder memory `inputs`; `tree_pos_Bx1xP` is
+  the input's tree position (positions='tree')."""
+  memory_BxMxD, memory_mask_BxM = inputs
+  logits_Bx1xV, cache = model.apply(
+      {"params": params},
+      memory_BxMxD,
+      memory_mask_BxM,
+      last_B[:, None],
+      cache,
+      tree_pos_Bx1xP,
+      method=Seq2SeqTransformer.decode_step,
+  )
+  return logits_Bx1xV[:, 0], cache
 
 
-@functools.partial(jax.jit, static_argnames=("model", "max_len"))
-def _greedy_loop(
-    model, params, memory_BxMxD, memory_mask_BxM, max_len, bos, eos, pad
-):
-  """Greedy decoding over sequence positions with the decoder cache."""
-
-  def step(cache, last_B):
-    logits_Bx1xV, cache = model.apply(
-        {"params": params},
-        memory_BxMxD,
-        memory_mask_BxM,
-        last_B[:, None],
-        cache,
-        method=Seq2SeqTransformer.decode_step,
-    )
-    return logits_Bx1xV[:, 0], cache
-
-  num_b = memory_BxMxD.shape[0]
-  cache = init_decoder_cache(model.config, num_b, max_len, memory_BxMxD.dtype)
-  return greedy_loop(step, cache, num_b, max_len, bos, eos, pad)
+# The step of `greedy.host_loop` (positions='tree'), jitted once per model.
+_greedy_step_jit = jax.jit(_greedy_step, static_argnames=("model",))
 
 
 def greedy_decode(
@@ -974,8 +941,9 @@ def greedy_decode(
 
   Returns BxT int32 tokens (T = max_len, BOS not included); each row ends at
   its first EOS (kept) and is padded with pad_id (default config.pad_id)
-  after it. Sequence positions run the whole loop on device; tree positions
-  run a host loop, one jitted step per token, with one `TreeDecoderState`
+  after it (`relational_jax.models.greedy`). Sequence positions run the
+  whole loop on device (`greedy.decode`); tree positions run it from the host
+  (`greedy.host_loop`), one jitted step per token, with one `TreeDecoderState`
   per row that turns the emitted (token, arities[token]) pairs into the next
   input's tree position (Shiv & Quirk 2019 sec. 4) under the config's
   tree_alignment ('output': the start token at zero, each fed-back token at
@@ -1001,9 +969,18 @@ def greedy_decode(
       src_relations_BxSxS,
       None if src_tree_pos_BxSxP is None else jnp.asarray(src_tree_pos_BxSxP),
   )
+  inputs = (memory_BxMxD, memory_mask_BxM)
   if c.positions != "tree":
-    return _greedy_loop(
-        model, params, memory_BxMxD, memory_mask_BxM, max_len, bos, eos, pad
+    return greedy.decode(
+        _greedy_init,
+        _greedy_step,
+        model,
+        params,
+        inputs,
+        max_len,
+        bos,
+        eos,
+        pad,
     )
 
   if arities is None or len(arities) != c.tgt_vocab_size:
@@ -1019,35 +996,26 @@ def greedy_decode(
       )
       for _ in range(num_b)
   ]
-  cache = init_decoder_cache(c, num_b, max_len, memory_BxMxD.dtype)
-  out_BxT = np.full((num_b, max_len), pad, np.int32)
-  last_B = np.full((num_b,), bos, np.int32)
-  finished_B = np.zeros((num_b,), bool)
   # 'output' alignment: the input's own node position (zero for the start).
   own_BxP = np.zeros((num_b, c.tree_position_dim), np.float32)
-  for t in range(max_len):
+
+  def step(cache, last_B):
     if c.tree_alignment == "output":
       tree_pos_Bx1xP = own_BxP[:, None]
     else:
       tree_pos_Bx1xP = np.stack([s.next_position() for s in states])[:, None]
-    logits_Bx1xV, cache = _decode_step_jit(
-        model,
-        params,
-        memory_BxMxD,
-        memory_mask_BxM,
-        jnp.asarray(last_B[:, None]),
-        cache,
-        jnp.asarray(tree_pos_Bx1xP),
+    return _greedy_step_jit(
+        model, params, inputs, cache, last_B, jnp.asarray(tree_pos_Bx1xP)
     )
-    next_B = np.asarray(jnp.argmax(logits_Bx1xV[:, 0], axis=-1), np.int32)
-    next_B = np.where(finished_B, pad, next_B)
-    out_BxT[:, t] = next_B
+
+  def emitted(next_B, finished_B):
+    nonlocal own_BxP
     own_BxP = np.zeros_like(own_BxP)
     for b in range(num_b):
-      if not finished_B[b] and next_B[b] != eos:
+      if not finished_B[b]:  # A node of the tree (not EOS, nor after it).
         own_BxP[b] = states[b].push(int(next_B[b]), int(arities[next_B[b]]))
-    finished_B |= next_B == eos
-    last_B = next_B
-    if finished_B.all():
-      break
-  return jnp.asarray(out_BxT)
+
+  cache = _greedy_init(model, params, inputs, max_len)
+  return greedy.host_loop(
+      step, cache, num_b, max_len, bos, eos, pad, emitted_fn=emitted
+  )

@@ -8,14 +8,16 @@ training and 20% for validation (`val_fraction`), a fixed number of steps,
 then test the last model (`train.select_on='last'`; 'val' tests the
 best-validation checkpoint) and report accuracy per k on the official test
 file (`data.data_dir`/`data.test_files`, any file in the CLUTRR 1.0 schema)
-and on a generated test set (`relational_jax.data.clutrr.generate_splits`,
-graphs disjoint from the generated training graphs at shared k).
+and on a generated test set
+(`relational_jax.data.clutrr_generator.generate_splits`, graphs disjoint from
+the generated training graphs at shared k).
 
 Training rows: `protocol.train_source='generated'` draws
 `num_train_per_k` rows per k with CLUTRR's own procedure
-(`relational_jax.data.clutrr.generate_splits`; the authors generated 35k
-k = 2, 3 rows with CLUTRR's code); any other value is a CSV file name in
-`data.data_dir` (e.g. 'validation.csv', the 2,020 official k = 2, 3 rows).
+(`relational_jax.data.clutrr_generator.generate_splits`; the authors
+generated 35k k = 2, 3 rows with CLUTRR's code); any other value is a CSV
+file name in `data.data_dir` (e.g. 'validation.csv', the 2,020 official
+k = 2, 3 rows).
 
 Optimisation: cross-entropy over the 21 classes, Adam, global-norm clipping
 (authors: 1.0), learning rate with linear warmup then linear decay to 0 at
@@ -65,6 +67,8 @@ import numpy as np
 import optax
 
 from relational_jax.data import clutrr as data_lib
+from relational_jax.data import clutrr_generator
+from relational_jax.data import paths as data_paths
 from relational_jax.layers.shapes import check_choice
 from relational_jax.models import clutrr as models
 from relational_jax.models.edge_transformer import ETConfig
@@ -79,14 +83,7 @@ from relational_jax.training import trainer
 
 ConfigDict = config_lib.ConfigDict
 
-_REPO_ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-)
-DEFAULT_DATA_DIR = os.path.normpath(
-    os.path.join(
-        _REPO_ROOT, "..", "shared", "data", "clutrr", "gen_train23_test2to10"
-    )
-)
+DEFAULT_DATA_DIR = data_paths.CLUTRR_K23_DIR
 
 MODEL_CONFIGS = {
     "edge_transformer": ETConfig,
@@ -170,7 +167,7 @@ def default_config() -> ConfigDict:
           # The relations of a generated tree's pairs: 'clutrr', CLUTRR's own
           # labels, as the authors' data (all 328 story graphs of the
           # official k = 3 files); 'sound', only relations that hold (312 of
-          # them; relational_jax.data.clutrr).
+          # them; relational_jax.data.clutrr_generator).
           closure="clutrr",
       )
   )
@@ -190,6 +187,7 @@ def default_config() -> ConfigDict:
           select_on="last",
           devices=0,
           progress=True,
+          tensorboard=False,  # Also TensorBoard events (metrics.jsonl always).
           stop_at_step=0,
       )
   )
@@ -232,7 +230,7 @@ def validate(config: ConfigDict) -> None:
     raise ValueError(f"head.layers must be 1 or 2, got {config.head.layers}.")
   t, p = config.train, config.protocol
   check_choice(t.schedule, SCHEDULES, "train.schedule")
-  check_choice(p.closure, data_lib.CLOSURES, "protocol.closure")
+  check_choice(p.closure, clutrr_generator.CLOSURES, "protocol.closure")
   trainer.validate_train_section(t)
   if not 0.0 <= p.val_fraction < 1.0:
     raise ValueError(
@@ -255,7 +253,7 @@ def validate(config: ConfigDict) -> None:
         "every generated test k >= 2."
     )
   try:  # Before generating anything (generate_splits checks the same).
-    data_lib.check_holdout(
+    clutrr_generator.check_holdout(
         p.train_ks,
         p.generated_test_ks if p.num_generated_test_per_k else (),
         p.holdout_fraction,
@@ -310,7 +308,7 @@ def load_data(config: ConfigDict) -> Dict[str, List]:
   num_test = int(p.num_generated_test_per_k)
   generated_test: List = []
   if p.train_source == GENERATED:
-    train_rows, test_rows = data_lib.generate_splits(
+    train_rows, test_rows = clutrr_generator.generate_splits(
         train_ks,
         gen_test_ks if num_test else (),
         int(p.num_train_per_k),
@@ -330,7 +328,7 @@ def load_data(config: ConfigDict) -> Dict[str, List]:
     if not rows:
       raise ValueError(f"{p.train_source} has no rows with k in {train_ks}.")
     if num_test:  # The generated test set only (train part discarded).
-      _, test_rows = data_lib.generate_splits(
+      _, test_rows = clutrr_generator.generate_splits(
           train_ks,
           gen_test_ks,
           1,
@@ -590,7 +588,11 @@ def train_and_evaluate(
   )
   ckpt_dir = trainer.checkpoint_dir(workdir)
   done = trainer.fit(
-      task, trainer.loop_of(t_cfg, f"clutrr/{config.model}"), ckpt_dir, log
+      task,
+      trainer.loop_of(t_cfg, f"clutrr/{config.model}"),
+      ckpt_dir,
+      log,
+      metrics_dir=workdir,
   )
   if not done.complete:
     return {"stopped_at": done.step}
@@ -709,7 +711,7 @@ def _state_init(model, tx, example: Dict[str, np.ndarray]) -> Callable:
 def load_params(config: ConfigDict, workdir: str, which: str = "latest"):
   """Parameters of the run's newest `which` checkpoint (None if none)."""
   probe = data_lib.to_arrays(
-      data_lib.examples_from_rows(data_lib.generate_rows(2, 1, seed=0))
+      data_lib.examples_from_rows(clutrr_generator.generate_rows(2, 1, seed=0))
   )
   init = _state_init(build_model(config), make_optimizer(config.train), probe)
   mesh = mesh_lib.mesh_of_first(config.train.devices)

@@ -23,7 +23,7 @@ gen.tsv).
 
 Optimisation: AdamW (PyTorch defaults: weight decay 0.01, eps 1e-8) with a
 linear warmup then linear decay to 0 at `train.steps`
-(`relational_jax.training.clutrr.make_schedule`), global-norm clipping. One
+(`relational_jax.training.optim`, schedule 'linear'), global-norm clipping. One
 jitted step over the data mesh. A training epoch is a seeded permutation of
 the training rows (the last batch padded with zero-weight rows), so `step`
 alone fixes the batch and resuming from a `RunCheckpoints` checkpoint is
@@ -60,6 +60,7 @@ import numpy as np
 import optax
 
 from relational_jax.data import cogs_graph as data_lib
+from relational_jax.data import paths as data_paths
 from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
 from relational_jax.models.cogs_graph import HEADS
 from relational_jax.models.edge_transformer import ETConfig
@@ -72,12 +73,7 @@ from relational_jax.training import trainer
 
 ConfigDict = config_lib.ConfigDict
 
-_REPO_ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-)
-DEFAULT_DATA_DIR = os.path.normpath(
-    os.path.join(_REPO_ROOT, "..", "shared", "data", "cogs")
-)
+DEFAULT_DATA_DIR = data_paths.COGS_DIR
 SELECT_ON = trainer.SELECT_ON
 TARGETS = ("parent_or_self",) + data_lib.LABEL_FIELDS
 # Paths that may differ when a run is resumed.
@@ -122,6 +118,7 @@ def default_config() -> ConfigDict:
           select_on="last",
           devices=0,
           progress=True,
+          tensorboard=False,  # Also TensorBoard events (metrics.jsonl always).
           stop_at_step=0,
       )
   )
@@ -284,7 +281,7 @@ def _loss(model, params, batch, rng, deterministic):
 
 
 def make_train_step(model, tx, mesh):
-  """`loop.make_train_step` of the graph-COGS loss (training mode)."""
+  """`trainer.make_train_step` of the graph-COGS loss (training mode)."""
   return trainer.make_train_step(
       lambda p, batch, rng: _loss(model, p, batch, rng, False), tx, mesh
   )
@@ -413,7 +410,11 @@ def train_and_evaluate(
   )
   ckpt_dir = trainer.checkpoint_dir(workdir)
   done = trainer.fit(
-      task, trainer.loop_of(t_cfg, "cogs_graph/edge_transformer"), ckpt_dir, log
+      task,
+      trainer.loop_of(t_cfg, "cogs_graph/edge_transformer"),
+      ckpt_dir,
+      log,
+      metrics_dir=workdir,
   )
   if not done.complete:
     return {"stopped_at": done.step}

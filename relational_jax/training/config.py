@@ -21,6 +21,8 @@ from absl import flags
 import ml_collections
 from ml_collections import config_dict
 
+from relational_jax.training import compat
+
 ConfigDict = ml_collections.ConfigDict
 
 _PLAIN = (bool, int, float, str)
@@ -187,13 +189,14 @@ def resume_conflicts(
   run may not change.
 
   Args:
-    saved, current: config records (`to_dict`).
+    saved, current: config records (`to_dict`); `saved` is read in today's
+      terms first (`compat.upgrade_saved`).
     free: path prefixes that may change on resume.
     defaults: the default config's record: a field added since the run was
       saved counts as its default value there.
   A field the current config no longer has does not count.
   """
-  flat_saved, flat_now = flatten(saved), flatten(current)
+  flat_saved, flat_now = flatten(compat.upgrade_saved(saved)), flatten(current)
   flat_defaults = flatten(defaults or {})
   out = {}
   for path in sorted(flat_now):

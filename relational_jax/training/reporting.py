@@ -1,7 +1,9 @@
 """Results on disk: JSON written atomically, and the one plotting helper."""
 
+import functools
 import json
 import os
+import subprocess
 import tempfile
 from typing import Any, Mapping, Optional, Sequence, Tuple
 
@@ -9,6 +11,30 @@ from relational_jax.training import errors
 
 # (label, xs, ys) of one line.
 Series = Tuple[str, Sequence[float], Sequence[float]]
+
+
+@functools.lru_cache(maxsize=None)
+def code_version() -> Optional[str]:
+  """The git commit of the code running (12 hex digits, '+dirty' with
+  uncommitted changes to tracked files), or None outside a git checkout:
+  what a run record names for each part of a resumed run."""
+  here = os.path.dirname(os.path.abspath(__file__))
+
+  def git(*args):
+    return subprocess.run(
+        ["git", "-C", here, *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.strip()
+
+  try:
+    commit = git("rev-parse", "--short=12", "HEAD")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+  except (OSError, subprocess.SubprocessError):
+    return None
+  return commit + ("+dirty" if dirty else "")
 
 
 def write_json(path: str, value: Any) -> None:

@@ -22,11 +22,14 @@ rest, identically for all of them:
   a JSON record: step, stream position, per-step losses, history, best,
   train seconds, the sittings that trained, checkpoint fallbacks;
 * a progress bar (tqdm) with the loss and the scores;
+* every fetched training metric and every evaluation appended to
+  `metrics.jsonl` as the run goes, and to TensorBoard event files with
+  `loop.tensorboard` (`metrics_log`), to watch a long run;
 * the run record (`RunRecord.to_json`): the same keys for every task.
 
 Files: checkpoints are saved and restored by every process together (orbax
-coordinates them); the trainer writes no other file, and tasks write theirs
-from process 0 only (`parallel.distributed.is_primary`).
+coordinates them); the metrics files and the tasks' own files are written by
+process 0 only (`parallel.distributed.is_primary`).
 """
 
 import dataclasses
@@ -44,6 +47,8 @@ import tqdm
 from relational_jax.layers.shapes import check_choice
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import checkpoints as ckpt_lib
+from relational_jax.training import metrics_log
+from relational_jax.training import reporting
 from relational_jax.training.errors import NonFiniteLossError
 
 # Per-step metrics checked for NaN/Inf (when the step function returns them).
@@ -101,6 +106,7 @@ class Loop:
     steps (for the progress bar and the non-finite check).
   progress: show a progress bar.
   description: the progress bar's label.
+  tensorboard: also write the metrics as TensorBoard events (`metrics_log`).
   """
 
   steps: int
@@ -110,6 +116,7 @@ class Loop:
   fetch_every: int = 25
   progress: bool = True
   description: str = ""
+  tensorboard: bool = False
 
   def __post_init__(self):
     for name in ("steps", "eval_every", "fetch_every"):
@@ -131,6 +138,7 @@ class RunRecord:
   best evaluation (None before the first). train_seconds: training wall
   time, summed over resumptions. sittings: one entry per `fit` call that
   trained, in order: {'started' (UTC, ISO 8601), 'from_step', 'to_step',
+  'code' (the git commit that ran it, `reporting.code_version`),
   'seconds' (wall, evaluations included), 'cpu_seconds' (this process's
   CPU time: all its threads, so up to the core count x the wall time while it
   has the cores; far less while paused or sharing them)}; a checkpoint
@@ -212,8 +220,11 @@ def fit(
     loop: Loop,
     checkpoint_dir: str,
     log: Callable[[str], None] = print,
+    metrics_dir: Optional[str] = None,
 ) -> RunRecord:
   """Trains (or resumes) `task` in `checkpoint_dir`; see the module docstring.
+
+  The metrics files go to `metrics_dir` (default: `checkpoint_dir`).
 
   Raises:
     NonFiniteLossError: a loss or gradient norm was NaN/Inf (the message
@@ -238,6 +249,9 @@ def fit(
       log(f"resumed at step {meta['step']} from {checkpoint_dir}")
     step = int(meta["step"])
     last_saved = ckpts.latest_step()
+    metrics = metrics_log.MetricsLog(
+        metrics_dir or checkpoint_dir, step, loop.tensorboard
+    )
     # Per-step metrics not yet fetched, and fetched since the last evaluation.
     pending: List[Dict] = []
     since_eval: Dict[str, List[float]] = meta.pop("since_eval", {})
@@ -253,14 +267,15 @@ def fit(
     sitting = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "from_step": step,
+        "code": reporting.code_version(),
     }
     sitting_started, sitting_cpu = started, time.process_time()
 
     def fetch():
       first = step - len(pending) + 1
-      for i, metrics in enumerate(jax.device_get(pending)):
+      for i, fetched in enumerate(jax.device_get(pending)):
         for name in FINITE_METRICS:
-          if name in metrics and not math.isfinite(float(metrics[name])):
+          if name in fetched and not math.isfinite(float(fetched[name])):
             kept = (
                 f"the last good checkpoint (step {last_saved}) in "
                 f"{checkpoint_dir} is kept"
@@ -268,20 +283,21 @@ def fit(
                 else "no checkpoint had been saved yet"
             )
             raise NonFiniteLossError(
-                f"non-finite {name} {float(metrics[name])} at step "
+                f"non-finite {name} {float(fetched[name])} at step "
                 f"{first + i}; training stopped and nothing of it was "
                 f"saved: {kept}."
             )
-        meta["losses"].append(float(metrics["loss"]))
-        for name, value in metrics.items():
+        meta["losses"].append(float(fetched["loss"]))
+        for name, value in fetched.items():
           since_eval.setdefault(name, []).append(float(value))
+        metrics.train(first + i, fetched)
       bar.update(len(pending))
       pending.clear()
 
     try:
       while step < stop:
-        state, metrics = task.train_step(state, next(task.stream), step)
-        pending.append(metrics)
+        state, step_metrics = task.train_step(state, next(task.stream), step)
+        pending.append(step_metrics)
         step += 1
         evaluate_now = step % loop.eval_every == 0 or step == loop.steps
         save_now = evaluate_now or step % save_every == 0 or step == stop
@@ -299,6 +315,7 @@ def fit(
           since_eval.clear()
           record.update(entry)
           meta["history"].append(record)
+          metrics.evaluation(step, record)
           best = meta["best"]
           is_best = score is None or best is None or score > best["score"]
           if is_best:
@@ -326,8 +343,10 @@ def fit(
             step, state, {**meta, "since_eval": since_eval}, best=is_best
         )
         last_saved = step
+        metrics.flush()
     finally:
       bar.close()
+      metrics.close()
     if step < loop.steps:
       log(
           f"stopped at step {step} of {loop.steps} (stop_at_step); rerun on "
@@ -482,6 +501,7 @@ RESUMABLE_TRAIN_CHANGES = (
     "train.select_on",
     "train.devices",
     "train.progress",
+    "train.tensorboard",
     "train.stop_at_step",
     "results_path",
 )
@@ -512,7 +532,7 @@ def validate_train_section(t) -> None:
 
 def loop_of(t, description: str = "") -> Loop:
   """The `Loop` of a `train` config section (steps, eval_every,
-  checkpoint_every, stop_at_step, progress)."""
+  checkpoint_every, stop_at_step, progress, tensorboard)."""
   return Loop(
       steps=int(t.steps),
       eval_every=int(t.eval_every),
@@ -520,6 +540,7 @@ def loop_of(t, description: str = "") -> Loop:
       stop_at_step=int(t.stop_at_step),
       progress=bool(t.progress),
       description=description,
+      tensorboard=bool(t.tensorboard),
   )
 
 

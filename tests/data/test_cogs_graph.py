@@ -244,11 +244,9 @@ def _sha(graphs):
 @pytest.fixture(scope="module")
 def converted():
   """Every COGS split converted once (about 3 s for 51k rows)."""
-  from tests.conftest import SHARED_DATA
+  from tests.conftest import OFFICIAL_DATA
 
-  cogs = SHARED_DATA / "cogs"
-  if not cogs.exists():
-    pytest.skip(f"shared data not found at {cogs}")
+  cogs = OFFICIAL_DATA / "cogs"
   return {
       s: cg.convert_file(cogs / f"{s}.tsv")
       for s in ("train", "dev", "test", "gen")
@@ -298,8 +296,10 @@ def test_gen_sample_matches_et_gen_dev(converted, reference):
 # -- whole files ---------------------------------------------------------------------
 
 
-def test_gen_categories(shared_data):
-  pairs, categories = cg.load_with_categories(shared_data / "cogs" / "gen.tsv")
+def test_gen_categories(official_data):
+  pairs, categories = cg.load_with_categories(
+      official_data / "cogs" / "gen.tsv"
+  )
   assert len(pairs) == len(categories) == 21000
   counts = collections.Counter(categories)
   assert len(counts) == 21 and set(counts.values()) == {1000}
@@ -308,7 +308,7 @@ def test_gen_categories(shared_data):
   assert categories[0] == "prim_to_subj_proper"
 
 
-def test_every_row_converts_and_round_trips(converted, shared_data):
+def test_every_row_converts_and_round_trips(converted, official_data):
   assert [len(converted[s]) for s in ("train", "dev", "test", "gen")] == [
       24155,
       3000,
@@ -317,7 +317,7 @@ def test_every_row_converts_and_round_trips(converted, shared_data):
   ]
   for split, graphs in converted.items():
     pairs, categories = cg.load_with_categories(
-        shared_data / "cogs" / f"{split}.tsv"
+        official_data / "cogs" / f"{split}.tsv"
     )
     for (sentence, lf), category, g in zip(pairs, categories, graphs):
       assert g["tokens"] == sentence.split(" ")

@@ -5,17 +5,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from relational_jax.data import paths
 from relational_jax.data import scan
 
-DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-SCAN_DIR = DATA_DIR / "scan"
+SCAN_DIR = Path(paths.SCAN_DIR)  # The official files shipped with the package.
 
 
 def _official(name):
-  path = SCAN_DIR / name
-  if not path.is_file():
-    pytest.skip(f"official SCAN data not available: {path} is missing")
-  return scan.read_scan_file(path)
+  return scan.read_scan_file(SCAN_DIR / name)
+
+
+def _lines(pairs):
+  return [f"IN: {c} OUT: {a}" for c, a in pairs]
 
 
 def _check_partition(parts, universe):
@@ -166,16 +167,30 @@ def test_length_split_equals_official():
   assert (len(parts["train"]), len(parts["test"])) == (16990, 3920)
   _check_partition(parts, scan.generate())
   assert max(len(a.split()) for _, a in parts["train"]) == 22
-  assert set(parts["train"]) == set(_official("tasks_train_length.txt"))
-  assert set(parts["test"]) == set(_official("tasks_test_length.txt"))
+  # The official length files (not shipped), line for line once sorted.
+  for part in ("train", "test"):
+    assert (
+        paths.sorted_lines_sha256(_lines(parts[part]))
+        == paths.SCAN_LENGTH_SORTED_SHA256[part]
+    )
+
+
+def _length_files(directory):
+  """The official length split's files, rebuilt from the generator (equal
+  to the released files once sorted: test_length_split_equals_official), in
+  a shuffled line order."""
+  rng = np.random.default_rng(0)
+  for part, pairs in scan.split("length").items():
+    lines = _lines(pairs)
+    rng.shuffle(lines)
+    (directory / f"tasks_{part}_length.txt").write_text("\n".join(lines) + "\n")
+  return directory
 
 
 @pytest.mark.parametrize("name", ["simple", "length"])
-def test_split_reads_the_official_files_when_given(shared_data, name):
-  scan_dir = shared_data / "scan"
-  files = scan.official_files(name, scan_dir)
-  if files is None:
-    pytest.skip(f"official SCAN {name} files not in {scan_dir}")
+def test_split_reads_the_official_files_when_given(tmp_path, name):
+  scan_dir = SCAN_DIR if name == "simple" else _length_files(tmp_path)
+  assert scan.official_files(name, scan_dir) is not None
   parts = scan.split(name, data_dir=scan_dir)
   for part in ("train", "test"):
     official = scan.read_scan_file(scan_dir / f"tasks_{part}_{name}.txt")
@@ -191,10 +206,8 @@ def test_split_reads_the_official_files_when_given(shared_data, name):
   assert scan.split(name, data_dir=scan_dir / "missing") == generated
 
 
-def test_official_simple_split_differs_from_the_generated_draw(shared_data):
-  scan_dir = shared_data / "scan"
-  if scan.official_files("simple", scan_dir) is None:
-    pytest.skip(f"official SCAN simple files not in {scan_dir}")
+def test_official_simple_split_differs_from_the_generated_draw():
+  scan_dir = SCAN_DIR
   official = scan.split("simple", data_dir=scan_dir)
   generated = scan.split("simple")
   assert set(official["test"]) != set(generated["test"])
@@ -286,10 +299,9 @@ def test_length_cutoff_default_is_the_authors_22():
   assert set(parts["test"]) == set(length["test"])
 
 
-def test_length_cutoff_follows_tasks_txt_order_when_given(shared_data):
-  scan_dir = shared_data / "scan"
-  if scan.official_files("length_cutoff", scan_dir) is None:
-    pytest.skip(f"tasks.txt not in {scan_dir}")
+def test_length_cutoff_follows_tasks_txt_order_when_given():
+  scan_dir = SCAN_DIR
+  assert scan.official_files("length_cutoff", scan_dir) is not None
   order = scan.read_scan_file(scan_dir / "tasks.txt")
   parts = scan.split("length_cutoff", 26, data_dir=scan_dir)
   assert parts == scan.split("length_cutoff", 26, order=order)

@@ -5,15 +5,13 @@ from pathlib import Path
 import pytest
 
 from relational_jax.data import TsvExample, load_cogs, load_tsv
+from relational_jax.data import paths
 from relational_jax.data.tsv import DataFormatError
 
-DATA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-COGS_DIR = DATA_DIR / "cogs"
+COGS_DIR = Path(paths.COGS_DIR)  # The official files shipped with the package.
 
 
 def _cogs_dir():
-  if not (COGS_DIR / "train.tsv").is_file():
-    pytest.skip(f"COGS data not available: {COGS_DIR / 'train.tsv'} is missing")
   return COGS_DIR
 
 

@@ -1,4 +1,4 @@
-"""The mains' console (issue 26, item 10): a bad command-line value or an
+"""The mains' console: a bad command-line value or an
 unreadable work-directory JSON ends in one line on stderr naming it (and the
 valid choices), exit status 2, no traceback, before any training; the main
 job prints no TensorFlow/CUDA start-up line and no repeated sampler warning.

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from relational_jax.data import clutrr as data_lib
+from relational_jax.data import clutrr_generator
 from relational_jax.models import clutrr as models
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.floyd import FloydConfig
@@ -85,9 +86,8 @@ def _random_like(params, seed=1, scale=0.3):
 
 
 def _batch(num_nodes=7):
-  rows = data_lib.generate_rows(3, 2, seed=1) + data_lib.generate_rows(
-      5, 2, seed=2
-  )
+  rows = clutrr_generator.generate_rows(3, 2, seed=1)
+  rows += clutrr_generator.generate_rows(5, 2, seed=2)
   return data_lib.to_arrays(data_lib.examples_from_rows(rows), num_nodes)
 
 

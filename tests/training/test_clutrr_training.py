@@ -33,7 +33,7 @@ def tiny_config(model="edge_transformer", steps=200):
 
 
 @pytest.mark.slow
-def test_edge_transformer_learns_k2(tmp_path, shared_data):
+def test_edge_transformer_learns_k2(tmp_path, official_data):
   results = clutrr.train_and_evaluate(tiny_config(), str(tmp_path))
   acc = results["final"]["accuracies"]
   # The 38 official k = 2 test rows (all 62 k = 2 story graphs occur in a
@@ -49,7 +49,7 @@ def test_edge_transformer_learns_k2(tmp_path, shared_data):
 
 
 @pytest.mark.slow
-def test_resume_is_exact(tmp_path, shared_data):
+def test_resume_is_exact(tmp_path, official_data):
   config = tiny_config("rat", steps=40)
   config.train.eval_every = 20
   config.rat.dropout_rate = 0.1  # the dropout stream must resume too
@@ -137,7 +137,7 @@ def test_bad_config_values_are_named(path, value, match, tmp_path):
     clutrr.validate(config)
 
 
-def test_batch_size_must_divide_over_devices(tmp_path, shared_data):
+def test_batch_size_must_divide_over_devices(tmp_path, official_data):
   """On two (forced host) devices a batch of 3 is refused; a subprocess, as
   the device count is fixed when JAX starts."""
   import subprocess  # pylint: disable=g-import-not-at-top

@@ -9,10 +9,6 @@ from relational_jax.training import cogs_graph as cg
 from relational_jax.training import reporting
 
 DATA = cg.DEFAULT_DATA_DIR
-needs_data = pytest.mark.skipif(
-    not os.path.isfile(os.path.join(DATA, "train.tsv")),
-    reason="COGS data not found",
-)
 
 
 def _config(steps=80, **overrides):
@@ -43,7 +39,6 @@ def _config(steps=80, **overrides):
   return c
 
 
-@needs_data
 @pytest.mark.slow
 def test_fits_real_rows_and_reports(tmp_path):
   results = cg.train_and_evaluate(_config(), str(tmp_path))
@@ -58,7 +53,6 @@ def test_fits_real_rows_and_reports(tmp_path):
   assert saved["final"] == results["final"]
 
 
-@needs_data
 @pytest.mark.slow
 def test_exact_resume(tmp_path):
   small = {

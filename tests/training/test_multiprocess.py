@@ -547,10 +547,7 @@ GRAPH_TASKS = {
 
 @pytest.mark.parametrize("name", sorted(GRAPH_TASKS))
 @pytest.mark.slow
-def test_graph_tasks_two_processes_train_as_one(
-    name, tmp_path, cache_dir, shared_data
-):
-  del shared_data  # The runs read ../shared/data; skipped without it.
+def test_graph_tasks_two_processes_train_as_one(name, tmp_path, cache_dir):
   args = [name] + GRAPH_TASKS[name]
   one_dir, two_dir = str(tmp_path / "one"), str(tmp_path / "two")
   run("experiments.reproduce", args, one_dir, 1, cache_dir, one_dir)

@@ -1,7 +1,9 @@
 """relational_jax.training.trainer on a toy regression: batches, exact
 resume, best-validation selection, a non-finite loss, fetches, the record."""
 
+import os
 import re
+import subprocess
 
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +11,7 @@ import optax
 import pytest
 
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import reporting
 from relational_jax.training import trainer
 from relational_jax.training.errors import NonFiniteLossError
 
@@ -101,6 +104,18 @@ def test_the_record_says_which_steps_ran_in_which_sitting(tmp_path):
   for sitting in resumed.sittings:
     assert sitting["seconds"] >= 0 and sitting["cpu_seconds"] >= 0
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", sitting["started"])
+    # The code that ran it: this checkout's commit (None outside git).
+    assert sitting["code"] == reporting.code_version()
+  head = subprocess.run(
+      ["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"],
+      capture_output=True,
+      text=True,
+  )
+  if head.returncode == 0:
+    assert re.fullmatch(r"[0-9a-f]{12}(\+dirty)?", reporting.code_version())
+    assert head.stdout.startswith(reporting.code_version()[:12])
+  else:
+    assert reporting.code_version() is None
   assert sum(s["seconds"] for s in resumed.sittings) == pytest.approx(
       resumed.train_seconds
   )
@@ -160,3 +175,60 @@ def test_bad_loop_settings_are_named():
     trainer.Loop(steps=3, eval_every=0)
   with pytest.raises(ValueError, match="'newest'.*'latest', 'best'"):
     trainer.restore(None, "/nonexistent", "newest")
+
+
+def _events(directory):
+  """(step, tag, value) of every scalar in TensorBoard event files: their
+  TFRecord framing (length, CRC, event proto, CRC) read directly."""
+  from tensorboardX.proto import event_pb2  # pylint: disable=g-import-not-at-top
+
+  out = []
+  for path in sorted(directory.iterdir()):
+    data, i = path.read_bytes(), 0
+    while i < len(data):
+      (length,) = np.frombuffer(data[i : i + 8], "<u8")
+      event = event_pb2.Event.FromString(data[i + 12 : i + 12 + int(length)])
+      i += 12 + int(length) + 4
+      out += [(event.step, v.tag, v.simple_value) for v in event.summary.value]
+  return out
+
+
+def test_metrics_are_written_as_the_run_goes_and_read_back(tmp_path):
+  from relational_jax.training import metrics_log  # pylint: disable=g-import-not-at-top
+
+  # Stopped at step 3, then resumed: every step once, in order.
+  val = [0.5, 0.25, 0.75]
+  _fit(tmp_path, 6, 3, _task(val=val), tensorboard=True)
+  done = _fit(tmp_path, 6, task=_task(val=val[1:]), tensorboard=True)
+  records = metrics_log.read(str(tmp_path))
+  train = [r for r in records if r["kind"] == "train"]
+  evals = [r for r in records if r["kind"] == "eval"]
+  assert [r["step"] for r in train] == [1, 2, 3, 4, 5, 6]
+  np.testing.assert_allclose([r["loss"] for r in train], done.losses)
+  assert [r["step"] for r in evals] == [2, 4, 6]
+  for r, h in zip(evals, done.history):
+    assert r["loss"] == pytest.approx(h["loss"])
+    assert r["val_accuracy"] == pytest.approx(h["val_accuracy"])
+  events = _events(tmp_path / metrics_log.TENSORBOARD_DIR)
+  tb_loss = {s: v for s, tag, v in events if tag == "train/loss"}
+  assert sorted(tb_loss) == [1, 2, 3, 4, 5, 6]
+  np.testing.assert_allclose(
+      [tb_loss[s] for s in range(1, 7)], done.losses, rtol=1e-6
+  )
+  assert sorted(s for s, tag, _ in events if tag == "eval/val_accuracy") == [
+      2,
+      4,
+      6,
+  ]
+
+
+def test_a_resume_drops_metrics_past_its_checkpoint(tmp_path):
+  from relational_jax.training import metrics_log  # pylint: disable=g-import-not-at-top
+
+  _fit(tmp_path, steps=6, stop_at_step=4)
+  with open(tmp_path / metrics_log.FILENAME, "a") as f:  # An unsaved step 5.
+    f.write('{"step": 5, "kind": "train", "loss": 9.0}\n')
+  _fit(tmp_path, steps=6)
+  steps = [r["step"] for r in metrics_log.read(str(tmp_path))]
+  assert steps == [1, 2, 2, 3, 4, 4, 5, 6, 6]  # train, and eval every 2.
+  assert 9.0 not in [r.get("loss") for r in metrics_log.read(str(tmp_path))]

@@ -57,6 +57,7 @@ def default_config() -> ConfigDict:
           eval_every=50,
           max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
           progress=True,
+          tensorboard=False,  # Also TensorBoard events (metrics.jsonl always).
       )
   )
   c.model = ConfigDict(

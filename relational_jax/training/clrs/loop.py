@@ -52,6 +52,7 @@ RESUMABLE_CHANGES = (
     "protocol.train_steps",
     "protocol.test_lengths",
     "protocol.progress",
+    "protocol.tensorboard",
     "protocol.eval_batch_size",
     "algorithms",
     "seeds",
@@ -212,9 +213,11 @@ def train_one(
           eval_every=p.eval_every,
           progress=p.progress,
           description=f"{algorithm}/{config.processor_type}/seed{seed}",
+          tensorboard=p.tensorboard,
       ),
       ckpt_dir,
       lambda m: log(f"[{algorithm} seed {seed}] {m}"),
+      metrics_dir=run_dir,
   )
   final_params = jax.device_get(done.state["params"])
   best, _ = trainer.restore(task.abstract_state(), ckpt_dir, "best")

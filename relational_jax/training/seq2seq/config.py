@@ -40,6 +40,7 @@ import os
 from typing import Optional
 
 from relational_jax.data import for2lam as for2lam_lib
+from relational_jax.data import paths as data_paths
 from relational_jax.data import scan as scan_lib
 from relational_jax.layers.shapes import check_choice
 from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
@@ -50,12 +51,7 @@ from relational_jax.training import trainer
 
 ConfigDict = config_lib.ConfigDict
 
-_REPO_ROOT = os.path.dirname(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-)
-DEFAULT_DATA_DIR = os.path.normpath(
-    os.path.join(_REPO_ROOT, "..", "shared", "data")
-)
+DEFAULT_DATA_DIR = data_paths.OFFICIAL_DIR  # scan/, cogs/
 
 DATASETS = ("scan", "cogs", "tsv", "for2lam")
 DEFAULT_SPLIT = {
@@ -154,6 +150,7 @@ def default_config() -> ConfigDict:
           select_on="auto",  # One of SELECT_ON.
           devices=0,  # 0: all devices (jax.devices()).
           progress=True,
+          tensorboard=False,  # Also TensorBoard events (metrics.jsonl always).
           stop_at_step=0,
       )
   )  # > 0: stop (checkpointed) at this step,

@@ -1,7 +1,8 @@
 """The seq2seq input pipeline: raw pairs, fixed-shape arrays, a resumable
 batch stream.
 
-Data (`load_data(config.data)`; no files are copied into the repository):
+Data (`load_data(config.data)`; by default the official files shipped in
+`relational_jax/data/official`, `relational_jax.data.paths`):
   scan  `relational_jax.data.scan`; splits 'length_cutoff' (default, with
         `cutoff`, Csordas et al. 2021), 'simple', 'length', 'addprim_jump',
         'addprim_turn_left'. 'simple' and 'length' are the official

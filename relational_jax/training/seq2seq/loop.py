@@ -531,6 +531,7 @@ def train_and_evaluate(
       trainer.loop_of(t, f"{c.data.dataset}/{experiment.model_description}"),
       trainer.checkpoint_dir(workdir),
       log,
+      metrics_dir=workdir,
   )
   history = done.history
 

@@ -47,6 +47,7 @@ def test_default_config_layout_and_models():
       "select_on",
       "devices",
       "progress",
+      "tensorboard",
       "stop_at_step",
   ])
   for section in ("transformer", "edge_transformer"):
