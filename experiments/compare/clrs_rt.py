@@ -162,9 +162,17 @@ def reference_flags(
   return [f"--{name}={value}" for name, value in hp.items()]
 
 
+# Stock dm-clrs processors under the same protocol, at the RT paper's tuned
+# sizes (the MPNN of its Table 19) and Ibarz et al.'s (Triplet-GMPNN):
+# CLRS's own network (no carried edge state, pointers from nodes).
+BASELINES = {
+    "mpnn": {"hidden_dim": 512, "learning_rate": 1.6e-3},
+    "triplet_gmpnn": {"hidden_dim": 128, "learning_rate": 1e-3},
+}
 # Our processors `our_config` builds: 'rt' translates their RT; the
-# pair-state kinds replace it (module docstring).
-OUR_PROCESSORS = ("rt", "et", "floyd")
+# pair-state kinds replace it (module docstring); the baselines replace it
+# with CLRS's network.
+OUR_PROCESSORS = ("rt", "et", "floyd") + tuple(BASELINES)
 
 
 def our_config(
@@ -180,7 +188,10 @@ def our_config(
   processor_type: 'rt' (their RT, translated), or 'et' / 'floyd': that
     pair-state processor in the RT's place, at its num_layers, nb_heads and
     head_size (the RT-only sizes node_hid_size, edge_hid_size_1/2 and the
-    RT's Haiku initialisation do not apply); the rest as for 'rt'.
+    RT's Haiku initialisation do not apply); the rest as for 'rt'. Or a
+    stock dm-clrs processor of `BASELINES` in CLRS's own network (node
+    hiddens only, pointers from nodes) at its hidden size and learning
+    rate; the rest (data, batch, steps, no clipping, hint noise) as for 'rt'.
 
   Raises:
     ValueError: an untranslatable value, or a `processor_type` not in
@@ -231,6 +242,11 @@ def our_config(
   m.encoder_init = "default"  # their 2022 encoders: Haiku's default init
   m.carry_state, m.ptr_from_edges = True, hp["ptr_from_edges"]
   c.processor.use_ln, c.processor.graph_vec = hp["use_ln"], hp["graph_vec"]
+  if processor_type in BASELINES:  # CLRS's network, the baseline's sizes.
+    m.hidden_dim = BASELINES[processor_type]["hidden_dim"]
+    m.learning_rate = BASELINES[processor_type]["learning_rate"]
+    m.carry_state = m.ptr_from_edges = False
+    return c
   if processor_type != "rt":  # A pair-state stack at the RT's sizes.
     pair = c[processor_type]
     pair.num_layers, pair.num_heads, pair.head_dim = (
@@ -522,6 +538,7 @@ def fit_ours(
       ),
       os.path.join(run_dir, "checkpoints"),
       log,
+      metrics_dir=run_dir,
   )
 
 

@@ -1,15 +1,19 @@
-r"""Our CLRS processors side by side at the `clrs_rt` comparison's settings.
+r"""The RT paper's CLRS protocol for any of our processors (task
+'clrs_rt_protocol'), at the `clrs_rt` comparison's settings.
 
+  python3 -m experiments.reproduce rt_clrs_core8 --budget=paper
   python3 -m experiments.reproduce pair_models_clrs --budget=cpu \
       --workdir=/work/runs/pair_models_clrs
 
-(the named reproduction `pair_models_clrs`, experiments/reproductions/
-clrs.py). Every (processor, algorithm, seed) of the config is trained by
-`clrs_rt.fit_ours`, the one trainer with the comparison's our-side
+(the named reproductions `rt_clrs_*`, `mpnn_clrs_*`, `floyd_clrs_*`,
+`triplet_gmpnn_clrs_all30` and `pair_models_clrs`, experiments/
+reproductions/clrs.py). Every (processor, algorithm, seed) of the config is
+trained by `clrs_rt.fit_ours`, the one trainer with the comparison's our-side
 configuration (`clrs_rt.our_config`: the RT authors' run.py hyperparameters
 `clrs_rt.AUTHORS`, batch 4, Adam 2.5e-4 without clipping, noisy teacher
 forcing 0.5; 'et' and 'floyd' put that pair-state processor in the RT's
-place at its 3 layers x 12 heads x 16) on run.py's datasets
+place at its 3 layers x 12 heads x 16; 'mpnn' and 'triplet_gmpnn' CLRS's own
+network at `clrs_rt.BASELINES`' sizes) on run.py's datasets
 (`clrs_rt.ForkData.from_dm_clrs`: train seed 1, `train_size` samples at
 n = 16; validation seed 2 at n = 16; test seed 3 at n = 64; the first
 `max_eval_samples` of each evaluation set), with run.py's batch stream.
@@ -357,17 +361,17 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
                 algorithm, budget.train_size
             )
             log(
-                f"[pair_models_clrs] {algorithm}: run.py's datasets built in "
+                f"[clrs_rt_protocol] {algorithm}: run.py's datasets built in "
                 f"{time.time() - started:.0f} s"
             )
-          log(f"[pair_models_clrs {name}] training in {path}")
+          log(f"[clrs_rt_protocol {name}] training in {path}")
           done = clrs_rt.fit_ours(
               budget,
               seed,
               algorithm,
               data[algorithm],
               path,
-              lambda m, name=name: log(f"[pair_models_clrs {name}] {m}"),
+              lambda m, name=name: log(f"[clrs_rt_protocol {name}] {m}"),
               stop_at=config.stop_at_step,
               processor_type=processor,
           )
@@ -376,12 +380,12 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
           record = run_record(done, processor, algorithm, seed)
           reporting.write_json(os.path.join(path, "run.json"), record)
           log(
-              f"[pair_models_clrs {name}] done: best val "
+              f"[clrs_rt_protocol {name}] done: best val "
               f"{record['best_val']:.4f} (step {record['best_step']}), test "
               f"{record['test']:.4f}, {record['train_seconds']:.0f} s"
           )
         else:
-          log(f"[pair_models_clrs {name}] finished earlier: skipped")
+          log(f"[clrs_rt_protocol {name}] finished earlier: skipped")
         records[(processor, algorithm, seed)] = record
         reporting.write_json(
             os.path.join(workdir, "partial_results.json"),
@@ -393,7 +397,8 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
   plot(
       results,
       plot_path(config, workdir),
-      f"pair_models_clrs: {budget.steps} steps, {len(config.seeds)} seed(s)",
+      f"{'/'.join(config.processors)}: {budget.steps} steps, "
+      f"{len(config.seeds)} seed(s)",
   )
-  log(f"[pair_models_clrs] wrote {path} and {plot_path(config, workdir)}")
+  log(f"[clrs_rt_protocol] wrote {path} and {plot_path(config, workdir)}")
   return results

@@ -18,8 +18,9 @@ This package holds the `Reproduction` record, the budgets and the registry
 registered here in the order of `reproduce --list`:
 
   clrs        the RT paper's CLRS protocol: RT, MPNN, Triplet-GMPNN,
-              FloydNet; and pair_models_clrs (FloydNet, RT, ET at the
-              clrs_rt comparison's settings);
+              FloydNet (each also as a `_modern` variant, the modern CLRS
+              recipe); and pair_models_clrs (FloydNet, RT, ET under the
+              same protocol);
   seq2seq     SCAN and COGS (Csordas et al. 2021, sequence COGS with the
               Edge Transformer) and For2Lam (Shiv & Quirk 2019);
   clutrr      CLUTRR (Bergen et al. 2021): ET, its ablations, RAT, our RT
@@ -51,7 +52,7 @@ class Reproduction:
   """
 
   name: str
-  task: str  # 'clrs' | 'seq2seq' | 'clutrr' | 'cogs_graph' | 'pair_models_clrs'
+  task: str  # 'clrs' | 'clrs_rt_protocol' | 'seq2seq' | 'clutrr' | 'cogs_graph'
   paper: str
   where: str  # table / figure
   metric: str

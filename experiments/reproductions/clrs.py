@@ -1,8 +1,11 @@
 """CLRS reproductions: the RT paper's protocol (Diao & Loynd 2023, appendix
-D) and its Table 19 numbers for RT and the MPNN, plus Triplet-GMPNN (Ibarz et
-al. 2022) and FloydNet (Yu, Zeng & Ye 2026) under the same protocol; and
-`pair_models_clrs`: FloydNet, RT and ET at the `clrs_rt` comparison's
-settings (task 'pair_models_clrs', experiments/compare/clrs_rt_processors.py).
+D; the RT authors' run.py, as the `clrs_rt` comparison's our side runs it:
+task 'clrs_rt_protocol', experiments/compare/clrs_rt_processors.py) and its
+Table 19 numbers for RT and the MPNN, plus Triplet-GMPNN (Ibarz et al. 2022)
+and FloydNet (Yu, Zeng & Ye 2026) under the same protocol; each also as a
+`<name>_modern` variant (the modern CLRS recipe of our own CLRS loop, task
+'clrs'); the README's main job; and `pair_models_clrs`: FloydNet, RT and ET
+side by side under the protocol.
 """
 
 from typing import Any, Callable, Dict
@@ -104,9 +107,10 @@ def _subset(table, algorithms, mean=None):
 
 
 def _clrs_protocol(config: ConfigDict) -> ConfigDict:
-  """RT paper appendix D: 320,000 training examples (batch 4: 80,000
-  steps), validation every 320 examples, best-validation checkpoint tested
-  at n = 64, CLRS evaluation-set sizes, 20 seeds."""
+  """The modern-recipe variants' budget, the RT paper's (appendix D):
+  320,000 training examples (batch 4: 80,000 steps), validation every 320
+  examples, best-validation checkpoint tested at n = 64, CLRS
+  evaluation-set sizes, 20 seeds."""
   config.protocol.batch_size = 4
   config.protocol.train_steps = 80_000
   config.protocol.eval_every = 80
@@ -203,6 +207,160 @@ _PAIR_MODELS_BUDGETS = {
 CORE_8 = clrs_data.CORE_ALGORITHMS
 _MPNN = dict(kind="mpnn", hidden=512, lr=1.6e-3)  # the RT paper's tuned MPNN
 _TRIPLET = dict(kind="triplet_gmpnn", hidden=128, lr=1e-3)  # Ibarz et al. 2022
+_TRIPLET_NOTES = (
+    "Ibarz et al. trained with their own improvements to the CLRS "
+    "pipeline; here the model runs under the RT paper's protocol."
+)
+_PROTOCOL_NOTES = (
+    "The RT paper's protocol (appendix D, the RT authors' run.py; the "
+    "clrs_rt comparison's our side): training samples at n = 16 only, from "
+    "a train set of 10,000 (seed 1), batch 4, 80,000 steps (320,000 "
+    "examples), validation (n = 16, seed 2) every 80 steps, the test score "
+    "(n = 64, seed 3) of the first best validation point, Adam without "
+    "clipping, hint teacher-forcing noise 0.5 with hard re-prediction, "
+    "Haiku's default encoder initialisation; 20 seeds."
+)
+_MODERN_NOTES = (
+    "A variant, not the paper's protocol: the modern CLRS recipe (training "
+    "at n in {4, 7, 11, 13, 16}, gradient clipping 1.0, soft hint "
+    "re-prediction, Xavier encoders) with the paper's step and validation "
+    "budget."
+)
+
+
+def _protocol_config(processor, algorithms) -> Callable[[], ConfigDict]:
+  """The RT paper's protocol for `processor` (`clrs_rt.our_config`)."""
+
+  def make():
+    c = clrs_rt_processors.config_of(clrs_rt.BUDGETS["paper"])
+    c.processors, c.algorithms = (processor,), tuple(algorithms)
+    c.seeds = tuple(range(20))
+    return c
+
+  return make
+
+
+def _protocol_budgets(algorithms) -> Dict[str, Dict[str, Any]]:
+  """cpu: clrs_rt's cpu cadence (640 steps, evaluation every 80 on the
+  first 128 samples of each set), every algorithm, 1 seed; smoke: clrs_rt's
+  (bellman_ford, 2 steps, 4 samples)."""
+  cpu = clrs_rt_processors.budget_overrides(clrs_rt.BUDGETS["cpu"])
+  return {
+      "cpu": dict(cpu, algorithms=tuple(algorithms), seeds=(0,)),
+      "smoke": clrs_rt_processors.budget_overrides(clrs_rt.BUDGETS["smoke"]),
+  }
+
+
+# (name, processor, algorithms, paper, where, published, notes, modern config)
+_CLRS = (
+    (
+        "rt_clrs_core8",
+        "rt",
+        CORE_8,
+        RT,
+        "Table 14/19 (8 core tasks)",
+        _subset(_RT_TABLE19, CORE_8, 81.30),
+        "",
+        _rt_config(CORE_8),
+    ),
+    (
+        "rt_clrs_all30",
+        "rt",
+        ALL_30,
+        RT,
+        "Table 19 (CLRS-30)",
+        _subset(_RT_TABLE19, ALL_30, 66.18),
+        "",
+        _rt_config(ALL_30),
+    ),
+    (
+        "mpnn_clrs_core8",
+        "mpnn",
+        CORE_8,
+        RT,
+        "Table 19, MPNN column (8 core tasks)",
+        _subset(_MPNN_TABLE19, CORE_8),
+        "",
+        _baseline_config(CORE_8, **_MPNN),
+    ),
+    (
+        "mpnn_clrs_all30",
+        "mpnn",
+        ALL_30,
+        RT,
+        "Table 19, MPNN column (CLRS-30)",
+        _subset(_MPNN_TABLE19, ALL_30, 55.15),
+        "",
+        _baseline_config(ALL_30, **_MPNN),
+    ),
+    (
+        "triplet_gmpnn_clrs_all30",
+        "triplet_gmpnn",
+        ALL_30,
+        "Ibarz et al. 2022 (Triplet-GMPNN), under the RT paper's protocol",
+        "Ibarz et al. Table 1 (CLRS-30 average)",
+        {"mean": 74.14},
+        _TRIPLET_NOTES,
+        _baseline_config(ALL_30, **_TRIPLET),
+    ),
+    (
+        "floyd_clrs_core8",
+        "floyd",
+        CORE_8,
+        FLOYD,
+        "CLRS-30 mean (no core-8 or per-algorithm numbers published)",
+        # Not a core-8 number: kept under its own key, so it is never
+        # compared with our core-8 mean.
+        {"mean_clrs30": _FLOYD_CLRS30_MEAN},
+        _FLOYD_NOTES,
+        _floyd_config(CORE_8),
+    ),
+    (
+        "floyd_clrs_all30",
+        "floyd",
+        ALL_30,
+        FLOYD,
+        "CLRS-30 mean (the only CLRS number published)",
+        {"mean": _FLOYD_CLRS30_MEAN},
+        _FLOYD_NOTES,
+        _floyd_config(ALL_30),
+    ),
+)
+
+
+def _reproductions():
+  """Each CLRS reproduction under the RT paper's protocol, and its modern-
+  recipe variant (`<name>_modern`)."""
+  out = []
+  for name, processor, algos, paper, where, published, notes, modern in _CLRS:
+    out.append(
+        Reproduction(
+            name,
+            "clrs_rt_protocol",
+            paper,
+            where,
+            "test micro-F1 at n=64 (%)",
+            published,
+            _protocol_config(processor, algos),
+            _protocol_budgets(algos),
+            " ".join(filter(None, (_PROTOCOL_NOTES, notes))),
+        )
+    )
+    out.append(
+        Reproduction(
+            name + "_modern",
+            "clrs",
+            paper,
+            where,
+            "test micro-F1 at n=64 (%)",
+            published,
+            modern,
+            _clrs_budgets(algos),
+            " ".join(filter(None, (_MODERN_NOTES, notes))),
+        )
+    )
+  return out
+
 
 REPRODUCTIONS = [
     Reproduction(
@@ -218,85 +376,10 @@ REPRODUCTIONS = [
         "steps of batch 8); 'paper' is the same config and is not the "
         "paper's protocol (use rt_clrs_core8 for that).",
     ),
-    Reproduction(
-        "rt_clrs_core8",
-        "clrs",
-        RT,
-        "Table 14/19 (8 core tasks)",
-        "test micro-F1 at n=64 (%)",
-        _subset(_RT_TABLE19, CORE_8, 81.30),
-        _rt_config(CORE_8),
-        _clrs_budgets(CORE_8),
-    ),
-    Reproduction(
-        "rt_clrs_all30",
-        "clrs",
-        RT,
-        "Table 19 (CLRS-30)",
-        "test micro-F1 at n=64 (%)",
-        _subset(_RT_TABLE19, ALL_30, 66.18),
-        _rt_config(ALL_30),
-        _clrs_budgets(ALL_30),
-    ),
-    Reproduction(
-        "mpnn_clrs_core8",
-        "clrs",
-        RT,
-        "Table 19, MPNN column (8 core tasks)",
-        "test micro-F1 at n=64 (%)",
-        _subset(_MPNN_TABLE19, CORE_8),
-        _baseline_config(CORE_8, **_MPNN),
-        _clrs_budgets(CORE_8),
-    ),
-    Reproduction(
-        "mpnn_clrs_all30",
-        "clrs",
-        RT,
-        "Table 19, MPNN column (CLRS-30)",
-        "test micro-F1 at n=64 (%)",
-        _subset(_MPNN_TABLE19, ALL_30, 55.15),
-        _baseline_config(ALL_30, **_MPNN),
-        _clrs_budgets(ALL_30),
-    ),
-    Reproduction(
-        "triplet_gmpnn_clrs_all30",
-        "clrs",
-        "Ibarz et al. 2022 (Triplet-GMPNN), under the RT paper's protocol",
-        "Ibarz et al. Table 1 (CLRS-30 average)",
-        "test micro-F1 at n=64 (%)",
-        {"mean": 74.14},
-        _baseline_config(ALL_30, **_TRIPLET),
-        _clrs_budgets(ALL_30),
-        "Ibarz et al. trained with their own improvements to the CLRS "
-        "pipeline; here the model runs under the RT paper's protocol.",
-    ),
-    Reproduction(
-        "floyd_clrs_core8",
-        "clrs",
-        FLOYD,
-        "CLRS-30 mean (no core-8 or per-algorithm numbers published)",
-        "test micro-F1 at n=64 (%)",
-        # Not a core-8 number: kept under its own key, so it is never
-        # compared with our core-8 mean.
-        {"mean_clrs30": _FLOYD_CLRS30_MEAN},
-        _floyd_config(CORE_8),
-        _clrs_budgets(CORE_8),
-        _FLOYD_NOTES,
-    ),
-    Reproduction(
-        "floyd_clrs_all30",
-        "clrs",
-        FLOYD,
-        "CLRS-30 mean (the only CLRS number published)",
-        "test micro-F1 at n=64 (%)",
-        {"mean": _FLOYD_CLRS30_MEAN},
-        _floyd_config(ALL_30),
-        _clrs_budgets(ALL_30),
-        _FLOYD_NOTES,
-    ),
+    *_reproductions(),
     Reproduction(
         "pair_models_clrs",
-        "pair_models_clrs",
+        "clrs_rt_protocol",
         RT,
         "Table 19 (RT: bellman_ford, binary_search); FloydNet, RT, ET ours",
         "test micro-F1 at n=64 (%)",

@@ -331,9 +331,35 @@ def test_pair_state_processors_take_the_rt_s_place_all_else_equal(kind):
   assert changed["processor_type"] == ("rt", kind)
   with pytest.raises(
       ValueError,
-      match=r"Unknown processor_type 'mpnn'; valid choices are \['rt', 'et',",
+      match=r"Unknown processor_type 'gin'; valid choices are \['rt', 'et',",
   ):
-    clrs_rt.our_config(budget, 0, "bellman_ford", processor_type="mpnn")
+    clrs_rt.our_config(budget, 0, "bellman_ford", processor_type="gin")
+
+
+@pytest.mark.parametrize("kind", sorted(clrs_rt.BASELINES))
+def test_baselines_take_the_rt_s_place_in_clrs_s_network(kind):
+  """our_config(processor_type='mpnn' | 'triplet_gmpnn'): CLRS's network
+  (no carried state, pointers from nodes) at the baseline's hidden size and
+  learning rate; data, batch, steps, clipping and hint settings as for 'rt'."""
+  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
+
+  budget = clrs_rt.BUDGETS["cpu"]
+  rt = clrs_rt.our_config(budget, 1, "bellman_ford")
+  c = clrs_rt.our_config(budget, 1, "bellman_ford", processor_type=kind)
+  clrs_config.validate(c)
+  changed = config_lib.diff(config_lib.to_dict(rt), config_lib.to_dict(c))
+  assert set(changed) == {
+      "processor_type",
+      "model.hidden_dim",
+      "model.learning_rate",
+      "model.carry_state",
+      "model.ptr_from_edges",
+  }
+  assert (c.model.hidden_dim, c.model.learning_rate) == (
+      clrs_rt.BASELINES[kind]["hidden_dim"],
+      clrs_rt.BASELINES[kind]["learning_rate"],
+  )
 
 
 def test_fork_data_from_dm_clrs_is_run_py_s_datasets():

@@ -135,12 +135,50 @@ def test_set_overrides_parse_and_reach_the_record_and_the_work_dir():
 
 
 def test_paper_budgets_follow_the_papers():
-  rt = reproductions.get("rt_clrs_core8").build("paper")
-  assert rt.protocol.batch_size * rt.protocol.train_steps == 320_000
-  assert rt.protocol.batch_size * rt.protocol.eval_every == 320
-  assert len(rt.seeds) == 20 and rt.protocol.test_lengths == (64,)
+  """The CLRS reproductions' paper budget is the RT paper's protocol (its
+  authors' run.py): n = 16 training samples from a set of 10,000, batch 4,
+  320,000 examples, validation every 320, no clipping, hint noise 0.5, hard
+  re-prediction, Haiku's default encoder init; their modern-recipe variant
+  keeps the step budget."""
+  from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
+  from experiments.compare import clrs_rt_processors  # pylint: disable=g-import-not-at-top
+
+  for name, processor in (
+      ("rt_clrs_core8", "rt"),
+      ("mpnn_clrs_all30", "mpnn"),
+      ("floyd_clrs_core8", "floyd"),
+      ("triplet_gmpnn_clrs_all30", "triplet_gmpnn"),
+  ):
+    c = reproductions.get(name).build("paper")
+    assert reproductions.get(name).task == "clrs_rt_protocol"
+    assert tuple(c.processors) == (processor,) and len(c.seeds) == 20
+    budget = clrs_rt_processors.budget_of(c)
+    assert (budget.steps, budget.eval_every, budget.train_size) == (
+        80_000,
+        80,
+        10_000,
+    )
+    ours = clrs_rt.our_config(
+        budget, 0, c.algorithms[0], processor_type=processor
+    )
+    p, m = ours.protocol, ours.model
+    assert p.batch_size * p.train_steps == 320_000
+    assert p.batch_size * p.eval_every == 320
+    assert p.train_lengths == (16,) and p.test_lengths == (64,)
+    assert m.grad_clip_max_norm == 0.0 and m.hint_teacher_forcing == 0.5
+    assert (m.hint_repred_mode, m.encoder_init) == ("hard", "default")
+  rt = clrs_rt.our_config(
+      clrs_rt.BUDGETS["paper"], 0, "bellman_ford", processor_type="rt"
+  )
   assert rt.rt.num_layers == 3 and rt.rt.num_heads * rt.rt.head_dim == 192
+  mpnn = clrs_rt.our_config(
+      clrs_rt.BUDGETS["paper"], 0, "bellman_ford", processor_type="mpnn"
+  )
+  assert (mpnn.model.hidden_dim, mpnn.model.carry_state) == (512, False)
   assert len(reproductions.get("rt_clrs_all30").build("paper").algorithms) == 30
+  modern = reproductions.get("rt_clrs_core8_modern").build("paper")
+  assert modern.protocol.batch_size * modern.protocol.train_steps == 320_000
+  assert modern.protocol.train_lengths == (4, 7, 11, 13, 16)
   scan = reproductions.get("scan_cutoff26_relative_universal").build("paper")
   assert scan.train.steps == 50_000 and scan.transformer.positions == "relative"
 
@@ -303,7 +341,10 @@ def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
   key, _ = reproductions.get(name).headline()
   if reproductions.get(name).task == "clrs":
     assert 0.0 <= record["ours"]["mean"] <= 100.0
-  elif reproductions.get(name).task == "pair_models_clrs":
+  elif name != "pair_models_clrs" and "clrs" in name:  # One processor.
+    assert set(record["ours"]) == {"bellman_ford", "mean"}
+    assert os.path.isfile(os.path.splitext(record["results_path"])[0] + ".png")
+  elif name == "pair_models_clrs":
     assert set(record["ours"]) == {"floyd/bellman_ford"}
     assert all(0.0 <= v <= 100.0 for v in record["ours"].values())
     assert os.path.isfile(os.path.splitext(record["results_path"])[0] + ".png")
@@ -369,10 +410,11 @@ def test_pair_models_clrs_runs_clrs_rt_s_budgets_for_every_processor():
   with pytest.raises(
       ValueError,
       match=(
-          r"Unknown processor 'mpnn'; valid choices are \['rt', 'et', 'floyd'\]"
+          r"Unknown processor 'gin'; valid choices are \['rt', 'et', 'floyd',"
+          r" 'mpnn', 'triplet_gmpnn'\]"
       ),
   ):
-    reproduce.check("pair_models_clrs", "smoke", {"processors": ("rt", "mpnn")})
+    reproduce.check("pair_models_clrs", "smoke", {"processors": ("rt", "gin")})
   with pytest.raises(ValueError, match="Unknown budget 'fast'; valid budgets"):
     r.build("fast")
 
