@@ -10,6 +10,10 @@ benchmarks).
                      against full recompute;
   et_parts           what one Edge Transformer training pass spends its time
                      on (wall clock; the pivot sum's share);
+  gpu_check          the prepared check for a lent GPU: tests, precision
+                     against the goldens, the Pallas kernel and FloydNet's
+                     torch function, CLRS speed; one JSON, exit 1 on a
+                     mismatch (`scripts/gpu_check.sh`);
   peers              CLRS training and forward speed against the peers (the
                      RT authors' RT, Mueller et al.'s Edge Transformer,
                      dm-clrs MPNN and Triplet-GMPNN; our FloydNet), side by
