@@ -13,7 +13,6 @@ the same command again resumes the run exactly.
 """
 
 import ast
-import importlib
 import re
 import sys
 from typing import Dict, Mapping, Optional, Sequence
@@ -26,6 +25,7 @@ from relational_jax.parallel import distributed
 from relational_jax.training import cli
 from relational_jax.training import config as config_lib
 from relational_jax.training import errors
+from relational_jax.training import registry
 from relational_jax.training import reporting
 
 flags.DEFINE_boolean("list", False, "List the named reproductions and exit.")
@@ -58,40 +58,6 @@ def listing() -> str:
     key, value = r.headline()
     rows.append(f"{r.name:34s} {r.paper}; {r.where}; {r.metric}: {key} {value}")
   return "\n".join(rows)
-
-
-# The training module of each task: train_and_evaluate(config, workdir, log)
-# and results_path(config, workdir).
-TASKS = {
-    "clrs": "relational_jax.training.clrs.loop",
-    "seq2seq": "relational_jax.training.seq2seq.loop",
-    "clutrr": "relational_jax.training.clutrr",
-    "cogs_graph": "relational_jax.training.cogs_graph",
-    "clrs_rt_protocol": "experiments.compare.clrs_rt_processors",
-}
-
-
-def ours_from_results(reproduction, results) -> dict:
-  """Our numbers in the published numbers' keys and units."""
-  if reproduction.task == "clrs":
-    ours = {
-        a: 100.0 * e["mean_test"][max(e["mean_test"], key=int)]
-        for a, e in results["algorithms"].items()
-    }
-    ours["mean"] = sum(ours.values()) / len(ours)
-    return ours
-  if reproduction.task == "clrs_rt_protocol":  # Percent, per processor/algo.
-    ours = dict(results["ours"])
-    processors = {key.split("/")[0] for key in ours}
-    if any("/" in key for key in reproduction.published) or len(processors) > 1:
-      return ours
-    ours = {key.split("/")[1]: v for key, v in ours.items()}  # One processor.
-    ours["mean"] = sum(ours.values()) / len(ours)
-    return ours
-  if reproduction.task in ("clutrr", "cogs_graph"):  # The selected model's.
-    return dict(results["final"]["accuracies"])
-  selected = results["selection"] or results["final"] or {"accuracies": {}}
-  return dict(selected["accuracies"])
 
 
 def parse_overrides(items: Sequence[str]) -> Dict[str, object]:
@@ -133,27 +99,7 @@ def check(name: str, budget: str, overrides: Mapping[str, object]) -> None:
   value: the checks the task's training runs first, without its work."""
   reproduction = reproductions.get(name)
   config = config_lib.override(reproduction.build(budget), overrides)
-  # pylint: disable=g-import-not-at-top
-  if reproduction.task == "clrs":
-    from relational_jax.training.clrs import config as clrs_config
-
-    clrs_config.validate(config)
-  elif reproduction.task == "clutrr":
-    from relational_jax.training import clutrr
-
-    clutrr.validate(config)
-  elif reproduction.task == "cogs_graph":
-    from relational_jax.training import cogs_graph
-
-    cogs_graph.validate(config)
-  elif reproduction.task == "clrs_rt_protocol":
-    from experiments.compare import clrs_rt_processors
-
-    clrs_rt_processors.validate(config)
-  else:
-    from relational_jax.training import seq2seq
-
-    seq2seq.validate(config)
+  registry.get(reproduction.task).validate(config)
 
 
 def run(
@@ -171,7 +117,7 @@ def run(
   workdir = workdir or (
       f"runs/reproduce/{name}_{budget}" + overrides_suffix(overrides)
   )
-  task = importlib.import_module(TASKS[reproduction.task])
+  task = registry.get(reproduction.task)
   results = task.train_and_evaluate(config, workdir, log=log)
   results_path = task.results_path(config, workdir)
   if results.get("complete") is False:  # seq2seq's record of a planned stop.
@@ -190,7 +136,7 @@ def run(
       "budget": budget,
       "published": dict(reproduction.published),
       **reproduction.published_errors(),
-      "ours": ours_from_results(reproduction, results),
+      "ours": task.headline(results),
       "notes": reproduction.notes,
       "results_path": results_path,
       "command": (

@@ -78,6 +78,11 @@ def config_of(budget: clrs_rt.Budget) -> ConfigDict:
   return c
 
 
+def default_config() -> ConfigDict:
+  """The RT paper's protocol (clrs_rt's paper budget) for every processor."""
+  return config_of(clrs_rt.BUDGETS["paper"])
+
+
 def budget_overrides(budget: clrs_rt.Budget) -> Dict[str, object]:
   """Dotted-path overrides of `config_of` giving `budget`'s values."""
   c = config_of(budget)
@@ -146,6 +151,18 @@ def results_path(config: ConfigDict, workdir: str) -> str:
   if not config.results_path:
     return os.path.join(workdir, "results.json")
   return os.path.join(REPO, config.results_path)  # an absolute path stays
+
+
+def headline(results: Mapping) -> Dict[str, float]:
+  """Percent test score (mean over seeds) per 'processor/algorithm'; with one
+  processor, per algorithm and their 'mean', as the RT paper's tables."""
+  ours = dict(results["ours"])
+  processors = results["config"]["processors"]
+  if len(processors) > 1:
+    return ours
+  ours = {key.split("/", 1)[1]: v for key, v in ours.items()}
+  ours["mean"] = sum(ours.values()) / len(ours)
+  return ours
 
 
 def plot_path(config: ConfigDict, workdir: str) -> str:

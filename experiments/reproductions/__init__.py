@@ -33,6 +33,11 @@ import math
 from typing import Any, Callable, Dict, Mapping, Tuple
 
 from relational_jax.training import config as config_lib
+from relational_jax.training import registry
+
+# The RT paper's CLRS protocol, run as its authors' run.py (beside the
+# comparison with their code); the other tasks are the library's.
+registry.register("clrs_rt_protocol", "experiments.compare.clrs_rt_processors")
 
 ConfigDict = config_lib.ConfigDict
 BUDGETS = ("paper", "cpu", "smoke")

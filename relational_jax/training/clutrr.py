@@ -58,7 +58,7 @@ and linear decay, clip 1.0, 50 epochs of 28k rows (35k generated, 80%) =
 
 import math
 import os
-import time
+import sys
 from typing import Callable, Dict, List, Optional, Sequence
 
 import jax
@@ -75,8 +75,8 @@ from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.floyd import FloydConfig
 from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
-from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import engine
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
@@ -176,6 +176,9 @@ def default_config() -> ConfigDict:
           learning_rate=1e-3,
           schedule="linear",
           warmup_steps=100,
+          warmup="count",  # HuggingFace's convention, as the authors.
+          optimizer="adam",
+          weight_decay=0.0,
           steps=3500,
           clip=1.0,
           batch_size=400,
@@ -232,6 +235,7 @@ def validate(config: ConfigDict) -> None:
   check_choice(t.schedule, SCHEDULES, "train.schedule")
   check_choice(p.closure, clutrr_generator.CLOSURES, "protocol.closure")
   trainer.validate_train_section(t)
+  optim.validate(t)
   if not 0.0 <= p.val_fraction < 1.0:
     raise ValueError(
         f"protocol.val_fraction must be in [0, 1), got {p.val_fraction}."
@@ -274,7 +278,7 @@ def validate(config: ConfigDict) -> None:
       raise ValueError(f"data.test_files: {path} not found.")
 
 
-def _saved_before_added() -> ConfigDict:
+def saved_defaults() -> ConfigDict:
   """What a run saved before a config field existed did, per field (the
   resume check compares those fields as these values): `default_config()`,
   except that such runs generated 'sound' data."""
@@ -285,6 +289,12 @@ def _saved_before_added() -> ConfigDict:
 
 def results_path(config: ConfigDict, workdir: str) -> str:
   return config.results_path or os.path.join(workdir, "results.json")
+
+
+def headline(results: Dict) -> Dict[str, float]:
+  """The selected model's accuracies on the first test set ('k2'.., 'iid',
+  'gen', 'all')."""
+  return dict(results["final"]["accuracies"])
 
 
 # ----------------------------------------------------------------------------
@@ -385,20 +395,6 @@ def _model_inputs(arrays):
 # ----------------------------------------------------------------------------
 # Optimiser, step, evaluation.
 # ----------------------------------------------------------------------------
-
-
-def make_optimizer(train_config) -> optax.GradientTransformation:
-  """Adam, the schedule of `train.schedule` with the ET authors' (HuggingFace)
-  warmup, clipping (`relational_jax.training.optim`)."""
-  t = train_config
-  return optim.make_optimizer(
-      t.learning_rate,
-      t.schedule,
-      t.warmup_steps,
-      t.steps,
-      t.clip,
-      warmup="count",
-  )
 
 
 def _loss(model, params, batch, rng, deterministic):
@@ -522,22 +518,17 @@ def train_and_evaluate(
   `results['final']['accuracies']` holds the first test file's per-k
   accuracies ('k2'..), 'iid' (k in train_ks), 'gen' (k outside) and 'all'.
   With `train.stop_at_step` the run stops (checkpointed) there and returns
-  {'stopped_at': step}; rerun to resume.
+  {'stopped_at': step}; rerun to resume. The engine (`engine.run`) does all
+  but `build`.
   """
-  validate(config)
-  if log is None:
-    log = print if config.train.progress else (lambda message: None)
-  os.makedirs(workdir, exist_ok=True)
-  config_lib.check_and_save(
-      config, workdir, RESUMABLE_CHANGES, defaults=_saved_before_added()
-  )
-  t_cfg = config.train
-  mesh = mesh_lib.mesh_of_first(config.train.devices)
-  num_devices = mesh_lib.num_data_shards(mesh)
-  eval_batch = t_cfg.eval_batch_size or t_cfg.batch_size
-  mesh_lib.check_divisible(t_cfg.batch_size, num_devices)
-  mesh_lib.check_divisible(eval_batch, num_devices, "eval batch size")
+  return engine.run(sys.modules[__name__], config, workdir, log)
 
+
+def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
+  """The trainer's task of `config` and its final evaluation (`engine`)."""
+  del workdir  # Nothing of CLUTRR's own is written there.
+  t_cfg = config.train
+  eval_batch = t_cfg.eval_batch_size or t_cfg.batch_size
   data = load_data(config)
   train_ks = tuple(int(k) for k in config.protocol.train_ks)
   train_arrays = data_lib.to_arrays(
@@ -558,7 +549,7 @@ def train_and_evaluate(
     return mesh_lib.shard_batch(_model_inputs(rows), mesh)
 
   model = build_model(config)
-  tx = make_optimizer(t_cfg)
+  tx = optim.make_optimizer(t_cfg)
   init = _state_init(model, tx, {k: v[:1] for k, v in train_arrays.items()})
   predict = make_predict(model, mesh)
 
@@ -586,76 +577,66 @@ def train_and_evaluate(
       mesh=mesh,
       seed=t_cfg.seed,
   )
-  ckpt_dir = trainer.checkpoint_dir(workdir)
-  done = trainer.fit(
-      task,
-      trainer.loop_of(t_cfg, f"clutrr/{config.model}"),
-      ckpt_dir,
-      log,
-      metrics_dir=workdir,
-  )
-  if not done.complete:
-    return {"stopped_at": done.step}
-  state, selected = trainer.selected_state(
-      done, task.abstract_state(), ckpt_dir, t_cfg.select_on
-  )
-  params = state["params"]
 
-  evaluations = {}
-  started = time.time()
-  for name, examples in data.items():
-    if name != "train":
-      evaluations[name] = accuracy_by_k(
-          predict, params, examples, eval_batch, mesh
-      )
-  eval_seconds = time.time() - started
-  primary = next(
-      (
-          os.path.splitext(os.path.basename(f))[0]
-          for f in config.data.test_files
-      ),
-      None,
-  )
-  primary = (
-      primary
-      if primary in evaluations
-      else (GENERATED if GENERATED in evaluations else None)
-  )
-  final = {
-      "step": done.step,
-      "selected": selected,
-      "test_set": primary,
-      "accuracies": (
-          headline_accuracies(evaluations[primary], train_ks) if primary else {}
-      ),
-  }
-  results = {
-      "model": config.model,
-      "config": config_lib.to_dict(config),
-      "data": {k: len(v) for k, v in data.items()},
-      **done.to_json(),
-      "final": final,
-      "evaluations": evaluations,
-      "eval_seconds": eval_seconds,
-      "devices": [str(d) for d in mesh.devices.flat],
-  }
-  path = results_path(config, workdir)
-  if distributed.is_primary():
-    reporting.write_json(path, results)
+  def final(params, done, selected) -> Dict:
+    evaluations = {
+        name: accuracy_by_k(predict, params, examples, eval_batch, mesh)
+        for name, examples in data.items()
+        if name != "train"
+    }
+    primary = next(
+        (
+            os.path.splitext(os.path.basename(f))[0]
+            for f in config.data.test_files
+        ),
+        None,
+    )
+    primary = (
+        primary
+        if primary in evaluations
+        else (GENERATED if GENERATED in evaluations else None)
+    )
+    return {
+        "final": {
+            "step": done.step,
+            "selected": selected,
+            "test_set": primary,
+            "accuracies": (
+                headline_accuracies(evaluations[primary], train_ks)
+                if primary
+                else {}
+            ),
+        },
+        "evaluations": evaluations,
+    }
+
+  def plot(results, path):
     plot_accuracy_by_k(
         [
             (f"{config.model} ({name})", e)
-            for name, e in evaluations.items()
+            for name, e in results["evaluations"].items()
             if name != "val"
         ],
         os.path.join(os.path.dirname(path), "accuracy_by_k.png"),
         title=f"CLUTRR, trained on k={','.join(map(str, train_ks))}",
     )
-  log(
-      "test accuracy by k: "
-      + ", ".join(f"{k} {v:.3f}" for k, v in final["accuracies"].items())
+
+  def summary(results):
+    return "test accuracy by k: " + ", ".join(
+        f"{k} {v:.3f}" for k, v in results["final"]["accuracies"].items()
+    )
+
+  return engine.Built(
+      task=task,
+      description=f"clutrr/{config.model}",
+      header={
+          "model": config.model,
+          "data": {k: len(v) for k, v in data.items()},
+      },
+      final=final,
+      summary=summary,
+      plot=plot,
   )
-  return results
 
 
 def plot_accuracy_by_k(
@@ -713,7 +694,9 @@ def load_params(config: ConfigDict, workdir: str, which: str = "latest"):
   probe = data_lib.to_arrays(
       data_lib.examples_from_rows(clutrr_generator.generate_rows(2, 1, seed=0))
   )
-  init = _state_init(build_model(config), make_optimizer(config.train), probe)
+  init = _state_init(
+      build_model(config), optim.make_optimizer(config.train), probe
+  )
   mesh = mesh_lib.mesh_of_first(config.train.devices)
   restored = trainer.restore(
       trainer.abstract_of(init, mesh), trainer.checkpoint_dir(workdir), which

@@ -51,7 +51,7 @@ epoch: 48,200 steps), the last model tested on gen.tsv.
 import json
 import math
 import os
-import time
+import sys
 from typing import Callable, Dict, List, Optional
 
 import jax
@@ -67,6 +67,7 @@ from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.training import config as config_lib
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import engine
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
@@ -106,8 +107,11 @@ def default_config() -> ConfigDict:
   c.train = ConfigDict(
       dict(
           learning_rate=5e-4,
+          schedule="linear",  # HuggingFace's, as the authors' COGS code.
+          optimizer="adamw",
           weight_decay=0.01,
           warmup_steps=1000,
+          warmup="count",
           steps=48_200,
           clip=1.0,
           batch_size=100,
@@ -145,8 +149,7 @@ def validate(config: ConfigDict) -> None:
   model_config(config)
   t, d = config.train, config.data
   trainer.validate_train_section(t)
-  if t.weight_decay < 0 or t.clip < 0:
-    raise ValueError("train.weight_decay and train.clip must be >= 0.")
+  optim.validate(t)
   if config.head.max_distance < 0:
     raise ValueError(
         f"head.max_distance must be >= 0, got {config.head.max_distance}."
@@ -176,6 +179,11 @@ def validate(config: ConfigDict) -> None:
 
 def results_path(config: ConfigDict, workdir: str) -> str:
   return config.results_path or os.path.join(workdir, "results.json")
+
+
+def headline(results: Dict) -> Dict[str, float]:
+  """The selected model's sentence accuracy per evaluation file stem."""
+  return dict(results["final"]["accuracies"])
 
 
 # ----------------------------------------------------------------------------
@@ -233,20 +241,6 @@ def make_batch(
 # ----------------------------------------------------------------------------
 # Loss, step, evaluation.
 # ----------------------------------------------------------------------------
-
-
-def make_optimizer(t) -> optax.GradientTransformation:
-  """AdamW, linear warmup and decay (HuggingFace's convention), clipping, as
-  the ET authors' COGS code (`relational_jax.training.optim`)."""
-  return optim.make_optimizer(
-      t.learning_rate,
-      "linear",
-      t.warmup_steps,
-      t.steps,
-      t.clip,
-      warmup="count",
-      weight_decay=t.weight_decay,
-  )
 
 
 def token_correct(logits: Dict[str, jax.Array], batch) -> jax.Array:
@@ -343,20 +337,22 @@ def train_and_evaluate(
   `results['final']['accuracies']` maps every evaluation file stem (dev,
   test, gen) to its sentence accuracy; `results['evaluations'][stem]` adds
   per-category accuracies and counts. With `train.stop_at_step` the run
-  stops (checkpointed) there and returns {'stopped_at': step}.
+  stops (checkpointed) there and returns {'stopped_at': step}. The engine
+  (`engine.run`) does all but `build`.
   """
-  validate(config)
-  if log is None:
-    log = print if config.train.progress else (lambda message: None)
-  os.makedirs(workdir, exist_ok=True)
-  config_lib.check_and_save(config, workdir, RESUMABLE_CHANGES)
-  t_cfg, multiple = config.train, int(config.data.length_multiple)
-  mesh = mesh_lib.mesh_of_first(config.train.devices)
-  num_devices = mesh_lib.num_data_shards(mesh)
-  eval_batch = t_cfg.eval_batch_size or t_cfg.batch_size
-  mesh_lib.check_divisible(t_cfg.batch_size, num_devices)
-  mesh_lib.check_divisible(eval_batch, num_devices, "eval batch size")
+  return engine.run(sys.modules[__name__], config, workdir, log)
 
+
+def saved_defaults() -> None:
+  """No field was added since the first graph-COGS runs."""
+  return None
+
+
+def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
+  """The trainer's task of `config` and its final evaluation (`engine`);
+  writes the vocabularies to `<workdir>/vocabs.json`."""
+  t_cfg, multiple = config.train, int(config.data.length_multiple)
+  eval_batch = t_cfg.eval_batch_size or t_cfg.batch_size
   data = load_data(config)
   vocabs = data_lib.build_graph_vocabs(data["train"])
   if distributed.is_primary():
@@ -378,7 +374,7 @@ def train_and_evaluate(
     )
 
   model = build_model(config, vocabs)
-  tx = make_optimizer(t_cfg)
+  tx = optim.make_optimizer(t_cfg)
   example = make_batch(train_arrays, np.arange(1), 1, multiple)
 
   def init(key):
@@ -408,52 +404,37 @@ def train_and_evaluate(
       mesh=mesh,
       seed=t_cfg.seed,
   )
-  ckpt_dir = trainer.checkpoint_dir(workdir)
-  done = trainer.fit(
-      task,
-      trainer.loop_of(t_cfg, "cogs_graph/edge_transformer"),
-      ckpt_dir,
-      log,
-      metrics_dir=workdir,
-  )
-  if not done.complete:
-    return {"stopped_at": done.step}
-  state, selected = trainer.selected_state(
-      done, task.abstract_state(), ckpt_dir, t_cfg.select_on
-  )
-  params = state["params"]
 
-  started = time.time()
-  evaluations = {
-      name: score(params, graphs)
-      for name, graphs in data.items()
-      if name not in ("train", "val")
-  }
-  eval_seconds = time.time() - started
-  final = {
-      "step": done.step,
-      "selected": selected,
-      "accuracies": {k: v["all"] for k, v in evaluations.items()},
-  }
-  if "gen" in evaluations:
-    final["gen_per_category"] = evaluations["gen"]["per_category"]
-  results = {
-      "model": "edge_transformer",
-      "config": config_lib.to_dict(config),
-      "data": {k: len(v) for k, v in data.items()},
-      **done.to_json(),
-      "final": final,
-      "evaluations": evaluations,
-      "eval_seconds": eval_seconds,
-      "devices": [str(d) for d in mesh.devices.flat],
-  }
-  if distributed.is_primary():
-    reporting.write_json(results_path(config, workdir), results)
-  log(
-      "sentence accuracy: "
-      + ", ".join(f"{k} {v:.4f}" for k, v in final["accuracies"].items())
+  def final(params, done, selected) -> Dict:
+    evaluations = {
+        name: score(params, graphs)
+        for name, graphs in data.items()
+        if name not in ("train", "val")
+    }
+    final_entry = {
+        "step": done.step,
+        "selected": selected,
+        "accuracies": {k: v["all"] for k, v in evaluations.items()},
+    }
+    if "gen" in evaluations:
+      final_entry["gen_per_category"] = evaluations["gen"]["per_category"]
+    return {"final": final_entry, "evaluations": evaluations}
+
+  def summary(results):
+    return "sentence accuracy: " + ", ".join(
+        f"{k} {v:.4f}" for k, v in results["final"]["accuracies"].items()
+    )
+
+  return engine.Built(
+      task=task,
+      description="cogs_graph/edge_transformer",
+      header={
+          "model": "edge_transformer",
+          "data": {k: len(v) for k, v in data.items()},
+      },
+      final=final,
+      summary=summary,
   )
-  return results
 
 
 def reporting_vocabs(vocabs: data_lib.GraphVocabs) -> Dict:

@@ -1,6 +1,7 @@
-"""The optimiser of every task: Adam with a learning-rate schedule and
-global-norm clipping (optax). CLRS tasks use CLRS's own `BaselineModel`
-optimiser (Adam, constant rate) and do not come here.
+"""The optimiser of every task: `make_optimizer(config.train)`, Adam or AdamW
+with a learning-rate schedule and global-norm clipping (optax), from the
+fields every task's `train` section has (`Settings`). CLRS tasks still use
+CLRS's own `BaselineModel` optimiser (Adam, constant rate, clipping).
 
 Schedules (`make_schedule`, of the update count c = 0, 1, ...; lr the peak
 rate, w the warmup steps, T the run's steps):
@@ -20,7 +21,7 @@ Warmup conventions (`WARMUPS`), as each paper's code has it:
                     (Csordas et al.'s code).
 """
 
-from typing import Optional
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import optax
@@ -29,6 +30,7 @@ from relational_jax.layers.shapes import check_choice
 
 SCHEDULES = ("constant", "linear", "cosine", "noam")
 WARMUPS = ("count", "count_plus_one")
+OPTIMIZERS = ("adam", "adamw")
 
 
 def make_schedule(
@@ -77,25 +79,62 @@ def make_schedule(
   return counted
 
 
-def make_optimizer(
-    lr: float,
-    schedule: str,
-    warmup_steps: int,
-    steps: int,
-    clip: float,
-    warmup: str = "count_plus_one",
-    weight_decay: Optional[float] = None,
-) -> optax.GradientTransformation:
-  """Global-norm clipping (if clip > 0), then Adam with the schedule; with a
-  `weight_decay` (even 0.0), AdamW with PyTorch's defaults (b1 0.9, b2
-  0.999, eps 1e-8), as the ET authors' COGS code."""
-  rate = make_schedule(lr, schedule, warmup_steps, steps, warmup)
-  if weight_decay is None:
+class Settings(NamedTuple):
+  """The optimiser fields of every task's `train` section (hashable, so a
+  compiled step can be cached by them)."""
+
+  learning_rate: float
+  schedule: str  # SCHEDULES
+  warmup_steps: int
+  steps: int
+  clip: float  # global-norm clipping; 0: off
+  warmup: str  # WARMUPS: the warmup convention
+  optimizer: str  # OPTIMIZERS
+  weight_decay: float  # 'adamw' only
+
+
+def settings_of(train) -> Settings:
+  """The `Settings` of a `train` config section (or of `Settings`)."""
+  return Settings(*(getattr(train, name) for name in Settings._fields))
+
+
+def validate(train) -> None:
+  """Raises ValueError naming a bad optimiser field of `train` and the
+  valid choices."""
+  s = settings_of(train)
+  check_choice(s.schedule, SCHEDULES, "train.schedule")
+  check_choice(s.warmup, WARMUPS, "train.warmup")
+  check_choice(s.optimizer, OPTIMIZERS, "train.optimizer")
+  if not s.learning_rate > 0:
+    raise ValueError(
+        f"train.learning_rate must be positive, got {s.learning_rate}."
+    )
+  for name in ("warmup_steps", "clip", "weight_decay"):
+    if getattr(s, name) < 0:
+      raise ValueError(f"train.{name} must be >= 0, got {getattr(s, name)}.")
+  if s.optimizer == "adam" and s.weight_decay:
+    raise ValueError(
+        f"train.weight_decay={s.weight_decay} needs train.optimizer='adamw'"
+        " (Adam has no weight decay)."
+    )
+
+
+def make_optimizer(train) -> optax.GradientTransformation:
+  """The optimiser of every task, from its `train` section (`Settings`):
+  global-norm clipping (if clip > 0), then Adam ('adam') or AdamW ('adamw',
+  with `weight_decay`, PyTorch's defaults b1 0.9, b2 0.999, eps 1e-8, as the
+  ET authors' COGS code) at the `schedule` of `learning_rate`."""
+  validate(train)
+  s = settings_of(train)
+  rate = make_schedule(
+      s.learning_rate, s.schedule, s.warmup_steps, s.steps, s.warmup
+  )
+  if s.optimizer == "adam":
     opt = optax.adam(rate)
   else:
     opt = optax.adamw(
-        rate, b1=0.9, b2=0.999, eps=1e-8, weight_decay=weight_decay
+        rate, b1=0.9, b2=0.999, eps=1e-8, weight_decay=s.weight_decay
     )
-  if clip > 0:
-    return optax.chain(optax.clip_by_global_norm(clip), opt)
+  if s.clip > 0:
+    return optax.chain(optax.clip_by_global_norm(s.clip), opt)
   return opt

@@ -2,6 +2,7 @@
 against their formulas."""
 
 import numpy as np
+import optax
 import pytest
 
 from relational_jax.training import optim
@@ -39,3 +40,50 @@ def test_bad_choices_are_named():
     optim.make_schedule(1.0, "linear", 2, 10, warmup="count_plus_one")
   with pytest.raises(ValueError, match="noam.*warmup_steps >= 1"):
     optim.make_schedule(1.0, "noam", 0, 10)
+
+
+def test_every_task_builds_its_optimiser_from_its_train_section():
+  """One make_optimizer: the same fields in every task's `train`."""
+  from relational_jax.training import registry  # pylint: disable=g-import-not-at-top
+
+  for name in ("clutrr", "cogs_graph", "seq2seq"):
+    train = registry.get(name).default_config().train
+    assert optim.settings_of(train)._fields == optim.Settings._fields
+    optim.make_optimizer(train)  # Builds.
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("optimizer", "sgd", r"Unknown train.optimizer 'sgd'; valid choices"),
+        ("warmup", "first", r"Unknown train.warmup 'first'; valid choices"),
+        ("clip", -1.0, r"train.clip must be >= 0, got -1.0"),
+        (
+            "weight_decay",
+            0.1,
+            r"weight_decay=0.1 needs train.optimizer='adamw'",
+        ),
+        ("learning_rate", 0.0, r"train.learning_rate must be positive"),
+    ],
+)
+def test_bad_optimiser_fields_are_named(field, value, message):
+  s = optim.Settings(1e-3, "constant", 0, 10, 1.0, "count", "adam", 0.0)
+  with pytest.raises(ValueError, match=message):
+    optim.make_optimizer(s._replace(**{field: value}))
+
+
+def test_adamw_decays_and_adam_with_clipping_matches_optax():
+  params, grads = {"w": np.ones(2, np.float32)}, {"w": np.full(2, 3.0)}
+  s = optim.Settings(0.1, "constant", 0, 10, 1.0, "count", "adam", 0.0)
+  want = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.1))
+  got = optim.make_optimizer(s)
+  np.testing.assert_array_equal(
+      got.update(grads, got.init(params), params)[0]["w"],
+      want.update(grads, want.init(params), params)[0]["w"],
+  )
+  decayed = optim.make_optimizer(
+      s._replace(optimizer="adamw", weight_decay=1.0)
+  )
+  zero = {"w": np.zeros(2, np.float32)}
+  update, _ = decayed.update(zero, decayed.init(params), params)
+  assert np.all(np.asarray(update["w"]) < 0)  # Decay pulls w toward 0.

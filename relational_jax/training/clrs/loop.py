@@ -294,6 +294,21 @@ def check_resumable(
   )
 
 
+default_config = clrs_config.default_config
+validate = clrs_config.validate
+
+
+def headline(results: Dict) -> Dict[str, float]:
+  """Percent test score per algorithm at the largest test size (mean over
+  seeds), and their 'mean'."""
+  ours = {
+      a: 100.0 * e["mean_test"][max(e["mean_test"], key=int)]
+      for a, e in results["algorithms"].items()
+  }
+  ours["mean"] = sum(ours.values()) / len(ours)
+  return ours
+
+
 def results_path(config: ConfigDict, workdir: str) -> str:
   """Where `train_and_evaluate` writes the results by default."""
   del config

@@ -46,6 +46,7 @@ from relational_jax.layers.shapes import check_choice
 from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
 from relational_jax.training import config as config_lib
+from relational_jax.training import optim
 from relational_jax.training import prng
 from relational_jax.training import trainer
 
@@ -137,6 +138,9 @@ def default_config() -> ConfigDict:
           learning_rate=1e-3,
           schedule="constant",  # One of SCHEDULES.
           warmup_steps=0,  # Linear warmup; noam needs > 0.
+          warmup="count_plus_one",  # Csordas et al.'s convention.
+          optimizer="adam",
+          weight_decay=0.0,
           steps=50000,
           clip=5.0,  # Global-norm clipping; 0: off.
           batch_size=256,  # Global batch (split over devices).
@@ -232,6 +236,7 @@ def validate(
   if model:
     model_config(config)  # The model config's own checks.
   check_choice(t.schedule, SCHEDULES, "schedule")
+  optim.validate(t)
   check_choice(t.dropout_prng, prng.DROPOUT_PRNGS, "train.dropout_prng")
   check_choice(t.select_on, SELECT_ON, "select_on")
   for name in ("batch_size", "steps", "eval_every"):

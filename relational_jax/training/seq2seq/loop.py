@@ -361,6 +361,15 @@ def _check_resumable(config: ConfigDict, saved: Dict, config_path: str) -> None:
 
 
 results_path = s2s_config.results_path
+default_config = s2s_config.default_config
+validate = s2s_config.validate
+
+
+def headline(results: Dict[str, Any]) -> Dict[str, float]:
+  """Exact match of every evaluation set at the selected model (the last
+  one's without a selection)."""
+  selected = results["selection"] or results["final"] or {"accuracies": {}}
+  return dict(selected["accuracies"])
 
 
 def plot_accuracies(results: Dict, path: str) -> None:

@@ -15,7 +15,7 @@ positions).
 """
 
 import functools
-from typing import Dict, Tuple, Union
+from typing import Dict, Union
 
 import jax
 import jax.numpy as jnp
@@ -27,21 +27,20 @@ from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import optim
 from relational_jax.training import prng
 
-# Built-in optimiser arguments (learning_rate, schedule, warmup_steps, steps,
-# clip), or an optax GradientTransformation of the caller's.
-OptimizerSpec = Union[Tuple, optax.GradientTransformation]
+# The built-in optimiser's settings (`optim.Settings` of `config.train`), or
+# an optax GradientTransformation of the caller's.
+OptimizerSpec = Union[optim.Settings, optax.GradientTransformation]
 
 
-def optimizer_args(train_config) -> Tuple:
-  """The built-in optimiser's arguments from `config.train`."""
-  t = train_config
-  return (t.learning_rate, t.schedule, t.warmup_steps, t.steps, t.clip)
+def optimizer_args(train_config) -> optim.Settings:
+  """The built-in optimiser's settings from `config.train`."""
+  return optim.settings_of(train_config)
 
 
 def as_transformation(spec: OptimizerSpec) -> optax.GradientTransformation:
   if isinstance(spec, optax.GradientTransformation):
     return spec
-  return optim.make_optimizer(*spec, warmup="count_plus_one")
+  return optim.make_optimizer(spec)
 
 
 def _model_extras(batch) -> Dict:

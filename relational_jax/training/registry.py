@@ -1,0 +1,37 @@
+"""Tasks by name: the module that trains each.
+
+Every task module has the same entry points: `default_config()`,
+`validate(config)`, `train_and_evaluate(config, workdir, log)`,
+`results_path(config, workdir)` and `headline(results)` (the numbers a
+reproduction compares with the published ones). A new task is one module and
+one line here (or a `register` call from outside the library).
+"""
+
+import importlib
+from types import ModuleType
+from typing import Dict
+
+TASKS: Dict[str, str] = {
+    "clrs": "relational_jax.training.clrs.loop",
+    "seq2seq": "relational_jax.training.seq2seq.loop",
+    "clutrr": "relational_jax.training.clutrr",
+    "cogs_graph": "relational_jax.training.cogs_graph",
+}
+
+
+def register(name: str, module: str) -> None:
+  """Adds task `name`, trained by the module named `module`."""
+  if TASKS.get(name, module) != module:
+    raise ValueError(f"task {name!r} is registered as {TASKS[name]!r}.")
+  TASKS[name] = module
+
+
+def get(name: str) -> ModuleType:
+  """The module of task `name`.
+
+  Raises:
+    ValueError: an unknown name, naming the valid ones.
+  """
+  if name not in TASKS:
+    raise ValueError(f"Unknown task {name!r}; valid tasks are {sorted(TASKS)}.")
+  return importlib.import_module(TASKS[name])

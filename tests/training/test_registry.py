@@ -1,0 +1,34 @@
+"""Every registered task has the one shape the mains and `reproduce` use."""
+
+import pytest
+
+from experiments import reproductions  # Registers the experiments' task.
+from relational_jax.training import registry
+
+ENTRY_POINTS = (
+    "default_config",
+    "validate",
+    "train_and_evaluate",
+    "results_path",
+    "headline",
+)
+
+
+@pytest.mark.parametrize("name", sorted(registry.TASKS))
+def test_every_task_has_the_entry_points_and_a_valid_default(name):
+  task = registry.get(name)
+  for entry in ENTRY_POINTS:
+    assert callable(getattr(task, entry)), (name, entry)
+  task.validate(task.default_config())
+
+
+def test_every_reproduction_names_a_registered_task():
+  for r in reproductions.REPRODUCTIONS.values():
+    assert r.task in registry.TASKS, r.name
+
+
+def test_an_unknown_task_is_named_with_the_valid_ones():
+  with pytest.raises(ValueError, match=r"Unknown task 'nope'; valid tasks"):
+    registry.get("nope")
+  with pytest.raises(ValueError, match="is registered as"):
+    registry.register("clutrr", "somewhere.else")
