@@ -11,7 +11,8 @@ refactoring changes none of them.
 reproduction (or `--names`) and keeps every number of its results JSON (per-step
 losses, evaluation history, test scores, parameter fingerprints), without the
 wall-clock times, paths and the config. `compare` flattens both records to
-`name/path -> value` and lists every value that differs (bit-for-bit, or beyond
+`name/path -> value` (a reproduction that moved to another name compared under
+its new one, `MOVED`) and lists every value that differs (bit-for-bit, or beyond
 `--rtol`) and every path that only one side has (a renamed key shows as one of
 each).
 """
@@ -35,29 +36,42 @@ flags.DEFINE_float("rtol", 0.0, "compare: relative tolerance (0: bit-equal).")
 flags.DEFINE_string("report", None, "compare: also write the report here.")
 FLAGS = flags.FLAGS
 
-# Keys the one trainer renamed (before -> after; a path of `flatten`): the
-# seq2seq per-evaluation token accuracy (a training metric, now
-# 'train_<metric>' as every task's), and its model selection's accuracies
-# ('best' is now the trainer's best evaluation in every task).
-RENAMES = (
-    (r"/history/(\d+)/token_accuracy$", r"/history/\1/train_token_accuracy"),
-    (r"/results/best/(step|score)$", r"/results/selection/\1"),
-    (r"/results/best/accuracies/", r"/results/selection/accuracies/"),
-    (r"/results/best/([a-z_]+_by_category)/", r"/results/selection/\1/"),
-)
+# Reproductions whose config moved to another name (before -> after): the
+# CLRS reproductions' modern-recipe configs are now `<name>_modern`, their
+# own names run the RT paper's protocol (task clrs_rt_protocol).
+MOVED = {
+    name: name + "_modern"
+    for name in (
+        "floyd_clrs_all30",
+        "floyd_clrs_core8",
+        "mpnn_clrs_all30",
+        "mpnn_clrs_core8",
+        "rt_clrs_all30",
+        "rt_clrs_core8",
+        "triplet_gmpnn_clrs_all30",
+    )
+}
+# Keys renamed inside a run's results (before -> after; a path of `flatten`).
+RENAMES = ()
 
-# What the report says about keys on one side only (the trainer move).
+# What the report says about keys on one side only.
 EXPLAINED = """\
-- Only before: CLUTRR's and graph COGS's `best` was always null (their loop
-  kept no best record in the results); `best` is now, in every task, the
-  trainer's best evaluation {step, score, entry}.
-- Only after: what the one trainer records for every task and some loops did
-  not: per-step `losses`, `steps`, `complete`, `num_params`, the mean
-  `train_<metric>` of every per-step metric at each evaluation (e.g.
-  `train_grad_norm`), `best`; seq2seq's model selection is `selection`."""
+- Only after: the CLRS reproductions `rt_clrs_*`, `mpnn_clrs_*`,
+  `triplet_gmpnn_clrs_all30` and `floyd_clrs_*` now run the RT paper's
+  protocol (the RT authors' run.py: n = 16 samples, no clipping, hint noise,
+  task clrs_rt_protocol), new numbers by design; their former configs (the
+  modern CLRS recipe) are compared under `<name>_modern` (`MOVED`)."""
 
 # Keys whose values are not the run's numbers (times, paths, the config).
-VOLATILE = ("config", "command", "results_path", "devices", "notes")
+VOLATILE = (
+    "config",
+    "command",
+    "results_path",
+    "devices",
+    "notes",
+    "code",  # a sitting's git commit
+    "started",  # a sitting's start (UTC)
+)
 VOLATILE_PARTS = ("seconds", "time", "wall")
 
 
@@ -118,10 +132,14 @@ def same(a, b, rtol):
 
 
 def compare(before_path, after_path, rtol):
-  with open(before_path) as f:
-    before = flatten(json.load(f))
+  with open(before_path) as f:  # strip(): records made before a key was
+    before = flatten(  # volatile keep it.
+        strip(
+            {MOVED.get(name, name): run for name, run in json.load(f).items()}
+        )
+    )
   with open(after_path) as f:
-    after = flatten(json.load(f))
+    after = flatten(strip(json.load(f)))
   renamed = {}
   for k in sorted(before.keys() - after.keys()):
     for pattern, replacement in RENAMES:

@@ -547,19 +547,13 @@ def _load_file(name: str, path: str):
 
 
 def _checkout_commit(checkout: str) -> Optional[str]:
+  """The commit of a checkout: its COMMIT file (a copied source tree, made
+  by scripts/build_gpu_wheels.sh) or git's."""
   marker = os.path.join(checkout, "COMMIT")
   if os.path.isfile(marker):
     with open(marker) as f:
       return f.read().strip()
-  try:
-    return subprocess.run(
-        ["git", "-C", checkout, "rev-parse", "HEAD"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    return None
+  return bench_pivotal.reference_commit(checkout)
 
 
 def part_pivotal_torch(s: Settings, budget: Budget) -> Dict:

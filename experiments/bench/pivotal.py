@@ -228,7 +228,7 @@ def _chunk() -> Optional[int]:
   return None if FLAGS.chunk_size <= 0 else FLAGS.chunk_size
 
 
-def _reference_commit(reference: str) -> Optional[str]:
+def reference_commit(reference: str) -> Optional[str]:
   try:
     return subprocess.run(
         ["git", "-C", reference, "rev-parse", "HEAD"],
@@ -523,7 +523,7 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
               "repository": REPOSITORY,
               "path": reference,
               "commit": (
-                  _reference_commit(reference) or FLAGS.floyd_reference_commit
+                  reference_commit(reference) or FLAGS.floydreference_commit
               ),
           }
           if reference
@@ -597,7 +597,7 @@ def define_flags():
       " authors' entry is skipped.",
   )
   flags.DEFINE_string(
-      "floyd_reference_commit",
+      "floydreference_commit",
       None,
       "Their commit, recorded when the checkout is not a git work tree.",
   )
