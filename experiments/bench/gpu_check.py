@@ -32,6 +32,9 @@ spent, so a slow compile can overrun it, which the JSON records):
                      and gradients on fresh random inputs (relative error,
                      'highest'), then time and memory of both, forward and
                      forward + backward, at growing N while it fits.
+  pivotal_pallas     the same for the Pallas forward kernel of the pivotal
+                     attention (`pivotal_attention_core`, impl='pallas';
+                     FloydNet, DESIGN.md sec. 1.6) against its chunked path.
   processors         CLRS training at n = 16 (batch 32) and a forward pass at
                      n = 64 of rt, mpnn-512, et and floyd on Bellman-Ford
                      (`experiments.bench.processors.bench_entry`).
@@ -68,6 +71,7 @@ import jax
 import numpy as np
 
 from experiments.bench import pivotal as bench_pivotal
+from relational_jax.layers import pivotal
 from relational_jax.layers import triangular
 from relational_jax.training import reporting
 
@@ -86,12 +90,14 @@ BUDGETS_S = {
     "precision": 30.0,
     "pivotal_torch": 55.0,
     "triangular_pallas": 55.0,
+    "pivotal_pallas": 25.0,
     "processors": 115.0,
     "main_job": 60.0,
 }
 # Relative errors (max |a - b| / max |b|) allowed, both sides in fp32.
 TOLERANCES = {
     "triangular_pallas": 1e-4,  # Pallas kernel against the XLA chunked path.
+    "pivotal_pallas": 1e-4,  # the same, pivotal attention.
     "pivotal_torch": 1e-4,  # ours against FloydNet's torch function.
 }
 TEST_DIRS = (
@@ -709,24 +715,46 @@ def _triangular_calls(impl: str, s: Settings, interpret: bool):
   return {"forward": forward, "forward_backward": forward_backward}
 
 
-def _triangular_outputs(fb, args) -> Dict:
+def _pivotal_calls(impl: str, s: Settings, interpret: bool):
+  """(jit forward, jit forward + backward) of one pivotal implementation."""
+  options = dict(chunk_size=s.pivotal_chunk)
+  if impl == "pallas":
+    options.update(impl="pallas", block_size=s.pallas_block)
+    options.update(interpret=interpret)
+  attend = functools.partial(pivotal.pivotal_attention_core, **options)
+
+  def forward(q, k_il, k_lj, v_il, v_lj, dy):
+    del dy
+    return attend(q, k_il, k_lj, v_il, v_lj)
+
+  def forward_backward(q, k_il, k_lj, v_il, v_lj, dy):
+    y, vjp = jax.vjp(attend, q, k_il, k_lj, v_il, v_lj)
+    return y, vjp(dy)
+
+  return {"forward": forward, "forward_backward": forward_backward}
+
+
+def _outputs(fb, args, names) -> Dict:
   o, grads = fb(*args)
-  out = {"o": np.asarray(o)}
-  out.update(
-      {n: np.asarray(g) for n, g in zip(("dq", "dk", "dv1", "dv2"), grads)}
-  )
+  out = {names[0]: np.asarray(o)}
+  out.update({n: np.asarray(g) for n, g in zip(names[1:], grads)})
   return out
 
 
-def part_triangular_pallas(s: Settings, budget: Budget) -> Dict:
-  """Pallas kernel against the XLA chunked path: values, gradients, speed."""
+def _pallas_interpret(s: Settings) -> bool:
+  """Interpret mode off a GPU (--quick only; Skip otherwise)."""
   on_gpu = _on_gpu()
   if not on_gpu and not s.quick:
     raise Skip(
         "no GPU: the Pallas kernel compiles for real only on a GPU (--quick"
         " runs it in interpret mode)"
     )
-  interpret = not on_gpu
+  return not on_gpu
+
+
+def part_triangular_pallas(s: Settings, budget: Budget) -> Dict:
+  """Pallas kernel against the XLA chunked path: values, gradients, speed."""
+  interpret = _pallas_interpret(s)
   calls = {
       impl: {
           kind: jax.jit(f)
@@ -735,27 +763,100 @@ def part_triangular_pallas(s: Settings, budget: Budget) -> Dict:
       for impl in ("pallas", "xla_chunked")
   }
   b, h, k = s.triangular_BxHxK
+  # q_BxNxLxHxK, k_BxLxNxHxK, v1_BxNxLxHxK, v2_BxLxNxHxK, do_BxNxNxHxK.
+  sizes, mismatches, stopped = _pallas_sizes(
+      s,
+      budget,
+      calls,
+      lambda n: [(b, n, n, h, k)] * 5,
+      ("o", "dq", "dk", "dv1", "dv2"),
+      "triangular_pallas",
+      s.triangular_sizes,
+      lambda n: 4 * b * n * n * h * k,
+  )
+  return _pallas_report(
+      sizes,
+      mismatches,
+      stopped,
+      interpret,
+      what=(
+          "triangular_attention_pallas (Pallas forward, chunked backward)"
+          " against triangular_attention_core (XLA, chunked), both with"
+          " chunk_size pivots per backward chunk; errors at 'highest' and"
+          " 'default'; times (after one untimed call) and XLA buffer"
+          " assignment at 'default'"
+      ),
+      shape_BxHxK=[b, h, k],
+      chunk_size=s.triangular_chunk,
+      block_size=s.pallas_block,
+  )
+
+
+def part_pivotal_pallas(s: Settings, budget: Budget) -> Dict:
+  """The pivotal attention's Pallas kernel against its chunked path."""
+  interpret = _pallas_interpret(s)
+  calls = {
+      impl: {
+          kind: jax.jit(f)
+          for kind, f in _pivotal_calls(impl, s, interpret).items()
+      }
+      for impl in ("pallas", "chunked")
+  }
+  calls["xla_chunked"] = calls.pop("chunked")
+  b, h, k = s.pivotal_BxHxD
+  # q_BxHxIxJxK, k_BxHxIxLxK, k_BxHxLxJxK, v_BxHxIxLxK, v_BxHxLxJxK, dy.
+  sizes, mismatches, stopped = _pallas_sizes(
+      s,
+      budget,
+      calls,
+      lambda n: [(b, h, n, n, k)] * 6,
+      ("y", "dq", "dk_il", "dk_lj", "dv_il", "dv_lj"),
+      "pivotal_pallas",
+      s.pivotal_sizes,
+      lambda n: 4 * b * n * n * h * k,
+  )
+  return _pallas_report(
+      sizes,
+      mismatches,
+      stopped,
+      interpret,
+      what=(
+          "pivotal_attention_core impl='pallas' (Pallas forward, chunked"
+          " backward) against impl='chunked' (XLA), both with chunk_size"
+          " pivots per backward chunk; errors at 'highest' and 'default';"
+          " times (after one untimed call) and XLA buffer assignment at"
+          " 'default'"
+      ),
+      shape_BxHxK=[b, h, k],
+      chunk_size=s.pivotal_chunk,
+      block_size=s.pallas_block,
+  )
+
+
+def _pallas_sizes(
+    s, budget, calls, arg_shapes, names, tolerance_key, all_sizes, pair_bytes_of
+):
+  """Values, gradients, times and memory of `calls` ('pallas' and
+  'xla_chunked', each {'forward', 'forward_backward'}) at growing N, while
+  the budget and the memory allow: (sizes, mismatches, stopped)."""
   rng = np.random.default_rng(s.seed + 1)
 
   def one_size(n):
-    # q_BxNxLxHxK, k_BxLxNxHxK, v1_BxNxLxHxK, v2_BxLxNxHxK, do_BxNxNxHxK.
     args = [
-        jax.device_put(rng.standard_normal((b, n, n, h, k), dtype=np.float32))
-        for _ in range(5)
+        jax.device_put(rng.standard_normal(shape, dtype=np.float32))
+        for shape in arg_shapes(n)
     ]
     cell = {"mismatches": []}
     for precision in ("highest", "default"):
       with jax.default_matmul_precision(precision):
         start = time.perf_counter()
-        got = _triangular_outputs(calls["pallas"]["forward_backward"], args)
+        got = _outputs(calls["pallas"]["forward_backward"], args, names)
         cell[f"pallas_first_call_s_{precision}"] = time.perf_counter() - start
-        want = _triangular_outputs(
-            calls["xla_chunked"]["forward_backward"], args
-        )
+        want = _outputs(calls["xla_chunked"]["forward_backward"], args, names)
       cell[f"pallas_vs_xla_{precision}"] = per = compare(got, want)
       if precision == "highest":
         cell["mismatches"] = over_tolerance(
-            per, TOLERANCES["triangular_pallas"], f"N={n} pallas vs xla"
+            per, TOLERANCES[tolerance_key], f"N={n} pallas vs xla"
         )
     for impl, kinds in calls.items():
       for kind, fn in kinds.items():
@@ -780,8 +881,8 @@ def part_triangular_pallas(s: Settings, budget: Budget) -> Dict:
     return cell, runs
 
   sizes, mismatches, last, stopped = {}, [], None, None
-  for n in s.triangular_sizes:
-    pair_bytes = 4 * b * n * n * h * k  # one B x N x N x H x K fp32 array
+  for n in all_sizes:
+    pair_bytes = pair_bytes_of(n)  # one B x N x N x H x K fp32 array
     stopped = _stop_before(n, budget, last, 14 * pair_bytes, _jax_free_bytes())
     if stopped:
       break
@@ -797,6 +898,11 @@ def part_triangular_pallas(s: Settings, budget: Budget) -> Dict:
     mismatches += cell.pop("mismatches")
     sizes[str(n)] = cell
     last = (time.perf_counter() - start, runs)
+  return sizes, mismatches, stopped
+
+
+def _pallas_report(sizes, mismatches, stopped, interpret, *, what, **shape):
+  """A Pallas part's figures (`_pallas_sizes`'s, a summary)."""
   n = max(sizes, key=int)
   rel = max(
       e["rel"]
@@ -804,17 +910,9 @@ def part_triangular_pallas(s: Settings, budget: Budget) -> Dict:
       for e in c["pallas_vs_xla_highest"].values()
   )
   return {
-      "what": (
-          "triangular_attention_pallas (Pallas forward, chunked backward)"
-          " against triangular_attention_core (XLA, chunked), both with"
-          " chunk_size pivots per backward chunk; errors at 'highest' and"
-          " 'default'; times (after one untimed call) and XLA buffer"
-          " assignment at 'default'"
-      ),
+      "what": what,
       "interpret": interpret,
-      "shape_BxHxK": [b, h, k],
-      "chunk_size": s.triangular_chunk,
-      "block_size": s.pallas_block,
+      **shape,
       "sizes": sizes,
       "stopped": stopped,
       "mismatches": mismatches,
@@ -934,6 +1032,7 @@ PARTS = {
     "precision": part_precision,
     "pivotal_torch": part_pivotal_torch,
     "triangular_pallas": part_triangular_pallas,
+    "pivotal_pallas": part_pivotal_pallas,
     "processors": part_processors,
     "main_job": part_main_job,
 }

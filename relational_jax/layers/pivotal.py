@@ -40,6 +40,14 @@ and the fp32 softmax statistics (row maximum and sum) and recomputes each
 chunk's weights (and its dropout mask, from the key folded with the chunk
 index); every product in it is a batched GEMM as well. When C does not divide N the last chunk starts at
 N - C and the pivots it shares with the previous chunk are excluded.
+
+impl='pallas' computes the forward pass with a Pallas kernel instead: one
+program per (b, h, i-block, j-block) tile streams the pivots l one at a time
+with the same fp32 online softmax and writes the output and the same
+statistics (m, l), so gradients come from the chunked backward above. It
+takes node masks (and boolean attn_masks of whole pivots) but no other
+attn_mask and no dropout. `interpret=True` runs it on CPU (the tests); the
+compiled GPU path is timed by experiments/bench/gpu_check.py.
 """
 
 import functools
@@ -49,6 +57,7 @@ from typing import Any, NamedTuple, Optional
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+from jax.experimental import pallas as pl
 
 from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import shapes
@@ -59,12 +68,18 @@ __all__ = [
     "pivotal_attention_core",
     "pivotal_attention_reference",
     "MASK_VALUE",
+    "IMPLS",
 ]
 
 Array = jax.Array
 
 # The authors' `inf`: boolean-masked scores become -MASK_VALUE.
 MASK_VALUE = 1e9
+
+# The computations of the core: 'chunked' (XLA online softmax, custom VJP) or
+# 'pallas' (the same statistics from a Pallas forward kernel, the chunked
+# backward).
+IMPLS = ("chunked", "pallas")
 
 
 class _Static(NamedTuple):
@@ -420,6 +435,210 @@ def _pivotal_bwd(static, residuals, dy):
 _pivotal.defvjp(_pivotal_fwd, _pivotal_bwd)
 
 
+# ----------------------------------------------------------------------------
+# Pallas forward kernel (impl='pallas'); the backward is the chunked one above.
+# ----------------------------------------------------------------------------
+
+
+def _pad_to(x, sizes):
+  """x zero-padded at the end of each axis to `sizes`."""
+  return jnp.pad(x, [(0, want - got) for got, want in zip(x.shape, sizes)])
+
+
+def _pallas_forward_kernel(
+    qs_ref,
+    k_il_ref,
+    k_lj_ref,
+    v_il_ref,
+    v_lj_ref,
+    node_ref,
+    y_ref,
+    m_ref,
+    l_ref,
+    *,
+    num_pivots,
+    softmax_cap,
+    mask_value,
+):
+  """One (b, h, i-block, j-block) tile: online softmax over the pivots l.
+
+  Refs (b and h squeezed): qs_ref IxJxK (the scaled queries of the tile);
+  k_il_ref, v_il_ref IxLxK (the tile's rows, every pivot); k_lj_ref, v_lj_ref
+  LxJxK (every pivot, the tile's columns); node_ref L (int32, 1 = real
+  pivot); outputs y_ref IxJxK and the fp32 statistics m_ref, l_ref IxJ as
+  `_forward`'s. Only the first `num_pivots` pivots (the unpadded ones) are
+  visited; the others never enter the sums.
+  """
+  bi, bj, kp = y_ref.shape
+  qs_IxJxK = qs_ref[...].astype(jnp.float32)
+
+  def body(l, carry):
+    m_IxJ, sum_IxJ, acc_IxJxK = carry
+    k_il_IxK = k_il_ref[:, pl.ds(l, 1), :].reshape(bi, kp).astype(jnp.float32)
+    k_lj_JxK = k_lj_ref[pl.ds(l, 1), :, :].reshape(bj, kp).astype(jnp.float32)
+    # t_ij = qs_ij . k_il + qs_ij . k_lj (the two sums apart, as `_scores`).
+    s_IxJ = jnp.sum(qs_IxJxK * k_il_IxK[:, None, :], axis=-1) + jnp.sum(
+        qs_IxJxK * k_lj_JxK[None, :, :], axis=-1
+    )
+    if softmax_cap > 0.0:
+      s_IxJ = softmax_cap * jnp.tanh(s_IxJ / softmax_cap)
+    real = node_ref[pl.ds(l, 1)].reshape(1, 1) > 0
+    s_IxJ = jnp.where(real, s_IxJ, -mask_value)
+    m_new_IxJ = jnp.maximum(m_IxJ, s_IxJ)
+    # Every visited pivot has a finite score, so m_new is finite: the first
+    # correction is exp(-inf) = 0.
+    correction_IxJ = jnp.exp(m_IxJ - m_new_IxJ)
+    p_IxJ = jnp.exp(s_IxJ - m_new_IxJ)
+    v_il_IxK = v_il_ref[:, pl.ds(l, 1), :].reshape(bi, kp).astype(jnp.float32)
+    v_lj_JxK = v_lj_ref[pl.ds(l, 1), :, :].reshape(bj, kp).astype(jnp.float32)
+    acc_IxJxK = (
+        acc_IxJxK * correction_IxJ[..., None]
+        + p_IxJ[..., None] * v_il_IxK[:, None, :]
+        + p_IxJ[..., None] * v_lj_JxK[None, :, :]
+    )
+    return m_new_IxJ, sum_IxJ * correction_IxJ + p_IxJ, acc_IxJxK
+
+  init = (
+      jnp.full((bi, bj), -jnp.inf, jnp.float32),
+      jnp.zeros((bi, bj), jnp.float32),
+      jnp.zeros((bi, bj, kp), jnp.float32),
+  )
+  m_IxJ, sum_IxJ, acc_IxJxK = jax.lax.fori_loop(0, num_pivots, body, init)
+  y_ref[...] = (acc_IxJxK / sum_IxJ[..., None]).astype(y_ref.dtype)
+  m_ref[...] = jnp.where(jnp.isneginf(m_IxJ), 0.0, m_IxJ)
+  l_ref[...] = sum_IxJ
+
+
+def _pallas_forward(
+    static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, node
+):
+  """Pallas version of `_forward` (no attn_mask, no dropout): the same
+  y_BxHxIxJxK and fp32 statistics (m, l), each B x H x I x J.
+
+  Every axis is zero-padded to a power of two (I and J tiled by blocks of
+  `block_size`, at most that power); padded rows and columns are computed
+  and dropped, padded pivots are never visited.
+  """
+  b, h, num_i, num_j, kk = q.shape
+  num_l = k_il.shape[3]
+  pi, pj, pl_ = (pl.next_power_of_2(n) for n in (num_i, num_j, num_l))
+  kp = pl.next_power_of_2(kk)  # Zero padding of K changes no dot product.
+  bi, bj = min(block_size, pi), min(block_size, pj)
+  qs_BxHxIxJxK = q * jnp.asarray(static.scale, q.dtype)  # as `_operands`
+  if node is None:
+    node = jnp.ones((b, num_l), bool)
+  node_BxL = _pad_to(node.astype(jnp.int32), (b, pl_))
+  sq = pl.squeezed
+  ij_spec = pl.BlockSpec(
+      (sq, sq, bi, bj, kp), lambda bb, hh, i, j: (bb, hh, i, j, 0)
+  )
+  il_spec = pl.BlockSpec(
+      (sq, sq, bi, pl_, kp), lambda bb, hh, i, j: (bb, hh, i, 0, 0)
+  )
+  lj_spec = pl.BlockSpec(
+      (sq, sq, pl_, bj, kp), lambda bb, hh, i, j: (bb, hh, 0, j, 0)
+  )
+  stats_spec = pl.BlockSpec(
+      (sq, sq, bi, bj), lambda bb, hh, i, j: (bb, hh, i, j)
+  )
+  kernel = functools.partial(
+      _pallas_forward_kernel,
+      num_pivots=num_l,
+      softmax_cap=static.softmax_cap,
+      mask_value=static.mask_value,
+  )
+  out_dtype = jnp.result_type(q.dtype, v_il.dtype, v_lj.dtype)
+  y, m, l = pl.pallas_call(
+      kernel,
+      out_shape=(
+          jax.ShapeDtypeStruct((b, h, pi, pj, kp), out_dtype),
+          jax.ShapeDtypeStruct((b, h, pi, pj), jnp.float32),
+          jax.ShapeDtypeStruct((b, h, pi, pj), jnp.float32),
+      ),
+      grid=(b, h, pi // bi, pj // bj),
+      in_specs=[
+          ij_spec,
+          il_spec,
+          lj_spec,
+          il_spec,
+          lj_spec,
+          pl.BlockSpec((sq, pl_), lambda bb, hh, i, j: (bb, 0)),
+      ],
+      out_specs=(ij_spec, stats_spec, stats_spec),
+      interpret=interpret,
+  )(
+      _pad_to(qs_BxHxIxJxK, (b, h, pi, pj, kp)),
+      _pad_to(k_il, (b, h, pi, pl_, kp)),
+      _pad_to(k_lj, (b, h, pl_, pj, kp)),
+      _pad_to(v_il, (b, h, pi, pl_, kp)),
+      _pad_to(v_lj, (b, h, pl_, pj, kp)),
+      node_BxL,
+  )
+  y = y[:, :, :num_i, :num_j, :kk]
+  return y, (m[:, :, :num_i, :num_j], l[:, :, :num_i, :num_j])
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def _pivotal_pallas(
+    static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, mask, node, rng
+):
+  del mask, rng  # None: not supported by the kernel.
+  return _pallas_forward(
+      static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, node
+  )[0]
+
+
+def _pivotal_pallas_fwd(
+    static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, mask, node, rng
+):
+  y, stats = _pallas_forward(
+      static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, node
+  )
+  # Exactly `_pivotal_fwd`'s residuals: the chunked backward consumes them.
+  return y, (q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats)
+
+
+def _pivotal_pallas_bwd(static, block_size, interpret, residuals, dy):
+  del block_size, interpret
+  return _pivotal_bwd(static, residuals, dy)
+
+
+_pivotal_pallas.defvjp(_pivotal_pallas_fwd, _pivotal_pallas_bwd)
+
+
+def _default_interpret():
+  """Interpret mode (the kernel run by the XLA interpreter) on CPU only."""
+  return jax.default_backend() == "cpu"
+
+
+def _check_block_size(block_size):
+  if (
+      isinstance(block_size, bool)
+      or not isinstance(block_size, int)
+      or block_size <= 0
+      or (block_size & (block_size - 1))
+  ):
+    raise ValueError(
+        f"block_size must be a positive power of two, got {block_size!r}."
+    )
+
+
+def _node_only_mask(mask, node, full_shape):
+  """A boolean attn_mask that masks whole pivots (shape B x 1 x 1 x 1 x L
+  or 1 x 1 x 1 x 1 x L) folded into the node mask (True = real pivot), for
+  impl='pallas'; ValueError for any other attn_mask."""
+  b, _, _, _, num_l = full_shape
+  if mask.dtype != jnp.bool_ or mask.shape[1:4] != (1, 1, 1):
+    kind = "a boolean" if mask.dtype == jnp.bool_ else "an additive"
+    raise ValueError(
+        f"impl='pallas' does not support {kind} attn_mask of shape "
+        f"{tuple(mask.shape)}: only a boolean mask of whole pivots (shape "
+        "(B or 1, 1, 1, 1, L)) or node_mask_BxL; use impl='chunked'."
+    )
+  real_BxL = jnp.broadcast_to(~mask[:, 0, 0, 0, :], (b, num_l))
+  return real_BxL if node is None else node & real_BxL
+
+
 def _mask_rank5(attn_mask, full_shape):
   """attn_mask as a rank-5 array broadcastable to `full_shape` (B, H, I, J,
   L), its kind ('bool' or 'additive'), or (None, None)."""
@@ -469,6 +688,9 @@ def pivotal_attention_core(
     dropout_rate: float = 0.0,
     dropout_rng: Optional[Array] = None,
     chunk_size: Optional[int] = 8,
+    impl: str = "chunked",
+    block_size: int = 16,
+    interpret: Optional[bool] = None,
 ) -> Array:
   """Per-head pivotal attention, memory-lean (module docstring):
 
@@ -492,6 +714,15 @@ def pivotal_attention_core(
       folded with the chunk index: a different chunk_size draws different
       masks from the same distribution).
     chunk_size: pivots per chunk (None: all at once); need not divide L.
+      With impl='pallas', the chunks of the backward pass.
+    impl: 'chunked' (XLA, default) or 'pallas' (a Pallas forward kernel,
+      the chunked backward; FloydNet, Yu, Zeng & Ye 2026; DESIGN.md sec.
+      1.6). 'pallas' supports no dropout and, as attn_mask, only a boolean
+      mask of whole pivots (shape (B or 1, 1, 1, 1, L)); node_mask_BxL is
+      the way to mask padded nodes.
+    block_size: the (i, j) tile of the Pallas kernel, a power of two.
+    interpret: run the Pallas kernel in interpret mode; None: when
+      jax.default_backend() is 'cpu'.
 
   Returns:
     y_BxHxIxJxK in the inputs' dtype (softmax statistics and sums in fp32).
@@ -507,6 +738,15 @@ def pivotal_attention_core(
   ):
     shapes.check_shape(arr, want, name)
   _check_chunk_size(chunk_size)
+  shapes.check_choice(impl, IMPLS, "impl")
+  if impl == "pallas":
+    _check_block_size(block_size)
+    if dropout_rate > 0.0:
+      raise ValueError(
+          "dropout_rate > 0 (dropout on the attention weights) is not "
+          f"supported by impl='pallas' (got {dropout_rate}); use "
+          "impl='chunked'."
+      )
   if not 0.0 <= dropout_rate < 1.0:
     raise ValueError(f"dropout_rate must be in [0, 1), got {dropout_rate}.")
   if dropout_rate > 0.0 and dropout_rng is None:
@@ -523,6 +763,24 @@ def pivotal_attention_core(
       dropout_rate=float(dropout_rate),
       mask_kind=kind,
   )
+  if impl == "pallas":
+    if mask is not None:
+      node_mask_BxL = _node_only_mask(
+          mask, node_mask_BxL, (b, h, num_i, num_j, num_l)
+      )
+    return _pivotal_pallas(
+        static._replace(mask_kind=None),
+        block_size,
+        _default_interpret() if interpret is None else bool(interpret),
+        q_BxHxIxJxK,
+        k_BxHxIxLxK,
+        k_BxHxLxJxK,
+        v_BxHxIxLxK,
+        v_BxHxLxJxK,
+        None,
+        node_mask_BxL,
+        None,
+    )
   return _pivotal(
       static,
       q_BxHxIxJxK,
@@ -550,6 +808,9 @@ def pivotal_attention(
     *,
     chunk_size: Optional[int] = None,
     dropout_rng: Optional[Array] = None,
+    impl: str = "chunked",
+    block_size: int = 16,
+    interpret: Optional[bool] = None,
 ) -> Array:
   """The authors' functional form (FloydNet's `pivotal_attention`), in JAX.
 
@@ -567,7 +828,9 @@ def pivotal_attention(
   Differences: dropout needs `dropout_rng` (theirs draws from torch's global
   generator whenever dropout > 0: pass dropout=0.0 at evaluation); the sum
   runs over chunks of `chunk_size` pivots (None: all at once) with an online
-  softmax and a memory-lean backward (`pivotal_attention_core`).
+  softmax and a memory-lean backward (`pivotal_attention_core`); impl,
+  block_size and interpret select its Pallas forward kernel (impl='pallas':
+  no dropout, attn_mask only boolean of whole pivots).
   """
   return pivotal_attention_core(
       q_ik,
@@ -582,6 +845,9 @@ def pivotal_attention(
       dropout_rate=dropout,
       dropout_rng=dropout_rng,
       chunk_size=chunk_size,
+      impl=impl,
+      block_size=block_size,
+      interpret=interpret,
   )
 
 
@@ -656,6 +922,11 @@ class PivotalAttention(nn.Module):
     mask_value: magnitude of a masked score (the authors' `inf`, 1e9).
     dtype: computation dtype (None: the input's); softmax statistics fp32.
     param_dtype: parameter dtype.
+    impl: 'chunked' (XLA) or 'pallas' (Pallas forward kernel, chunked
+      backward; no attention dropout in training, attn_mask only boolean of
+      whole pivots); see `pivotal_attention_core`.
+    pallas_block_size: the (i, j) tile of the Pallas kernel (a power of two).
+    interpret: run the Pallas kernel in interpret mode; None: on CPU.
   """
 
   num_heads: int
@@ -669,6 +940,9 @@ class PivotalAttention(nn.Module):
   param_dtype: Any = jnp.float32
   kernel_init: Any = nn.initializers.xavier_uniform()
   out_init: Any = nn.initializers.zeros_init()
+  impl: str = "chunked"
+  pallas_block_size: int = 16
+  interpret: Optional[bool] = None
 
   @nn.compact
   def __call__(
@@ -704,6 +978,17 @@ class PivotalAttention(nn.Module):
           "attention_dropout_rate must be in [0, 1), got "
           f"{self.attention_dropout_rate}."
       )
+    shapes.check_choice(self.impl, IMPLS, "impl")
+    if (
+        self.impl == "pallas"
+        and not deterministic
+        and self.attention_dropout_rate > 0.0
+    ):
+      raise ValueError(
+          "attention_dropout_rate > 0 with deterministic=False is not "
+          "supported by impl='pallas'; use impl='chunked' (or "
+          "deterministic=True)."
+      )
     if node_mask_BxN is not None:
       shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
     dtype = self.dtype or x_BxNxNxD.dtype
@@ -735,6 +1020,9 @@ class PivotalAttention(nn.Module):
         dropout_rate=rate,
         dropout_rng=self.make_rng("dropout") if rate > 0.0 else None,
         chunk_size=self.chunk_size,
+        impl=self.impl,
+        block_size=self.pallas_block_size,
+        interpret=self.interpret,
     )
     return dense_lib.DenseGeneral(
         features=d,

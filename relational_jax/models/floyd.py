@@ -39,6 +39,7 @@ import jax.numpy as jnp
 
 from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import shapes
+from relational_jax.layers.pivotal import IMPLS
 from relational_jax.layers.pivotal import PivotalAttention
 
 __all__ = [
@@ -107,6 +108,10 @@ class FloydConfig:
     softmax_cap: > 0 caps the scores (their functional's option; their block
       leaves it off).
     chunk_size: pivots per chunk of the online softmax (None: all at once).
+    impl: the attention's computation, 'chunked' (XLA) or 'pallas' (a Pallas
+      forward kernel, the chunked backward; no dropout in training, and an
+      attn_mask only boolean of whole pivots), as `pivotal_attention_core`
+      (DESIGN.md sec. 1.6); interpret mode on CPU.
     ln_epsilon: epsilon of layernorm / rmsnorm (1e-5, as theirs).
     zero_padded_pairs: the stack multiplies the state by the pair mask
       (both nodes real) after every block, as their FloydNet model does.
@@ -125,6 +130,7 @@ class FloydConfig:
   use_ffn: bool = True
   softmax_cap: float = -1.0
   chunk_size: Optional[int] = 8
+  impl: str = "chunked"
   ln_epsilon: float = 1e-5
   zero_padded_pairs: bool = True
 
@@ -135,6 +141,7 @@ class FloydConfig:
       _check_positive_int(self.chunk_size, "FloydConfig.chunk_size", " or None")
     shapes.check_choice(self.norm_position, NORM_POSITIONS, "norm_position")
     shapes.check_choice(self.activation, ACTIVATIONS, "activation")
+    shapes.check_choice(self.impl, IMPLS, "impl")
     canonical_norm(self.norm)
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(
@@ -189,6 +196,7 @@ class PivotalAttentionBlock(nn.Module):
   use_ffn: bool = True
   softmax_cap: float = -1.0
   chunk_size: Optional[int] = 8
+  impl: str = "chunked"
   ln_epsilon: float = 1e-5
   dtype: Optional[Any] = None
   param_dtype: Any = jnp.float32
@@ -210,6 +218,7 @@ class PivotalAttentionBlock(nn.Module):
         use_ffn=config.use_ffn,
         softmax_cap=config.softmax_cap,
         chunk_size=config.chunk_size,
+        impl=config.impl,
         ln_epsilon=config.ln_epsilon,
         **kwargs,
     )
@@ -290,6 +299,7 @@ class PivotalAttentionBlock(nn.Module):
     attention = PivotalAttention(
         num_heads=self.num_heads,
         chunk_size=self.chunk_size,
+        impl=self.impl,
         use_bias=self.use_bias,
         attention_dropout_rate=self.dropout_rate,
         softmax_cap=self.softmax_cap,
