@@ -54,13 +54,18 @@ MOVED = {
 # Keys renamed inside a run's results (before -> after; a path of `flatten`).
 RENAMES = ()
 
-# What the report says about keys on one side only.
+# What the report says about keys on one side only, and text that differs.
 EXPLAINED = """\
 - Only after: the CLRS reproductions `rt_clrs_*`, `mpnn_clrs_*`,
   `triplet_gmpnn_clrs_all30` and `floyd_clrs_*` now run the RT paper's
   protocol (the RT authors' run.py: n = 16 samples, no clipping, hint noise,
   task clrs_rt_protocol), new numbers by design; their former configs (the
-  modern CLRS recipe) are compared under `<name>_modern` (`MOVED`)."""
+  modern CLRS recipe) are compared under `<name>_modern` (`MOVED`);
+  `pair_models_clrs`'s record of its processors' configs has the new
+  `protocol.tensorboard` field (False).
+- Differ, text not numbers: the COGS data description names the directory
+  the files were read from (now the shipped copy, the same files by SHA-256),
+  and a moved reproduction's record names itself (`<name>_modern`)."""
 
 # Keys whose values are not the run's numbers (times, paths, the config).
 VOLATILE = (
