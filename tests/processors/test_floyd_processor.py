@@ -99,7 +99,7 @@ def test_option_errors_name_the_valid_options():
           r"Unknown option\(s\) \['depth', 'tied'\] for processor kind "
           r"'floyd'; valid options are \['activation', 'chunk_size', "
           r"'dropout_rate', 'ffn_expansion_ratio', 'graph_vec', 'head_dim', "
-          r"'ln_epsilon', 'node_readout', 'norm', 'norm_position', "
+          r"'impl', 'ln_epsilon', 'node_readout', 'norm', 'norm_position', "
           r"'num_layers', 'softmax_cap', 'symmetric_mix', 'use_bias', "
           r"'use_ffn', 'zero_padded_pairs'\]"
       ),
