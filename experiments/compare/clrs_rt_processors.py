@@ -155,13 +155,12 @@ def results_path(config: ConfigDict, workdir: str) -> str:
 
 def headline(results: Mapping) -> Dict[str, float]:
   """Percent test score (mean over seeds) per 'processor/algorithm'; with one
-  processor, per algorithm and their 'mean', as the RT paper's tables."""
+  processor also per algorithm and their 'mean', as the RT paper's tables."""
   ours = dict(results["ours"])
-  processors = results["config"]["processors"]
-  if len(processors) > 1:
-    return ours
-  ours = {key.split("/", 1)[1]: v for key, v in ours.items()}
-  ours["mean"] = sum(ours.values()) / len(ours)
+  if len(results["config"]["processors"]) == 1:
+    by_algorithm = {key.split("/", 1)[1]: v for key, v in ours.items()}
+    mean = sum(by_algorithm.values()) / len(by_algorithm)
+    ours.update(by_algorithm, mean=mean)
   return ours
 
 
