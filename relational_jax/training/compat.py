@@ -28,8 +28,9 @@ def _shipped_equivalent(path: str) -> str:
 
 def upgrade_saved(saved: Mapping[str, Any]) -> Dict[str, Any]:
   """A copy of a saved config record in today's terms: `data.data_dir` at an
-  old default (`<repo>/../shared/data[/cogs | /clutrr/...]`) becomes the
-  shipped directory holding the same files."""
+  old default (the `data` directory of the `shared` folder beside the
+  repository, or its `cogs` / `clutrr/...` subdirectories) becomes the shipped
+  directory holding the same files."""
   out = copy.deepcopy(dict(saved))
   data = out.get("data")
   if isinstance(data, dict) and isinstance(data.get("data_dir"), str):
