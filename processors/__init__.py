@@ -5,7 +5,8 @@ Register a processor in a CLRS training loop by passing
 `clrs.models.BaselineModel` (or to `processors.CarryModel` to carry edge and
 graph hiddens between algorithm steps).
 
-Modules: factory (the factory), relational_transformer, pair_state (the
+Modules: factory (the factory: `PROCESSORS`, our kinds' table of
+`ProcessorSpec`s), relational_transformer, pair_state (the
 shared pair-state processor), edge_transformer and floyd (the processors),
 nets / model (`CarryNet`, `CarryModel`), tf_free.
 
@@ -22,9 +23,12 @@ tf_free.ensure_clrs_importable()
 from processors.factory import CLRS_KINDS
 from processors.factory import ET_KINDS
 from processors.factory import FLOYD_KINDS
+from processors.factory import PROCESSORS
+from processors.factory import ProcessorSpec
 from processors.factory import RT_KINDS
 from processors.factory import all_kinds
 from processors.factory import get_processor_factory
+from processors.factory import register
 from processors.model import CarryModel
 from processors.nets import CarryNet
 from processors.edge_transformer import EdgeTransformerProcessor
@@ -37,12 +41,15 @@ __all__ = [
     "CLRS_KINDS",
     "ET_KINDS",
     "FLOYD_KINDS",
+    "PROCESSORS",
+    "ProcessorSpec",
     "RT_KINDS",
     "EdgeTransformerProcessor",
     "FloydProcessor",
     "PairStateProcessor",
     "all_kinds",
     "get_processor_factory",
+    "register",
     "CarryModel",
     "CarryNet",
     "ProcessorState",

@@ -1,14 +1,16 @@
 """`get_processor_factory`: a drop-in superset of `clrs.get_processor_factory`.
 
-Every CLRS kind is delegated to CLRS unchanged; our kinds build
-`RelationalTransformerProcessor`s, `EdgeTransformerProcessor`s and
-`FloydProcessor`s. Their options are the `RTConfig` / `ETConfig` /
-`FloydConfig` field names, passed through unrenamed, plus the processor
-options graph_vec and node_readout.
+Every CLRS kind (`CLRS_KINDS`) is delegated to CLRS unchanged. Our kinds are
+the table `PROCESSORS`: kind -> `ProcessorSpec` (the Haiku processor class,
+its config dataclass and what the kind fixes), so a new processor is its
+module plus one entry here (or `register(kind, spec)` from outside the
+library; docs/extending.md). A kind's options are its config dataclass's
+field names, passed through unrenamed, plus the spec's processor options
+(`graph_vec`, and `node_readout` for the pair-state kinds).
 """
 
 import dataclasses
-from typing import Callable, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import clrs
 
@@ -45,33 +47,145 @@ CLRS_KINDS = (
     "triplet_gmpnn",
 )
 
-# Our kinds and the RTConfig fields they fix.
-RT_KINDS = {
-    "rt": {},
-    "rt_no_edge_update": {"edge_update": False},
-    "transformer": {"use_edges": False, "edge_update": False},
+# Config fields that come from `get_processor_factory`'s own arguments, not
+# from options, where the config has them: num_heads from nb_heads (default
+# 12), use_ln from use_ln.
+DEFAULT_NUM_HEADS = 12
+_ARGUMENT_FIELDS = ("num_heads", "use_ln")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessorSpec:
+  """One of our processor kinds.
+
+  Attributes:
+    processor: the Haiku processor class (CLRS `Processor` contract), built
+      as `processor(out_size, config, name=kind, **choices)`.
+    config: its config dataclass. The kind's options are its fields, except
+      `num_heads` and `use_ln` (set from `nb_heads` and `use_ln` where the
+      config has them) and the `withheld` ones.
+    section: the CLRS run config's section holding these options
+      (`config.<section>`; kinds of one config dataclass share one).
+    family: the section's kinds in messages ('RT').
+    withheld: config fields that are not options of this kind: `fixed`'s
+      value, else the config's default.
+    fixed: {config field: the value this kind sets}.
+    choices: processor options besides the config's fields, {name: valid
+      values}, the first the default (`config.processor.<name>` in a CLRS run
+      config).
+    heads_default: config fields defaulting to the kind's num_heads (0 in a
+      CLRS run config means that default).
+    run_defaults: the CLRS run config section's values where they differ
+      from the config dataclass's defaults.
+  """
+
+  processor: Callable[..., clrs.processors.Processor]
+  config: type
+  section: str
+  family: str
+  withheld: Tuple[str, ...] = ()
+  fixed: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  choices: Mapping[str, Tuple[str, ...]] = dataclasses.field(
+      default_factory=dict
+  )
+  heads_default: Tuple[str, ...] = ()
+  run_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+  def fields(self) -> Tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(self.config))
+
+  def options(self) -> Tuple[str, ...]:
+    """The option names `get_processor_factory` accepts for this kind."""
+    taken = set(_ARGUMENT_FIELDS) | set(self.withheld) | set(self.fixed)
+    return tuple(f for f in self.fields() if f not in taken) + tuple(
+        self.choices
+    )
+
+
+# RTConfig fields that an RT kind fixes or leaves at their defaults.
+RT_KIND_FIELDS = ("use_edges", "edge_update")
+# RTConfig fields of the triangular edge attention ('rt_triangular' only).
+RT_TRIANGULAR_FIELDS = ("chunk_size", "triangular_heads")
+_PAIR_STATE_CHOICES = {
+    "graph_vec": GRAPH_VEC_CHOICES,
+    "node_readout": NODE_READOUTS,
+}
+# The pair-state kinds in a CLRS run at ET's width: 12 heads x 16, 3 layers.
+_PAIR_STATE_RUN_DEFAULTS = {"num_heads": 12, "head_dim": 16, "num_layers": 3}
+
+
+def _rt(triangular: bool = False, **fixed) -> ProcessorSpec:
+  """An RT kind: RTConfig with `fixed`; the triangular edge attention's
+  fields are options of 'rt_triangular' only."""
+  return ProcessorSpec(
+      RelationalTransformerProcessor,
+      RTConfig,
+      section="rt",
+      family="RT",
+      withheld=RT_KIND_FIELDS + (() if triangular else RT_TRIANGULAR_FIELDS),
+      fixed=fixed,
+      choices={"graph_vec": GRAPH_VEC_CHOICES},
+      heads_default=("triangular_heads",) if triangular else (),
+  )
+
+
+def _pair_state(processor, config, section, family) -> ProcessorSpec:
+  """A pair-state kind (`processors.pair_state`): `config`'s stack."""
+  return ProcessorSpec(
+      processor,
+      config,
+      section=section,
+      family=family,
+      choices=_PAIR_STATE_CHOICES,
+      run_defaults=_PAIR_STATE_RUN_DEFAULTS,
+  )
+
+
+# Our kinds. A new processor: its module under processors/ and one entry.
+PROCESSORS: Dict[str, ProcessorSpec] = {
+    "rt": _rt(),
+    "rt_no_edge_update": _rt(edge_update=False),
+    "transformer": _rt(use_edges=False, edge_update=False),
     # RT whose edge update also attends over triangles; triangular_heads
     # defaults to nb_heads.
-    "rt_triangular": {},
-}
-# The Edge Transformer (Bergen et al. 2021) over the pair state.
-ET_KINDS = ("et",)
-# FloydNet (Yu, Zeng & Ye 2026): pivotal attention over the pair state.
-FLOYD_KINDS = ("floyd",)
-
-# Options our kinds accept besides the RTConfig / ETConfig / FloydConfig
-# fields.
-_RT_PROCESSOR_OPTIONS = ("graph_vec",)
-_PAIR_STATE_PROCESSOR_OPTIONS = ("graph_vec", "node_readout")
-# The pair-state kinds: their processor class and config dataclass.
-_PAIR_STATE_KINDS = {
-    **{kind: (EdgeTransformerProcessor, ETConfig) for kind in ET_KINDS},
-    **{kind: (FloydProcessor, FloydConfig) for kind in FLOYD_KINDS},
+    "rt_triangular": _rt(triangular=True),
+    # The Edge Transformer (Bergen et al. 2021) over the pair state.
+    "et": _pair_state(EdgeTransformerProcessor, ETConfig, "et", "ET"),
+    # FloydNet (Yu, Zeng & Ye 2026): pivotal attention over the pair state.
+    "floyd": _pair_state(FloydProcessor, FloydConfig, "floyd", "FloydNet"),
 }
 
 
-def all_kinds():
-  return CLRS_KINDS + tuple(RT_KINDS) + ET_KINDS + FLOYD_KINDS
+def _kinds_of(section: str) -> Tuple[str, ...]:
+  return tuple(k for k, s in PROCESSORS.items() if s.section == section)
+
+
+# The built-in kinds by family, read from the table (RT_KINDS: the RTConfig
+# fields each RT kind fixes).
+RT_KINDS = {k: dict(PROCESSORS[k].fixed) for k in _kinds_of("rt")}
+ET_KINDS = _kinds_of("et")
+FLOYD_KINDS = _kinds_of("floyd")
+
+
+def all_kinds() -> Tuple[str, ...]:
+  return CLRS_KINDS + tuple(PROCESSORS)
+
+
+def register(kind: str, spec: ProcessorSpec) -> None:
+  """Adds our kind `kind` to `PROCESSORS` (a new name only)."""
+  if kind in all_kinds():
+    raise ValueError(f"Processor kind {kind!r} already exists.")
+  PROCESSORS[kind] = spec
+
+
+def sections() -> Dict[str, Tuple[ProcessorSpec, Tuple[str, ...]]]:
+  """{CLRS run config section: (its first kind's spec, every kind reading
+  it)}, in table order."""
+  out = {}
+  for kind, spec in PROCESSORS.items():
+    first, kinds = out.get(spec.section, (spec, ()))
+    out[spec.section] = (first, kinds + (kind,))
+  return out
 
 
 def _check_options(kind, options, valid):
@@ -81,6 +195,30 @@ def _check_options(kind, options, valid):
         f"Unknown option(s) {unknown} for processor kind {kind!r}; valid "
         f"options are {sorted(valid)}."
     )
+
+
+def _factory(kind, spec, use_ln, nb_heads, options):
+  """The factory of our kind `kind` (`spec`) with `options`."""
+  _check_options(kind, options, spec.options())
+  options = dict(options)
+  choices = {}
+  for name, valid in spec.choices.items():
+    choices[name] = options.pop(name, valid[0])
+    shapes.check_choice(choices[name], valid, name)
+  num_heads = DEFAULT_NUM_HEADS if nb_heads is None else nb_heads
+  for name in spec.heads_default:
+    options.setdefault(name, num_heads)
+  arguments = {"num_heads": num_heads, "use_ln": use_ln}
+  config = spec.config(
+      **{k: v for k, v in arguments.items() if k in spec.fields()},
+      **options,
+      **spec.fixed,
+  )
+
+  def _build(out_size: int):
+    return spec.processor(out_size, config, name=kind, **choices)
+
+  return _build
 
 
 def get_processor_factory(
@@ -94,12 +232,14 @@ def get_processor_factory(
 
   Args:
     kind: a CLRS kind (behaves exactly as `clrs.get_processor_factory`) or one
-      of ours: 'rt', 'rt_no_edge_update', 'transformer', 'rt_triangular',
-      'et', 'floyd'.
-    use_ln: for CLRS kinds as in CLRS; for ours, whether the RT layers use
-      LayerNorm (the paper's RT always does: keep True).
+      of ours (`PROCESSORS`): 'rt', 'rt_no_edge_update', 'transformer',
+      'rt_triangular', 'et', 'floyd'.
+    use_ln: for CLRS kinds as in CLRS; for ours, the config's `use_ln` where
+      it has one (the RT kinds: the paper's RT always uses LayerNorm, keep
+      True); 'et' and 'floyd' do not read it (their norms are config fields).
     nb_triplet_fts: used by CLRS triplet kinds only (part of the CLRS contract).
-    nb_heads: attention heads (CLRS GAT kinds; ours default to 12).
+    nb_heads: attention heads (CLRS GAT kinds; ours: the config's num_heads,
+      default 12).
     **options: for our kinds, `graph_vec` ('cat' | 'core') and, by the same
       names, any field of the model config: for the RT kinds an `RTConfig`
       field (num_layers, head_dim, node_ffn_dim, edge_msg_dim, edge_ffn_dim,
@@ -111,9 +251,8 @@ def get_processor_factory(
       'floyd' a `FloydConfig` field (num_layers, head_dim,
       ffn_expansion_ratio, dropout_rate, use_bias, norm_position,
       activation, norm, symmetric_mix, use_ffn, softmax_cap, chunk_size,
-      ln_epsilon, zero_padded_pairs) and `node_readout`. num_heads comes
-      from `nb_heads`; 'et' and 'floyd' do not read `use_ln` (their norms
-      are config fields). CLRS kinds take no options.
+      ln_epsilon, zero_padded_pairs) and `node_readout`
+      (`PROCESSORS[kind].options()`). CLRS kinds take no options.
 
   Raises:
     ValueError: unknown kind, unknown option, or an option given to a CLRS kind.
@@ -122,62 +261,14 @@ def get_processor_factory(
     if options:
       raise ValueError(
           f"Processor kind {kind!r} is a CLRS kind and takes no extra options; "
-          f"got {sorted(options)}. Options apply to our kinds {list(RT_KINDS)}."
+          f"got {sorted(options)}. Options apply to our kinds "
+          f"{list(PROCESSORS)}."
       )
     return clrs.get_processor_factory(
         kind, use_ln=use_ln, nb_triplet_fts=nb_triplet_fts, nb_heads=nb_heads
     )
-  num_heads = 12 if nb_heads is None else nb_heads
-  if kind in RT_KINDS:
-    fixed = {"use_edges", "edge_update", "use_ln", "num_heads"}
-    if kind != "rt_triangular":
-      fixed |= {"triangular_heads", "chunk_size"}
-    _check_options(
-        kind,
-        options,
-        ({f.name for f in dataclasses.fields(RTConfig)} - fixed)
-        | set(_RT_PROCESSOR_OPTIONS),
-    )
-    options = dict(options)
-    graph_vec = options.pop("graph_vec", "cat")
-    shapes.check_choice(graph_vec, GRAPH_VEC_CHOICES, "graph_vec")
-    if kind == "rt_triangular":
-      options.setdefault("triangular_heads", num_heads)
-    config = RTConfig(
-        num_heads=num_heads, use_ln=use_ln, **options, **RT_KINDS[kind]
-    )
-
-    def _factory(out_size: int):
-      return RelationalTransformerProcessor(
-          out_size, config, graph_vec=graph_vec, name=kind
-      )
-
-    return _factory
-  if kind in _PAIR_STATE_KINDS:
-    processor_cls, config_cls = _PAIR_STATE_KINDS[kind]
-    _check_options(
-        kind,
-        options,
-        ({f.name for f in dataclasses.fields(config_cls)} - {"num_heads"})
-        | set(_PAIR_STATE_PROCESSOR_OPTIONS),
-    )
-    options = dict(options)
-    graph_vec = options.pop("graph_vec", "cat")
-    shapes.check_choice(graph_vec, GRAPH_VEC_CHOICES, "graph_vec")
-    node_readout = options.pop("node_readout", "diagonal")
-    shapes.check_choice(node_readout, NODE_READOUTS, "node_readout")
-    pair_config = config_cls(num_heads=num_heads, **options)
-
-    def _pair_state_factory(out_size: int):
-      return processor_cls(
-          out_size,
-          pair_config,
-          graph_vec=graph_vec,
-          node_readout=node_readout,
-          name=kind,
-      )
-
-    return _pair_state_factory
+  if kind in PROCESSORS:
+    return _factory(kind, PROCESSORS[kind], use_ln, nb_heads, options)
   raise ValueError(
       f"Unknown processor kind {kind!r}; valid kinds are {list(all_kinds())}."
   )

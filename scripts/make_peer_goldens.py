@@ -1219,7 +1219,7 @@ def make_floyd(reference, commit):
 def record():
   os.environ.setdefault("JAX_PLATFORMS", "cpu")
   sys.path.insert(0, str(REPO))
-  from tests.fidelity import test_peer_goldens as fidelity  # pylint: disable=g-import-not-at-top
+  from experiments.compare import goldens as fidelity  # pylint: disable=g-import-not-at-top
 
   readme = json.loads(README_JSON.read_text()) if README_JSON.exists() else {}
   goldens = readme.setdefault("goldens", {})

@@ -100,6 +100,18 @@ def test_every_internal_import_follows_the_layering():
   )
 
 
+def test_no_library_or_experiment_module_imports_the_tests():
+  """Library, processor and experiment code never imports from tests/
+  (golden loaders and the like live in experiments/)."""
+  found = [
+      f"{path.relative_to(REPO)}:{line}: {name}"
+      for path, module in _modules()
+      for name, line in _imports(path, module)
+      if name and (name == "tests" or name.startswith("tests."))
+  ]
+  assert not found, "imports of tests/:\n" + "\n".join(found)
+
+
 def test_the_check_sees_a_violation(tmp_path):
   bad = tmp_path / "bad.py"
   bad.write_text("from relational_jax.training import trainer\n")

@@ -14,7 +14,8 @@ spent, so a slow compile can overrun it, which the JSON records):
                      JAX_DEFAULT_MATMUL_PRECISION=highest; passed / failed
                      counts and the failed tests' names.
   precision          how far the default matmul precision lands from the
-                     authors' goldens (tests/fidelity/goldens: relational,
+                     authors' goldens (tests/fidelity/goldens, read and run
+                     by `experiments.compare.goldens`: relational,
                      triangular and pivotal attention, layers and blocks):
                      max abs and relative error per golden at 'default' and
                      at 'highest'; 'highest' must be within the goldens'
@@ -509,7 +510,7 @@ def pytest_counts(output: str) -> Dict[str, int]:
 
 def part_precision(s: Settings, budget: Budget) -> Dict:
   """Our layers on the authors' goldens at 'default' and 'highest'."""
-  from tests.fidelity import test_peer_goldens as goldens  # pylint: disable=g-import-not-at-top
+  from experiments.compare import goldens  # pylint: disable=g-import-not-at-top
 
   cases, mismatches = {}, []
   for case in s.golden_cases:

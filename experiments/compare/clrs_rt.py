@@ -169,10 +169,21 @@ BASELINES = {
     "mpnn": {"hidden_dim": 512, "learning_rate": 1.6e-3},
     "triplet_gmpnn": {"hidden_dim": 128, "learning_rate": 1e-3},
 }
-# Our processors `our_config` builds: 'rt' translates their RT; the
-# pair-state kinds replace it (module docstring); the baselines replace it
-# with CLRS's network.
-OUR_PROCESSORS = ("rt", "et", "floyd") + tuple(BASELINES)
+
+
+def our_processors() -> Tuple[str, ...]:
+  """Our processors `our_config` builds: 'rt' translates their RT; the
+  pair-state kinds of the processor table (`processors.PROCESSORS`: 'et',
+  'floyd') replace it (module docstring); the baselines replace it with
+  CLRS's network."""
+  import processors  # pylint: disable=g-import-not-at-top
+
+  pair_state = tuple(
+      kind
+      for kind, spec in processors.PROCESSORS.items()
+      if issubclass(spec.processor, processors.PairStateProcessor)
+  )
+  return ("rt",) + pair_state + tuple(BASELINES)
 
 
 def our_config(
@@ -195,12 +206,12 @@ def our_config(
 
   Raises:
     ValueError: an untranslatable value, or a `processor_type` not in
-      `OUR_PROCESSORS` (naming the valid choices).
+      `our_processors()` (naming the valid choices).
   """
   from relational_jax.layers import shapes  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
 
-  shapes.check_choice(processor_type, OUR_PROCESSORS, "processor_type")
+  shapes.check_choice(processor_type, our_processors(), "processor_type")
   if hp["processor_type"] != "rt" or hp["disable_edge_updates"]:
     raise ValueError(
         "this comparison translates processor_type 'rt' with "
@@ -248,7 +259,9 @@ def our_config(
     m.carry_state = m.ptr_from_edges = False
     return c
   if processor_type != "rt":  # A pair-state stack at the RT's sizes.
-    pair = c[processor_type]
+    import processors  # pylint: disable=g-import-not-at-top
+
+    pair = c[processors.PROCESSORS[processor_type].section]
     pair.num_layers, pair.num_heads, pair.head_dim = (
         hp["num_layers"],
         hp["nb_heads"],

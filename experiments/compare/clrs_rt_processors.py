@@ -111,12 +111,11 @@ def validate(config: ConfigDict) -> None:
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import data as clrs_data  # pylint: disable=g-import-not-at-top
 
+  valid = clrs_rt.our_processors()
   if not config.processors:
-    raise ValueError(
-        f"processors must name at least one of {list(clrs_rt.OUR_PROCESSORS)}."
-    )
+    raise ValueError(f"processors must name at least one of {list(valid)}.")
   for processor in config.processors:
-    shapes.check_choice(processor, clrs_rt.OUR_PROCESSORS, "processor")
+    shapes.check_choice(processor, valid, "processor")
   if not config.algorithms:
     raise ValueError("algorithms must name at least one CLRS algorithm.")
   for algorithm in config.algorithms:

@@ -11,7 +11,11 @@ how much is evaluated:
          for For2Lam, one data split and a one-layer, 64-wide model); its
          numbers mean nothing.
 
-`experiments.reproduce` runs one and writes the published number beside ours.
+`experiments.reproduce` runs one (or one per training seed, `--seeds`) and
+writes the published number beside ours; where the record says so
+(`results_copy`, `figures`: the CLUTRR reproductions) it also keeps a copy of
+each run's results under results/ and redraws the reproduction's figures
+from those copies.
 
 This package holds the `Reproduction` record, the budgets and the registry
 (`REPRODUCTIONS`, `get`); one module per task defines its reproductions,
@@ -30,7 +34,7 @@ registered here in the order of `reproduce --list`:
 
 import dataclasses
 import math
-from typing import Any, Callable, Dict, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from relational_jax.training import config as config_lib
 from relational_jax.training import registry
@@ -54,6 +58,12 @@ class Reproduction:
   published_stderr: {key: standard error} where the paper gives one beside a
     mean over `published_runs` runs (same keys and unit as `published`); one
     run of the authors' then spreads about sqrt(published_runs) x it.
+  results_copy: {budget: path} where `experiments.reproduce` keeps a copy of
+    each finished run's results JSON (relative to the repository; '{name}'
+    is the reproduction's name, '{seed}' '' for the config's own training
+    seed and '__seed<S>' for seed S); budgets not named keep none.
+  figures: budget -> the paths of the figures it drew from those copies
+    (called after the runs; () where it draws none).
   """
 
   name: str
@@ -69,8 +79,16 @@ class Reproduction:
       default_factory=dict
   )
   published_runs: int = 0
+  results_copy: Mapping[str, str] = dataclasses.field(default_factory=dict)
+  figures: Optional[Callable[[str], Sequence[str]]] = None
 
   def __post_init__(self):
+    for budget, path in self.results_copy.items():
+      if budget not in BUDGETS or "{seed}" not in path:
+        raise ValueError(
+            f"{self.name}: results_copy[{budget!r}] = {path!r}: keys are "
+            f"budgets {list(BUDGETS)}, paths hold '{{seed}}'."
+        )
     extra = set(self.published_stderr) - set(self.published)
     if extra:
       raise ValueError(
@@ -106,6 +124,12 @@ class Reproduction:
           f"Unknown budget {budget!r}; valid budgets are {list(BUDGETS)}."
       )
     return config_lib.override(self.config(), self.budgets.get(budget, {}))
+
+  def copy_path(self, budget: str, seed_tag: str) -> Optional[str]:
+    """The results copy of a run at `budget` ('' or '__seed<S>'), relative
+    to the repository; None where this budget keeps none."""
+    path = self.results_copy.get(budget)
+    return path.format(name=self.name, seed=seed_tag) if path else None
 
   def headline(self) -> Tuple[str, float]:
     key = "mean" if "mean" in self.published else next(iter(self.published))

@@ -2,15 +2,21 @@
 the Edge Transformer, its ablations, RAT, and our RT and FloydNet on the same
 task."""
 
+import dataclasses
 import glob
 import json
 import os
 import re
-from typing import Callable, Dict
+from typing import Callable, Dict, Tuple
 
 from experiments.reproductions import ConfigDict
 from experiments.reproductions import Reproduction
 from relational_jax.training import clutrr as clutrr_training
+
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
+RESULTS_DIR = "results/clutrr"  # Relative to the repository.
 
 # Graph version, noiseless, trained on k = 2, 3, tested per k = 2..10 on the
 # official test file (gen_train23_test2to10/test.csv); accuracies are
@@ -149,6 +155,26 @@ _FIG3 = (
     "Figure 3 is a plot only: the paper's text gives no per-k numbers "
     "for it, and they are not transcribed here (None)."
 )
+# `experiments.reproduce` keeps each cpu / paper run's results JSON as
+# results/clutrr/<name>[_paper][__seed<S>].json and redraws Figure 3 of the
+# setting from them (`figure3`).
+_RESULTS_COPY = {
+    "cpu": RESULTS_DIR + "/{name}{seed}.json",
+    "paper": RESULTS_DIR + "/{name}_paper{seed}.json",
+}
+
+
+def _figures(setting: str) -> Callable[[str], Tuple[str, ...]]:
+  """The reproductions' `figures`: Figure 3 of `setting` at a cpu or paper
+  budget, from the results copies of every model."""
+
+  def draw(budget: str) -> Tuple[str, ...]:
+    if budget not in _RESULTS_COPY:
+      return ()
+    return (figure3(setting, budget, os.path.join(REPO, RESULTS_DIR)),)
+
+  return draw
+
 
 REPRODUCTIONS = [
     Reproduction(
@@ -343,6 +369,14 @@ REPRODUCTIONS.append(
     )
 )
 
+# Every CLUTRR reproduction keeps its results copies and draws Figure 3 of
+# its setting (its name's suffix, k23 or k234).
+REPRODUCTIONS = [
+    dataclasses.replace(
+        r, results_copy=_RESULTS_COPY, figures=_figures(r.name.split("_")[-1])
+    )
+    for r in REPRODUCTIONS
+]
 
 # Drawn (when their results exist) in this order by figure3.
 FIGURE3_MODELS = (
@@ -367,7 +401,8 @@ def figure3(
   """Figure 3 of Bergen et al. from committed results: accuracy on the
   official test file against k, one line per model, the mean over its runs
   (`<name>[_paper].json` and its training-seed siblings `..__seed<S>.json`,
-  written by scripts/clutrr_cpu.sh), Table 5's ET points marked. Writes
+  the results copies `experiments.reproduce` keeps), Table 5's ET points
+  marked. Writes
   figure3_[k234_]<budget>.png and a .json beside it with each model's runs,
   mean and standard deviation per k, and published numbers; returns the
   .png path."""

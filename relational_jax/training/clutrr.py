@@ -291,6 +291,26 @@ def results_path(config: ConfigDict, workdir: str) -> str:
   return config.results_path or os.path.join(workdir, "results.json")
 
 
+# The training seed (`experiments.reproduce --seeds` sets it per run).
+SEED_PATH = "train.seed"
+
+
+def aggregate(results: Sequence[Dict]) -> Dict[str, Dict]:
+  """Runs of one config at several training seeds: {evaluation set:
+  `mean_over_runs` of its per-k accuracies} for every set all runs scored
+  on the same rows (the test sets; the validation rows follow the training
+  seed, so they differ and are left out)."""
+  out = {}
+  for name in results[0]["evaluations"]:
+    entries = [r["evaluations"].get(name) for r in results]
+    if all(
+        e is not None and e["count_per_k"] == entries[0]["count_per_k"]
+        for e in entries
+    ):
+      out[name] = mean_over_runs(entries)
+  return out
+
+
 def headline(results: Dict) -> Dict[str, float]:
   """The selected model's accuracies on the first test set ('k2'.., 'iid',
   'gen', 'all')."""

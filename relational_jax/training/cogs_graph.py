@@ -181,6 +181,10 @@ def results_path(config: ConfigDict, workdir: str) -> str:
   return config.results_path or os.path.join(workdir, "results.json")
 
 
+# The training seed (`experiments.reproduce --seeds` sets it per run).
+SEED_PATH = "train.seed"
+
+
 def headline(results: Dict) -> Dict[str, float]:
   """The selected model's sentence accuracy per evaluation file stem."""
   return dict(results["final"]["accuracies"])

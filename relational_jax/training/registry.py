@@ -3,8 +3,13 @@
 Every task module has the same entry points: `default_config()`,
 `validate(config)`, `train_and_evaluate(config, workdir, log)`,
 `results_path(config, workdir)` and `headline(results)` (the numbers a
-reproduction compares with the published ones). A new task is one module and
-one line here (or a `register` call from outside the library).
+reproduction compares with the published ones). Optional: `SEED_PATH`, the
+config path of its one training seed (`experiments.reproduce --seeds` runs
+the config once per seed; a task without it, such as CLRS whose config
+holds several seeds, takes no --seeds), and `aggregate(results_list)`, its
+own summary of those runs beside the mean and sd of the headline numbers. A
+new task is one module and one line here (or a `register` call from outside
+the library).
 """
 
 import importlib

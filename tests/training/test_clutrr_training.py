@@ -202,3 +202,20 @@ def test_mean_over_runs_refuses_different_test_sets():
     )
   with pytest.raises(ValueError, match="no entries"):
     clutrr.mean_over_runs([])
+
+
+def test_aggregate_averages_the_test_sets_all_seeds_share():
+  """`reproduce --seeds`' CLUTRR summary: per test set the mean over runs;
+  the validation rows follow the training seed, so they are left out."""
+  runs = [
+      {"evaluations": {"val": _entry({"2": 1.0}), "test": _entry({"6": 0.5})}},
+      {
+          "evaluations": {
+              "val": _entry({"2": 0.0}, counts={"2": 9}),
+              "test": _entry({"6": 0.7}),
+          }
+      },
+  ]
+  out = clutrr.aggregate(runs)
+  assert list(out) == ["test"] and clutrr.SEED_PATH == "train.seed"
+  np.testing.assert_allclose(out["test"]["per_k"]["6"], 0.6)

@@ -6,11 +6,16 @@
                     `BaselineModel` names: hidden_dim, learning_rate, ...)
   config.processor  arguments of `processors.get_processor_factory` that are
                     not a model section (use_ln, nb_triplet_fts, nb_heads of
-                    CLRS kinds, graph_vec, node_readout)
+                    CLRS kinds, the processor options of our kinds:
+                    graph_vec, node_readout)
   config.rt         `RTConfig` fields (our RT kinds), handed on unchanged
   config.et         `ETConfig` fields (the 'et' kind), handed on unchanged
   config.floyd      `FloydConfig` fields (the 'floyd' kind), handed on
                     unchanged
+
+The model sections and processor options are read from the processor table
+(`processors.PROCESSORS`: each kind's `section`, config dataclass, `choices`
+and `run_defaults`), so a kind added there has its section here.
 
 Defaults: the main job of the README (the RT paper's tuned RT on
 bellman_ford, a small CPU budget). `LEGACY_NAMES` maps the flat flag names of
@@ -21,24 +26,40 @@ from typing import Callable, Optional
 
 import processors
 from relational_jax.layers import shapes
-from relational_jax.models.edge_transformer import ETConfig
-from relational_jax.models.floyd import FloydConfig
-from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training.clrs import data as clrs_data
 
 ConfigDict = config_lib.ConfigDict
 # RTConfig fields that the processor kind fixes ('rt_no_edge_update', ...).
-RT_KIND_FIELDS = ("use_edges", "edge_update")
-RT_TRIANGULAR_FIELDS = ("chunk_size", "triangular_heads")
+RT_KIND_FIELDS = processors.factory.RT_KIND_FIELDS
+RT_TRIANGULAR_FIELDS = processors.factory.RT_TRIANGULAR_FIELDS
 GRAPH_VEC_CHOICES = ("cat", "core")
-# The model sections (one per family of our kinds) and the name of the
-# family in messages.
-MODEL_SECTIONS = {"rt": "RT", "et": "ET", "floyd": "FloydNet"}
 HINT_MODES = ("encoded_decoded", "decoded_only", "none")
 HINT_REPRED_MODES = ("soft", "hard", "hard_on_eval")
 ENCODER_INITS = ("default", "xavier_on_scalars")
+
+
+def model_sections() -> dict:
+  """{model section: the name of its family of our kinds in messages}, one
+  per config dataclass of `processors.PROCESSORS` ('rt': 'RT', ...)."""
+  return {
+      name: spec.family
+      for name, (spec, _) in processors.factory.sections().items()
+  }
+
+
+def _section_of(spec, kinds) -> ConfigDict:
+  """The model section of `kinds` (all of `spec.config`): every field some
+  kind takes as an option, at `spec.run_defaults` over the dataclass's."""
+  table = processors.PROCESSORS
+  never = set.intersection(
+      *(set(table[k].withheld) | set(table[k].fixed) for k in kinds)
+  )
+  out = config_lib.section(spec.config, exclude=never)
+  for name, value in spec.run_defaults.items():
+    out[name] = value
+  return out
 
 
 def default_config() -> ConfigDict:
@@ -79,22 +100,20 @@ def default_config() -> ConfigDict:
           scalar_hint_gradient=True,
       )
   )
+  # Our kinds' processor options at their defaults (graph_vec='cat',
+  # node_readout='diagonal').
+  choices = {}
+  for spec in processors.PROCESSORS.values():
+    for name, valid in spec.choices.items():
+      choices.setdefault(name, valid[0])
   c.processor = ConfigDict(
-      dict(
-          use_ln=True,
-          nb_triplet_fts=8,
-          nb_heads=12,
-          graph_vec="cat",
-          node_readout="diagonal",
-      )
+      dict(use_ln=True, nb_triplet_fts=8, nb_heads=12, **choices)
   )
-  # RT paper Table 2: 3 layers, 12 heads x 16, d_nh 32, d_eh1 16, d_eh2 8.
-  c.rt = config_lib.section(RTConfig, exclude=RT_KIND_FIELDS)
-  c.et = config_lib.section(ETConfig)
-  c.et.num_heads, c.et.head_dim, c.et.num_layers = 12, 16, 3
-  # FloydNet at ET's width: 12 heads x 16 = 192, 3 layers.
-  c.floyd = config_lib.section(FloydConfig)
-  c.floyd.num_heads, c.floyd.head_dim, c.floyd.num_layers = 12, 16, 3
+  # One section per config dataclass of our kinds: rt (RTConfig's defaults,
+  # the RT paper's Table 2: 3 layers, 12 heads x 16, d_nh 32, d_eh1 16,
+  # d_eh2 8), et and floyd (at ET's width: 12 heads x 16 = 192, 3 layers).
+  for name, (spec, kinds) in processors.factory.sections().items():
+    c[name] = _section_of(spec, kinds)
   return c
 
 
@@ -160,6 +179,7 @@ def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
         f"fields are {sorted(LEGACY_NAMES)}."
     )
   in_use = _sections_in_use(values.get("processor_type", config.processor_type))
+  sections = model_sections()
   for name in LEGACY_NAMES:
     if name not in values:
       continue
@@ -169,7 +189,7 @@ def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
       paths = tuple(
           p
           for p in paths
-          if p.split(".")[0] not in MODEL_SECTIONS or p.split(".")[0] in in_use
+          if p.split(".")[0] not in sections or p.split(".")[0] in in_use
       )
     config_lib.set_alias(config, name, values[name], paths)
   return config
@@ -194,13 +214,8 @@ def load(raw: dict) -> ConfigDict:
 
 
 def _sections_in_use(kind: str):
-  if kind in processors.RT_KINDS:
-    return ("rt",)
-  if kind in processors.ET_KINDS:
-    return ("et",)
-  if kind in processors.FLOYD_KINDS:
-    return ("floyd",)
-  return ()
+  spec = processors.PROCESSORS.get(kind)
+  return (spec.section,) if spec is not None else ()
 
 
 def validate(config: ConfigDict, custom_factory: bool = False) -> None:
@@ -241,7 +256,7 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   # Nothing is silently ignored: a model section the kind does not read
   # must keep its defaults.
   defaults = default_config()
-  for name, family in MODEL_SECTIONS.items():
+  for name, family in model_sections().items():
     if name in _sections_in_use(kind):
       continue
     changed = config_lib.diff(defaults[name].to_dict(), config[name].to_dict())
@@ -255,43 +270,50 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
 
 
 def processor_factory(config: ConfigDict) -> Callable:
-  """The processor factory of `config.processor_type` (our kinds read their
-  model section: `config.rt`, `config.et` or `config.floyd`)."""
+  """The processor factory of `config.processor_type`. Our kinds read their
+  model section (`config.rt`, `config.et`, `config.floyd`: the kind's
+  `section` in `processors.PROCESSORS`), num_heads and use_ln from it where
+  it has them (else `config.processor`'s nb_heads / use_ln), and their
+  processor options (`choices`) from `config.processor`."""
   kind, p = config.processor_type, config.processor
-  if kind in processors.RT_KINDS:
-    options = config_lib.to_dict(config.rt)
-    nb_heads, use_ln = options.pop("num_heads"), options.pop("use_ln")
-    if kind != "rt_triangular":  # The triangular edge attention's fields.
-      defaults = default_config().rt
-      for name in RT_TRIANGULAR_FIELDS:
-        if options[name] != defaults[name]:
-          raise ValueError(
-              f"config.rt.{name} applies to processor_type 'rt_triangular' "
-              f"only, not to {kind!r}."
-          )
-        del options[name]
-    elif not options["triangular_heads"]:
-      del options["triangular_heads"]  # 0: the factory's default, nb_heads
+  spec = processors.PROCESSORS.get(kind)
+  if spec is not None:
+    options = config_lib.to_dict(config[spec.section])
+    nb_heads = (
+        options.pop("num_heads") if "num_heads" in options else p.nb_heads
+    )
+    use_ln = options.pop("use_ln") if "use_ln" in options else p.use_ln
+    defaults = default_config()[spec.section]
+    # Fields the section holds for other kinds (the triangular edge
+    # attention's for 'rt_triangular'): at their defaults, or refused.
+    for name in spec.withheld:
+      if name not in options:
+        continue
+      if options[name] != defaults[name]:
+        takers = [
+            k
+            for k in processors.factory.sections()[spec.section][1]
+            if name not in processors.PROCESSORS[k].withheld
+        ]
+        which = (
+            f"processor_type {takers[0]!r}"
+            if len(takers) == 1
+            else f"processor_types {takers}"
+        )
+        raise ValueError(
+            f"config.{spec.section}.{name} applies to {which} only, not to "
+            f"{kind!r}."
+        )
+      del options[name]
+    for name in spec.heads_default:
+      if not options[name]:
+        del options[name]  # 0: the factory's default, nb_heads
     return processors.get_processor_factory(
         kind,
         use_ln=use_ln,
         nb_triplet_fts=p.nb_triplet_fts,
         nb_heads=nb_heads,
-        graph_vec=p.graph_vec,
-        **options,
-    )
-  if kind in processors.ET_KINDS or kind in processors.FLOYD_KINDS:
-    options = config_lib.to_dict(
-        config.et if kind in processors.ET_KINDS else config.floyd
-    )
-    nb_heads = options.pop("num_heads")
-    return processors.get_processor_factory(
-        kind,
-        use_ln=p.use_ln,
-        nb_triplet_fts=p.nb_triplet_fts,
-        nb_heads=nb_heads,
-        graph_vec=p.graph_vec,
-        node_readout=p.node_readout,
+        **{name: p[name] for name in spec.choices},
         **options,
     )
   return processors.get_processor_factory(

@@ -245,26 +245,29 @@ def train_one(
 
 def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   """Config paths (prefixes) that the processor of `config` (a record)
-  never reads, following `clrs_config.processor_factory`: RT kinds take
-  heads and layer norm from `rt`, ET kinds heads from `et`, FloydNet kinds
-  heads from `floyd`, CLRS kinds no model section; a user's processor
-  factory reads none of them."""
+  never reads, following `clrs_config.processor_factory`: our kinds read
+  their own model section (`processors.PROCESSORS`), heads (RT, ET,
+  FloydNet) and layer norm (RT) from it rather than from `processor`, and
+  only their own processor options (RT: no node_readout); CLRS kinds read
+  no model section; a user's processor factory reads none of them."""
+  sections = tuple(clrs_config.model_sections())
   if custom_factory:
-    return ("processor", "rt", "et", "floyd")
-  kind = config.get("processor_type")
-  if kind in processors.RT_KINDS:
-    return (
-        "processor.nb_heads",
-        "processor.use_ln",
-        "processor.node_readout",
-        "et",
-        "floyd",
-    )
-  if kind in processors.ET_KINDS:
-    return ("processor.nb_heads", "rt", "floyd")
-  if kind in processors.FLOYD_KINDS:
-    return ("processor.nb_heads", "rt", "et")
-  return ("rt", "et", "floyd")
+    return ("processor",) + sections
+  spec = processors.PROCESSORS.get(config.get("processor_type"))
+  if spec is None:
+    return sections
+  options = {}
+  for other in processors.PROCESSORS.values():
+    options.update(dict.fromkeys(other.choices))
+  return (
+      tuple(
+          f"processor.{name}"
+          for name, field in (("nb_heads", "num_heads"), ("use_ln", "use_ln"))
+          if field in spec.fields()
+      )
+      + tuple(f"processor.{o}" for o in options if o not in spec.choices)
+      + tuple(s for s in sections if s != spec.section)
+  )
 
 
 def resume_conflicts(

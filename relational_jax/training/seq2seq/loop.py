@@ -361,6 +361,8 @@ def _check_resumable(config: ConfigDict, saved: Dict, config_path: str) -> None:
 
 
 results_path = s2s_config.results_path
+# The training seed (`experiments.reproduce --seeds` sets it per run).
+SEED_PATH = "train.seed"
 default_config = s2s_config.default_config
 validate = s2s_config.validate
 

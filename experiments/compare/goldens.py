@@ -1,0 +1,754 @@
+"""The authors' goldens and our side of each: load a golden, run ours on it.
+
+Goldens: `scripts/make_peer_goldens.py` ran the authors' own code once, on
+seeded random inputs and seeded random parameters, and stored inputs, their
+parameters (under their own names) and their outputs in
+tests/fidelity/goldens/*.npz (`GOLDEN_DIR`; goldens/README.json names the
+reference commits and the differences last measured). `load(case)` reads
+one; `RUNNERS[case](meta, inputs, params)` maps their parameters onto our
+parameter trees with the library's converters (`relational_jax.interop`:
+rt_haiku, et_torch, csordas_torch, floyd_torch, where the mapping is
+documented) and runs ours; `max_abs_diffs(case)` compares the two in fp32
+(`TOLERANCE`, `RT_NET_TOLERANCE`). Used by tests/fidelity/test_peer_goldens.py
+(ours equals the authors' code, case by case), by
+`experiments.bench.gpu_check` (the same at each matmul precision on an
+accelerator) and by `scripts/make_peer_goldens.py --record`.
+
+The cases: our RT layer, stack and CLRS processor against the RT authors'
+Haiku code (github.com/CameronDiao/relational-transformer); our ET
+triangular attention, layer and stacks (layout='released_code') against the
+ET authors' PyTorch code (github.com/bergen/EdgeTransformer); our seq2seq
+Transformer with its default (authors') options against Csordas et al.'s
+TransformerEncDecModel (github.com/RobertCsordas/transformer_generalization;
+relative and relative Universal, teacher forcing and greedy decoding); our
+pivotal attention (`relational_jax.layers.pivotal.pivotal_attention`,
+chunked) and FloydNet block (`relational_jax.models.floyd.
+PivotalAttentionBlock`) against the FloydNet authors' PyTorch
+`pivotal_attention` and `PivotalAttentionBlock` (github.com/ocx-lab/FloydNet),
+outputs and the gradients of sum(y * dy) for every input, mask and parameter
+(pivotal_*); and our whole CLRS model (processors.CarryModel configured by
+experiments/compare/clrs_rt.py's our_config) against their BaselineModel
+(rt_net_*: training loss and every gradient, with teacher forcing and with
+noisy teacher forcing under a fixed force mask, and evaluation predictions;
+differences scaled by the output's magnitude, see max_abs_diffs).
+
+Dropout: their RT code runs hk.dropout at rate 0.0 (tfm_dropout_rate is fixed
+at 0.0 in their RT processor); their ET modules were built with dropout 0.1
+and run in eval() mode. Ours is built with dropout_rate 0.1 and run
+deterministically (deterministic=True / is_training=False), so a match also
+shows that our dropout is off at evaluation.
+
+LayerNorm epsilon: both references use 1e-5 (hk.LayerNorm's and
+torch.nn.LayerNorm's default); ours must too (`ln_epsilon`, default 1e-5).
+"""
+
+import functools
+import json
+import pathlib
+
+import haiku as hk
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from relational_jax.interop import csordas_torch
+from relational_jax.interop import et_torch
+from relational_jax.interop import floyd_torch
+from relational_jax.interop import rt_haiku
+from relational_jax.interop import select
+from relational_jax.interop import to_authors
+from relational_jax.layers.pivotal import pivotal_attention
+from relational_jax.layers.relational import RelationalTransformerLayer
+from relational_jax.layers.triangular import TriangularAttention
+from relational_jax.models.edge_transformer import EdgeTransformer
+from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.edge_transformer import EdgeTransformerLayer
+from relational_jax.models.edge_transformer import GraphEdgeEmbedding
+from relational_jax.models.edge_transformer import SequenceEdgeEmbedding
+from relational_jax.models.floyd import FloydConfig
+from relational_jax.models.floyd import PivotalAttentionBlock
+from relational_jax.models.relational_transformer import RelationalTransformer
+from relational_jax.models.relational_transformer import RTConfig
+from relational_jax.models.seq2seq import Seq2SeqConfig
+from relational_jax.models.seq2seq import Seq2SeqTransformer
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+GOLDEN_DIR = REPO / "tests" / "fidelity" / "goldens"  # Data, not code.
+TOLERANCE = 1e-5
+# rt_net_* (whole CLRS model, scaled differences): gradients through several
+# unrolled steps sum more fp32 roundings (measured: up to 8.5e-6 scaled);
+# a real difference (e.g. dm-clrs 2.0.3's stop-gradient on fed-back scalar
+# hints) is 2.6e-2.
+RT_NET_TOLERANCE = 5e-5
+DROPOUT = 0.1  # ours; must be inactive when deterministic
+
+RT_CASES = (
+    "rt_layer",
+    "rt_layer_no_edge_update",
+    "rt_stack",
+    "rt_processor_cat",
+    "rt_processor_core",
+)
+RT_NET_CASES = ("rt_net_binary_search", "rt_net_bellman_ford")
+ET_CASES = (
+    "et_attention",
+    "et_attention_value_ablation",
+    "et_attention_attention_ablation",
+    "et_layer",
+    "et_stack_untied_sequence",
+    "et_stack_tied_graph",
+    "et_stack_untied_graph",
+)
+CS_CASES = ("cs_relative_universal", "cs_relative")
+PIVOTAL_CASES = (
+    "pivotal_fn",
+    "pivotal_fn_bool_mask_cap",
+    "pivotal_fn_additive_mask_scale",
+    "pivotal_fn_rectangular",
+    "pivotal_block_pre",
+    "pivotal_block_post_rmsnorm_bias_gelu",
+    "pivotal_block_pre_affine_silu_no_mix",
+    "pivotal_block_post_none_no_ffn",
+)
+CASES = RT_CASES + ET_CASES + CS_CASES + RT_NET_CASES + PIVOTAL_CASES
+
+
+def available_cases():
+  return [case for case in CASES if (GOLDEN_DIR / f"{case}.npz").exists()]
+
+
+def load(case):
+  """Returns (meta, inputs, params, outputs) of one golden."""
+  with np.load(GOLDEN_DIR / f"{case}.npz") as data:
+    groups = {"input": {}, "param": {}, "output": {}}
+    for key in data.files:
+      if key != "meta":
+        group, name = key.split("/", 1)
+        groups[group][name] = data[key]
+    meta = json.loads(str(data["meta"]))
+  return meta, groups["input"], groups["param"], groups["output"]
+
+
+def _check_tree(mapped, initialised, what):
+  """Our mapped tree must have exactly the keys and shapes of our init."""
+  mapped_shapes = jax.tree_util.tree_map(np.shape, mapped)
+  init_shapes = jax.tree_util.tree_map(np.shape, initialised)
+  assert mapped_shapes == init_shapes, (
+      f"{what}: the mapped parameter tree does not match our module's "
+      f"parameters.\nmapped: {mapped_shapes}\nours:   {init_shapes}"
+  )
+
+
+# ----------------------------------------------------------------------------
+# RT (Haiku reference, clrs/_src/base_modules/Basic_Transformer_jax.py and
+# the processor in clrs/_src/processors.py): relational_jax.interop.rt_haiku.
+# ----------------------------------------------------------------------------
+
+
+def _rt_config(sizes, **overrides):
+  return RTConfig(
+      num_layers=sizes.get("num_layers", 1),
+      num_heads=sizes["heads"],
+      head_dim=sizes["node_width"] // sizes["heads"],
+      node_ffn_dim=sizes["node_hidden"],
+      edge_msg_dim=sizes["edge_hidden1"],
+      edge_ffn_dim=sizes["edge_hidden2"],
+      dropout_rate=DROPOUT,
+      **overrides,
+  )
+
+
+def _run_rt_layer(meta, inputs, params):
+  sizes = meta["sizes"]
+  edge_update = not sizes["disable_edge_updates"]
+  cfg = _rt_config(sizes)
+  layer = RelationalTransformerLayer(
+      num_heads=cfg.num_heads,
+      head_dim=cfg.head_dim,
+      node_ffn_dim=cfg.node_ffn_dim,
+      edge_msg_dim=cfg.edge_msg_dim,
+      edge_ffn_dim=cfg.edge_ffn_dim,
+      edge_update=edge_update,
+      dropout_rate=DROPOUT,
+  )
+  nodes, edges = jnp.asarray(inputs["nodes"]), jnp.asarray(inputs["edges"])
+  ours = rt_haiku.convert_layer(
+      select(params, "rt_layer0/rt_layer0/"),
+      sizes["heads"],
+      edge_update=edge_update,
+  )
+  _check_tree(
+      ours,
+      layer.init(jax.random.PRNGKey(0), nodes, edges)["params"],
+      "RelationalTransformerLayer",
+  )
+  n, e = layer.apply({"params": ours}, nodes, edges, deterministic=True)
+  return {"nodes": n, "edges": e}
+
+
+def _run_rt_stack(meta, inputs, params):
+  sizes = meta["sizes"]
+  cfg = _rt_config(sizes, edge_dim=sizes["edge_width"])
+  stack = RelationalTransformer(cfg)
+  nodes, edges = jnp.asarray(inputs["nodes"]), jnp.asarray(inputs["edges"])
+  ours = rt_haiku.convert_stack(params, cfg)
+  _check_tree(
+      ours,
+      stack.init(jax.random.PRNGKey(0), nodes, edges)["params"],
+      "RelationalTransformer",
+  )
+  n, e = stack.apply({"params": ours}, nodes, edges, deterministic=True)
+  return {"nodes": n, "edges": e}
+
+
+def _run_rt_processor(meta, inputs, params):
+  import processors  # pylint: disable=g-import-not-at-top  (CLRS, Haiku)
+
+  sizes = meta["sizes"]
+  graph_vec = sizes["graph_vec"]
+  cfg = _rt_config(sizes)
+
+  def fn(node_fts, edge_fts, graph_fts, adj_mat, hidden, e_hidden, g_hidden):
+    processor = processors.RelationalTransformerProcessor(
+        sizes["node_width"], cfg, graph_vec=graph_vec, name="rt"
+    )
+    return processor(
+        node_fts,
+        edge_fts,
+        graph_fts,
+        adj_mat,
+        hidden,
+        edge_hidden=e_hidden,
+        graph_hidden=g_hidden,
+        return_state=True,
+        is_training=False,
+    )
+
+  transformed = hk.transform(fn)
+  args = [
+      jnp.asarray(inputs[k])
+      for k in (
+          "node_fts",
+          "edge_fts",
+          "graph_fts",
+          "adj_mat",
+          "hidden",
+          "e_hidden",
+          "g_hidden",
+      )
+  ]
+  initialised = transformed.init(jax.random.PRNGKey(0), *args)
+  top = {module.split("/", 1)[0] for module in initialised}
+  assert len(top) == 1, f"one top-level processor module expected, got {top}"
+  (top,) = top
+  ours = rt_haiku.convert_processor(
+      select(params, "rt/"),
+      cfg,
+      graph_vec=graph_vec,
+      graph_features=inputs["graph_fts"].shape[-1],
+      module=top,
+  )
+  _check_tree(
+      ours,
+      {k: dict(v) for k, v in initialised.items()},
+      "RelationalTransformerProcessor",
+  )
+  state = transformed.apply(ours, jax.random.PRNGKey(1), *args)
+  out = {"nodes": state.nodes, "edges": state.edges}
+  if graph_vec == "core":
+    out["graph"] = state.graph
+  return out
+
+
+# ----------------------------------------------------------------------------
+# RT net: their whole CLRS model (clrs/_src/baselines.py BaselineModel with
+# nets.py Net) vs our processors.CarryModel, configured by the comparison's
+# own translation `experiments.compare.clrs_rt.our_config` (their run.py
+# flags at tiny sizes); their parameters mapped by
+# relational_jax.interop.rt_haiku.convert_clrs_net (their encoder and decoder
+# names are ours too: dm-clrs 2.0.3 keeps the 2022 names).
+# Compared: loss and every gradient with teacher forcing on (their noise 0,
+# our hint_teacher_forcing 1); evaluation (repred) raw output logits and
+# per-step hint logits; loss and gradients with their noise 0.5 (ours 0.5)
+# under the same fixed force mask (the golden's `force_mask`; both sides'
+# (batch,)-shaped `jax.random.bernoulli` draw replaced).
+# ----------------------------------------------------------------------------
+
+
+def _rt_net_model(meta, noise):
+  import tempfile  # pylint: disable=g-import-not-at-top
+  from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
+
+  sizes = meta["sizes"]
+  hp = dict(
+      clrs_rt.AUTHORS,
+      num_layers=sizes["num_layers"],
+      nb_heads=sizes["nb_heads"],
+      head_size=sizes["head_size"],
+      node_hid_size=sizes["node_hid_size"],
+      edge_hid_size_1=sizes["edge_hid_size_1"],
+      edge_hid_size_2=sizes["edge_hid_size_2"],
+      use_ln=sizes["use_ln"],
+      graph_vec=sizes["graph_vec"],
+      ptr_from_edges=sizes["ptr_from_edges"],
+      hint_teacher_forcing_noise=noise,
+      dropout_prob=sizes["dropout_prob"],
+      batch_size=sizes["batch"],
+      eval_batch_size=sizes["batch"],
+  )
+  config = clrs_rt.our_config(
+      clrs_rt.BUDGETS["smoke"], 0, meta["algorithm"], hp
+  )
+  return config, loop, tempfile
+
+
+def _rt_net_processor_config(meta):
+  """Our processor's RTConfig at the golden's sizes (for the converter)."""
+  sizes = meta["sizes"]
+  return RTConfig(
+      num_layers=sizes["num_layers"],
+      num_heads=sizes["nb_heads"],
+      head_dim=sizes["head_size"],
+      node_ffn_dim=sizes["node_hid_size"],
+      edge_msg_dim=sizes["edge_hid_size_1"],
+      edge_ffn_dim=sizes["edge_hid_size_2"],
+      edge_update=not sizes["disable_edge_updates"],
+      use_ln=sizes["use_ln"],
+  )
+
+
+def _rt_net_feedback(meta, inputs, split):
+  from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
+
+  spec = {k: tuple(v) for k, v in meta["spec"].items()}
+  arrays = {k: v for k, v in inputs.items() if k.startswith(f"{split}/")}
+  return clrs_rt.ForkData(spec, arrays, None, 0).feedback(split), spec
+
+
+class _FixedForceMask:
+  """Replaces the (batch,)-shaped jax.random.bernoulli draw (the teacher-
+  forcing mask) by a fixed mask; every other draw is left alone."""
+
+  def __init__(self, mask):
+    self.mask = tuple(mask)
+    self.original = jax.random.bernoulli
+
+  def __enter__(self):
+    def bernoulli(key, p=0.5, shape=None):
+      if shape is not None and tuple(shape) == (len(self.mask),):
+        return jnp.asarray(self.mask)
+      return self.original(key, p, shape)
+
+    jax.random.bernoulli = bernoulli
+
+  def __exit__(self, *exc):
+    jax.random.bernoulli = self.original
+
+
+def _run_rt_net(meta, inputs, params):
+  train, spec = _rt_net_feedback(meta, inputs, "train")
+  evaluation, _ = _rt_net_feedback(meta, inputs, "eval")
+  out = {}
+  key = jax.random.PRNGKey(7)
+  for noise, prefix in ((0.0, ""), (0.5, "noisy_")):
+    config, loop, tempfile = _rt_net_model(meta, noise)
+    with tempfile.TemporaryDirectory() as tmp:
+      model = loop.build_model(config, spec, train, tmp)
+      # Our parameter shapes, as CarryModel.init makes them (abstractly).
+      shapes = jax.eval_shape(
+          functools.partial(
+              model.net_fn.init,
+              features_list=[train.features],
+              repred=True,
+              algorithm_index=-1,
+              return_hints=False,
+              return_all_outputs=False,
+          ),
+          jax.random.PRNGKey(43),
+      )
+      tops = {
+          m.split("/")[1]
+          for m in shapes
+          if not m.startswith(rt_haiku.ENCODERS_DECODERS)
+      }
+      assert len(tops) == 1, f"one processor module expected, got {tops}"
+      (top,) = tops
+      convert = functools.partial(
+          rt_haiku.convert_clrs_net,
+          config=_rt_net_processor_config(meta),
+          spec=spec,
+          graph_vec=meta["sizes"]["graph_vec"],
+          ptr_from_edges=meta["sizes"]["ptr_from_edges"],
+          processor_module=top,
+      )
+      ours = convert(params)
+      _check_tree(
+          ours,
+          {
+              k: {n: np.zeros(v.shape, v.dtype) for n, v in group.items()}
+              for k, group in shapes.items()
+          },
+          "CarryModel",
+      )
+      ours = jax.tree_util.tree_map(jnp.asarray, ours)
+      loss_and_grad = jax.jit(
+          jax.value_and_grad(model._loss),  # pylint: disable=protected-access
+          static_argnums=3,
+      )
+      if noise:
+        with _FixedForceMask(meta["sizes"]["force_mask"]):
+          loss, grads = loss_and_grad(ours, key, train, 0)
+      else:
+        loss, grads = loss_and_grad(ours, key, train, 0)
+        output_preds, hint_preds = jax.jit(
+            functools.partial(
+                model.net_fn.apply,
+                repred=True,
+                algorithm_index=0,
+                return_hints=True,
+                return_all_outputs=False,
+            )
+        )(ours, key, [evaluation.features])
+        for name, value in output_preds.items():
+          out[f"eval_output/{name}"] = value
+        for name in hint_preds[0]:
+          out[f"eval_hint/{name}"] = jnp.stack([h[name] for h in hint_preds])
+    out[f"{prefix}loss"] = loss
+    # Our gradients under their names (every one of theirs must be there:
+    # max_abs_diffs compares the sets of names).
+    for name, value in to_authors(convert, params, grads).items():
+      out[f"{prefix}grad/{name}"] = value
+  return out
+
+
+# ----------------------------------------------------------------------------
+# ET (PyTorch reference, cogs/model.py and clutrr/model.py):
+# relational_jax.interop.et_torch.
+# ----------------------------------------------------------------------------
+
+
+def _run_et_attention(meta, inputs, params, chunk_size=2):
+  sizes = meta["sizes"]
+  module = TriangularAttention(
+      num_heads=sizes["heads"],
+      ablation=sizes["ablation"],
+      chunk_size=chunk_size,
+  )
+  x = jnp.asarray(inputs["x"])
+  ours = et_torch.convert_attention(
+      params, sizes["heads"], ablation=sizes["ablation"]
+  )
+  _check_tree(
+      ours,
+      module.init(jax.random.PRNGKey(0), x)["params"],
+      "TriangularAttention",
+  )
+  return {"y": module.apply({"params": ours}, x)}
+
+
+def _run_et_layer(meta, inputs, params, chunk_size=2):
+  sizes = meta["sizes"]
+  assert sizes["ff_factor"] == 4, "ours: ffn_dim=None is 4 x D"
+  module = EdgeTransformerLayer(
+      num_heads=sizes["heads"],
+      layout="released_code",
+      chunk_size=chunk_size,
+      dropout_rate=DROPOUT,
+  )
+  x = jnp.asarray(inputs["x"])
+  ours = et_torch.convert_layer(params, sizes["heads"])
+  _check_tree(
+      ours,
+      module.init(jax.random.PRNGKey(0), x)["params"],
+      "EdgeTransformerLayer",
+  )
+  return {"y": module.apply({"params": ours}, x, deterministic=True)}
+
+
+def _et_stack(meta):
+  sizes = meta["sizes"]
+  assert sizes["ff_factor"] == 4, "ours: ffn_dim=None is 4 x D"
+  return EdgeTransformer(
+      ETConfig(
+          num_layers=sizes["num_layers"],
+          num_heads=sizes["heads"],
+          head_dim=sizes["width"] // sizes["heads"],
+          tied=sizes["tied"],
+          layout="released_code",
+          dropout_rate=DROPOUT,
+      )
+  )
+
+
+def _run_et_stack_sequence(meta, inputs, params):
+  sizes = meta["sizes"]
+  max_distance = sizes["max_relative_distance"]
+  embed = SequenceEdgeEmbedding(
+      vocab_size=sizes["vocab"],
+      features=sizes["width"],
+      max_distance=max_distance,
+  )
+  stack = _et_stack(meta)
+  converted = et_torch.convert_sequence_encoder(
+      params, stack.config, token_embedding=inputs["token_table"]
+  )
+  embed_params, ours = converted["embed"], converted["et"]
+  tokens = jnp.asarray(inputs["tokens"])
+  _check_tree(
+      embed_params,
+      embed.init(jax.random.PRNGKey(0), tokens)["params"],
+      "SequenceEdgeEmbedding",
+  )
+  x = embed.apply({"params": embed_params}, tokens)
+  _check_tree(
+      ours, stack.init(jax.random.PRNGKey(0), x)["params"], "EdgeTransformer"
+  )
+  return {"y": stack.apply({"params": ours}, x, deterministic=True)}
+
+
+def _run_et_stack_graph(meta, inputs, params):
+  """Padded graphs: their mask drops triangles (i, l, j) with any padded node,
+  ours drops padded pivots l only, so rows and columns of padded nodes differ
+  by design and only the real x real block of each graph is compared."""
+  sizes = meta["sizes"]
+  embed = GraphEdgeEmbedding(
+      num_labels=sizes["num_labels"], features=sizes["width"]
+  )
+  labels = jnp.asarray(inputs["labels"])
+  stack = _et_stack(meta)
+  converted = et_torch.convert_graph_encoder(params, stack.config)
+  embed_params, ours = converted["embed"], converted["et"]
+  _check_tree(
+      embed_params,
+      embed.init(jax.random.PRNGKey(0), labels)["params"],
+      "GraphEdgeEmbedding",
+  )
+  x = embed.apply({"params": embed_params}, labels)
+  node_mask = jnp.asarray(~inputs["padding"])
+  _check_tree(
+      ours,
+      stack.init(jax.random.PRNGKey(0), x, node_mask)["params"],
+      "EdgeTransformer",
+  )
+  return {"y": stack.apply({"params": ours}, x, node_mask, deterministic=True)}
+
+
+# ----------------------------------------------------------------------------
+# Csordas et al.'s TransformerEncDecModel (relative variants) -> our
+# Seq2SeqTransformer(positions='relative', scaling='none'), defaults
+# otherwise: relational_jax.interop.csordas_torch.
+# ----------------------------------------------------------------------------
+
+
+def _run_cs_model(meta, inputs, params):
+  """Teacher forcing and greedy decoding (fed every step's argmax, for
+  greedy_len steps, as their run_greedy), from the inputs their interface
+  builds: [SOS] src [EOS] on the encoder, [SOS/EOS] y on the decoder."""
+  sizes = meta["sizes"]
+  config = Seq2SeqConfig(
+      src_vocab_size=sizes["src_rows"],
+      tgt_vocab_size=sizes["tgt_rows"],
+      d_model=sizes["width"],
+      num_heads=sizes["heads"],
+      ffn_dim=sizes["ffn"],
+      num_encoder_layers=sizes["num_layers"],
+      num_decoder_layers=sizes["num_layers"],
+      positions="relative",
+      scaling="none",
+      tied=sizes["universal"],
+      tie_embeddings=sizes["tied_embedding"],
+      dropout_rate=DROPOUT,
+  )
+  model = Seq2SeqTransformer(config)
+  src_eos = inputs["src_eos"]
+  num_b = src_eos.shape[0]
+  src = np.concatenate(
+      [np.full((num_b, 1), sizes["encoder_sos"]), src_eos], axis=1
+  ).astype(np.int32)
+  src_mask = np.arange(src.shape[1])[None] < (inputs["src_len"] + 2)[:, None]
+  sos = sizes["decoder_sos_eos"]
+  tgt_in = np.concatenate(
+      [np.full((num_b, 1), sos), inputs["tgt_eos"][:, :-1]], axis=1
+  ).astype(np.int32)
+  ours = csordas_torch.convert_model(params, config)
+  _check_tree(
+      ours,
+      model.init(jax.random.PRNGKey(0), src, src_mask, tgt_in)["params"],
+      "Seq2SeqTransformer",
+  )
+  variables = {"params": ours}
+  logits = model.apply(variables, src, src_mask, tgt_in)
+  memory, memory_mask = model.apply(
+      variables, src, src_mask, method=Seq2SeqTransformer.encode
+  )
+  cache = model.init_cache(num_b, sizes["greedy_len"])
+  last = np.full((num_b, 1), sos, np.int32)
+  steps = []
+  for _ in range(sizes["greedy_len"]):
+    step_logits, cache = model.apply(
+        variables,
+        memory,
+        memory_mask,
+        last,
+        cache,
+        method=Seq2SeqTransformer.decode_step,
+    )
+    steps.append(step_logits[:, 0])
+    last = np.asarray(jnp.argmax(step_logits, axis=-1), np.int32)
+  greedy_logits = jnp.stack(steps, axis=1)
+  tokens = np.asarray(jnp.argmax(greedy_logits, axis=-1), np.int32)
+  # Their out_len: steps before the first SOS/EOS (all steps if none).
+  ended = tokens == sos
+  lengths = np.where(ended.any(1), ended.argmax(1), tokens.shape[1]).astype(
+      np.int32
+  )
+  return {
+      "logits": logits,
+      "greedy_logits": greedy_logits,
+      "greedy_tokens": tokens,
+      "greedy_len": lengths,
+  }
+
+
+# ----------------------------------------------------------------------------
+# FloydNet (PyTorch reference, src/floydnet/functional.py and transformer.py):
+# our pivotal attention (chunked: 2 pivots per chunk, which does not divide
+# the golden's 5) and block; gradients of sum(y * dy) by jax.vjp, the block's
+# under their parameter names (relational_jax.interop.floyd_torch).
+# ----------------------------------------------------------------------------
+
+_PIVOTAL_NAMES = ("q_ik", "k_ij", "k_jk", "v_ij", "v_jk")
+
+
+def _run_pivotal_fn(meta, inputs, params, chunk_size=2):
+  del params
+  mask = inputs.get("attn_mask")
+  additive = mask is not None and mask.dtype != np.bool_
+  args = [jnp.asarray(inputs[n]) for n in _PIVOTAL_NAMES]
+  if additive:
+    args.append(jnp.asarray(mask))
+
+  def fn(*args):
+    attn_mask = args[5] if additive else mask
+    return pivotal_attention(
+        *args[:5], attn_mask=attn_mask, chunk_size=chunk_size, **meta["options"]
+    )
+
+  y, vjp = jax.vjp(fn, *args)
+  grads = vjp(jnp.asarray(inputs["dy"]))
+  out = {"y": y}
+  for name, grad in zip(_PIVOTAL_NAMES + ("attn_mask",), grads):
+    out[f"grad/{name}"] = grad
+  return out
+
+
+def _floyd_config(meta):
+  sizes, options = meta["sizes"], meta["options"]
+  return FloydConfig(
+      num_layers=1,
+      num_heads=sizes["heads"],
+      head_dim=sizes["width"] // sizes["heads"],
+      ffn_expansion_ratio=options.get("ffn_expansion_ratio", 4),
+      dropout_rate=DROPOUT,
+      use_bias=options.get("bias", False),
+      norm_position=options.get("norm_position", "pre"),
+      activation=options.get("activation_fn", "relu"),
+      norm=options.get("norm_fn", "layernorm"),
+      symmetric_mix=options.get("enable_symmetric_mix", True),
+      use_ffn=options.get("enable_ffn", True),
+      chunk_size=2,
+  )
+
+
+def _run_pivotal_block(meta, inputs, params):
+  """Their attn_mask is passed as it is (our attn_mask argument); see
+  tests/layers/test_pivotal.py for our node mask against it."""
+  config = _floyd_config(meta)
+  block = PivotalAttentionBlock.from_config(config)
+  x = jnp.asarray(inputs["x"])
+  mask = inputs.get("attn_mask")
+  convert = lambda p: floyd_torch.convert_block(p, config)
+  ours = convert(params)
+  _check_tree(
+      ours,
+      block.init(jax.random.PRNGKey(0), x, None, mask)["params"],
+      "PivotalAttentionBlock",
+  )
+  ours = jax.tree_util.tree_map(jnp.asarray, ours)
+  apply = lambda p, x: block.apply(
+      {"params": p}, x, None, mask, deterministic=True
+  )
+  y, vjp = jax.vjp(apply, ours, x)
+  grad_params, grad_x = vjp(jnp.asarray(inputs["dy"]))
+  out = {"y": y, "grad/x": grad_x}
+  for name, value in to_authors(convert, params, grad_params, ".").items():
+    out[f"grad/{name}"] = value
+  return out
+
+
+RUNNERS = {
+    "rt_layer": _run_rt_layer,
+    "rt_layer_no_edge_update": _run_rt_layer,
+    "rt_stack": _run_rt_stack,
+    "rt_processor_cat": _run_rt_processor,
+    "rt_processor_core": _run_rt_processor,
+    "et_attention": _run_et_attention,
+    "et_attention_value_ablation": _run_et_attention,
+    "et_attention_attention_ablation": _run_et_attention,
+    "et_layer": _run_et_layer,
+    "et_stack_untied_sequence": _run_et_stack_sequence,
+    "et_stack_tied_graph": _run_et_stack_graph,
+    "et_stack_untied_graph": _run_et_stack_graph,
+    "cs_relative_universal": _run_cs_model,
+    "cs_relative": _run_cs_model,
+    "rt_net_binary_search": _run_rt_net,
+    "rt_net_bellman_ford": _run_rt_net,
+    **{c: _run_pivotal_fn for c in PIVOTAL_CASES if c.startswith("pivotal_fn")},
+    **{
+        c: _run_pivotal_block
+        for c in PIVOTAL_CASES
+        if c.startswith("pivotal_block")
+    },
+}
+
+
+def max_abs_diffs(case, scaled=False):
+  """{output name: max |ours - theirs|} for one golden (fp32); with
+  `scaled`, divided by max(1, max |theirs|) of that output (the whole-net
+  gradients reach |5|, where fp32 rounding of differently ordered sums
+  grows with the magnitude)."""
+  meta, inputs, params, theirs = load(case)
+  with jax.default_matmul_precision("float32"):
+    ours = RUNNERS[case](meta, inputs, params)
+  assert set(ours) == set(theirs), (case, sorted(ours), sorted(theirs))
+  diffs = {}
+  for name, reference in theirs.items():
+    value = np.asarray(ours[name])
+    expected = (
+        reference.dtype
+        if np.issubdtype(reference.dtype, np.integer)
+        else np.float32
+    )  # integer outputs: tokens, lengths
+    assert value.dtype == expected, (case, name, value.dtype)
+    assert value.shape == reference.shape, (
+        case,
+        name,
+        value.shape,
+        reference.shape,
+    )
+    if "padding" in inputs:  # compare each graph's real x real block
+      lengths = (~inputs["padding"]).sum(axis=1)
+      diffs[name] = max(
+          float(np.max(np.abs(value[b, :m, :m] - reference[b, :m, :m])))
+          for b, m in enumerate(lengths)
+      )
+    else:
+      diffs[name] = float(
+          np.max(
+              np.abs(value.astype(np.float64) - reference.astype(np.float64))
+          )
+      )
+    if scaled:
+      diffs[name] /= max(1.0, float(np.max(np.abs(reference))))
+  return diffs

@@ -1,0 +1,119 @@
+"""The processor table (`processors.PROCESSORS`): every kind of ours is one
+entry, the options and families read from it, and a kind registered from
+outside is a kind of the factory and of the CLRS run config."""
+
+import dataclasses
+
+import haiku as hk
+import pytest
+
+import processors
+from processors.relational_transformer import RelationalTransformerProcessor
+from relational_jax.training.clrs import config as clrs_config
+from relational_jax.training.clrs import loop as clrs_loop
+
+
+def test_the_table_is_every_kind_of_ours():
+  assert processors.all_kinds() == processors.CLRS_KINDS + tuple(
+      processors.PROCESSORS
+  )
+  assert tuple(processors.PROCESSORS) == (
+      "rt",
+      "rt_no_edge_update",
+      "transformer",
+      "rt_triangular",
+      "et",
+      "floyd",
+  )
+  assert processors.RT_KINDS == {
+      "rt": {},
+      "rt_no_edge_update": {"edge_update": False},
+      "transformer": {"use_edges": False, "edge_update": False},
+      "rt_triangular": {},
+  }
+  assert processors.ET_KINDS == ("et",)
+  assert processors.FLOYD_KINDS == ("floyd",)
+  assert clrs_config.model_sections() == {
+      "rt": "RT",
+      "et": "ET",
+      "floyd": "FloydNet",
+  }
+
+
+def test_each_kind_takes_its_config_fields_as_options():
+  rt = {
+      "num_layers", "head_dim", "node_ffn_dim", "edge_msg_dim",
+      "edge_ffn_dim", "edge_dim", "tied", "use_adjacency", "dropout_rate",
+      "ln_epsilon", "init", "graph_vec",
+  }  # fmt: skip
+  options = {k: set(s.options()) for k, s in processors.PROCESSORS.items()}
+  assert options["rt"] == options["rt_no_edge_update"] == rt
+  assert options["transformer"] == rt
+  assert options["rt_triangular"] == rt | {"chunk_size", "triangular_heads"}
+  assert {"node_readout", "graph_vec", "ablation"} <= options["et"]
+  assert "num_heads" not in options["et"] | options["floyd"]
+  with pytest.raises(ValueError, match=r"Unknown option\(s\) \['chunk_size'\]"):
+    processors.get_processor_factory("rt", True, 8, chunk_size=2)
+
+
+@dataclasses.dataclass(frozen=True)
+class _ToyConfig:
+  num_heads: int = 1
+  width: int = 4
+  secret: int = 0  # Not an option.
+
+
+@pytest.fixture
+def toy():
+  spec = processors.ProcessorSpec(
+      RelationalTransformerProcessor,  # Only its constructor's arguments.
+      _ToyConfig,
+      section="toy",
+      family="Toy",
+      withheld=("secret",),
+      choices={"graph_vec": ("core", "cat")},
+      run_defaults={"width": 8},
+  )
+  processors.register("toy", spec)
+  yield spec
+  processors.PROCESSORS.pop("toy")
+
+
+def test_a_registered_kind_is_a_kind_of_the_factory(toy):
+  assert processors.all_kinds()[-1] == "toy"
+  built = {}
+  made = hk.transform(
+      lambda: built.update(
+          p=processors.get_processor_factory("toy", True, 8, 3, width=2)(16)
+      )
+  )
+  made.init(None)
+  assert built["p"].config == _ToyConfig(num_heads=3, width=2)
+  assert built["p"].graph_vec == "core"  # The first choice.
+  with pytest.raises(
+      ValueError, match=r"\['secret'\].*\['graph_vec', 'width'\]"
+  ):
+    processors.get_processor_factory("toy", True, 8, secret=1)
+  with pytest.raises(ValueError, match=r"Unknown graph_vec 'x'"):
+    processors.get_processor_factory("toy", True, 8, graph_vec="x")
+  with pytest.raises(ValueError, match=r"'toy' already exists"):
+    processors.register("toy", toy)
+  with pytest.raises(ValueError, match=r"'mpnn' already exists"):
+    processors.register("mpnn", toy)
+
+
+def test_a_registered_kind_has_its_clrs_config_section(toy):
+  config = clrs_config.get_config({"processor_type": "toy"})
+  assert config.toy.to_dict() == {"num_heads": 1, "width": 8}
+  assert clrs_config._sections_in_use("toy") == ("toy",)
+  assert set(clrs_loop.unread_paths(config.to_dict())) == {
+      "processor.nb_heads",
+      "processor.node_readout",
+      "rt",
+      "et",
+      "floyd",
+  }
+  assert "toy" in clrs_loop.unread_paths({"processor_type": "rt"})
+  changed = clrs_config.get_config({"processor_type": "et", "toy.width": 2})
+  with pytest.raises(ValueError, match=r"config.toy fields \['width'\] apply"):
+    clrs_config.validate(changed)
