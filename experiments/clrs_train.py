@@ -7,7 +7,9 @@ r"""Train a processor on CLRS algorithms and test it out of distribution.
 
 Every field of `relational_jax.training.clrs.default_config()` is a flag
 `--config.<path>`; the flat flag names of earlier versions (CLRS run.py
-names such as --hidden_size, --nb_heads, --train_steps) stay as aliases. The
+names such as --hidden_size, --nb_heads, --train_steps) and the config paths
+renamed since (--config.protocol.train_steps, ...) stay as aliases
+(`relational_jax.training.compat`). The
 work directory is --workdir (--checkpoint_path, its earlier name, is an
 alias); re-running with the same one resumes. The work is
 `relational_jax.training.clrs.train_and_evaluate`.
@@ -22,13 +24,16 @@ from absl import app
 from absl import flags
 
 from relational_jax.training import cli
+from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import errors
 from relational_jax.parallel import distributed
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import loop
 
-_CONFIG = cli.define_config_flag("config", clrs_config.default_config())
+_CONFIG = cli.define_config_flag(
+    "config", clrs_config.default_config(), renamed=compat.CLRS_RENAMED_PATHS
+)
 # dm-clrs's clrs_text defines a global `seeds` flag on import: reuse it.
 _ALIASES = {k: v for k, v in clrs_config.LEGACY_NAMES.items()}
 config_lib.define_aliases(

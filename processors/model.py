@@ -7,11 +7,21 @@ training loops use it unchanged. What differs:
     pointer decoding from edges);
   * multi-device training is `jax.jit` over a 1-D device mesh with
     NamedShardings (parameters replicated, batches split over 'data'), not
-    CLRS's `pmap`; one device is the same code path.
+    CLRS's `pmap`; one device is the same code path;
+  * the optimiser may be any optax transformation (`optimizer=`; the
+    library's is `relational_jax.training.optim.make_optimizer`);
+  * a functional interface for a loop that holds the training state itself
+    (`relational_jax.training.trainer`): `state()` -> {params, opt_state},
+    `train_step(state, rng, feedback)` -> (state, {loss, grad_norm}),
+    `bound(params)` (a predictor of those parameters). Neither touches the
+    model's own parameters.
 """
+
+from typing import Dict, Optional
 
 import haiku as hk
 import jax
+import optax
 from clrs._src import baselines
 
 from processors.nets import CarryNet
@@ -33,6 +43,9 @@ class CarryModel(baselines.BaselineModel):
       their gradient (the RT authors' fork; False: dm-clrs 2.0.3 stops it;
       see `processors.nets`).
     mesh: the device mesh (default: all local devices on axis 'data').
+    optimizer: an optax transformation used instead of CLRS's own (Adam at
+      `learning_rate`, clipped at `grad_clip_max_norm`), which must then not
+      be given.
   """
 
   def __init__(
@@ -43,8 +56,16 @@ class CarryModel(baselines.BaselineModel):
       decode_previous_hiddens: bool = True,
       scalar_hint_gradient: bool = True,
       mesh=None,
-      **kwargs
+      optimizer: Optional[optax.GradientTransformation] = None,
+      **kwargs,
   ):
+    if optimizer is not None:
+      given = sorted({"learning_rate", "grad_clip_max_norm"} & set(kwargs))
+      if given:
+        raise ValueError(
+            f"CarryModel: {given} configure CLRS's own optimiser; with "
+            "optimizer= they would be ignored. Give one or the other."
+        )
     if kwargs.get("debug", False):
       raise ValueError("CarryModel does not support debug=True.")
     if ptr_from_edges and not carry_state:
@@ -55,7 +76,10 @@ class CarryModel(baselines.BaselineModel):
     self.scalar_hint_gradient = scalar_hint_gradient
     self.mesh = mesh if mesh is not None else mesh_lib.make_data_mesh()
     self._replicated = mesh_lib.replicated(self.mesh)
+    self._mesh_params = self._mesh_opt_state = None
     super().__init__(*args, **kwargs)
+    if optimizer is not None:
+      self.opt = optimizer
 
   @property
   def num_devices(self) -> int:
@@ -100,11 +124,11 @@ class CarryModel(baselines.BaselineModel):
     self.jitted_grad = jax.jit(
         self._compute_grad, static_argnums=3, out_shardings=(rep, rep)
     )
-    self.jitted_feedback = jax.jit(
-        self._feedback,
+    self.jitted_train_step = jax.jit(
+        self._train_step,
         static_argnums=4,
         donate_argnums=(0, 3),
-        out_shardings=(rep, rep, rep),
+        out_shardings=(rep, rep, rep, rep),
     )
     self.jitted_predict = jax.jit(self._predict, static_argnums=(3, 4, 5))
     self.jitted_accum_opt_update = jax.jit(
@@ -114,30 +138,65 @@ class CarryModel(baselines.BaselineModel):
         out_shardings=(rep, rep),
     )
 
+  def _train_step(self, params, rng_key, feedback, opt_state, algorithm_index):
+    """`BaselineModel._feedback`, also returning the gradient's global norm."""
+    loss, grads = jax.value_and_grad(self._loss)(
+        params, rng_key, feedback, algorithm_index
+    )
+    params, opt_state = self._update_params(
+        params, grads, opt_state, algorithm_index
+    )
+    return loss, optax.tree.norm(grads), params, opt_state
+
   # Parameters and optimiser state live replicated on the mesh.
   @property
   def params(self):
     return (
-        None
-        if self._device_params is None
-        else jax.device_get(self._device_params)
+        None if self._mesh_params is None else jax.device_get(self._mesh_params)
     )
 
   @params.setter
   def params(self, params):
-    self._device_params = jax.device_put(params, self._replicated)
+    self._mesh_params = jax.device_put(params, self._replicated)
 
   @property
   def opt_state(self):
     return (
         None
-        if self._device_opt_state is None
-        else jax.device_get(self._device_opt_state)
+        if self._mesh_opt_state is None
+        else jax.device_get(self._mesh_opt_state)
     )
 
   @opt_state.setter
   def opt_state(self, opt_state):
-    self._device_opt_state = jax.device_put(opt_state, self._replicated)
+    self._mesh_opt_state = jax.device_put(opt_state, self._replicated)
+
+  def state(self) -> Dict:
+    """The training state {params, opt_state} (on the mesh) after `init`."""
+    if self._mesh_params is None:
+      raise ValueError("CarryModel.state() needs init(features, seed) first.")
+    return {"params": self._mesh_params, "opt_state": self._mesh_opt_state}
+
+  def train_step(self, state, rng_key, feedback, algorithm_index=None):
+    """One optimiser step on `feedback` from `state` (donated):
+    (new state, {loss, grad_norm}). The model's own parameters are not
+    touched."""
+    algorithm_index = self._algorithm_index(algorithm_index)
+    loss, grad_norm, params, opt_state = self.jitted_train_step(
+        state["params"],
+        jax.device_put(rng_key, self._replicated),
+        self.shard_feedback(feedback),
+        state["opt_state"],
+        algorithm_index,
+    )
+    return (
+        {"params": params, "opt_state": opt_state},
+        {"loss": loss, "grad_norm": grad_norm},
+    )
+
+  def bound(self, params) -> "BoundModel":
+    """A predictor (`predict`, as this model's) of `params`."""
+    return BoundModel(self, jax.device_put(params, self._replicated))
 
   def shard_features(self, features):
     """Splits a CLRS `Features` batch over the mesh (hints are time-major).
@@ -166,22 +225,21 @@ class CarryModel(baselines.BaselineModel):
   def compute_grad(self, rng_key, feedback, algorithm_index=None):
     algorithm_index = self._algorithm_index(algorithm_index)
     return self.jitted_grad(
-        self._device_params,
+        self._mesh_params,
         jax.device_put(rng_key, self._replicated),
         self.shard_feedback(feedback),
         algorithm_index,
     )
 
   def feedback(self, rng_key, feedback, algorithm_index=None) -> float:
-    algorithm_index = self._algorithm_index(algorithm_index)
-    loss, self._device_params, self._device_opt_state = self.jitted_feedback(
-        self._device_params,
-        jax.device_put(rng_key, self._replicated),
-        self.shard_feedback(feedback),
-        self._device_opt_state,
-        algorithm_index,
+    state, metrics = self.train_step(
+        self.state(), rng_key, feedback, algorithm_index
     )
-    return loss
+    self._mesh_params, self._mesh_opt_state = (
+        state["params"],
+        state["opt_state"],
+    )
+    return metrics["loss"]
 
   def predict(
       self,
@@ -191,9 +249,28 @@ class CarryModel(baselines.BaselineModel):
       return_hints: bool = False,
       return_all_outputs: bool = False,
   ):
+    return self.predict_with(
+        self._mesh_params,
+        rng_key,
+        features,
+        algorithm_index,
+        return_hints,
+        return_all_outputs,
+    )
+
+  def predict_with(
+      self,
+      params,
+      rng_key,
+      features,
+      algorithm_index=None,
+      return_hints: bool = False,
+      return_all_outputs: bool = False,
+  ):
+    """`predict` with the given (replicated) parameters."""
     algorithm_index = self._algorithm_index(algorithm_index)
     return self.jitted_predict(
-        self._device_params,
+        params,
         jax.device_put(rng_key, self._replicated),
         self.shard_features(features),
         algorithm_index,
@@ -203,10 +280,22 @@ class CarryModel(baselines.BaselineModel):
 
   def update_model_params_accum(self, grads) -> None:
     grads = jax.device_put(grads, self._replicated)
-    self._device_params, self._device_opt_state = self.jitted_accum_opt_update(
-        self._device_params,
+    self._mesh_params, self._mesh_opt_state = self.jitted_accum_opt_update(
+        self._mesh_params,
         grads,
-        self._device_opt_state,
+        self._mesh_opt_state,
         self.opt,
         self._freeze_processor,
+    )
+
+
+class BoundModel:
+  """A `CarryModel`'s predictor with fixed parameters (`CarryModel.bound`)."""
+
+  def __init__(self, model: CarryModel, params):
+    self.model, self.params = model, params
+
+  def predict(self, rng_key, features, algorithm_index=None, **kwargs):
+    return self.model.predict_with(
+        self.params, rng_key, features, algorithm_index, **kwargs
     )

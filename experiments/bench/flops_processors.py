@@ -5,7 +5,7 @@ r"""FLOPs of one CLRS training step per processor, from XLA's cost analysis.
 
 Speed ratios between processors (experiments.bench.peers) are bounded by
 the work each step does. This compiles the same training step the
-benchmarks time (`CarryModel.jitted_feedback`: forward, backward and Adam
+benchmarks time (`CarryModel.jitted_train_step`: forward, backward and Adam
 update over the hint trajectory of one batch; `bench.processors` flags:
 algorithm, batch_size, train_length) and reads XLA's own count
 (`Compiled.cost_analysis()['flops']`, the optimised HLO, per device) without
@@ -106,11 +106,11 @@ def train_step_cost(name: str) -> dict:
   model.init(feedback.features, seed=0)
   started = time.perf_counter()
   with _unrolled_scans(FLAGS.unroll_scans):
-    compiled = model.jitted_feedback.lower(
-        model._device_params,  # pylint: disable=protected-access
+    compiled = model.jitted_train_step.lower(
+        model.state()["params"],
         jax.device_put(jax.random.PRNGKey(0), model._replicated),  # pylint: disable=protected-access
         model.shard_feedback(feedback),
-        model._device_opt_state,
+        model.state()["opt_state"],
         0,
     ).compile()  # pylint: disable=protected-access
   cost = compiled.cost_analysis()
@@ -162,7 +162,7 @@ def main(argv):
           "jax": jax.__version__,
           "device_kind": jax.devices()[0].device_kind,
           "source": (
-              "XLA Compiled.cost_analysis() of CarryModel.jitted_feedback"
+              "XLA Compiled.cost_analysis() of CarryModel.jitted_train_step"
           ),
           "entries": entries,
       },

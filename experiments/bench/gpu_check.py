@@ -160,9 +160,7 @@ class Settings:
       ("train_iters", 10),
       ("eval_iters", 3),
   )
-  main_job_overrides: Tuple[Tuple[str, Any], ...] = (
-      ("protocol.batch_size", 4),
-  )
+  main_job_overrides: Tuple[Tuple[str, Any], ...] = (("train.batch_size", 4),)
   main_job_steps: int = 50
 
 
@@ -192,9 +190,9 @@ def settings(quick: bool, floyd_checkout=None, seed=0) -> Settings:
           ("eval_iters", 1),
       ),
       main_job_overrides=(
-          ("protocol.batch_size", 2),
+          ("train.batch_size", 2),
           ("protocol.train_lengths", (4,)),
-          ("protocol.eval_batch_size", 2),
+          ("train.eval_batch_size", 2),
           ("protocol.max_eval_samples", 2),
           ("rt.num_layers", 1),
       ),
@@ -1001,7 +999,7 @@ def part_main_job(s: Settings, budget: Budget) -> Dict:
     batches = [next(stream) for _ in range(steps)]
     sample_s = (time.perf_counter() - start) / steps
     step_s = train(steps, batches)
-  batch = config.protocol.batch_size
+  batch = config.train.batch_size
   return {
       "config_overrides": {
           k: list(v) if isinstance(v, tuple) else v

@@ -425,15 +425,15 @@ class Entry:
     pass (compiled again here, not run)."""
     model = self.model
     key = jax.device_put(self.key, model._replicated)  # pylint: disable=protected-access
-    train = model.jitted_feedback.lower(
-        model._device_params,  # pylint: disable=protected-access
+    train = model.jitted_train_step.lower(
+        model.state()["params"],
         key,
         model.shard_feedback(self.feedback),
-        model._device_opt_state,  # pylint: disable=protected-access
+        model.state()["opt_state"],
         0,
     )
     predict = model.jitted_predict.lower(
-        model._device_params,  # pylint: disable=protected-access
+        model.state()["params"],
         key,
         model.shard_features(self.eval_batch.features),
         0,

@@ -6,7 +6,7 @@ r"""Where one CLRS training step's time goes (XLA:CPU op profile).
 
 Builds the benchmark model of `experiments.bench.processors.ENTRIES[entry]`
 (by default Bellman-Ford, batch 32, n = 16, the paper-tuned sizes), runs `iters` jitted
-training steps (`CarryModel.feedback`: forward over all hint steps, backward,
+training steps (`CarryModel.train_step`: forward over all hint steps, backward,
 Adam) under `jax.profiler.trace`, and sums the executed XLA ops' durations by
 where they come from: the module path in the op's name stack (Haiku and Flax
 scopes, cut to `depth` components after the processor's stack) and by pass
@@ -88,11 +88,11 @@ def main(argv):
   key = jax.random.PRNGKey(0)
   float(model.feedback(key, feedback))  # compile
   hlo = (
-      model.jitted_feedback.lower(
-          model._device_params,
+      model.jitted_train_step.lower(
+          model.state()["params"],
           key,
           model.shard_feedback(feedback),  # pylint: disable=protected-access
-          model._device_opt_state,
+          model.state()["opt_state"],
           0,
       )
       .compile()

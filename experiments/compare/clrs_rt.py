@@ -229,17 +229,17 @@ def our_config(
   c = clrs_config.default_config()
   c.algorithms, c.seeds = (algorithm,), (MODEL_SEED + seed + 1,)
   c.processor_type, c.hint_mode = processor_type, "encoded_decoded"
-  p = c.protocol
+  p, t = c.protocol, c.train
   p.train_lengths, p.test_lengths = (TRAIN_LENGTH,), (TEST_LENGTH,)
-  p.batch_size, p.eval_batch_size = hp["batch_size"], eval_batch_size(
+  t.batch_size, t.eval_batch_size = hp["batch_size"], eval_batch_size(
       budget, hp
   )
-  p.train_steps, p.eval_every = budget.steps, budget.eval_every
-  p.max_eval_samples, p.progress = budget.max_eval_samples, False
+  t.steps, t.eval_every = budget.steps, budget.eval_every
+  p.max_eval_samples, t.progress = budget.max_eval_samples, False
+  t.learning_rate = hp["learning_rate"]
+  t.clip = 0.0  # their optax.adam, no clipping
   m = c.model
   m.hidden_dim = hp["nb_heads"] * hp["head_size"]  # run.py's hidden_size
-  m.learning_rate = hp["learning_rate"]
-  m.grad_clip_max_norm = 0.0  # their optax.adam, no clipping
   m.dropout_prob = hp["dropout_prob"]
   # Their noise is the probability of feeding back the prediction; ours
   # the probability of feeding the ground truth. Theirs re-encodes hard
@@ -255,7 +255,7 @@ def our_config(
   c.processor.use_ln, c.processor.graph_vec = hp["use_ln"], hp["graph_vec"]
   if processor_type in BASELINES:  # CLRS's network, the baseline's sizes.
     m.hidden_dim = BASELINES[processor_type]["hidden_dim"]
-    m.learning_rate = BASELINES[processor_type]["learning_rate"]
+    t.learning_rate = BASELINES[processor_type]["learning_rate"]
     m.carry_state = m.ptr_from_edges = False
     return c
   if processor_type != "rt":  # A pair-state stack at the RT's sizes.
@@ -514,12 +514,12 @@ def fit_ours(
 
   config = our_config(budget, seed, algorithm, processor_type=processor_type)
   clrs_config.validate(config)
-  p = config.protocol
+  t = config.train
   val_set = data.eval_set(
-      algorithm, "val", p.eval_batch_size, budget.max_eval_samples
+      algorithm, "val", t.eval_batch_size, budget.max_eval_samples
   )
   test_set = data.eval_set(
-      algorithm, "test", p.eval_batch_size, budget.max_eval_samples
+      algorithm, "test", t.eval_batch_size, budget.max_eval_samples
   )
   dummy, _ = next(val_set.batches())
   os.makedirs(run_dir, exist_ok=True)
@@ -539,7 +539,11 @@ def fit_ours(
     return {"val": val, "test": test}, val
 
   task = loop.ClrsTask(
-      model, _ForkStream(data, p.batch_size), MODEL_SEED + seed, evaluate
+      model,
+      _ForkStream(data, t.batch_size),
+      MODEL_SEED + seed,
+      evaluate,
+      t,
   )
   return trainer.fit(
       task,

@@ -111,10 +111,10 @@ def _clrs_protocol(config: ConfigDict) -> ConfigDict:
   320,000 training examples (batch 4: 80,000 steps), validation every 320
   examples, best-validation checkpoint tested at n = 64, CLRS
   evaluation-set sizes, 20 seeds."""
-  config.protocol.batch_size = 4
-  config.protocol.train_steps = 80_000
-  config.protocol.eval_every = 80
-  config.protocol.eval_batch_size = 32
+  config.train.batch_size = 4
+  config.train.steps = 80_000
+  config.train.eval_every = 80
+  config.train.eval_batch_size = 32
   config.protocol.test_lengths = (64,)
   config.protocol.max_eval_samples = 0
   config.seeds = tuple(range(20))
@@ -125,7 +125,7 @@ def _rt_config(algorithms) -> Callable[[], ConfigDict]:
   def make():
     c = _clrs_protocol(clrs_config.default_config())  # Table 2 sizes.
     c.algorithms = tuple(algorithms)
-    c.model.learning_rate = 2.5e-4
+    c.train.learning_rate = 2.5e-4
     return c
 
   return make
@@ -151,7 +151,7 @@ def _baseline_config(algorithms, kind, hidden, lr) -> Callable[[], ConfigDict]:
     c.algorithms = tuple(algorithms)
     c.processor_type = kind
     c.model.hidden_dim = hidden
-    c.model.learning_rate = lr
+    c.train.learning_rate = lr
     c.model.carry_state = False
     c.model.ptr_from_edges = False
     return c
@@ -164,20 +164,20 @@ def _clrs_budgets(algorithms) -> Dict[str, Dict[str, Any]]:
       # 600 steps of batch 4 (2,400 examples), validation every 50 steps,
       # evaluation sets capped at 256 samples, 1 seed.
       "cpu": {
-          "protocol.train_steps": 600,
-          "protocol.eval_every": 50,
+          "train.steps": 600,
+          "train.eval_every": 50,
           "protocol.max_eval_samples": 256,
           "seeds": (42,),
       },
       "smoke": {
           "algorithms": (algorithms[0],),
-          "protocol.train_steps": 2,
-          "protocol.eval_every": 1,
+          "train.steps": 2,
+          "train.eval_every": 1,
           "protocol.max_eval_samples": 4,
-          "protocol.eval_batch_size": 4,
+          "train.eval_batch_size": 4,
           "protocol.test_lengths": (16,),
           "seeds": (42,),
-          "protocol.progress": False,
+          "train.progress": False,
       },
   }
 

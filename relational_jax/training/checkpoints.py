@@ -47,7 +47,7 @@ import hashlib
 import json
 import os
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 
@@ -280,16 +280,25 @@ class RunCheckpoints:
     return os.path.join(self.directory, which, str(step))
 
   def _restore_one(
-      self, abstract_state: Any, which: str, step: int
+      self, abstract_state: Any, which: str, step: int, layouts: Sequence = ()
   ) -> Tuple[Any, Dict]:
-    """Restores and verifies one checkpoint; raises on any problem."""
-    restored = self._manager(which).restore(
-        step,
-        args=ocp.args.Composite(
-            state=ocp.args.StandardRestore(abstract_state),
-            meta=ocp.args.JsonRestore(),
-        ),
-    )
+    """Restores and verifies one checkpoint; raises on any problem.
+
+    A checkpoint whose state does not fit `abstract_state` is tried against
+    each earlier layout of `layouts` ((abstract, upgrade) pairs): restored in
+    that layout, verified, then `upgrade`d to today's."""
+    upgrade = None
+    try:
+      restored = self._restore_files(abstract_state, which, step)
+    except Exception:  # pylint: disable=broad-except
+      for old_abstract, upgrade in layouts:
+        try:
+          restored = self._restore_files(old_abstract, which, step)
+          break
+        except Exception:  # pylint: disable=broad-except
+          continue
+      else:
+        raise
     state, meta = restored["state"], restored["meta"]
     if not isinstance(meta, dict):
       raise ValueError(f"the JSON record is {type(meta).__name__}, not a dict")
@@ -297,7 +306,18 @@ class RunCheckpoints:
     integrity = meta.pop(INTEGRITY_KEY, None)
     if integrity is not None:  # None: saved before checksums were recorded
       _verify(state, meta, integrity)
+    if upgrade is not None:
+      state = upgrade(state)
     return state, meta
+
+  def _restore_files(self, abstract_state: Any, which: str, step: int):
+    return self._manager(which).restore(
+        step,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(abstract_state),
+            meta=ocp.args.JsonRestore(),
+        ),
+    )
 
   def _move_aside(self, which: str, step: int) -> Optional[str]:
     """Moves a bad checkpoint to `<directory>/corrupt/` (kept for
@@ -322,10 +342,13 @@ class RunCheckpoints:
       abstract_state: Any,
       which: str = "latest",
       step: Optional[int] = None,
+      layouts: Sequence = (),
   ) -> Optional[Tuple[Any, Dict]]:
     """(state, meta) of `step` (default: the newest) of `which`, restored
     into `abstract_state` (see `abstract_like`) and checked against the
-    checksums saved with it; None if there is no checkpoint.
+    checksums saved with it; None if there is no checkpoint. `layouts`:
+    earlier state layouts a checkpoint may have been saved in, as
+    (abstract state, upgrade to today's) pairs (`Task.legacy_layouts`).
 
     Without `step`, a checkpoint that cannot be restored (missing or
     truncated file, garbage, checksum mismatch) is reported and skipped:
@@ -356,7 +379,7 @@ class RunCheckpoints:
     failures = []
     for source, s in candidates:
       try:
-        state, meta = self._restore_one(abstract_state, source, s)
+        state, meta = self._restore_one(abstract_state, source, s, layouts)
       except Exception as e:  # pylint: disable=broad-except
         failures.append({
             "which": source,

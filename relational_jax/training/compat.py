@@ -2,12 +2,19 @@
 
 `upgrade_saved` rewrites a saved config record (`config.json`) into today's
 terms before the resume check compares it with the current config, so a run
-saved under an older default still resumes.
+saved under an older default still resumes. CLRS: `upgrade_clrs` (renamed
+config paths), `CLRS_FLAT_FLAGS` (earlier flag names), and the optimiser
+state layout of CLRS checkpoints saved with dm-clrs's own optimiser
+(`stock_clrs_optimizer`, `upgrade_stock_opt_state`).
 """
 
 import copy
 import os
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
+
+import jax
+import jax.numpy as jnp
+import optax
 
 from relational_jax.data import paths as data_paths
 
@@ -36,3 +43,131 @@ def upgrade_saved(saved: Mapping[str, Any]) -> Dict[str, Any]:
   if isinstance(data, dict) and isinstance(data.get("data_dir"), str):
     data["data_dir"] = _shipped_equivalent(data["data_dir"])
   return out
+
+
+# ---------------------------------------------------------------------------
+# CLRS: the names of earlier versions.
+
+# Config paths renamed when CLRS took the `train` section every task has
+# (old path -> today's).
+CLRS_RENAMED_PATHS = {
+    "protocol.train_steps": "train.steps",
+    "protocol.batch_size": "train.batch_size",
+    "protocol.eval_batch_size": "train.eval_batch_size",
+    "protocol.eval_every": "train.eval_every",
+    "protocol.progress": "train.progress",
+    "protocol.tensorboard": "train.tensorboard",
+    "model.learning_rate": "train.learning_rate",
+    "model.grad_clip_max_norm": "train.clip",
+}
+
+# Flat flag names of earlier versions (CLRS run.py names) -> config paths; a
+# name with several paths sets the one its processor kind reads. (The renamed
+# paths' `--config.<old path>` flags: `cli.define_config_flag(renamed=)`.)
+CLRS_FLAT_FLAGS = {
+    "algorithms": "algorithms",
+    "processor_type": "processor_type",
+    "seeds": "seeds",
+    "hint_mode": "hint_mode",
+    "train_lengths": "protocol.train_lengths",
+    "test_lengths": "protocol.test_lengths",
+    "batch_size": "train.batch_size",
+    "eval_batch_size": "train.eval_batch_size",
+    "train_steps": "train.steps",
+    "eval_every": "train.eval_every",
+    "max_eval_samples": "protocol.max_eval_samples",
+    "progress": "train.progress",
+    "hidden_size": "model.hidden_dim",
+    "learning_rate": "train.learning_rate",
+    "grad_clip_max_norm": "train.clip",
+    "dropout_prob": "model.dropout_prob",
+    "hint_teacher_forcing": "model.hint_teacher_forcing",
+    "hint_repred_mode": "model.hint_repred_mode",
+    "use_lstm": "model.use_lstm",
+    "nb_msg_passing_steps": "model.nb_msg_passing_steps",
+    "encoder_init": "model.encoder_init",
+    "carry_state": "model.carry_state",
+    "ptr_from_edges": "model.ptr_from_edges",
+    "use_ln": ("processor.use_ln", "rt.use_ln"),
+    "nb_triplet_fts": "processor.nb_triplet_fts",
+    "nb_heads": (
+        "processor.nb_heads",
+        "rt.num_heads",
+        "et.num_heads",
+        "floyd.num_heads",
+    ),
+    "graph_vec": "processor.graph_vec",
+    "node_readout": "processor.node_readout",
+    "num_layers": ("rt.num_layers", "et.num_layers", "floyd.num_layers"),
+    "head_size": ("rt.head_dim", "et.head_dim", "floyd.head_dim"),
+    "node_hidden_size": "rt.node_ffn_dim",
+    "edge_hidden_size1": "rt.edge_msg_dim",
+    "edge_hidden_size2": "rt.edge_ffn_dim",
+    "edge_size": "rt.edge_dim",
+    "tied_layers": ("rt.tied", "et.tied"),
+    "ablation": "et.ablation",
+    "chunk_size": ("rt.chunk_size", "et.chunk_size", "floyd.chunk_size"),
+    "triangular_heads": "rt.triangular_heads",
+}
+
+
+def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
+  """A copy of a nested CLRS config record in today's terms: the
+  `CLRS_RENAMED_PATHS` moved (a record that has both spellings keeps
+  today's)."""
+  out = copy.deepcopy(dict(saved))
+  for old, new in CLRS_RENAMED_PATHS.items():
+    old_section, old_name = old.split(".")
+    section = out.get(old_section)
+    if not isinstance(section, dict) or old_name not in section:
+      continue
+    value = section.pop(old_name)
+    new_section, new_name = new.split(".")
+    out.setdefault(new_section, {}).setdefault(new_name, value)
+  return out
+
+
+def stock_clrs_optimizer(train) -> Optional[optax.GradientTransformation]:
+  """The optimiser dm-clrs's `BaselineModel` builds for the settings of
+  `train` (Adam at a constant rate, clipped when clip > 0), whose state
+  layout CLRS checkpoints of earlier versions hold; None for settings it
+  cannot express (a schedule, a warmup, AdamW)."""
+  if (
+      train.optimizer != "adam"
+      or train.schedule != "constant"
+      or train.warmup_steps
+  ):
+    return None
+  if train.clip:
+    return optax.chain(
+        optax.clip_by_global_norm(train.clip),
+        optax.scale_by_adam(),
+        optax.scale(-train.learning_rate),
+    )
+  return optax.adam(train.learning_rate)
+
+
+_OPT_STATES = (optax.ScaleByAdamState, optax.ScaleByScheduleState)
+
+
+def upgrade_stock_opt_state(old: Any, fresh: Any) -> Any:
+  """`fresh` (today's optimiser state, from `init`) holding the Adam moments
+  and count of `old` (a `stock_clrs_optimizer` state); a schedule's count
+  is Adam's (both count the updates)."""
+  is_state = lambda x: isinstance(x, _OPT_STATES)
+  adam = [
+      x
+      for x in jax.tree_util.tree_leaves(old, is_leaf=is_state)
+      if isinstance(x, optax.ScaleByAdamState)
+  ]
+  if len(adam) != 1:
+    raise ValueError(f"expected one Adam state in {old!r}.")
+
+  def swap(x):
+    if isinstance(x, optax.ScaleByAdamState):
+      return adam[0]
+    if isinstance(x, optax.ScaleByScheduleState):  # A buffer of its own.
+      return x._replace(count=jnp.copy(adam[0].count))
+    return x
+
+  return jax.tree_util.tree_map(swap, fresh, is_leaf=is_state)

@@ -1,7 +1,7 @@
 """The optimiser of every task: `make_optimizer(config.train)`, Adam or AdamW
 with a learning-rate schedule and global-norm clipping (optax), from the
-fields every task's `train` section has (`Settings`). CLRS tasks still use
-CLRS's own `BaselineModel` optimiser (Adam, constant rate, clipping).
+fields every task's `train` section has (`Settings`); CLRS hands it to
+`processors.CarryModel` (`optimizer=`) in place of dm-clrs's own.
 
 Schedules (`make_schedule`, of the update count c = 0, 1, ...; lr the peak
 rate, w the warmup steps, T the run's steps):

@@ -36,7 +36,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Protocol, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -92,6 +92,17 @@ class Task(Protocol):
     """(history entry, selection score) after `step` steps (1-based): the
     entry's fields go into the history; the score (higher is better, None:
     select the last evaluation) decides the best checkpoint."""
+
+  # Optional: `legacy_layouts() -> [(abstract state, upgrade)]`, the state
+  # layouts of earlier versions that a checkpoint may hold (see `layouts_of`).
+
+
+def layouts_of(task: Task) -> Sequence[Tuple[Any, Callable]]:
+  """The earlier state layouts `task` reads checkpoints in: (abstract
+  state, upgrade to today's layout) pairs; none unless the task has
+  `legacy_layouts()`."""
+  legacy = getattr(task, "legacy_layouts", None)
+  return tuple(legacy()) if legacy is not None else ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,7 +245,7 @@ def fit(
   stop = min(loop.steps, loop.stop_at_step or loop.steps)
   save_every = loop.checkpoint_every or loop.eval_every
   with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
-    restored = ckpts.restore(task.abstract_state())
+    restored = ckpts.restore(task.abstract_state(), layouts=layouts_of(task))
     if restored is None:
       state, meta = task.init_state(), _fresh_meta(task.stream)
     else:
@@ -374,17 +385,20 @@ def has_checkpoint(checkpoint_dir: str) -> bool:
 
 
 def restore(
-    abstract_state: Any, checkpoint_dir: str, which: str = "latest"
+    abstract_state: Any,
+    checkpoint_dir: str,
+    which: str = "latest",
+    layouts: Sequence[Tuple[Any, Callable]] = (),
 ) -> Optional[Tuple[Any, Dict]]:
   """(state, record) of the newest `which` ('latest' | 'best') checkpoint in
-  `checkpoint_dir`; None if there is none."""
+  `checkpoint_dir` (`layouts`: as `layouts_of`); None if there is none."""
   if which not in ("latest", "best"):
     raise ValueError(
         f"checkpoint {which!r} is not one of the valid choices "
         "['latest', 'best']."
     )
   with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
-    return ckpts.restore(abstract_state, which)
+    return ckpts.restore(abstract_state, which, layouts=layouts)
 
 
 # ---------------------------------------------------------------------------
@@ -491,6 +505,30 @@ def make_train_step(loss_fn: Callable, tx: optax.GradientTransformation, mesh):
 
 
 SELECT_ON = ("last", "val")
+# The `train` section of every task, with the same names: what the loop
+# (`loop_of`) and the optimiser (`optim.make_optimizer`) read. A task may
+# add its own fields (seq2seq's dropout_prng, CLUTRR's eval_tests); each
+# run's seed is `train.seed` (CLRS: the top-level `seeds`, one model per
+# seed).
+TRAIN_FIELDS = (
+    "steps",
+    "batch_size",
+    "eval_batch_size",
+    "eval_every",
+    "checkpoint_every",
+    "stop_at_step",
+    "learning_rate",
+    "schedule",
+    "warmup_steps",
+    "warmup",
+    "clip",
+    "optimizer",
+    "weight_decay",
+    "select_on",
+    "devices",
+    "progress",
+    "tensorboard",
+)
 # The `train` section's fields (and the results path) that a resumed run may
 # change: when and how it evaluates, checkpoints, shows progress and stops,
 # the devices, where it writes. Each task adds its own to these.
@@ -595,12 +633,17 @@ class FunctionalTask:
 
 
 def selected_state(
-    record: RunRecord, abstract_state: Any, checkpoint_dir: str, select_on: str
+    record: RunRecord,
+    abstract_state: Any,
+    checkpoint_dir: str,
+    select_on: str,
+    layouts: Sequence[Tuple[Any, Callable]] = (),
 ) -> Tuple[Any, str]:
   """(state, description) that `select_on` picks: 'last' the final state;
-  'val' (or 'best') the best evaluation's checkpoint, if one was scored."""
+  'val' (or 'best') the best evaluation's checkpoint, if one was scored
+  (`layouts`: as `layouts_of`)."""
   best = record.best
   if select_on == "last" or not best or best.get("score") is None:
     return record.state, "last"
-  state, _ = restore(abstract_state, checkpoint_dir, "best")
+  state, _ = restore(abstract_state, checkpoint_dir, "best", layouts)
   return state, f"val (step {best['step']})"

@@ -33,7 +33,7 @@ def test_flat_names_set_the_config_paths_they_alias():
   )
   assert config.model.hidden_dim == 16
   assert config.processor.nb_heads == config.rt.num_heads == 2
-  assert (config.rt.num_layers, config.protocol.train_steps) == (1, 3)
+  assert (config.rt.num_layers, config.train.steps) == (1, 3)
   # A name shared by both model sections sets only the one in use.
   assert config.et.num_heads == default.et.num_heads
 
@@ -44,7 +44,8 @@ def test_command_line_resumes_a_library_run(tmp_path):
   results = clrs_loop.train_and_evaluate(tiny(), workdir)
   run = results["algorithms"]["bellman_ford"]["runs"][0]
   # The command line, on the same directory with more steps, resumes at step
-  # 2; old flat names and --config.* paths mix.
+  # 2; old flat names, config paths renamed since (--config.protocol.*) and
+  # today's --config.* paths mix.
   cmd = [
       sys.executable,
       "-m",
@@ -55,7 +56,7 @@ def test_command_line_resumes_a_library_run(tmp_path):
       "--test_lengths=5",
       "--batch_size=4",
       "--eval_batch_size=4",
-      "--train_steps=3",
+      "--config.protocol.train_steps=3",
       "--eval_every=1",
       "--max_eval_samples=4",
       "--hidden_size=16",

@@ -40,15 +40,18 @@ def test_clrs_rt_settings_translate_field_by_field():
   assert m.hidden_dim == hp["nb_heads"] * hp["head_size"] == 192
   assert r.use_ln is c.processor.use_ln is hp["use_ln"] is True
   assert c.processor.graph_vec == hp["graph_vec"] == "cat"
-  assert m.learning_rate == hp["learning_rate"] == 2.5e-4
-  assert m.grad_clip_max_norm == 0.0 and m.dropout_prob == hp["dropout_prob"]
+  assert c.train.learning_rate == hp["learning_rate"] == 2.5e-4
+  assert c.train.clip == 0.0 and m.dropout_prob == hp["dropout_prob"]
   assert m.hint_teacher_forcing == 1 - hp["hint_teacher_forcing_noise"] == 0.5
   assert m.hint_repred_mode == "hard" and m.encoder_init == "default"
   assert m.carry_state and m.ptr_from_edges is hp["ptr_from_edges"] is True
   assert not m.use_lstm and m.nb_msg_passing_steps == 1
-  assert p.batch_size == hp["batch_size"] == 4
+  assert c.train.batch_size == hp["batch_size"] == 4
   assert (p.train_lengths, p.test_lengths) == ((16,), (64,))
-  assert (p.train_steps, p.eval_every) == (budget.steps, budget.eval_every)
+  assert (c.train.steps, c.train.eval_every) == (
+      budget.steps,
+      budget.eval_every,
+  )
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
 
   clrs_config.validate(c)
@@ -352,11 +355,11 @@ def test_baselines_take_the_rt_s_place_in_clrs_s_network(kind):
   assert set(changed) == {
       "processor_type",
       "model.hidden_dim",
-      "model.learning_rate",
+      "train.learning_rate",
       "model.carry_state",
       "model.ptr_from_edges",
   }
-  assert (c.model.hidden_dim, c.model.learning_rate) == (
+  assert (c.model.hidden_dim, c.train.learning_rate) == (
       clrs_rt.BASELINES[kind]["hidden_dim"],
       clrs_rt.BASELINES[kind]["learning_rate"],
   )

@@ -161,11 +161,11 @@ def test_paper_budgets_follow_the_papers():
     ours = clrs_rt.our_config(
         budget, 0, c.algorithms[0], processor_type=processor
     )
-    p, m = ours.protocol, ours.model
-    assert p.batch_size * p.train_steps == 320_000
-    assert p.batch_size * p.eval_every == 320
+    p, m, t = ours.protocol, ours.model, ours.train
+    assert t.batch_size * t.steps == 320_000
+    assert t.batch_size * t.eval_every == 320
     assert p.train_lengths == (16,) and p.test_lengths == (64,)
-    assert m.grad_clip_max_norm == 0.0 and m.hint_teacher_forcing == 0.5
+    assert t.clip == 0.0 and m.hint_teacher_forcing == 0.5
     assert (m.hint_repred_mode, m.encoder_init) == ("hard", "default")
   rt = clrs_rt.our_config(
       clrs_rt.BUDGETS["paper"], 0, "bellman_ford", processor_type="rt"
@@ -177,7 +177,7 @@ def test_paper_budgets_follow_the_papers():
   assert (mpnn.model.hidden_dim, mpnn.model.carry_state) == (512, False)
   assert len(reproductions.get("rt_clrs_all30").build("paper").algorithms) == 30
   modern = reproductions.get("rt_clrs_core8_modern").build("paper")
-  assert modern.protocol.batch_size * modern.protocol.train_steps == 320_000
+  assert modern.train.batch_size * modern.train.steps == 320_000
   assert modern.protocol.train_lengths == (4, 7, 11, 13, 16)
   scan = reproductions.get("scan_cutoff26_relative_universal").build("paper")
   assert scan.train.steps == 50_000 and scan.transformer.positions == "relative"

@@ -51,7 +51,7 @@ _SCRIPT = textwrap.dedent("""
           continue
         np.testing.assert_allclose(four.params[module][name], b, rtol=1e-4,
                                    atol=1e-5, err_msg=module + "/" + name)
-    sharding = jax.tree_util.tree_leaves(four._device_params)[0].sharding
+    sharding = jax.tree_util.tree_leaves(four.state()["params"])[0].sharding
     assert sharding.is_fully_replicated
     odd = clrs_data.TrainStream("bellman_ford", [5], batch_size=6, seed=0)
     try:

@@ -60,12 +60,12 @@ CLRS_ARGS = [
     "--config.algorithms=('bellman_ford',)",
     "--config.protocol.train_lengths=(5,)",
     "--config.protocol.test_lengths=(5,)",
-    "--config.protocol.batch_size=4",
-    "--config.protocol.eval_batch_size=4",
-    "--config.protocol.train_steps=10",
-    "--config.protocol.eval_every=5",
+    "--config.train.batch_size=4",
+    "--config.train.eval_batch_size=4",
+    "--config.train.steps=10",
+    "--config.train.eval_every=5",
     "--config.protocol.max_eval_samples=4",
-    "--config.protocol.progress=False",
+    "--config.train.progress=False",
     # The processor does not matter here; the MPNN baseline compiles in
     # half the time of a one-layer RT.
     "--config.processor_type=mpnn",

@@ -46,7 +46,7 @@ def test_every_task_builds_its_optimiser_from_its_train_section():
   """One make_optimizer: the same fields in every task's `train`."""
   from relational_jax.training import registry  # pylint: disable=g-import-not-at-top
 
-  for name in ("clutrr", "cogs_graph", "seq2seq"):
+  for name in ("clrs", "clutrr", "cogs_graph", "seq2seq"):
     train = registry.get(name).default_config().train
     assert optim.settings_of(train)._fields == optim.Settings._fields
     optim.make_optimizer(train)  # Builds.

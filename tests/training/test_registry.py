@@ -22,6 +22,25 @@ def test_every_task_has_the_entry_points_and_a_valid_default(name):
   task.validate(task.default_config())
 
 
+# Fields a task adds to the common `train` section (trainer.TRAIN_FIELDS).
+TASK_TRAIN_FIELDS = {
+    "clrs": (),
+    "seq2seq": ("seed", "dropout_prng"),
+    "clutrr": ("seed", "eval_tests"),
+    "cogs_graph": ("seed",),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TASK_TRAIN_FIELDS))
+def test_every_library_task_has_the_one_train_section(name):
+  from relational_jax.training import trainer  # pylint: disable=g-import-not-at-top
+
+  train = registry.get(name).default_config().train
+  assert sorted(train.keys()) == sorted(
+      trainer.TRAIN_FIELDS + TASK_TRAIN_FIELDS[name]
+  )
+
+
 def test_every_reproduction_names_a_registered_task():
   for r in reproductions.REPRODUCTIONS.values():
     assert r.task in registry.TASKS, r.name

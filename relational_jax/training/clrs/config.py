@@ -1,9 +1,16 @@
 """The CLRS run configuration: one `ConfigDict`, each field written once.
 
-  config.algorithms, seeds, processor_type, hint_mode   what to train
-  config.protocol   train/test sizes, batch sizes, steps, evaluation cadence
+  config.algorithms, seeds, processor_type, hint_mode   what to train (one
+                    model per algorithm and seed)
+  config.train      the `train` section every task has
+                    (`trainer.TRAIN_FIELDS`: steps, batch sizes, evaluation
+                    and checkpoint cadence, the optimiser of
+                    `optim.make_optimizer`, ...); `select_on` 'val' tests the
+                    best-validation state, 'last' the final one
+  config.protocol   the data protocol: train and test graph sizes, the
+                    evaluation sample cap
   config.model      keyword arguments of `processors.CarryModel` (CLRS
-                    `BaselineModel` names: hidden_dim, learning_rate, ...)
+                    `BaselineModel` names: hidden_dim, dropout_prob, ...)
   config.processor  arguments of `processors.get_processor_factory` that are
                     not a model section (use_ln, nb_triplet_fts, nb_heads of
                     CLRS kinds, the processor options of our kinds:
@@ -18,16 +25,20 @@ The model sections and processor options are read from the processor table
 and `run_defaults`), so a kind added there has its section here.
 
 Defaults: the main job of the README (the RT paper's tuned RT on
-bellman_ford, a small CPU budget). `LEGACY_NAMES` maps the flat flag names of
-earlier versions (CLRS run.py names) to config paths.
+bellman_ford, a small CPU budget). Earlier names (flat CLRS run.py flags,
+the paths renamed into `train`) are read through
+`relational_jax.training.compat`.
 """
 
 from typing import Callable, Optional
 
 import processors
 from relational_jax.layers import shapes
-from relational_jax.training import config as config_lib
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import compat
+from relational_jax.training import config as config_lib
+from relational_jax.training import optim
+from relational_jax.training import trainer
 from relational_jax.training.clrs import data as clrs_data
 
 ConfigDict = config_lib.ConfigDict
@@ -68,24 +79,37 @@ def default_config() -> ConfigDict:
   c.seeds = (42,)
   c.processor_type = "rt"
   c.hint_mode = "encoded_decoded"
+  c.train = ConfigDict(
+      dict(
+          steps=300,
+          batch_size=8,
+          eval_batch_size=32,
+          eval_every=50,
+          checkpoint_every=0,  # 0: at every evaluation
+          stop_at_step=0,
+          learning_rate=2.5e-4,
+          schedule="constant",
+          warmup_steps=0,
+          warmup="count_plus_one",
+          clip=1.0,
+          optimizer="adam",
+          weight_decay=0.0,
+          select_on="val",
+          devices=0,
+          progress=True,
+          tensorboard=False,  # Also TensorBoard events (metrics.jsonl always).
+      )
+  )
   c.protocol = ConfigDict(
       dict(
           train_lengths=(4, 7, 11, 13, 16),
           test_lengths=(64,),
-          batch_size=8,
-          eval_batch_size=32,
-          train_steps=300,
-          eval_every=50,
           max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
-          progress=True,
-          tensorboard=False,  # Also TensorBoard events (metrics.jsonl always).
       )
   )
   c.model = ConfigDict(
       dict(
           hidden_dim=192,  # = num_heads * head_dim: no projection around RT
-          learning_rate=2.5e-4,
-          grad_clip_max_norm=1.0,
           dropout_prob=0.0,
           hint_teacher_forcing=0.0,
           hint_repred_mode="soft",
@@ -118,51 +142,7 @@ def default_config() -> ConfigDict:
 
 
 # Flat flag names of earlier versions -> config paths (kept as aliases).
-LEGACY_NAMES = {
-    "algorithms": "algorithms",
-    "processor_type": "processor_type",
-    "seeds": "seeds",
-    "hint_mode": "hint_mode",
-    "train_lengths": "protocol.train_lengths",
-    "test_lengths": "protocol.test_lengths",
-    "batch_size": "protocol.batch_size",
-    "eval_batch_size": "protocol.eval_batch_size",
-    "train_steps": "protocol.train_steps",
-    "eval_every": "protocol.eval_every",
-    "max_eval_samples": "protocol.max_eval_samples",
-    "progress": "protocol.progress",
-    "hidden_size": "model.hidden_dim",
-    "learning_rate": "model.learning_rate",
-    "grad_clip_max_norm": "model.grad_clip_max_norm",
-    "dropout_prob": "model.dropout_prob",
-    "hint_teacher_forcing": "model.hint_teacher_forcing",
-    "hint_repred_mode": "model.hint_repred_mode",
-    "use_lstm": "model.use_lstm",
-    "nb_msg_passing_steps": "model.nb_msg_passing_steps",
-    "encoder_init": "model.encoder_init",
-    "carry_state": "model.carry_state",
-    "ptr_from_edges": "model.ptr_from_edges",
-    "use_ln": ("processor.use_ln", "rt.use_ln"),
-    "nb_triplet_fts": "processor.nb_triplet_fts",
-    "nb_heads": (
-        "processor.nb_heads",
-        "rt.num_heads",
-        "et.num_heads",
-        "floyd.num_heads",
-    ),
-    "graph_vec": "processor.graph_vec",
-    "node_readout": "processor.node_readout",
-    "num_layers": ("rt.num_layers", "et.num_layers", "floyd.num_layers"),
-    "head_size": ("rt.head_dim", "et.head_dim", "floyd.head_dim"),
-    "node_hidden_size": "rt.node_ffn_dim",
-    "edge_hidden_size1": "rt.edge_msg_dim",
-    "edge_hidden_size2": "rt.edge_ffn_dim",
-    "edge_size": "rt.edge_dim",
-    "tied_layers": ("rt.tied", "et.tied"),
-    "ablation": "et.ablation",
-    "chunk_size": ("rt.chunk_size", "et.chunk_size", "floyd.chunk_size"),
-    "triangular_heads": "rt.triangular_heads",
-}
+LEGACY_NAMES = compat.CLRS_FLAT_FLAGS
 
 
 def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
@@ -207,9 +187,10 @@ def from_legacy(flat: dict) -> ConfigDict:
 
 
 def load(raw: dict) -> ConfigDict:
-  """A config from its JSON record (nested, or flat from earlier versions)."""
+  """A config from its JSON record (nested, or flat from earlier versions;
+  earlier names read through `compat`)."""
   if "protocol" in raw:
-    return config_lib.from_dict(raw)
+    return config_lib.from_dict(compat.upgrade_clrs(raw))
   return from_legacy(raw)
 
 
@@ -225,17 +206,26 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   if not config.seeds:
     raise ValueError("seeds must name at least one seed.")
   shapes.check_choice(config.hint_mode, HINT_MODES, "hint_mode")
-  m, p = config.model, config.protocol
+  m, p, t = config.model, config.protocol, config.train
   shapes.check_choice(m.hint_repred_mode, HINT_REPRED_MODES, "hint_repred_mode")
   shapes.check_choice(m.encoder_init, ENCODER_INITS, "encoder_init")
   clrs_data.check_lengths(p.train_lengths, "train_lengths")
   clrs_data.check_lengths(p.test_lengths, "test_lengths")
-  for name in ("batch_size", "eval_batch_size", "train_steps", "eval_every"):
-    if p[name] < 1:
-      raise ValueError(f"protocol.{name} must be >= 1, got {p[name]}.")
+  if p.max_eval_samples < 0:
+    raise ValueError(
+        "protocol.max_eval_samples must be >= 0 (0: CLRS sizes), got "
+        f"{p.max_eval_samples}."
+    )
+  trainer.validate_train_section(t)
+  if t.eval_batch_size < 1:
+    raise ValueError(
+        f"train.eval_batch_size must be >= 1, got {t.eval_batch_size}."
+    )
+  optim.validate(t)
+  mesh = mesh_lib.mesh_of_first(t.devices)
   for name in ("batch_size", "eval_batch_size"):
     mesh_lib.check_divisible(
-        p[name], mesh_lib.num_data_shards(mesh_lib.make_data_mesh()), name
+        t[name], mesh_lib.num_data_shards(mesh), f"train.{name}"
     )
   if m.ptr_from_edges and not m.carry_state:
     raise ValueError(

@@ -31,18 +31,19 @@ def evaluate(model, eval_set: clrs_data.EvalSet, rng_key) -> Dict[str, float]:
 
 
 def test_at_lengths(
-    protocol, algorithm: str, model, lengths: Sequence[int], log=print
+    config, algorithm: str, model, lengths: Sequence[int], log=print
 ) -> Dict[str, float]:
-  """CLRS test score of `model` at each graph size in `lengths` (test
-  sampler seed 3; `protocol` gives the batch size and sample cap)."""
+  """CLRS test score of `model` (or any predictor) at each graph size in
+  `lengths` (test sampler seed 3; `config.train.eval_batch_size` samples a
+  batch, at most `config.protocol.max_eval_samples`)."""
   test = {}
   for n in lengths:
     test_set = clrs_data.make_eval_set(
         algorithm,
         "test",
         n,
-        protocol.eval_batch_size,
-        protocol.max_eval_samples,
+        config.train.eval_batch_size,
+        config.protocol.max_eval_samples,
     )
     test[str(n)] = evaluate(model, test_set, jax.random.PRNGKey(3))["score"]
     log(f"test n={n}: {test[str(n)]:.4f} ({test_set.num_samples} samples)")

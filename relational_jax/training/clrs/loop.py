@@ -1,7 +1,7 @@
 """Train CLRS processors and test them out of distribution: `train_and_evaluate`.
 
 One model per (algorithm, seed), single-task as in the RT paper: train on
-n <= 16, validate at n = 16 every `protocol.eval_every` steps, keep the
+n <= 16, validate at n = 16 every `train.eval_every` steps, keep the
 best-validation checkpoint, and test it at every length in
 `protocol.test_lengths` (default 64). Checkpoints (orbax):
 `<workdir>/<algorithm>_seed<seed>/checkpoints/{latest,best}`. Running again
@@ -34,8 +34,11 @@ import numpy as np
 
 import processors
 from relational_jax.layers import shapes
-from relational_jax.training import config as config_lib
 from relational_jax.parallel import distributed
+from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import compat
+from relational_jax.training import config as config_lib
+from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
 from relational_jax.training.checkpoints import abstract_like
@@ -49,11 +52,15 @@ ConfigDict = config_lib.ConfigDict
 # config.json when a run is resumed: train longer, test elsewhere, display,
 # evaluation batching, and which (algorithm, seed) run dirs to train.
 RESUMABLE_CHANGES = (
-    "protocol.train_steps",
+    "train.steps",
+    "train.eval_batch_size",
+    "train.checkpoint_every",
+    "train.stop_at_step",
+    "train.select_on",
+    "train.devices",
+    "train.progress",
+    "train.tensorboard",
     "protocol.test_lengths",
-    "protocol.progress",
-    "protocol.tensorboard",
-    "protocol.eval_batch_size",
     "algorithms",
     "seeds",
 )
@@ -70,16 +77,20 @@ def build_model(
   """Our CLRS model, data-parallel over `mesh` (default: all local devices).
 
   `config.model` holds `processors.CarryModel` keyword arguments, passed on
-  unchanged. With `carry_state=False` it computes exactly what stock CLRS
-  BaselineModel computes (tested), on the mesh instead of pmap.
-  `processor_factory` (a CLRS `out_size -> Processor` factory) replaces the
-  one of `config.processor_type`."""
+  unchanged; the optimiser is `optim.make_optimizer(config.train)`. With
+  `carry_state=False` it computes exactly what stock CLRS BaselineModel
+  computes (tested), on the mesh instead of pmap. `processor_factory` (a
+  CLRS `out_size -> Processor` factory) replaces the one of
+  `config.processor_type`."""
   factory = processor_factory or clrs_config.processor_factory(config)
   return processors.CarryModel(
       spec,
       dummy_feedback,
       factory,
-      mesh=mesh,
+      mesh=mesh
+      if mesh is not None
+      else mesh_lib.mesh_of_first(config.train.devices),
+      optimizer=optim.make_optimizer(config.train),
       checkpoint_path=checkpoint_dir,
       encode_hints=config.hint_mode == "encoded_decoded",
       decode_hints=config.hint_mode in ("encoded_decoded", "decoded_only"),
@@ -88,45 +99,64 @@ def build_model(
 
 
 class ClrsTask:
-  """The `trainer.Task` of one CLRS model (a `CarryModel`, which keeps its
-  parameters and optimiser state on the mesh).
+  """The `trainer.Task` of one CLRS model: the training state
+  {params, opt_state} is a pytree the trainer holds, stepped by
+  `CarryModel.train_step` (the model's own parameters are not touched).
 
   Args:
-    model: the initialised model.
+    model: the model, initialised (`init`): its parameters and optimiser
+      state are the fresh run's state.
     stream: its training feedback (`__next__`, `get_state`, `set_state`).
     seed: step t trains with dropout/noise key fold_in(PRNGKey(seed), t).
-    evaluate: (model, step) -> (history fields, selection score).
+    evaluate: (predictor, step) -> (history fields, selection score); the
+      predictor has the model's `predict` with the state's parameters.
+    train: the `train` section (the optimiser settings), to read checkpoints
+      saved with dm-clrs's own optimiser by earlier versions.
   """
 
-  def __init__(self, model, stream, seed: int, evaluate: Callable):
+  def __init__(self, model, stream, seed: int, evaluate: Callable, train=None):
     self.model, self.stream, self._evaluate = model, stream, evaluate
     self.key = jax.random.PRNGKey(seed)
-
-  def _load(self, state) -> None:
-    self.model._device_params = state["params"]  # pylint: disable=protected-access
-    self.model._device_opt_state = state["opt_state"]  # pylint: disable=protected-access
+    self._train = train
+    self._abstract = abstract_like(model.state())
 
   def init_state(self) -> Dict:
-    return {
-        "params": self.model._device_params,  # pylint: disable=protected-access
-        "opt_state": self.model._device_opt_state,  # pylint: disable=protected-access
-    }
+    return self.model.state()
 
   def abstract_state(self) -> Dict:
-    return abstract_like(self.init_state())
+    return self._abstract
+
+  def legacy_layouts(self):
+    """The state layout of checkpoints saved with dm-clrs's own optimiser
+    (`compat.stock_clrs_optimizer`), and its upgrade."""
+    stock = self._train and compat.stock_clrs_optimizer(self._train)
+    if not stock:
+      return ()
+    rep = self.model._replicated  # pylint: disable=protected-access
+    params = self._abstract["params"]
+    old = {
+        "params": params,
+        "opt_state": abstract_like(jax.eval_shape(stock.init, params), rep),
+    }
+
+    def upgrade(state):
+      fresh = jax.jit(self.model.opt.init, out_shardings=rep)(state["params"])
+      return {
+          "params": state["params"],
+          "opt_state": compat.upgrade_stock_opt_state(
+              state["opt_state"], fresh
+          ),
+      }
+
+    return ((old, upgrade),)
 
   def train_step(self, state, feedback, step):
-    self._load(state)
-    loss = self.model.feedback(jax.random.fold_in(self.key, step), feedback)
-    return self.init_state(), {"loss": loss}
+    return self.model.train_step(
+        state, jax.random.fold_in(self.key, step), feedback
+    )
 
   def evaluate(self, state, step):
-    self._load(state)
-    return self._evaluate(self.model, step)
-
-  def load(self, state) -> None:
-    """Puts `state` (e.g. a restored checkpoint's) into the model."""
-    self._load(jax.device_put(state, self.model._replicated))  # pylint: disable=protected-access
+    return self._evaluate(self.model.bound(state["params"]), step)
 
 
 def validation_evaluate(val_set, seed: int) -> Callable:
@@ -151,13 +181,13 @@ def model_for_run(
     processor_factory: Optional[Callable] = None,
 ):
   """The run's model, initialised (not yet restored), and its data."""
-  p = config.protocol
-  stream = clrs_data.TrainStream(algorithm, p.train_lengths, p.batch_size, seed)
+  p, t = config.protocol, config.train
+  stream = clrs_data.TrainStream(algorithm, p.train_lengths, t.batch_size, seed)
   val_set = clrs_data.make_eval_set(
       algorithm,
       "val",
       max(p.train_lengths),
-      p.eval_batch_size,
+      t.eval_batch_size,
       p.max_eval_samples,
   )
   dummy, _ = next(val_set.batches())
@@ -188,14 +218,16 @@ def train_one(
     log=print,
     processor_factory: Optional[Callable] = None,
 ) -> Dict:
-  """Trains and tests one (algorithm, seed) run; resumes from `run_dir`."""
-  p = config.protocol
+  """Trains and tests one (algorithm, seed) run; resumes from `run_dir`.
+  The run's result, or {'stopped_at': step} after a planned stop
+  (`train.stop_at_step`)."""
+  p, t = config.protocol, config.train
   result_path = os.path.join(run_dir, "result.json")
   if os.path.exists(result_path):
     done = reporting.read_json(result_path)
     if (
         done.get("complete")
-        and done["steps"] == p.train_steps
+        and done["steps"] == t.steps
         and set(map(str, p.test_lengths)) <= set(done["test"])
     ):
       log(f"[{algorithm} seed {seed}] already complete, reusing {result_path}")
@@ -204,30 +236,28 @@ def train_one(
   model, stream, val_set = model_for_run(
       config, algorithm, seed, run_dir, processor_factory
   )
-  task = ClrsTask(model, stream, seed, validation_evaluate(val_set, seed))
+  task = ClrsTask(model, stream, seed, validation_evaluate(val_set, seed), t)
   ckpt_dir = os.path.join(run_dir, "checkpoints")
+  run_log = lambda m: log(f"[{algorithm} seed {seed}] {m}")
   done = trainer.fit(
       task,
-      trainer.Loop(
-          steps=p.train_steps,
-          eval_every=p.eval_every,
-          progress=p.progress,
-          description=f"{algorithm}/{config.processor_type}/seed{seed}",
-          tensorboard=p.tensorboard,
-      ),
+      trainer.loop_of(t, f"{algorithm}/{config.processor_type}/seed{seed}"),
       ckpt_dir,
-      lambda m: log(f"[{algorithm} seed {seed}] {m}"),
+      run_log,
       metrics_dir=run_dir,
   )
+  if not done.complete:
+    return {"stopped_at": done.step}
   final_params = jax.device_get(done.state["params"])
-  best, _ = trainer.restore(task.abstract_state(), ckpt_dir, "best")
-  task.load(best)
+  state, selected = trainer.selected_state(
+      done, task.abstract_state(), ckpt_dir, t.select_on, task.legacy_layouts()
+  )
   test = evaluation.test_at_lengths(
-      p,
+      config,
       algorithm,
-      model,
+      model.bound(state["params"]),
       p.test_lengths,
-      lambda m: log(f"[{algorithm} seed {seed}] {m}"),
+      run_log,
   )
   result = {
       "algorithm": algorithm,
@@ -235,6 +265,7 @@ def train_one(
       **done.to_json(),
       "best_val": done.best["score"],
       "best_step": done.best["step"],
+      "selected": selected,
       "test": test,
       "final_params_fingerprint": _fingerprint(final_params),
   }
@@ -325,7 +356,9 @@ def train_and_evaluate(
     results_path: Optional[str] = None,
     log=print,
 ) -> Dict:
-  """Runs every (algorithm, seed) of `config`; writes the results JSON and PNGs.
+  """Runs every (algorithm, seed) of `config`; writes the results JSON and
+  PNGs. After a planned stop (`train.stop_at_step`, every run stopped
+  there) it returns {'stopped_at': step} and writes no results.
 
   Args:
     config: a config from `relational_jax.training.clrs.default_config()`.
@@ -368,6 +401,10 @@ def train_and_evaluate(
         )
         for seed in config.seeds
     ]
+    stopped = [r["stopped_at"] for r in runs if "stopped_at" in r]
+    if stopped:
+      results.setdefault("stopped_at", min(stopped))
+      continue
     results["algorithms"][algorithm] = {
         "runs": runs,
         "mean_test": evaluation.mean_over_runs(
@@ -375,6 +412,12 @@ def train_and_evaluate(
         ),
         "mean_best_val": float(np.mean([r["best_val"] for r in runs])),
     }
+  if "stopped_at" in results:  # train.stop_at_step: every run stopped there.
+    log(
+        f"stopped at step {results['stopped_at']} (train.stop_at_step); "
+        "rerun on the same work directory to resume"
+    )
+    return {"stopped_at": results["stopped_at"]}
   results["wall_time_s"] = time.time() - t0
   evaluation.write_results(
       results,
@@ -415,7 +458,7 @@ def evaluate_checkpoints(
   shapes.check_choice(which, ("best", "latest"), "checkpoint")
   config = load_config(workdir, config_json)
   config.protocol.test_lengths = tuple(int(n) for n in test_lengths)
-  config.protocol.progress = False
+  config.train.progress = False
   clrs_data.check_lengths(test_lengths, "test_lengths")
   results = {
       "config": config_lib.to_dict(config),
@@ -429,19 +472,21 @@ def evaluate_checkpoints(
       model, _, _ = model_for_run(
           config, algorithm, seed, run_dir, processor_factory
       )
-      task = ClrsTask(model, None, seed, None)
+      task = ClrsTask(model, None, seed, None, config.train)
       restored = trainer.restore(
-          task.abstract_state(), os.path.join(run_dir, "checkpoints"), which
+          task.abstract_state(),
+          os.path.join(run_dir, "checkpoints"),
+          which,
+          task.legacy_layouts(),
       )
       if restored is None:
         raise FileNotFoundError(
             f"No {which} checkpoint in {run_dir}/checkpoints/{which}."
         )
-      task.load(restored[0])
       test = evaluation.test_at_lengths(
-          config.protocol,
+          config,
           algorithm,
-          model,
+          model.bound(restored[0]["params"]),
           test_lengths,
           lambda m, a=algorithm, s=seed: log(f"[{a} seed {s}] {m}"),
       )

@@ -8,6 +8,7 @@ import haiku as hk
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 
 from relational_jax.training.checkpoints import RunCheckpoints
@@ -21,12 +22,12 @@ TINY = {
     "algorithms": ("bellman_ford",),
     "protocol.train_lengths": (5,),
     "protocol.test_lengths": (5, 6),
-    "protocol.batch_size": 4,
-    "protocol.eval_batch_size": 4,
-    "protocol.train_steps": 2,
-    "protocol.eval_every": 1,
+    "train.batch_size": 4,
+    "train.eval_batch_size": 4,
+    "train.steps": 2,
+    "train.eval_every": 1,
     "protocol.max_eval_samples": 4,
-    "protocol.progress": False,
+    "train.progress": False,
     "model.hidden_dim": 16,
     "rt.num_heads": 2,
     "rt.head_dim": 4,
@@ -117,13 +118,13 @@ def test_heads_that_do_not_divide_the_width_are_an_error():
 def test_kill_and_resume_equals_uninterrupted(tmp_path):
   cfg = dict(
       protocol__test_lengths=(5,),
-      protocol__train_steps=4,
-      protocol__eval_every=2,
+      train__steps=4,
+      train__eval_every=2,
   )
   whole = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "whole"))
   # "Killed" after step 2 (the last checkpoint), then started again.
   clrs_loop.train_and_evaluate(
-      tiny(**dict(cfg, protocol__train_steps=2)), str(tmp_path / "split")
+      tiny(**dict(cfg, train__steps=2)), str(tmp_path / "split")
   )
   resumed = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "split"))
   a = whole["algorithms"]["bellman_ford"]["runs"][0]
@@ -157,8 +158,8 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(
   workdir = str(tmp_path / "nan")
   cfg = tiny(
       protocol__test_lengths=(5,),
-      protocol__train_steps=4,
-      protocol__eval_every=2,
+      train__steps=4,
+      train__eval_every=2,
   )
   with pytest.raises(
       NonFiniteLossError,
@@ -237,7 +238,7 @@ def test_a_user_processor_factory_trains_through_the_library(tmp_path):
   cfg = {k: v for k, v in TINY.items() if not k.startswith("rt.")}
   cfg.update({
       "processor_type": "user_mlp",
-      "protocol.train_steps": 3,
+      "train.steps": 3,
       "protocol.test_lengths": (5,),
       "model.carry_state": False,
       "model.ptr_from_edges": False,
@@ -261,6 +262,89 @@ def test_a_user_processor_factory_trains_through_the_library(tmp_path):
       processor_factory=_UserProcessor,
   )
   assert any("user_mlp" in name for name in model.params)
+
+
+def _as_saved_by_earlier_versions(workdir, config):
+  """Rewrites `workdir` (one stopped run) as earlier versions wrote it:
+  config.json under the old paths (protocol.train_steps, model.learning_rate,
+  ...; no train section) and checkpoints whose optimiser state has dm-clrs's
+  own layout (compat.stock_clrs_optimizer)."""
+  from relational_jax.training import compat  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
+
+  record = config_lib.to_dict(config)
+  train = record.pop("train")
+  for old, new in compat.CLRS_RENAMED_PATHS.items():
+    section, name = old.split(".")
+    record[section][name] = train[new.split(".")[1]]
+  reporting.write_json(os.path.join(workdir, "config.json"), record)
+
+  stock = compat.stock_clrs_optimizer(config.train)
+  run_dir = os.path.join(workdir, "bellman_ford_seed42")
+  model, stream, _ = clrs_loop.model_for_run(
+      config, "bellman_ford", 42, run_dir
+  )
+  abstract = clrs_loop.ClrsTask(model, stream, 42, None).abstract_state()
+  ckpt_dir = os.path.join(run_dir, "checkpoints")
+  saved = {}
+  with RunCheckpoints(ckpt_dir) as ckpts:
+    for which in ("latest", "best"):
+      for step in ckpts.all_steps(which):
+        saved[which, step] = ckpts.restore(abstract, which, step)
+  os.rename(ckpt_dir, ckpt_dir + "_today")
+  is_adam = lambda x: isinstance(x, optax.ScaleByAdamState)
+
+  def stock_layout(state):
+    (adam,) = [
+        x
+        for x in jax.tree_util.tree_leaves(state["opt_state"], is_leaf=is_adam)
+        if is_adam(x)
+    ]
+    fresh = stock.init(state["params"])
+    return {
+        "params": state["params"],
+        "opt_state": jax.tree_util.tree_map(
+            lambda x: adam if is_adam(x) else x, fresh, is_leaf=is_adam
+        ),
+    }
+
+  with RunCheckpoints(ckpt_dir) as ckpts:
+    for (which, step), (state, meta) in sorted(saved.items(), reverse=True):
+      ckpts.save(step, stock_layout(state), meta, best=which == "best")
+
+
+@pytest.mark.slow
+def test_a_run_saved_by_earlier_versions_resumes_exactly(tmp_path):
+  """A work directory written before CLRS had its `train` section and took
+  its optimiser from `optim.make_optimizer` (old config paths, dm-clrs's
+  optimiser state layout) resumes, and trains on bit-identically."""
+  cfg = dict(protocol__test_lengths=(5,), train__steps=4, train__eval_every=2)
+  whole = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "whole"))
+  split = str(tmp_path / "split")
+  clrs_loop.train_and_evaluate(tiny(**dict(cfg, train__stop_at_step=2)), split)
+  _as_saved_by_earlier_versions(split, tiny(**cfg))
+  logs = []
+  resumed = clrs_loop.train_and_evaluate(tiny(**cfg), split, log=logs.append)
+  assert any("resumed at step 2" in m for m in logs), logs
+  assert not any("could not be restored" in m for m in logs), logs
+  a = whole["algorithms"]["bellman_ford"]["runs"][0]
+  b = resumed["algorithms"]["bellman_ford"]["runs"][0]
+  assert b["losses"] == a["losses"]
+  assert b["final_params_fingerprint"] == a["final_params_fingerprint"]
+  assert b["test"] == a["test"] and b["history"] == a["history"]
+
+
+def test_carry_model_takes_one_optimiser():
+  model, _, _ = clrs_loop.model_for_run(tiny(), "bellman_ford", 42, "/tmp/x")
+  with pytest.raises(ValueError, match=r"\['learning_rate'\] configure CLRS"):
+    type(model)(
+        model._spec,  # pylint: disable=protected-access
+        [],
+        None,
+        optimizer=optax.adam(1e-3),
+        learning_rate=1e-3,
+    )
 
 
 def test_legacy_flat_configs_still_load():
@@ -296,7 +380,7 @@ def test_corrupt_latest_checkpoint_resumes_from_the_previous_one(tmp_path):
   step before, replays the same batches and ends where the run ended."""
   from relational_jax.training import checkpoints as ckpt_lib  # pylint: disable=g-import-not-at-top
 
-  cfg = tiny(protocol__test_lengths=(5,), protocol__train_steps=3)
+  cfg = tiny(protocol__test_lengths=(5,), train__steps=3)
   workdir = str(tmp_path / "run")
   whole = clrs_loop.train_and_evaluate(cfg, workdir)
   a = whole["algorithms"]["bellman_ford"]["runs"][0]
@@ -360,15 +444,14 @@ def test_a_changed_config_on_resume_names_the_fields(tmp_path):
   saved = config_lib.to_dict(tiny())
   config_path = os.path.join(workdir, "config.json")
   reporting.write_json(config_path, saved)  # as train_and_evaluate writes it
-  changed = tiny(model__learning_rate=0.01, rt__num_layers=2)
+  changed = tiny(train__learning_rate=0.01, rt__num_layers=2)
   with pytest.raises(
       ValueError,
       match=(
           r"config \(.*config.json\) differs from this run's config in 2 "
-          r"field\(s\) that cannot change on resume: model.learning_rate:"
-          r" saved "
-          r"0.00025, now 0.01; rt.num_layers: saved 1, now 2. Use a new work "
-          r"directory"
+          r"field\(s\) that cannot change on resume: rt.num_layers: saved 1, "
+          r"now 2; train.learning_rate: saved 0.00025, now 0.01. Use a new "
+          r"work directory"
       ),
   ):
     clrs_loop.train_and_evaluate(changed, workdir)
@@ -377,10 +460,10 @@ def test_a_changed_config_on_resume_names_the_fields(tmp_path):
   # its config (their defaults), are no conflict.
   allowed = config_lib.to_dict(
       tiny(
-          protocol__train_steps=9,
+          train__steps=9,
           protocol__test_lengths=(7,),
-          protocol__progress=True,
-          protocol__eval_batch_size=2,
+          train__progress=True,
+          train__eval_batch_size=2,
           algorithms=("bfs",),
           seeds=(1, 2),
       )
@@ -390,7 +473,7 @@ def test_a_changed_config_on_resume_names_the_fields(tmp_path):
   older["model"] = {k: v for k, v in saved["model"].items() if k != "use_lstm"}
   assert clrs_loop.resume_conflicts(older, saved) == {}
   assert clrs_loop.resume_conflicts(saved, config_lib.to_dict(changed)) == {
-      "model.learning_rate": (0.00025, 0.01),
+      "train.learning_rate": (0.00025, 0.01),
       "rt.num_layers": (1, 2),
   }
   # Fields the processor kind does not read (the RT kinds take their heads
