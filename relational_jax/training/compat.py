@@ -45,6 +45,24 @@ def upgrade_saved(saved: Mapping[str, Any]) -> Dict[str, Any]:
   return out
 
 
+def upgrade_run_record(meta: Dict, state: Any) -> Dict:
+  """The record of a checkpoint written before `trainer.fit` by the graph
+  tasks' loop (CLUTRR, graph COGS: no step, stream or losses; the stream
+  position was the step) in this trainer's layout."""
+  if "stream" in meta:
+    return meta
+  step = int(state["step"])
+  scored = [h for h in meta["history"] if "val_accuracy" in h]
+  top = max(scored, key=lambda h: h["val_accuracy"], default=None)
+  return {
+      **meta,
+      "step": step,
+      "stream": {"step": step},
+      "losses": [],
+      "best": top and {"step": top["step"], "score": top["val_accuracy"]},
+  }
+
+
 # ---------------------------------------------------------------------------
 # CLRS: the names of earlier versions.
 

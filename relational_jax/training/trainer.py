@@ -47,6 +47,7 @@ import tqdm
 from relational_jax.layers.shapes import check_choice
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import checkpoints as ckpt_lib
+from relational_jax.training import compat
 from relational_jax.training import metrics_log
 from relational_jax.training import reporting
 from relational_jax.training.errors import NonFiniteLossError
@@ -204,24 +205,6 @@ def _fresh_meta(stream: BatchStream) -> Dict:
   }
 
 
-def _upgrade_record(meta: Dict, state: Any) -> Dict:
-  """The record of a checkpoint written before this trainer by the graph
-  tasks' loop (CLUTRR, graph COGS: no step, stream or losses; the stream
-  position was the step) in this trainer's layout."""
-  if "stream" in meta:
-    return meta
-  step = int(state["step"])
-  scored = [h for h in meta["history"] if "val_accuracy" in h]
-  top = max(scored, key=lambda h: h["val_accuracy"], default=None)
-  return {
-      **meta,
-      "step": step,
-      "stream": {"step": step},
-      "losses": [],
-      "best": top and {"step": top["step"], "score": top["val_accuracy"]},
-  }
-
-
 def _mean(values: List[float]) -> float:
   return float(np.mean(values)) if values else float("nan")
 
@@ -250,7 +233,7 @@ def fit(
       state, meta = task.init_state(), _fresh_meta(task.stream)
     else:
       state, meta = restored
-      meta = _upgrade_record(meta, state)
+      meta = compat.upgrade_run_record(meta, state)
       task.stream.set_state(meta["stream"])
       for skipped in ckpts.skipped:
         log(
