@@ -6,6 +6,7 @@ refactoring changes none of them.
   python3 scripts/smoke_numbers.py record --out=/tmp/after.json
   python3 scripts/smoke_numbers.py compare results/smoke_numbers/before.json \
       /tmp/after.json --report=results/smoke_numbers/report.md
+  # Some reproductions only, on both sides: --names=a,b
 
 `record` runs `experiments.reproduce.run(name, 'smoke', <temp dir>)` for every
 reproduction (or `--names`) and keeps every number of its results JSON (per-step
@@ -31,7 +32,11 @@ from absl import flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 flags.DEFINE_string("out", None, "record: where to write the JSON.")
-flags.DEFINE_list("names", [], "record: these reproductions only.")
+flags.DEFINE_list(
+    "names",
+    [],
+    "record: these reproductions only; compare: only these (both sides).",
+)
 flags.DEFINE_float("rtol", 0.0, "compare: relative tolerance (0: bit-equal).")
 flags.DEFINE_string("report", None, "compare: also write the report here.")
 FLAGS = flags.FLAGS
@@ -136,15 +141,26 @@ def same(a, b, rtol):
   return a == b
 
 
-def compare(before_path, after_path, rtol):
+def _only(runs, names):
+  """`runs` of `names` (all without names)."""
+  return {k: v for k, v in runs.items() if not names or k in names}
+
+
+def compare(before_path, after_path, rtol, names=()):
   with open(before_path) as f:  # strip(): records made before a key was
     before = flatten(  # volatile keep it.
         strip(
-            {MOVED.get(name, name): run for name, run in json.load(f).items()}
+            _only(
+                {
+                    MOVED.get(name, name): run
+                    for name, run in json.load(f).items()
+                },
+                names,
+            )
         )
     )
   with open(after_path) as f:
-    after = flatten(strip(json.load(f)))
+    after = flatten(strip(_only(json.load(f), names)))
   renamed = {}
   for k in sorted(before.keys() - after.keys()):
     for pattern, replacement in RENAMES:
@@ -166,6 +182,10 @@ def compare(before_path, after_path, rtol):
   lines = [
       f"# Smoke numbers: {before_path} vs {after_path}",
       "",
+  ]
+  if names:
+    lines += [f"Reproductions compared: {', '.join(sorted(names))}.", ""]
+  lines += [
       f"{len(before.keys() & after.keys())} values on both sides and "
       f"{len(renamed)} renamed (`RENAMES`), {len(changed)} differ"
       + (f" beyond rtol {rtol}" if rtol else " (bit-for-bit)")
@@ -178,7 +198,8 @@ def compare(before_path, after_path, rtol):
   ):
     if rows:
       lines += ["", f"## {title}", ""] + rows
-  lines += ["", "## Why keys appear on one side only", "", EXPLAINED]
+  if only_before or only_after or not names:  # (`EXPLAINED` is about all.)
+    lines += ["", "## Why keys appear on one side only", "", EXPLAINED]
   return "\n".join(lines) + "\n", not changed
 
 
@@ -195,7 +216,7 @@ def main(argv):
   if len(argv) != 4:
     print("compare needs BEFORE and AFTER record files")
     sys.exit(2)
-  report, equal = compare(argv[2], argv[3], FLAGS.rtol)
+  report, equal = compare(argv[2], argv[3], FLAGS.rtol, FLAGS.names)
   print(report)
   if FLAGS.report:
     with open(FLAGS.report, "w") as f:

@@ -17,8 +17,8 @@ their own `Task.train_step()` on their own model
 `--reference_python`, the authors' environment).
 
 Same batches: `--num_batches` real training batches of 256 examples are
-drawn once (our seeded `BatchStream`, seed 0, over the cutoff-26 training
-set) and both sides train on exactly these examples, in the same order,
+drawn once (our seeded training stream, `trainer.epoch_indices`, seed 0,
+over the cutoff-26 training set) and both sides train on exactly these examples, in the same order,
 each padding them as its own training loop does (ours: the training set's
 longest source and target; theirs: their `VarLengthCollate`, each batch's
 longest; the shapes are recorded in the JSON).
@@ -86,14 +86,24 @@ def our_config(batch_size: int = 256, data_dir=None, dropout_prng=None):
 
 def draw_batches(config, num_batches: int):
   """`num_batches` training batches (lists of [source, target]) from our
-  seeded BatchStream over the configured SCAN training set."""
+  seeded training stream (`trainer.epoch_indices`, seed 0) over the
+  configured SCAN training set; full batches (fewer than an epoch's)."""
+  from relational_jax.training import trainer  # pylint: disable=g-import-not-at-top
   from relational_jax.training.seq2seq import data as data_lib  # pylint: disable=g-import-not-at-top
 
   data = data_lib.load_data(config.data)
-  stream = data_lib.BatchStream(len(data.train), config.train.batch_size, 0)
+  size = config.train.batch_size
+  if num_batches * size > len(data.train):
+    raise ValueError(
+        f"{num_batches} batches of {size} are more than one epoch of the "
+        f"{len(data.train)} training examples."
+    )
   return [
-      [list(data.train[i]) for i in stream.next_indices()]
-      for _ in range(num_batches)
+      [
+          list(data.train[i])
+          for i in trainer.epoch_indices(k, len(data.train), size, 0)
+      ]
+      for k in range(num_batches)
   ]
 
 
@@ -158,9 +168,9 @@ def _serve_ours(
     times = []
     for _ in range(int(cmd[1])):
       batch = batches[cursor % len(batches)]
-      cursor += 1
       start = time.perf_counter()
-      state, metrics = exp.train_step(state, batch)
+      state, metrics = exp.train_step(state, batch, cursor)
+      cursor += 1
       jax.block_until_ready((state, metrics))
       times.append(time.perf_counter() - start)
     print("TIMES " + json.dumps(times), flush=True)

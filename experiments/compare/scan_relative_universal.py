@@ -24,7 +24,7 @@ steps.
 Known differences, kept (they do not change the function trained):
 * batch sampling: theirs draws every example independently with
   replacement (their `InfiniteSampler`), ours a seeded permutation per epoch
-  (`BatchStream`);
+  (`trainer.EpochStream`);
 * initialisation and dropout masks come from each side's own RNG;
 * the smoke budget scores a 16-example subset of each set, chosen by each
   side differently (the cpu and paper budgets score the full sets).

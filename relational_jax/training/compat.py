@@ -2,10 +2,31 @@
 
 `upgrade_saved` rewrites a saved config record (`config.json`) into today's
 terms before the resume check compares it with the current config, so a run
-saved under an older default still resumes. CLRS: `upgrade_clrs` (renamed
-config paths), `CLRS_FLAT_FLAGS` (earlier flag names), and the optimiser
-state layout of CLRS checkpoints saved with dm-clrs's own optimiser
-(`stock_clrs_optimizer`, `upgrade_stock_opt_state`).
+saved under an older default still resumes; `upgrade_record` does the same
+for a checkpoint's JSON record (the trainer's, `trainer.fit`) as it is
+restored.
+
+Records of earlier layouts:
+
+* the graph tasks' own loop (CLUTRR, graph COGS, before the one trainer):
+  no step, stream position or losses; the stream position was the step;
+* seq2seq's own batch stream (before seq2seq trained on `trainer.EpochStream`
+  and `trainer.make_train_step`): the position {seed, epoch, index,
+  num_examples, batch_size} of a stream that visited each epoch's
+  permutation `default_rng([seed, epoch])` in full batches, dropping the
+  short last one. It becomes today's position, the saved step: the resumed
+  run continues from the saved state (parameters, optimiser state, step,
+  key) with the batch order of the new stream at that step (`EpochStream`:
+  epochs of ceil(N / batch) batches, the short last one padded with
+  zero-weight rows), which within the first epoch is the old order and
+  later is not; its dropout keys follow the new convention
+  (fold_in(key, step) of the saved key). So such a run resumes with its
+  checkpoints, but not bit for bit as the old code would have continued.
+
+CLRS: `upgrade_clrs` (config paths renamed into the `train` section),
+`CLRS_FLAT_FLAGS` (earlier flag names), and the optimiser-state layout of
+CLRS checkpoints saved with dm-clrs's own optimiser (`stock_clrs_optimizer`,
+`upgrade_stock_opt_state`, used through `Task.legacy_layouts`).
 """
 
 import copy
@@ -45,22 +66,34 @@ def upgrade_saved(saved: Mapping[str, Any]) -> Dict[str, Any]:
   return out
 
 
-def upgrade_run_record(meta: Dict, state: Any) -> Dict:
-  """The record of a checkpoint written before `trainer.fit` by the graph
-  tasks' loop (CLUTRR, graph COGS: no step, stream or losses; the stream
-  position was the step) in this trainer's layout."""
-  if "stream" in meta:
-    return meta
-  step = int(state["step"])
-  scored = [h for h in meta["history"] if "val_accuracy" in h]
-  top = max(scored, key=lambda h: h["val_accuracy"], default=None)
-  return {
-      **meta,
-      "step": step,
-      "stream": {"step": step},
-      "losses": [],
-      "best": top and {"step": top["step"], "score": top["val_accuracy"]},
-  }
+# The position of seq2seq's former batch stream (its keys, exactly).
+_OLD_SEQ2SEQ_STREAM = frozenset(
+    ("seed", "epoch", "index", "num_examples", "batch_size")
+)
+
+
+def upgrade_record(meta: Dict, state: Any) -> Dict:
+  """A checkpoint's JSON record (`meta`, restored with the training `state`)
+  in today's layout: a record of the graph tasks' former loop gains the
+  step, stream position, losses and best (from the state's step and the
+  history's best validation accuracy); seq2seq's former stream position
+  becomes the saved step (the module docstring says what that changes).
+  Today's records are returned unchanged."""
+  if "stream" not in meta:
+    step = int(state["step"])
+    scored = [h for h in meta["history"] if "val_accuracy" in h]
+    top = max(scored, key=lambda h: h["val_accuracy"], default=None)
+    return {
+        **meta,
+        "step": step,
+        "stream": {"step": step},
+        "losses": [],
+        "best": top and {"step": top["step"], "score": top["val_accuracy"]},
+    }
+  stream = meta["stream"]
+  if isinstance(stream, dict) and set(stream) == _OLD_SEQ2SEQ_STREAM:
+    return {**meta, "stream": {"step": int(meta["step"])}}
+  return meta
 
 
 # ---------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import compat
 from relational_jax.training import metrics_log
+from relational_jax.training import prng
 from relational_jax.training import reporting
 from relational_jax.training.errors import NonFiniteLossError
 
@@ -233,7 +234,7 @@ def fit(
       state, meta = task.init_state(), _fresh_meta(task.stream)
     else:
       state, meta = restored
-      meta = compat.upgrade_run_record(meta, state)
+      meta = compat.upgrade_record(meta, state)
       task.stream.set_state(meta["stream"])
       for skipped in ckpts.skipped:
         log(
@@ -455,16 +456,32 @@ def train_state(params, tx: optax.GradientTransformation, rng) -> Dict:
   }
 
 
-def make_train_step(loss_fn: Callable, tx: optax.GradientTransformation, mesh):
-  """step(state, batch, step) -> (state, {loss, accuracy, grad_norm}) of
-  `loss_fn(params, batch, dropout_rng) -> (loss, accuracy)`: jitted over the
+def make_train_step(
+    loss_fn: Callable,
+    tx: optax.GradientTransformation,
+    mesh,
+    *,
+    metric: str = "accuracy",
+    dropout_prng: str = "threefry",
+):
+  """step(state, batch, step) -> (state, {loss, <metric>, grad_norm}) of
+  `loss_fn(params, batch, dropout_rng) -> (loss, a training metric)`, the
+  metric recorded as `metric` (seq2seq: 'token_accuracy'): jitted over the
   mesh (state replicated, batch sharded on its leading axis), the input
-  state donated. Dropout key = fold_in(state['rng'], state['step'])."""
+  state donated. Dropout key = fold_in(state['rng'], state['step']) (the
+  state's key unchanged), drawn with `dropout_prng`'s generator
+  (`prng.dropout_key`: 'threefry', or the cheaper 'counter_hash').
+
+  Raises:
+    ValueError: for an unknown `dropout_prng` (names the choices).
+  """
+  check_choice(dropout_prng, prng.DROPOUT_PRNGS, "dropout_prng")
   rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
 
   def step(state, batch):
     rng = jax.random.fold_in(state["rng"], state["step"])
-    (loss, acc), grads = jax.value_and_grad(
+    rng = prng.dropout_key(rng, dropout_prng)
+    (loss, value), grads = jax.value_and_grad(
         lambda p: loss_fn(p, batch, rng), has_aux=True
     )(state["params"])
     updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
@@ -476,7 +493,7 @@ def make_train_step(loss_fn: Callable, tx: optax.GradientTransformation, mesh):
     }
     metrics = {
         "loss": loss,
-        "accuracy": acc,
+        metric: value,
         "grad_norm": optax.tree.norm(grads),
     }
     return new_state, metrics

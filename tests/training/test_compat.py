@@ -2,13 +2,20 @@
 
 import os
 
+import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from relational_jax.data import paths as data_paths
+from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import optim
+from relational_jax.training import reporting
+from relational_jax.training import seq2seq
+from relational_jax.training import trainer
 from relational_jax.training.seq2seq import config as seq2seq_config
+from tests.training.seq2seq.common import tiny as seq2seq_tiny
 
 
 def test_old_default_data_dirs_read_as_the_shipped_ones():
@@ -42,19 +49,6 @@ def test_a_seq2seq_run_saved_with_the_old_default_resumes():
   ) == ["data.data_dir"]
 
 
-def test_a_graph_task_record_from_before_the_trainer_reads_in_its_layout():
-  old = {"history": [{"step": 5, "val_accuracy": 0.5}, {"step": 10}]}
-  old["history"].append({"step": 15, "val_accuracy": 0.7})
-  record = compat.upgrade_run_record(old, {"step": np.int32(15)})
-  assert (record["step"], record["stream"], record["losses"]) == (
-      15,
-      {"step": 15},
-      [],
-  )
-  assert record["best"] == {"step": 15, "score": 0.7}
-  assert compat.upgrade_run_record(record, None) is record  # today's layout
-
-
 def test_clrs_records_and_optimiser_states_of_earlier_versions():
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
 
@@ -86,3 +80,93 @@ def test_clrs_records_and_optimiser_states_of_earlier_versions():
   np.testing.assert_array_equal(u_old["w"], u_up["w"])
   train.schedule = "linear"
   assert compat.stock_clrs_optimizer(train) is None
+
+
+# The position of seq2seq's former batch stream: epoch 1, two batches in.
+_OLD_STREAM = {
+    "seed": 3,
+    "epoch": 1,
+    "index": 8,
+    "num_examples": 10,
+    "batch_size": 4,
+}
+
+
+def test_checkpoint_records_read_in_todays_layout():
+  # seq2seq's former stream position becomes the saved step.
+  old = {"step": 4, "stream": dict(_OLD_STREAM), "losses": [1.0] * 4}
+  assert compat.upgrade_record(old, state=None) == dict(old, stream={"step": 4})
+  assert old["stream"] == _OLD_STREAM  # A copy.
+  # The graph tasks' former loop: no step, stream or losses.
+  graph = {"history": [{"step": 2, "val_accuracy": 0.5}]}
+  assert compat.upgrade_record(graph, {"step": np.int32(2)}) == {
+      "history": graph["history"],
+      "step": 2,
+      "stream": {"step": 2},
+      "losses": [],
+      "best": {"step": 2, "score": 0.5},
+  }
+  # Today's records, and other streams' positions, are kept.
+  for meta in (
+      {"step": 4, "stream": {"step": 4}},
+      {"step": 4, "stream": {"index": 8, "sampler_rngs": []}},  # CLRS
+  ):
+    assert compat.upgrade_record(meta, state=None) == meta
+
+
+@pytest.mark.slow
+def test_a_seq2seq_work_dir_of_the_former_stream_resumes(tmp_path):
+  """A work directory as the former seq2seq code left it at step 2 (its
+  stream position {seed, epoch, index, ...}, built here by hand) resumes
+  at step 2 and trains the new stream's batches 3 and 4."""
+  config = seq2seq_tiny()
+  workdir = str(tmp_path / "old")
+  exp = seq2seq.Experiment(config)
+  t = config.train
+  state = exp.init_state()
+  state["step"] = jnp.asarray(2, jnp.int32)  # As trained 2 steps.
+  old_record = {
+      "step": 2,
+      "stream": {
+          "seed": t.seed,
+          "epoch": 0,
+          "index": 2 * t.batch_size,
+          "num_examples": len(exp.train_set),
+          "batch_size": t.batch_size,
+      },
+      "losses": [3.5, 3.25],
+      "history": [],
+      "best": None,
+      "train_seconds": 1.0,
+      "sittings": [],
+      "since_eval": {"loss": [3.5, 3.25]},
+  }
+  os.makedirs(workdir)
+  reporting.write_json(
+      os.path.join(workdir, "config.json"), config_lib.to_dict(config)
+  )
+  exp.src_vocab.save(os.path.join(workdir, "vocab_src.json"))
+  exp.tgt_vocab.save(os.path.join(workdir, "vocab_tgt.json"))
+  with ckpt_lib.RunCheckpoints(trainer.checkpoint_dir(workdir)) as ckpts:
+    ckpts.save(2, state, old_record)
+
+  seen, lines = {}, []
+
+  def record_batch(step, batch):
+    seen[step] = batch
+    return batch
+
+  resumed = seq2seq.train_and_evaluate(
+      config, workdir, log=lines.append, batch_hook=record_batch
+  )
+  assert any("resumed at step 2" in line for line in lines)
+  assert resumed["complete"] and resumed["steps"] == 4
+  assert resumed["losses"][:2] == [3.5, 3.25] and len(resumed["losses"]) == 4
+  assert sorted(seen) == [3, 4]
+  for step, batch in seen.items():  # The new stream's batches 3 and 4.
+    indices = trainer.epoch_indices(
+        step - 1, len(exp.train_set), t.batch_size, t.seed
+    )
+    np.testing.assert_array_equal(batch["src"], exp.train_set.src[indices])
+  _, meta = seq2seq.restore_checkpoint(config, workdir)
+  assert meta["stream"] == {"step": 4}

@@ -5,12 +5,14 @@ import os
 import re
 import subprocess
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
 
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import prng
 from relational_jax.training import reporting
 from relational_jax.training import trainer
 from relational_jax.training.errors import NonFiniteLossError
@@ -78,6 +80,33 @@ def test_epoch_indices_cover_each_epoch_once_and_are_seeded():
   )
   with pytest.raises(ValueError, match="batch_size"):
     trainer.epoch_indices(0, 10, 0, 7)
+
+
+def test_the_step_names_its_metric_and_keys_dropout_by_the_step():
+  mesh, tx = mesh_lib.mesh_of_first(1), optax.sgd(0.1)
+  key = np.asarray(jax.random.PRNGKey(5))  # A copy: the state is donated.
+
+  def loss(params, batch, rng):  # -> (loss, a uniform draw of the key)
+    return jnp.mean(batch["x"] @ params["w"]), jax.random.uniform(rng, ())
+
+  batch = mesh_lib.shard_batch({"x": X[:4]}, mesh)
+  draws = {}
+  for name in prng.DROPOUT_PRNGS:
+    step = trainer.make_train_step(
+        loss, tx, mesh, metric="draw", dropout_prng=name
+    )
+    state = trainer.train_state({"w": jnp.zeros(3)}, tx, jnp.asarray(key))
+    state, first = step(state, batch, 0)
+    state, second = step(state, batch, 1)
+    assert set(first) == {"loss", "draw", "grad_norm"}
+    np.testing.assert_array_equal(state["rng"], key)  # The run's key stays.
+    draws[name] = (float(first["draw"]), float(second["draw"]))
+  assert draws["threefry"] == tuple(
+      float(jax.random.uniform(jax.random.fold_in(key, i), ())) for i in (0, 1)
+  )
+  assert draws["counter_hash"] != draws["threefry"]
+  with pytest.raises(ValueError, match="dropout_prng 'fast'"):
+    trainer.make_train_step(loss, tx, mesh, dropout_prng="fast")
 
 
 def test_resume_equals_an_uninterrupted_run(tmp_path):

@@ -14,8 +14,9 @@ and model).
 * `config`      -- the ConfigDict layout, validation, resume rules, the
                    flat flag aliases of `experiments.seq2seq_train`
 * `data`        -- `load_data`, `Seq2SeqData`, `encode_set`, `EncodedSet`,
-                   `BatchStream`, `target_arities`, `subset`
-* `step`        -- schedules, optimiser, loss, jitted sharded step and init
+                   `target_arities`, `subset`
+* `step`        -- the optimiser's settings, the loss, the trainer's step
+                   of it (`trainer.make_train_step`, cached) and the init
 * `evaluation`  -- greedy exact match, the model-selection set
 * `loop`        -- `Experiment`, `train_and_evaluate`, `restore_checkpoint`
 """
@@ -29,7 +30,6 @@ from relational_jax.training.seq2seq import step
 from relational_jax.training.seq2seq.config import default_config
 from relational_jax.training.seq2seq.config import get_config
 from relational_jax.training.seq2seq.config import validate
-from relational_jax.training.seq2seq.data import BatchStream
 from relational_jax.training.seq2seq.data import EncodedSet
 from relational_jax.training.seq2seq.data import Seq2SeqData
 from relational_jax.training.seq2seq.data import encode_set
@@ -47,7 +47,6 @@ __all__ = [
     "default_config",
     "get_config",
     "validate",
-    "BatchStream",
     "EncodedSet",
     "Seq2SeqData",
     "encode_set",

@@ -1,5 +1,5 @@
-"""The seq2seq input pipeline: raw pairs, fixed-shape arrays, a resumable
-batch stream.
+"""The seq2seq input pipeline: raw pairs and fixed-shape arrays (the batch
+stream is the trainer's, `trainer.EpochStream`; `loop.Experiment`).
 
 Data (`load_data(config.data)`; by default the official files shipped in
 `relational_jax/data/official`, `relational_jax.data.paths`):
@@ -377,59 +377,3 @@ def encode_set(
   tgt_in = full[:, :-1].copy()
   tgt_in[:, 0] = start_id
   return EncodedSet(src, tgt_in, full[:, 1:], tree_args, start_id)
-
-
-class BatchStream:
-  """Seeded, resumable stream of training indices.
-
-  Epoch e visits the examples in `default_rng((seed, e)).permutation(N)`
-  order, `batch_size` at a time; the incomplete last batch is dropped. The
-  position is (epoch, index): `get_state` / `set_state`.
-  """
-
-  def __init__(self, num_examples: int, batch_size: int, seed: int):
-    if batch_size > num_examples:
-      raise ValueError(
-          f"batch size {batch_size} is larger than the training "
-          f"set ({num_examples} examples)."
-      )
-    self.num_examples, self.batch_size, self.seed = (
-        num_examples,
-        batch_size,
-        seed,
-    )
-    self.epoch, self.index = 0, 0
-    self._perm_epoch, self._perm = None, None
-
-  def _permutation(self):
-    if self._perm_epoch != self.epoch:
-      self._perm = np.random.default_rng([self.seed, self.epoch]).permutation(
-          self.num_examples
-      )
-      self._perm_epoch = self.epoch
-    return self._perm
-
-  def next_indices(self) -> np.ndarray:
-    if self.index + self.batch_size > self.num_examples:
-      self.epoch, self.index = self.epoch + 1, 0
-    idx = self._permutation()[self.index : self.index + self.batch_size]
-    self.index += self.batch_size
-    return idx
-
-  def get_state(self) -> Dict[str, int]:
-    return {
-        "seed": self.seed,
-        "epoch": self.epoch,
-        "index": self.index,
-        "num_examples": self.num_examples,
-        "batch_size": self.batch_size,
-    }
-
-  def set_state(self, state: Dict[str, int]) -> None:
-    for key in ("seed", "num_examples", "batch_size"):
-      if state[key] != getattr(self, key):
-        raise ValueError(
-            f"cannot resume the batch stream: saved {key}="
-            f"{state[key]}, now {getattr(self, key)}."
-        )
-    self.epoch, self.index = int(state["epoch"]), int(state["index"])

@@ -1,20 +1,28 @@
 """The seq2seq experiment and its training loop: `train_and_evaluate`.
 
+The trainer (`trainer.fit`) runs it with its own step and stream, as every
+other task: `trainer.make_train_step` of the token cross-entropy (dropout key
+fold_in(state['rng'], state['step']), metric 'token_accuracy') and
+`trainer.EpochStream` (epoch e visits `default_rng([seed, e])`'s permutation
+of the training set; its short last batch is padded to the batch size with
+zero-weight rows, which the loss, averaged over the real target tokens,
+ignores; the position is the step).
+
 Exact resume: `<workdir>/checkpoints/{latest,best}` (orbax) hold the train
 state (params, optimiser state, step, RNG key) and a JSON record with the
-batch-stream position (seed, epoch, index: every epoch is a permutation
-seeded by (seed, epoch)), the per-step losses, the evaluation history, the
+stream position (the step), the per-step losses, the evaluation history, the
 best score and the config (`to_dict`). A run stopped at step k and
-restarted on the same workdir continues the same batches and RNG stream:
+restarted on the same workdir continues the same batches and dropout keys:
 its losses and final params equal those of an uninterrupted run. A resumed
 run whose config differs in a data, model or optimiser/batch field stops
 with the differing paths (`config.resume_conflicts`, checked against
 `<workdir>/config.json` before anything is restored). Vocabularies are saved
-in `<workdir>/vocab_{src,tgt}.json`.
+in `<workdir>/vocab_{src,tgt}.json`. A work directory saved by the former
+seq2seq stream resumes through `compat.upgrade_record`.
 
 Several processes (`parallel.distributed`; the mesh spans all their
-devices): every process runs the same seeded `BatchStream` of global
-indices, builds the examples of only its rows of each global batch
+devices): every process runs the same seeded stream of global indices,
+builds the examples of only its rows of each (padded) global batch
 (`mesh.process_rows`) and forms the global arrays with
 `mesh.shard_process_batch` (`jax.make_array_from_process_local_data`), so 1
 process x 2 devices and 2 processes x 1 device train on the same global
@@ -264,11 +272,12 @@ class Experiment:
     )
     return ckpt_lib.abstract_like(shapes, mesh_lib.replicated(self.mesh))
 
-  def batch_stream(self) -> data_lib.BatchStream:
-    return data_lib.BatchStream(
-        len(self.train_set),
-        self.config.train.batch_size,
-        self.config.train.seed,
+  def batch_stream(self) -> trainer.EpochStream:
+    """The training stream (`trainer.EpochStream` of `train.batch_size`
+    and `train.seed`) of this process's rows (`process_batch`)."""
+    t = self.config.train
+    return trainer.EpochStream(
+        len(self.train_set), t.batch_size, t.seed, self.process_batch
     )
 
   def batch(self, indices) -> Dict[str, np.ndarray]:
@@ -284,12 +293,31 @@ class Experiment:
     out.update(s.tree_extras(indices))  # Tree positions, if any.
     return out
 
+  def process_batch(self, indices) -> Dict[str, np.ndarray]:
+    """This process's rows (`mesh.process_rows`) of the global batch of
+    training examples `indices` (the same on every process), padded to
+    `train.batch_size` with zero-weight copies of its first example."""
+    size = self.config.train.batch_size
+    indices = np.asarray(indices)
+    if not 0 < len(indices) <= size:
+      raise ValueError(
+          f"a training batch holds 1 to {size} examples, got {len(indices)}."
+      )
+    real = np.arange(size) < len(indices)
+    padded = np.concatenate(
+        [indices, np.repeat(indices[:1], size - len(indices))]
+    )
+    rows = mesh_lib.process_rows(size, self.mesh)
+    out = self.batch(padded[rows])
+    out["weights"] = out["weights"] * real[rows, None]
+    return out
+
   def sharded_batch(self, indices):
     """The global batch of training examples `indices` (the same on every
-    process) on the mesh; this process builds only its rows."""
-    rows = mesh_lib.process_rows(len(indices), self.mesh)
+    process; padded as `process_batch`) on the mesh; this process builds
+    only its rows."""
     return mesh_lib.shard_process_batch(
-        self.batch(indices[rows]), self.mesh, len(indices)
+        self.process_batch(indices), self.mesh, self.config.train.batch_size
     )
 
   # -- Evaluation. -----------------------------------------------------------
@@ -394,8 +422,8 @@ def plot_accuracies(results: Dict, path: str) -> None:
 
 class _Task:
   """The seq2seq `trainer.Task`: the experiment's state, step and exact-match
-  evaluation; batches of global indices from `BatchStream`, each process
-  building only its rows."""
+  evaluation; the stream's batches are this process's rows of each global
+  batch (`Experiment.batch_stream`), sharded here after the batch hook."""
 
   def __init__(
       self,
@@ -408,7 +436,7 @@ class _Task:
         select,
         batch_hook,
     )
-    self.stream = _RowStream(experiment)
+    self.stream = experiment.batch_stream()
 
   def init_state(self):
     return self.experiment.init_state()
@@ -417,14 +445,13 @@ class _Task:
     return self.experiment.abstract_state()
 
   def train_step(self, state, rows, step):
-    indices, global_size = rows
-    batch = self.experiment.batch(indices)
     if self.batch_hook is not None:
-      batch = self.batch_hook(step + 1, batch)
-    return self.experiment.train_step(
-        state,
-        mesh_lib.shard_process_batch(batch, self.experiment.mesh, global_size),
+      rows = self.batch_hook(step + 1, rows)
+    exp = self.experiment
+    batch = mesh_lib.shard_process_batch(
+        rows, exp.mesh, exp.config.train.batch_size
     )
+    return exp.train_step(state, batch, step)
 
   def evaluate(self, state, step):
     del step
@@ -433,25 +460,6 @@ class _Task:
     )
     score = accuracies[self.select] if self.select else None
     return {**accuracies, **by_category}, score
-
-
-class _RowStream:
-  """This process's rows of every global batch of `BatchStream`."""
-
-  def __init__(self, experiment: Experiment):
-    self.mesh = experiment.mesh
-    self.inner = experiment.batch_stream()
-
-  def __next__(self):
-    indices = self.inner.next_indices()  # The global batch, on every process.
-    rows = mesh_lib.process_rows(len(indices), self.mesh)
-    return indices[rows], len(indices)
-
-  def get_state(self):
-    return self.inner.get_state()
-
-  def set_state(self, state):
-    self.inner.set_state(state)
 
 
 def train_and_evaluate(

@@ -1,13 +1,16 @@
-"""The loss, and the jitted sharded train step and initialisation (the
-optimiser: `relational_jax.training.optim`, Csordas et al.'s warmup).
+"""The loss and the initialisation; the step is the trainer's
+(`trainer.make_train_step`; the optimiser: `relational_jax.training.optim`,
+Csordas et al.'s warmup).
 
 Training: teacher-forced token cross-entropy averaged over the real (non-PAD)
-target tokens of the global batch; Adam + global-norm clipping + a learning
-rate schedule (optax), or any optax GradientTransformation; one jitted step
-over a data mesh (params replicated, batch split over 'data';
-`relational_jax.parallel.mesh`).
+target tokens of the global batch (`batch['weights']`: zero on PAD tokens
+and on the rows that pad an epoch's short last batch); Adam + global-norm
+clipping + a learning rate schedule (optax), or any optax
+GradientTransformation; one jitted step over a data mesh (params replicated,
+batch split over 'data'; `relational_jax.parallel.mesh`), its dropout key
+fold_in(state['rng'], state['step']).
 
-The train state is {params, opt_state, step, rng}. The model is called as
+The train state is `trainer.train_state`'s {params, opt_state, step, rng}. The model is called as
 `model.apply({'params': p}, src_BxS, src_mask_BxS, tgt_in_BxT,
 deterministic=..., rngs={'dropout': key})` -> logits BxTxV (plus
 `tgt_tree_pos_BxTxP=` / `src_tree_pos_BxSxP=` when the batch has tree
@@ -19,13 +22,12 @@ from typing import Dict, Union
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 
 from relational_jax.data.vocab import PAD_ID
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import optim
-from relational_jax.training import prng
+from relational_jax.training import trainer
 
 # The built-in optimiser's settings (`optim.Settings` of `config.train`), or
 # an optax GradientTransformation of the caller's.
@@ -80,39 +82,19 @@ def loss_and_metrics(model, params, batch, dropout_rng, deterministic=False):
 def compiled_train_step(
     model, optimizer: OptimizerSpec, mesh, dropout_prng: str = "threefry"
 ):
-  """One jitted, sharded train step per (model, optimiser, mesh,
-  dropout_prng); cached so that repeated runs in one process reuse the
-  compilation. `dropout_prng` picks the dropout masks' generator
-  (`relational_jax.training.prng`); the state's key stays raw uint32[2].
+  """The trainer's step (`trainer.make_train_step`) of `loss_and_metrics`,
+  one per (model, optimiser, mesh, dropout_prng); cached so that repeated
+  runs in one process reuse the compilation. `dropout_prng` picks the
+  dropout masks' generator (`relational_jax.training.prng`).
 
-  step(state, batch) -> (state, {loss, token_accuracy, grad_norm}); the
-  input state is donated."""
-  tx = as_transformation(optimizer)
-  rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
-
-  def step(state, batch):
-    rng, dropout_rng = jax.random.split(state["rng"])
-    dropout_rng = prng.dropout_key(dropout_rng, dropout_prng)
-    grad_fn = jax.value_and_grad(
-        lambda p: loss_and_metrics(model, p, batch, dropout_rng), has_aux=True
-    )
-    (loss, accuracy), grads = grad_fn(state["params"])
-    updates, opt_state = tx.update(grads, state["opt_state"], state["params"])
-    new_state = {
-        "params": optax.apply_updates(state["params"], updates),
-        "opt_state": opt_state,
-        "step": state["step"] + 1,
-        "rng": rng,
-    }
-    metrics = {
-        "loss": loss,
-        "token_accuracy": accuracy,
-        "grad_norm": optax.tree.norm(grads),
-    }
-    return new_state, metrics
-
-  return jax.jit(
-      step, in_shardings=(rep, bsh), out_shardings=(rep, rep), donate_argnums=0
+  step(state, batch, step) -> (state, {loss, token_accuracy, grad_norm});
+  the input state is donated."""
+  return trainer.make_train_step(
+      functools.partial(loss_and_metrics, model),
+      as_transformation(optimizer),
+      mesh,
+      metric="token_accuracy",
+      dropout_prng=dropout_prng,
   )
 
 
@@ -129,12 +111,7 @@ def init_fn(model, tx: optax.GradientTransformation):
         **_model_extras(example),
         deterministic=True,
     )["params"]
-    return {
-        "params": params,
-        "opt_state": tx.init(params),
-        "step": jnp.zeros((), jnp.int32),
-        "rng": rng,
-    }
+    return trainer.train_state(params, tx, rng)
 
   return init
 
@@ -145,10 +122,4 @@ def compiled_init(model, optimizer: OptimizerSpec, mesh):
   return jax.jit(
       init_fn(model, as_transformation(optimizer)),
       out_shardings=mesh_lib.replicated(mesh),
-  )
-
-
-def count_params(params) -> int:
-  return int(
-      sum(np.prod(np.shape(x)) for x in jax.tree_util.tree_leaves(params))
   )

@@ -1,5 +1,7 @@
-"""relational_jax.training.seq2seq.data: TSV loading and the batch stream."""
+"""relational_jax.training.seq2seq.data: TSV loading; the training stream
+(the trainer's, padded) of `Experiment`."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -128,20 +130,51 @@ def test_user_data_is_checked():
     ).check()
 
 
-def test_batch_stream_is_resumable():
-  a = seq2seq.BatchStream(10, 4, seed=1)
-  first = [a.next_indices() for _ in range(3)]  # 2 per epoch: crosses epochs.
-  assert a.get_state()["epoch"] == 1
-  b = seq2seq.BatchStream(10, 4, seed=1)
-  b.next_indices()
-  c = seq2seq.BatchStream(10, 4, seed=1)
-  c.set_state(b.get_state())
-  np.testing.assert_array_equal(c.next_indices(), first[1])
-  np.testing.assert_array_equal(c.next_indices(), first[2])
-  with pytest.raises(
-      ValueError, match="batch size 11 is larger than the training set"
-  ):
-    seq2seq.BatchStream(10, 11, seed=1)
+def _tiny_experiment():
+  """A tiny experiment on 10 training pairs, batch 4 (3 steps an epoch)."""
+  pairs = [(f"w{i} x", f"W{i} X") for i in range(10)]
+  data = seq2seq.Seq2SeqData(pairs, {"iid": pairs[:2]})
+  return seq2seq.Experiment(tiny({"train.batch_size": 4}), data=data)
+
+
+def test_stream_pads_the_short_last_batch_and_resumes_at_a_step():
+  exp = _tiny_experiment()
+  stream = exp.batch_stream()
+  batches = [next(stream) for _ in range(6)]  # Two epochs of 4 + 4 + 2.
+  assert all(len(b["src"]) == 4 for b in batches)
+  for epoch in (batches[:3], batches[3:]):
+    real = [
+        (tuple(b["src"][r]), tuple(b["tgt_out"][r]))
+        for b in epoch
+        for r in range(4)
+        if b["weights"][r].any()
+    ]
+    assert len(real) == len(set(real)) == 10  # Each example once an epoch.
+    short = epoch[2]
+    assert short["weights"][:2].any(axis=1).all()
+    assert not short["weights"][2:].any()  # The padding rows weigh nothing.
+  assert stream.get_state() == {"step": 6}
+  resumed = exp.batch_stream()
+  resumed.set_state({"step": 4})
+  for name, value in next(resumed).items():
+    np.testing.assert_array_equal(value, batches[4][name])
+
+
+def test_padding_rows_leave_the_loss_and_accuracy_unchanged():
+  exp = _tiny_experiment()
+  params = exp.init_state()["params"]
+  stream = exp.batch_stream()
+  stream.set_state({"step": 2})
+  padded = next(stream)  # 2 real rows and 2 zero-weight ones.
+  real = {k: v[:2] for k, v in padded.items()}
+  loss_and_accuracy = lambda batch: np.asarray(
+      seq2seq.step.loss_and_metrics(
+          exp.model, params, batch, jax.random.PRNGKey(0), deterministic=True
+      )
+  )
+  np.testing.assert_allclose(
+      loss_and_accuracy(padded), loss_and_accuracy(real), rtol=1e-6
+  )
 
 
 def test_source_markers_and_target_start():

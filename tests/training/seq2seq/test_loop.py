@@ -320,15 +320,17 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
 _THREE_STEPS = """
 import jax
 import numpy as np
+from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import config as config_lib
 
 def three_steps(s2s, config):
   exp = s2s.Experiment(config)
   state, stream, losses = exp.init_state(), exp.batch_stream(), []
-  for _ in range(3):
-    batch = exp.sharded_batch(stream.next_indices())
+  for step in range(3):
+    batch = mesh_lib.shard_process_batch(
+        next(stream), exp.mesh, config.train.batch_size)
     shards = len(batch["src"].sharding.device_set)
-    state, metrics = exp.train_step(state, batch)
+    state, metrics = exp.train_step(state, batch, step)
     losses.append(float(metrics["loss"]))
   params = [np.asarray(x).tolist()
             for x in jax.tree_util.tree_leaves(state["params"])]
