@@ -222,3 +222,55 @@ def upgrade_stock_opt_state(old: Any, fresh: Any) -> Any:
     return x
 
   return jax.tree_util.tree_map(swap, fresh, is_leaf=is_state)
+
+
+# ---------------------------------------------------------------------------
+# seq2seq: the flat flag names of earlier versions (experiments.seq2seq_train)
+# -> config paths, applied in this order (so `decoder_layers` overrides what
+# `layers` set; `seq2seq.config.apply_flag_aliases`).
+
+SEQ2SEQ_FLAT_FLAGS = {
+    "dataset": "data.dataset",
+    "split": "data.split",
+    "cutoff": "data.cutoff",
+    "data_dir": "data.data_dir",
+    "data_path": "data.data_path",
+    "scan_official_order": "data.scan_official_order",
+    "max_eval_examples": "data.max_eval_examples",
+    "model": "model",
+    "positions": "transformer.positions",
+    "scaling": "transformer.scaling",
+    "universal": ("transformer.tied", "edge_transformer.et.tied"),
+    "layers": (
+        "transformer.num_encoder_layers",
+        "transformer.num_decoder_layers",
+        "edge_transformer.et.num_layers",
+        "edge_transformer.num_decoder_layers",
+    ),
+    "decoder_layers": (
+        "transformer.num_decoder_layers",
+        "edge_transformer.num_decoder_layers",
+    ),
+    # Also the Edge Transformer's edge width: see apply_flag_aliases.
+    "d_model": "transformer.d_model",
+    "heads": ("transformer.num_heads", "edge_transformer.et.num_heads"),
+    "ff": ("transformer.ffn_dim", "edge_transformer.et.ffn_dim"),
+    "dropout": ("transformer.dropout_rate", "edge_transformer.et.dropout_rate"),
+    "tree_depth": "transformer.tree_depth",
+    "tree_order": "transformer.tree_order",
+    "lr": "train.learning_rate",
+    "schedule": "train.schedule",
+    "warmup_steps": "train.warmup_steps",
+    "batch": "train.batch_size",
+    "eval_batch": "train.eval_batch_size",
+    "steps": "train.steps",
+    "eval_every": "train.eval_every",
+    "checkpoint_every": "train.checkpoint_every",
+    "clip": "train.clip",
+    "seed": "train.seed",
+    "select_on": "train.select_on",
+    "devices": "train.devices",
+    "stop_at_step": "train.stop_at_step",
+    "progress": "train.progress",
+    "results_path": "results_path",
+}

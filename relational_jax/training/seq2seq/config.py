@@ -31,7 +31,7 @@ constant, batch 256, clip 5, 50k steps. The Edge
 Transformer section has the same sizes (width 128 = 8 heads x 16, tied
 layers, FFN 256).
 
-`FLAG_ALIASES` maps the flat flag names of earlier versions of
+`FLAG_ALIASES` (`compat.SEQ2SEQ_FLAT_FLAGS`) maps the flat flag names of earlier versions of
 `experiments.seq2seq_train` to config paths; `apply_flag_aliases` applies
 them (and the two flags that are not plain paths).
 """
@@ -45,6 +45,7 @@ from relational_jax.data import scan as scan_lib
 from relational_jax.layers.shapes import check_choice
 from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
+from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import optim
 from relational_jax.training import prng
@@ -296,55 +297,8 @@ def describe_model(config: ConfigDict) -> str:
   return f"{'tied ' if config.edge_transformer.et.tied else ''}edge_transformer"
 
 
-# ---------------------------------------------------------------------------
 # Flat flag names of earlier versions (experiments.seq2seq_train) -> paths.
-# Applied in this order, so `decoder_layers` overrides what `layers` set.
-
-FLAG_ALIASES = {
-    "dataset": "data.dataset",
-    "split": "data.split",
-    "cutoff": "data.cutoff",
-    "data_dir": "data.data_dir",
-    "data_path": "data.data_path",
-    "scan_official_order": "data.scan_official_order",
-    "max_eval_examples": "data.max_eval_examples",
-    "model": "model",
-    "positions": "transformer.positions",
-    "scaling": "transformer.scaling",
-    "universal": ("transformer.tied", "edge_transformer.et.tied"),
-    "layers": (
-        "transformer.num_encoder_layers",
-        "transformer.num_decoder_layers",
-        "edge_transformer.et.num_layers",
-        "edge_transformer.num_decoder_layers",
-    ),
-    "decoder_layers": (
-        "transformer.num_decoder_layers",
-        "edge_transformer.num_decoder_layers",
-    ),
-    # Also the Edge Transformer's edge width: see apply_flag_aliases.
-    "d_model": "transformer.d_model",
-    "heads": ("transformer.num_heads", "edge_transformer.et.num_heads"),
-    "ff": ("transformer.ffn_dim", "edge_transformer.et.ffn_dim"),
-    "dropout": ("transformer.dropout_rate", "edge_transformer.et.dropout_rate"),
-    "tree_depth": "transformer.tree_depth",
-    "tree_order": "transformer.tree_order",
-    "lr": "train.learning_rate",
-    "schedule": "train.schedule",
-    "warmup_steps": "train.warmup_steps",
-    "batch": "train.batch_size",
-    "eval_batch": "train.eval_batch_size",
-    "steps": "train.steps",
-    "eval_every": "train.eval_every",
-    "checkpoint_every": "train.checkpoint_every",
-    "clip": "train.clip",
-    "seed": "train.seed",
-    "select_on": "train.select_on",
-    "devices": "train.devices",
-    "stop_at_step": "train.stop_at_step",
-    "progress": "train.progress",
-    "results_path": "results_path",
-}
+FLAG_ALIASES = compat.SEQ2SEQ_FLAT_FLAGS
 
 
 def apply_flag_aliases(config: ConfigDict, flag_values) -> ConfigDict:
