@@ -31,9 +31,10 @@ constant, batch 256, clip 5, 50k steps. The Edge
 Transformer section has the same sizes (width 128 = 8 heads x 16, tied
 layers, FFN 256).
 
-`FLAG_ALIASES` (`compat.SEQ2SEQ_FLAT_FLAGS`) maps the flat flag names of earlier versions of
-`experiments.seq2seq_train` to config paths; `apply_flag_aliases` applies
-them (and the two flags that are not plain paths).
+`FLAG_ALIASES` (`compat.SEQ2SEQ_FLAT_FLAGS`) maps the flat flag names of
+earlier versions of `experiments.seq2seq_train` to config paths;
+`apply_flag_aliases` applies them (and the two flags that are not plain
+paths).
 """
 
 import os
