@@ -431,5 +431,9 @@ def test_round_trip(tmp_path, generated):
 def test_generator_rejects_small_k():
   with pytest.raises(ValueError, match="k must be >= 2"):
     clutrr_generator.generate_rows(1, 5)
+
+
+@pytest.mark.slow  # 200 rounds of generation: ~15 s.
+def test_generator_names_how_many_unique_stories_it_found():
   with pytest.raises(RuntimeError, match="only 62 of 63 new stories"):
     clutrr_generator.generate_rows(2, 63, seed=0, unique=True, max_rounds=200)
