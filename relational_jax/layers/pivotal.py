@@ -38,8 +38,12 @@ B x H x N x N x C score block and activations are O(B N^2 (D + C H)). The
 backward pass is a `jax.custom_vjp` that saves only the inputs, the output
 and the fp32 softmax statistics (row maximum and sum) and recomputes each
 chunk's weights (and its dropout mask, from the key folded with the chunk
-index); every product in it is a batched GEMM as well. When C does not divide N the last chunk starts at
-N - C and the pivots it shares with the previous chunk are excluded.
+index); every product in it is a batched GEMM as well. When C does not
+divide N the last chunk starts at N - C and the pivots it shares with the
+previous chunk are excluded. The chunk loop, the softmax statistics and the
+custom VJP are `relational_jax.layers.online_softmax`'s (shared with the
+triangular attention); this module supplies the scores, value sums and
+gradients of one chunk.
 
 impl='pallas' computes the forward pass with a Pallas kernel instead: one
 program per (b, h, i-block, j-block) tile streams the pivots l one at a time
@@ -60,6 +64,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from relational_jax.layers import dense as dense_lib
+from relational_jax.layers import online_softmax
 from relational_jax.layers import shapes
 
 __all__ = [
@@ -91,18 +96,14 @@ class _Static(NamedTuple):
   mask_value: float
   dropout_rate: float
   mask_kind: Optional[str]  # None, 'bool' or 'additive'
+  block_size: int = 16  # the (i, j) tile of the Pallas kernel
+  interpret: bool = False  # the Pallas kernel in interpret mode
 
 
 # ----------------------------------------------------------------------------
 # Core: chunked over the pivot axis L, online softmax, custom VJP. Layout
 # (B, H, I, J, K) for the queries, as the authors' functional form.
 # ----------------------------------------------------------------------------
-
-
-def _chunking(n, chunk_size):
-  """(pivots per chunk, number of chunks) for n pivots."""
-  chunk = n if chunk_size is None else min(chunk_size, n)
-  return chunk, -(-n // chunk)
 
 
 class _Operands(NamedTuple):
@@ -139,24 +140,21 @@ def _operands(static, q, k_il, k_lj, v_il, v_lj, j_major):
 
 
 class _Chunk(NamedTuple):
-  start: Array
+  pivots: online_softmax.Chunk  # which pivots
   k_BxHxIxCxK: Array  # k_il of the chunk's pivots
   k_BxHxCxJxK: Array  # k_lj
   v_BxHxIxCxK: Array  # v_il, fp32
   v_BxHxCxJxK: Array  # v_lj, fp32
   mask: Optional[Array]  # attn_mask's pivot slice (rank 5)
   node_Bx1x1x1xC: Optional[Array]  # True for real pivots
-  valid_C: Array  # False for pivots already counted by the previous chunk
   keep_BxHxIxJxC: Optional[Array]  # dropout keep mask
 
 
-def _chunk(index, static, ops, mask, node, rng):
-  """Pivots [start, start + C) of chunk `index`, sliced in place."""
+def _chunk(pivots, static, ops, mask, node, rng):
+  """The arrays of one chunk of pivots (`online_softmax.Chunk`), sliced in
+  place."""
   b, h, num_i, num_j, _ = ops.qs_BxHxIxJxK.shape
-  num_l = ops.k_BxHxIxLxK.shape[3]
-  chunk, _ = _chunking(num_l, static.chunk_size)
-  start = jnp.minimum(index * chunk, num_l - chunk)
-  take = lambda x, axis: jax.lax.dynamic_slice_in_dim(x, start, chunk, axis)
+  take = pivots.take
   if mask is not None and mask.shape[4] != 1:
     mask = take(mask, 4)
   node_c = None
@@ -165,19 +163,18 @@ def _chunk(index, static, ops, mask, node, rng):
   keep = None
   if static.dropout_rate > 0.0:
     keep = jax.random.bernoulli(
-        jax.random.fold_in(rng, index),
+        jax.random.fold_in(rng, pivots.index),
         1.0 - static.dropout_rate,
-        (b, h, num_i, num_j, chunk),
+        (b, h, num_i, num_j, pivots.size),
     )
   return _Chunk(
-      start=start,
+      pivots=pivots,
       k_BxHxIxCxK=take(ops.k_BxHxIxLxK, 3),
       k_BxHxCxJxK=take(ops.k_BxHxLxJxK, 2),
       v_BxHxIxCxK=take(ops.v_BxHxIxLxK, 3),
       v_BxHxCxJxK=take(ops.v_BxHxLxJxK, 2),
       mask=mask,
       node_Bx1x1x1xC=node_c,
-      valid_C=(start + jnp.arange(chunk)) >= index * chunk,
       keep_BxHxIxJxC=keep,
   )
 
@@ -219,7 +216,7 @@ def _scores(static, ops, c):
     s = s + c.mask.astype(jnp.float32)
   if c.node_Bx1x1x1xC is not None:
     s = jnp.where(c.node_Bx1x1x1xC, s, -static.mask_value)
-  return t, jnp.where(c.valid_C, s, -jnp.inf)
+  return t, jnp.where(c.pivots.owned_C, s, -jnp.inf)
 
 
 def _dropped(static, w, c):
@@ -230,66 +227,47 @@ def _dropped(static, w, c):
 
 
 def _forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
-  """Online-softmax forward.
+  """Online-softmax forward (`online_softmax.forward`).
 
   Returns y_BxHxIxJxK and the fp32 softmax statistics (m, l), each
   B x H x I x J: softmax_l(s)_ijl = exp(s_ijl - m_ij) / l_ij.
   """
-  b, h, num_i, num_j, kk = q.shape
-  _, num_chunks = _chunking(k_il.shape[3], static.chunk_size)
   ops = _operands(static, q, k_il, k_lj, v_il, v_lj, j_major=False)
 
-  def step(carry, index):
-    m_BxHxIxJ, l_BxHxIxJ, acc_BxHxIxJxK = carry
-    c = _chunk(index, static, ops, mask, node, rng)
+  def chunk_scores(pivots):
+    c = _chunk(pivots, static, ops, mask, node, rng)
     _, s_BxHxIxJxC = _scores(static, ops, c)
-    m_new = jnp.maximum(m_BxHxIxJ, s_BxHxIxJxC.max(axis=-1))
-    # All scores so far -inf (only where an additive mask holds -inf): a
-    # zero reference keeps exp() from producing nan.
-    m_safe = jnp.where(jnp.isneginf(m_new), 0.0, m_new)
-    correction_BxHxIxJ = jnp.exp(m_BxHxIxJ - m_safe)
-    p_BxHxIxJxC = jnp.exp(s_BxHxIxJxC - m_safe[..., None])
-    l_BxHxIxJ = l_BxHxIxJ * correction_BxHxIxJ + p_BxHxIxJxC.sum(axis=-1)
-    w_BxHxIxJxC = _dropped(static, p_BxHxIxJxC, c)
-    acc_BxHxIxJxK = (
-        acc_BxHxIxJxK * correction_BxHxIxJ[..., None]
-        + jnp.einsum(  # sum_l w_ijl v_il
-            "bhijl,bhilk->bhijk", w_BxHxIxJxC, c.v_BxHxIxCxK
-        )
-        + jnp.einsum(  # sum_l w_ijl v_lj
-            "bhijl,bhljk->bhijk", w_BxHxIxJxC, c.v_BxHxCxJxK
-        )
-    )
-    return (m_new, l_BxHxIxJ, acc_BxHxIxJxK), None
 
-  init = (
-      jnp.full((b, h, num_i, num_j), -jnp.inf, jnp.float32),
-      jnp.zeros((b, h, num_i, num_j), jnp.float32),
-      jnp.zeros((b, h, num_i, num_j, kk), jnp.float32),
+    def accumulate(acc_BxHxIxJxK, p_BxHxIxJxC):
+      w_BxHxIxJxC = _dropped(static, p_BxHxIxJxC, c)
+      return (
+          acc_BxHxIxJxK
+          + jnp.einsum(  # sum_l w_ijl v_il
+              "bhijl,bhilk->bhijk", w_BxHxIxJxC, c.v_BxHxIxCxK
+          )
+          + jnp.einsum(  # sum_l w_ijl v_lj
+              "bhijl,bhljk->bhijk", w_BxHxIxJxC, c.v_BxHxCxJxK
+          )
+      )
+
+    return s_BxHxIxJxC, None, accumulate
+
+  y, stats = online_softmax.forward(
+      chunk_scores,
+      q.shape,
+      4,
+      k_il.shape[3],
+      static.chunk_size,
+      online_softmax.MAX_SUM,
   )
-  (m, l, acc), _ = jax.lax.scan(step, init, jnp.arange(num_chunks))
-  # l = 0 only where every score is -inf: nan, as torch.softmax.
-  y = acc / l[..., None]
-  # The softmax statistics are kept apart (not as m + log l: at a row whose
-  # every pivot is masked m is -mask_value, where fp32 cannot hold log l).
-  m = jnp.where(jnp.isneginf(m), 0.0, m)
   out_dtype = jnp.result_type(q.dtype, v_il.dtype, v_lj.dtype)
-  return y.astype(out_dtype), (m, l)
+  return y.astype(out_dtype), stats
 
 
 def _sum_to(x, shape):
   """Sums x over the axes where `shape` has size 1 (keeping them)."""
   axes = tuple(a for a, size in enumerate(shape) if size == 1)
   return jnp.sum(x, axis=axes, keepdims=True) if axes else x
-
-
-def _add_slice(buffer, update, start, axis):
-  """buffer[..., start:start + C, ...] += update along `axis`."""
-  size = update.shape[axis]
-  current = jax.lax.dynamic_slice_in_dim(buffer, start, size, axis)
-  return jax.lax.dynamic_update_slice_in_dim(
-      buffer, current + update, start, axis
-  )
 
 
 def _bmm(lhs_BxHxAxMxN, rhs_BxHxAxNxK):
@@ -318,38 +296,36 @@ def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
   fp32) once, before the loop, and dq's second sum is accumulated J-major.
   """
   b, h, num_i, num_j, kk = q.shape
-  _, num_chunks = _chunking(k_il.shape[3], static.chunk_size)
   ops = _operands(static, q, k_il, k_lj, v_il, v_lj, j_major=True)
   qs_BxHxIxJxK = ops.qs_BxHxIxJxK.astype(jnp.float32)
   qs_BxHxJxIxK = ops.qs_BxHxJxIxK.astype(jnp.float32)
   dy_BxHxIxJxK = dy.astype(jnp.float32)
   dy_BxHxJxIxK = jnp.swapaxes(dy_BxHxIxJxK, 2, 3)
   delta_BxHxIxJ = jnp.sum(dy_BxHxIxJxK * y.astype(jnp.float32), axis=-1)
-  m, l = stats
 
-  def step(grads, index):
+  def step(grads, pivots):
     dq_BxHxIxJxK, dq_BxHxJxIxK, dk_il, dk_lj, dv_il, dv_lj, dmask = grads
-    c = _chunk(index, static, ops, mask, node, rng)
+    c = _chunk(pivots, static, ops, mask, node, rng)
     t, s = _scores(static, ops, c)
-    p = jnp.exp(s - m[..., None]) / l[..., None]  # 0 for pivots not owned
+    # 0 for the pivots not owned (s = -inf).
+    p = online_softmax.probabilities(s, None, stats, 4, online_softmax.MAX_SUM)
     w = _dropped(static, p, c)
     # The sums over i (batched over j) are GEMMs with the chunk's block laid
     # out J x C x I, the summed axis last (XLA:CPU's fast GEMM form).
     w_BxHxJxCxI = jnp.transpose(w, (0, 1, 3, 4, 2))
-    dv_il = _add_slice(
-        dv_il, jnp.einsum("bhijl,bhijk->bhilk", w, dy_BxHxIxJxK), c.start, 3
+    dv_il = pivots.add(
+        dv_il, jnp.einsum("bhijl,bhijk->bhilk", w, dy_BxHxIxJxK), 3
     )
-    dv_lj = _add_slice(
-        dv_lj,
-        jnp.swapaxes(_bmm(w_BxHxJxCxI, dy_BxHxJxIxK), 2, 3),
-        c.start,
-        2,
+    dv_lj = pivots.add(
+        dv_lj, jnp.swapaxes(_bmm(w_BxHxJxCxI, dy_BxHxJxIxK), 2, 3), 2
     )
     dw = jnp.einsum(
         "bhijk,bhilk->bhijl", dy_BxHxIxJxK, c.v_BxHxIxCxK
     ) + jnp.einsum("bhjik,bhljk->bhijl", dy_BxHxJxIxK, c.v_BxHxCxJxK)
-    ds = p * (_dropped(static, dw, c) - delta_BxHxIxJ[..., None])
-    ds = jnp.where(c.valid_C, ds, 0.0)
+    ds = online_softmax.softmax_grad(
+        p, _dropped(static, dw, c), delta_BxHxIxJ, 4
+    )
+    ds = jnp.where(pivots.owned_C, ds, 0.0)
     if c.node_Bx1x1x1xC is not None:  # padded pivots: filled, constant
       ds = jnp.where(c.node_Bx1x1x1xC, ds, 0.0)
     if static.mask_kind == "bool":
@@ -359,7 +335,7 @@ def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
       if mask.shape[4] == 1:
         dmask = dmask + jnp.sum(reduced, axis=4, keepdims=True)
       else:
-        dmask = _add_slice(dmask, reduced, c.start, 4)
+        dmask = pivots.add(dmask, reduced, 4)
     dt = ds
     if static.softmax_cap > 0.0:
       dt = ds * (1.0 - jnp.square(jnp.tanh(t / static.softmax_cap)))
@@ -370,24 +346,13 @@ def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
         "bhijl,bhljk->bhjik", dt, c.k_BxHxCxJxK.astype(jnp.float32)
     )
     dt_BxHxJxCxI = jnp.transpose(dt, (0, 1, 3, 4, 2))
-    dk_il = _add_slice(
-        dk_il, jnp.einsum("bhijl,bhijk->bhilk", dt, qs_BxHxIxJxK), c.start, 3
+    dk_il = pivots.add(
+        dk_il, jnp.einsum("bhijl,bhijk->bhilk", dt, qs_BxHxIxJxK), 3
     )
-    dk_lj = _add_slice(
-        dk_lj,
-        jnp.swapaxes(_bmm(dt_BxHxJxCxI, qs_BxHxJxIxK), 2, 3),
-        c.start,
-        2,
+    dk_lj = pivots.add(
+        dk_lj, jnp.swapaxes(_bmm(dt_BxHxJxCxI, qs_BxHxJxIxK), 2, 3), 2
     )
-    return (
-        dq_BxHxIxJxK,
-        dq_BxHxJxIxK,
-        dk_il,
-        dk_lj,
-        dv_il,
-        dv_lj,
-        dmask,
-    ), None
+    return dq_BxHxIxJxK, dq_BxHxJxIxK, dk_il, dk_lj, dv_il, dv_lj, dmask
 
   zeros = lambda x: jnp.zeros(x.shape, jnp.float32)
   init = (
@@ -399,8 +364,8 @@ def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
       zeros(v_lj),
       zeros(mask) if static.mask_kind == "additive" else jnp.zeros((0,)),
   )
-  (dq_BxHxIxJxK, dq_BxHxJxIxK, dk_il, dk_lj, dv_il, dv_lj, dmask), _ = (
-      jax.lax.scan(step, init, jnp.arange(num_chunks))
+  dq_BxHxIxJxK, dq_BxHxJxIxK, dk_il, dk_lj, dv_il, dv_lj, dmask = (
+      online_softmax.backward(step, init, k_il.shape[3], static.chunk_size)
   )
   dq = (dq_BxHxIxJxK + jnp.swapaxes(dq_BxHxJxIxK, 2, 3)) * static.scale
   # Scaling q by `scale` in its dtype: keys' gradients used the scaled q.
@@ -411,38 +376,17 @@ def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
       dv_il.astype(v_il.dtype),
       dv_lj.astype(v_lj.dtype),
       dmask.astype(mask.dtype) if static.mask_kind == "additive" else None,
+      None,  # node
+      None,  # rng
   )
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _pivotal(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
-  return _forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng)[0]
-
-
-def _pivotal_fwd(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
-  y, stats = _forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng)
-  return y, (q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats)
-
-
-def _pivotal_bwd(static, residuals, dy):
-  q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats = residuals
-  grads = _backward(
-      static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy
-  )
-  return grads + (None, None)
-
-
-_pivotal.defvjp(_pivotal_fwd, _pivotal_bwd)
+_pivotal = online_softmax.recomputing_vjp(_forward, _backward)
 
 
 # ----------------------------------------------------------------------------
 # Pallas forward kernel (impl='pallas'); the backward is the chunked one above.
 # ----------------------------------------------------------------------------
-
-
-def _pad_to(x, sizes):
-  """x zero-padded at the end of each axis to `sizes`."""
-  return jnp.pad(x, [(0, want - got) for got, want in zip(x.shape, sizes)])
 
 
 def _pallas_forward_kernel(
@@ -509,9 +453,7 @@ def _pallas_forward_kernel(
   l_ref[...] = sum_IxJ
 
 
-def _pallas_forward(
-    static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, node
-):
+def _pallas_forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
   """Pallas version of `_forward` (no attn_mask, no dropout): the same
   y_BxHxIxJxK and fp32 statistics (m, l), each B x H x I x J.
 
@@ -523,11 +465,12 @@ def _pallas_forward(
   num_l = k_il.shape[3]
   pi, pj, pl_ = (pl.next_power_of_2(n) for n in (num_i, num_j, num_l))
   kp = pl.next_power_of_2(kk)  # Zero padding of K changes no dot product.
-  bi, bj = min(block_size, pi), min(block_size, pj)
+  del mask, rng  # None: not supported by the kernel.
+  bi, bj = min(static.block_size, pi), min(static.block_size, pj)
   qs_BxHxIxJxK = q * jnp.asarray(static.scale, q.dtype)  # as `_operands`
   if node is None:
     node = jnp.ones((b, num_l), bool)
-  node_BxL = _pad_to(node.astype(jnp.int32), (b, pl_))
+  node_BxL = online_softmax.pad_to(node.astype(jnp.int32), (b, pl_))
   sq = pl.squeezed
   ij_spec = pl.BlockSpec(
       (sq, sq, bi, bj, kp), lambda bb, hh, i, j: (bb, hh, i, j, 0)
@@ -565,62 +508,26 @@ def _pallas_forward(
           pl.BlockSpec((sq, pl_), lambda bb, hh, i, j: (bb, 0)),
       ],
       out_specs=(ij_spec, stats_spec, stats_spec),
-      interpret=interpret,
+      interpret=static.interpret,
   )(
-      _pad_to(qs_BxHxIxJxK, (b, h, pi, pj, kp)),
-      _pad_to(k_il, (b, h, pi, pl_, kp)),
-      _pad_to(k_lj, (b, h, pl_, pj, kp)),
-      _pad_to(v_il, (b, h, pi, pl_, kp)),
-      _pad_to(v_lj, (b, h, pl_, pj, kp)),
+      online_softmax.pad_to(qs_BxHxIxJxK, (b, h, pi, pj, kp)),
+      online_softmax.pad_to(k_il, (b, h, pi, pl_, kp)),
+      online_softmax.pad_to(k_lj, (b, h, pl_, pj, kp)),
+      online_softmax.pad_to(v_il, (b, h, pi, pl_, kp)),
+      online_softmax.pad_to(v_lj, (b, h, pl_, pj, kp)),
       node_BxL,
   )
   y = y[:, :, :num_i, :num_j, :kk]
   return y, (m[:, :, :num_i, :num_j], l[:, :, :num_i, :num_j])
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
-def _pivotal_pallas(
-    static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, mask, node, rng
-):
-  del mask, rng  # None: not supported by the kernel.
-  return _pallas_forward(
-      static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, node
-  )[0]
-
-
-def _pivotal_pallas_fwd(
-    static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, mask, node, rng
-):
-  y, stats = _pallas_forward(
-      static, block_size, interpret, q, k_il, k_lj, v_il, v_lj, node
-  )
-  # Exactly `_pivotal_fwd`'s residuals: the chunked backward consumes them.
-  return y, (q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats)
-
-
-def _pivotal_pallas_bwd(static, block_size, interpret, residuals, dy):
-  del block_size, interpret
-  return _pivotal_bwd(static, residuals, dy)
-
-
-_pivotal_pallas.defvjp(_pivotal_pallas_fwd, _pivotal_pallas_bwd)
+# The chunked backward, from the kernel's y and (m, l).
+_pivotal_pallas = online_softmax.recomputing_vjp(_pallas_forward, _backward)
 
 
 def _default_interpret():
   """Interpret mode (the kernel run by the XLA interpreter) on CPU only."""
   return jax.default_backend() == "cpu"
-
-
-def _check_block_size(block_size):
-  if (
-      isinstance(block_size, bool)
-      or not isinstance(block_size, int)
-      or block_size <= 0
-      or (block_size & (block_size - 1))
-  ):
-    raise ValueError(
-        f"block_size must be a positive power of two, got {block_size!r}."
-    )
 
 
 def _node_only_mask(mask, node, full_shape):
@@ -659,18 +566,6 @@ def _mask_rank5(attn_mask, full_shape):
       )
   kind = "bool" if mask.dtype == jnp.bool_ else "additive"
   return mask, kind
-
-
-def _check_chunk_size(chunk_size):
-  if chunk_size is not None and (
-      isinstance(chunk_size, bool)
-      or not isinstance(chunk_size, int)
-      or chunk_size <= 0
-  ):
-    raise ValueError(
-        "chunk_size must be a positive int or None (one chunk), got "
-        f"{chunk_size!r}."
-    )
 
 
 def pivotal_attention_core(
@@ -737,10 +632,10 @@ def pivotal_attention_core(
       ("v_BxHxLxJxK", v_BxHxLxJxK, (b, h, num_l, num_j, kk)),
   ):
     shapes.check_shape(arr, want, name)
-  _check_chunk_size(chunk_size)
+  online_softmax.check_chunk_size(chunk_size)
   shapes.check_choice(impl, IMPLS, "impl")
   if impl == "pallas":
-    _check_block_size(block_size)
+    online_softmax.check_block_size(block_size)
     if dropout_rate > 0.0:
       raise ValueError(
           "dropout_rate > 0 (dropout on the attention weights) is not "
@@ -769,9 +664,13 @@ def pivotal_attention_core(
           mask, node_mask_BxL, (b, h, num_i, num_j, num_l)
       )
     return _pivotal_pallas(
-        static._replace(mask_kind=None),
-        block_size,
-        _default_interpret() if interpret is None else bool(interpret),
+        static._replace(
+            mask_kind=None,
+            block_size=block_size,
+            interpret=(
+                _default_interpret() if interpret is None else bool(interpret)
+            ),
+        ),
         q_BxHxIxJxK,
         k_BxHxIxLxK,
         k_BxHxLxJxK,

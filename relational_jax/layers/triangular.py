@@ -40,13 +40,16 @@ broadcast-multiply-reduce expressions that XLA fuses into their reductions
 (tests/layers/test_triangular.py checks the compiled temp memory), so
 activations are O(B N^2 (D + C H)). The backward pass is a `jax.custom_vjp`
 that saves only the inputs, the output and the fp32 logsumexp, and recomputes
-the probabilities chunk by chunk (flash attention's backward). A Pallas
-forward kernel (impl='pallas') shares that backward.
+the probabilities chunk by chunk (flash attention's backward). The chunk
+loop, the softmax statistics and the custom VJP are
+`relational_jax.layers.online_softmax`'s (shared with pivotal attention);
+this module supplies the scores, value sums and gradients of one chunk. A
+Pallas forward kernel (impl='pallas') shares that backward.
 """
 
 import functools
 import math
-from typing import Any, Optional, Tuple
+from typing import Any, NamedTuple, Optional, Tuple
 
 import flax.linen as nn
 import jax
@@ -54,6 +57,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from relational_jax.layers import dense as dense_lib
+from relational_jax.layers import online_softmax
 from relational_jax.layers import shapes
 
 __all__ = [
@@ -80,45 +84,66 @@ _NEG = -1e30
 # ----------------------------------------------------------------------------
 
 
-def _chunk_scores(
-    q_BxNxCxHxK,
-    k_chunk,
-    mask_BxC,
-    scale,
-    key_ij,
-    time_BxC=None,
-    edge_time_BxNxN=None,
-):
-  """fp32 scores s[b, i, c, j, h] = q_ic . k_cj / sqrt(K) (eq. 5), masked.
+class _Static(NamedTuple):
+  """The hashable (non-differentiable) settings of one call."""
 
-  `k_chunk` is k_BxCxNxHxK (keys k_lj of this chunk's pivots, eq. 7) or, for
-  the attention ablation (`key_ij`), the whole k_BxNxNxHxK (keys k_ij).
-  With node times, pivot c is also masked for edge (i, j) unless
-  t_c <= edge_time[i, j] = max(t_i, t_j) (causal masking).
-  Returns the scores and the (broadcastable) pivot mask.
-  """
-  if key_ij:
-    s_BxNxCxNxH = jnp.einsum(
-        "bichk,bijhk->bicjh",
-        q_BxNxCxHxK,
-        k_chunk,
-        preferred_element_type=jnp.float32,
-    )
-  else:
-    s_BxNxCxNxH = jnp.einsum(
-        "bichk,bcjhk->bicjh",
-        q_BxNxCxHxK,
-        k_chunk,
-        preferred_element_type=jnp.float32,
-    )
-  s_BxNxCxNxH = s_BxNxCxNxH * scale
+  chunk_size: Optional[int]
+  key_ij: bool  # the attention ablation: keys k_ij
+  block_size: int = 16  # the (i, j) tile of the Pallas kernel
+  interpret: bool = False  # the Pallas kernel in interpret mode
+
+
+class _ChunkArrays(NamedTuple):
+  """One chunk's masked fp32 scores and its slices, read in place."""
+
+  s_BxNxCxNxH: Array  # q_ic . k_cj / sqrt(K) (eq. 5), _NEG where masked
+  pivot: Array  # Bx1xCx1x1 (BxNxCxNx1 with node times): False = masked
+  q_BxNxCxHxK: Array
+  k_chunk: Array  # k_BxCxNxHxK, or for key_ij the whole k_BxNxNxHxK
+  v1_BxNxCxHxK: Array
+  v2_BxCxNxHxK: Optional[Array]
+
+
+def _edge_time(time_BxN):
+  """max(t_i, t_j) for every edge (i, j), or None without node times."""
+  if time_BxN is None:
+    return None
+  return jnp.maximum(time_BxN[:, :, None], time_BxN[:, None, :])
+
+
+def _chunk_arrays(static, chunk, inputs, edge_time_BxNxN):
+  """The scores s[b, i, c, j, h] = q_ic . k_cj / sqrt(K) (eq. 5) of one
+  chunk (`online_softmax.Chunk`), masked: padded pivots, pivots the chunk
+  does not own and, with node times, pivots c with t_c > edge_time[i, j] =
+  max(t_i, t_j) (causal masking). `inputs` are the core's (q, k, v1, v2,
+  mask, time); k is k_BxLxNxHxK (keys k_lj, eq. 7) or, for the attention
+  ablation (`key_ij`), k_BxNxNxHxK (keys k_ij)."""
+  q, k, v1, v2, mask, time = inputs
+  q_BxNxCxHxK = chunk.take(q, 2)
+  k_chunk = k if static.key_ij else chunk.take(k, 1)
+  s_BxNxCxNxH = jnp.einsum(
+      "bichk,bijhk->bicjh" if static.key_ij else "bichk,bcjhk->bicjh",
+      q_BxNxCxHxK,
+      k_chunk,
+      preferred_element_type=jnp.float32,
+  )
+  s_BxNxCxNxH = s_BxNxCxNxH * (1.0 / math.sqrt(q.shape[-1]))
+  mask_BxC = chunk.take(mask, 1) & chunk.owned_C[None]
   pivot = mask_BxC[:, None, :, None, None]  # Bx1xCx1x1
-  if time_BxC is not None:
+  if time is not None:
+    time_BxC = chunk.take(time, 1)
     causal_BxNxCxN = (
         time_BxC[:, None, :, None] <= edge_time_BxNxN[:, :, None, :]
     )
     pivot = pivot & causal_BxNxCxN[..., None]  # BxNxCxNx1
-  return jnp.where(pivot, s_BxNxCxNxH, _NEG), pivot
+  return _ChunkArrays(
+      s_BxNxCxNxH=jnp.where(pivot, s_BxNxCxNxH, _NEG),
+      pivot=pivot,
+      q_BxNxCxHxK=q_BxNxCxHxK,
+      k_chunk=k_chunk,
+      v1_BxNxCxHxK=chunk.take(v1, 2),
+      v2_BxCxNxHxK=None if v2 is None else chunk.take(v2, 1),
+  )
 
 
 def _aggregate_values(p_BxNxCxNxH, v1_BxNxCxHxK, v2_BxCxNxHxK):
@@ -225,142 +250,43 @@ def _value_grads_per_pivot(
   return jnp.stack(dp, axis=2), jnp.stack(dv1, axis=2), jnp.stack(dv2, axis=1)
 
 
-def _chunking(n, chunk_size):
-  """(pivots per chunk, number of chunks) for N pivots."""
-  chunk = n if chunk_size is None else min(chunk_size, n)
-  return chunk, -(-n // chunk)
-
-
-def _edge_time(time_BxN):
-  """max(t_i, t_j) for every edge (i, j), or None without node times."""
-  if time_BxN is None:
-    return None
-  return jnp.maximum(time_BxN[:, :, None], time_BxN[:, None, :])
-
-
-def _chunk_slices(index, q, k, v1, v2, mask, time, chunk, n, key_ij):
-  """Pivots [start, start + C) of chunk `index`, sliced in place.
-
-  No chunked copies of q, k, v1, v2 are made: each step reads its pivots with
-  dynamic slices. When C does not divide N the last chunk starts at N - C
-  (clamped) and the pivots it shares with the previous chunk are masked out,
-  so every pivot is counted exactly once. Returns (start, q_BxNxCxHxK,
-  k chunk (k_BxCxNxHxK, or the whole k for key_ij), v1_BxNxCxHxK,
-  v2_BxCxNxHxK or None, mask_BxC, time_BxC or None).
-  """
-  start = jnp.minimum(index * chunk, n - chunk)
-  take = lambda x, axis: jax.lax.dynamic_slice_in_dim(x, start, chunk, axis)
-  pivot_C = start + jnp.arange(chunk)
-  mask_BxC = take(mask, 1) & (pivot_C >= index * chunk)[None]
-  return (
-      start,
-      take(q, 2),
-      k if key_ij else take(k, 1),
-      take(v1, 2),
-      None if v2 is None else take(v2, 1),
-      mask_BxC,
-      None if time is None else take(time, 1),
-  )
-
-
-def _pad_axis(x, axis, padded):
-  pad = [(0, 0)] * x.ndim
-  pad[axis] = (0, padded - x.shape[axis])
-  return jnp.pad(x, pad)
-
-
-def _add_slice(buffer, update, start, axis):
-  """buffer[..., start:start + C, ...] += update along `axis`."""
-  size = update.shape[axis]
-  current = jax.lax.dynamic_slice_in_dim(buffer, start, size, axis)
-  return jax.lax.dynamic_update_slice_in_dim(
-      buffer, current + update, start, axis
-  )
-
-
-def _forward(
-    q_BxNxLxHxK,
-    k,
-    v1_BxNxLxHxK,
-    v2_BxLxNxHxK,
-    mask_BxL,
-    time_BxL,
-    chunk_size,
-    key_ij,
-):
-  """Online-softmax forward. Returns (o_BxNxNxHxK, lse_BxNxNxH fp32)."""
+def _forward(static, q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask, time):
+  """Online-softmax forward. Returns (o_BxNxNxHxK, lse_BxNxNxH fp32); rows
+  whose pivots are all masked (an all-padding graph) give zeros."""
   b, n, _, h, kk = q_BxNxLxHxK.shape
-  scale = 1.0 / math.sqrt(kk)
-  chunk, num_chunks = _chunking(n, chunk_size)
-  edge_time_BxNxN = _edge_time(time_BxL)
+  edge_time_BxNxN = _edge_time(time)
+  inputs = (q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask, time)
 
-  def step(carry, index):
-    m_BxNxNxH, l_BxNxNxH, acc_BxNxNxHxK = carry
-    (
-        _,
-        q_BxNxCxHxK,
-        k_chunk,
-        v1_BxNxCxHxK,
-        v2_BxCxNxHxK,
-        mask_BxC,
-        time_BxC,
-    ) = _chunk_slices(
-        index,
-        q_BxNxLxHxK,
-        k,
-        v1_BxNxLxHxK,
-        v2_BxLxNxHxK,
-        mask_BxL,
-        time_BxL,
-        chunk,
-        n,
-        key_ij,
+  def chunk_scores(chunk):
+    c = _chunk_arrays(static, chunk, inputs, edge_time_BxNxN)
+    accumulate = lambda acc_BxNxNxHxK, p_BxNxCxNxH: acc_BxNxNxHxK + (
+        _aggregate_values(p_BxNxCxNxH, c.v1_BxNxCxHxK, c.v2_BxCxNxHxK)
     )
-    s_BxNxCxNxH, pivot = _chunk_scores(
-        q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij, time_BxC, edge_time_BxNxN
-    )
-    m_new_BxNxNxH = jnp.maximum(m_BxNxNxH, s_BxNxCxNxH.max(axis=2))
-    correction_BxNxNxH = jnp.exp(m_BxNxNxH - m_new_BxNxNxH)
-    p_BxNxCxNxH = jnp.where(
-        pivot, jnp.exp(s_BxNxCxNxH - m_new_BxNxNxH[:, :, None]), 0.0
-    )
-    l_BxNxNxH = l_BxNxNxH * correction_BxNxNxH + p_BxNxCxNxH.sum(axis=2)
-    acc_BxNxNxHxK = acc_BxNxNxHxK * correction_BxNxNxH[
-        ..., None
-    ] + _aggregate_values(p_BxNxCxNxH, v1_BxNxCxHxK, v2_BxCxNxHxK)
-    return (m_new_BxNxNxH, l_BxNxNxH, acc_BxNxNxHxK), None
+    return c.s_BxNxCxNxH, c.pivot, accumulate
 
-  init = (
-      jnp.full((b, n, n, h), _NEG, jnp.float32),
-      jnp.zeros((b, n, n, h), jnp.float32),
-      jnp.zeros((b, n, n, h, kk), jnp.float32),
-  )
-  (m_BxNxNxH, l_BxNxNxH, acc_BxNxNxHxK), _ = jax.lax.scan(
-      step, init, jnp.arange(num_chunks)
-  )
-  # Rows whose pivots are all masked (an all-padding graph) give zeros.
-  has_pivot_BxNxNxH = l_BxNxNxH > 0
-  safe_l_BxNxNxH = jnp.where(has_pivot_BxNxNxH, l_BxNxNxH, 1.0)
-  o_BxNxNxHxK = acc_BxNxNxHxK / safe_l_BxNxNxH[..., None]
-  lse_BxNxNxH = jnp.where(
-      has_pivot_BxNxNxH, m_BxNxNxH + jnp.log(safe_l_BxNxNxH), 0.0
+  o_BxNxNxHxK, lse_BxNxNxH = online_softmax.forward(
+      chunk_scores,
+      (b, n, n, h, kk),
+      2,
+      n,
+      static.chunk_size,
+      online_softmax.LSE,
   )
   out_dtype = jnp.result_type(q_BxNxLxHxK.dtype, v1_BxNxLxHxK.dtype)
   return o_BxNxNxHxK.astype(out_dtype), lse_BxNxNxH
 
 
 def _backward(
+    static,
     q_BxNxLxHxK,
     k,
     v1_BxNxLxHxK,
     v2_BxLxNxHxK,
-    mask_BxL,
-    time_BxL,
+    mask,
+    time,
     o_BxNxNxHxK,
     lse_BxNxNxH,
     do_BxNxNxHxK,
-    chunk_size,
-    key_ij,
 ):
   """Flash-style backward: recomputes p per chunk from the saved logsumexp.
 
@@ -368,8 +294,8 @@ def _backward(
   """
   b, n, _, h, kk = q_BxNxLxHxK.shape
   scale = 1.0 / math.sqrt(kk)
-  chunk, num_chunks = _chunking(n, chunk_size)
-  edge_time_BxNxN = _edge_time(time_BxL)
+  edge_time_BxNxN = _edge_time(time)
+  inputs = (q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, mask, time)
   do_BxNxNxHxK = do_BxNxNxHxK.astype(jnp.float32)
   # delta_ij = sum_k do_ij o_ij = sum_l p_ilj dp_ilj (softmax backward).
   delta_BxNxNxH = jnp.einsum(
@@ -377,65 +303,37 @@ def _backward(
   )
   value_ablation = v2_BxLxNxHxK is None
 
-  def step(grads, index):
+  def step(grads, chunk):
     dq, dk, dv1, dv2 = grads
-    (
-        start,
-        q_BxNxCxHxK,
-        k_chunk,
-        v1_BxNxCxHxK,
-        v2_BxCxNxHxK,
-        mask_BxC,
-        time_BxC,
-    ) = _chunk_slices(
-        index,
-        q_BxNxLxHxK,
-        k,
-        v1_BxNxLxHxK,
-        v2_BxLxNxHxK,
-        mask_BxL,
-        time_BxL,
-        chunk,
-        n,
-        key_ij,
-    )
-    s_BxNxCxNxH, pivot = _chunk_scores(
-        q_BxNxCxHxK, k_chunk, mask_BxC, scale, key_ij, time_BxC, edge_time_BxNxN
-    )
-    p_BxNxCxNxH = jnp.where(
-        pivot, jnp.exp(s_BxNxCxNxH - lse_BxNxNxH[:, :, None]), 0.0
+    c = _chunk_arrays(static, chunk, inputs, edge_time_BxNxN)
+    p_BxNxCxNxH = online_softmax.probabilities(
+        c.s_BxNxCxNxH, c.pivot, lse_BxNxNxH, 2, online_softmax.LSE
     )
     dp_BxNxCxNxH, dv1_BxNxCxHxK, dv2_BxCxNxHxK = _value_grads(
-        p_BxNxCxNxH, do_BxNxNxHxK, v1_BxNxCxHxK, v2_BxCxNxHxK
+        p_BxNxCxNxH, do_BxNxNxHxK, c.v1_BxNxCxHxK, c.v2_BxCxNxHxK
     )
-    ds_BxNxCxNxH = p_BxNxCxNxH * (dp_BxNxCxNxH - delta_BxNxNxH[:, :, None])
+    ds_BxNxCxNxH = online_softmax.softmax_grad(
+        p_BxNxCxNxH, dp_BxNxCxNxH, delta_BxNxNxH, 2
+    )
     ds_BxNxCxNxH = ds_BxNxCxNxH * scale
-    if key_ij:
+    q_BxNxCxHxK = c.q_BxNxCxHxK.astype(jnp.float32)
+    if static.key_ij:
       dq_BxNxCxHxK = jnp.einsum(
           "bicjh,bijhk->bichk", ds_BxNxCxNxH, k.astype(jnp.float32)
       )
-      dk = dk + jnp.einsum(
-          "bicjh,bichk->bijhk", ds_BxNxCxNxH, q_BxNxCxHxK.astype(jnp.float32)
-      )
+      dk = dk + jnp.einsum("bicjh,bichk->bijhk", ds_BxNxCxNxH, q_BxNxCxHxK)
     else:
       dq_BxNxCxHxK = jnp.einsum(
-          "bicjh,bcjhk->bichk", ds_BxNxCxNxH, k_chunk.astype(jnp.float32)
+          "bicjh,bcjhk->bichk", ds_BxNxCxNxH, c.k_chunk.astype(jnp.float32)
       )
-      dk = _add_slice(
-          dk,
-          jnp.einsum(
-              "bicjh,bichk->bcjhk",
-              ds_BxNxCxNxH,
-              q_BxNxCxHxK.astype(jnp.float32),
-          ),
-          start,
-          1,
+      dk = chunk.add(
+          dk, jnp.einsum("bicjh,bichk->bcjhk", ds_BxNxCxNxH, q_BxNxCxHxK), 1
       )
-    dq = _add_slice(dq, dq_BxNxCxHxK, start, 2)
-    dv1 = _add_slice(dv1, dv1_BxNxCxHxK, start, 2)
+    dq = chunk.add(dq, dq_BxNxCxHxK, 2)
+    dv1 = chunk.add(dv1, dv1_BxNxCxHxK, 2)
     if not value_ablation:
-      dv2 = _add_slice(dv2, dv2_BxCxNxHxK, start, 1)
-    return (dq, dk, dv1, dv2), None
+      dv2 = chunk.add(dv2, dv2_BxCxNxHxK, 1)
+    return dq, dk, dv1, dv2
 
   zeros = jnp.zeros((b, n, n, h, kk), jnp.float32)
   init = (
@@ -444,33 +342,15 @@ def _backward(
       zeros,
       jnp.zeros((0,), jnp.float32) if value_ablation else zeros,
   )
-  (dq, dk, dv1, dv2), _ = jax.lax.scan(step, init, jnp.arange(num_chunks))
+  dq, dk, dv1, dv2 = online_softmax.backward(step, init, n, static.chunk_size)
   dq = dq.astype(q_BxNxLxHxK.dtype)
   dv1 = dv1.astype(v1_BxNxLxHxK.dtype)
   dk = dk.astype(k.dtype)
   dv2 = None if value_ablation else dv2.astype(v2_BxLxNxHxK.dtype)
-  return dq, dk, dv1, dv2
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(6, 7))
-def _triangle_core(q, k, v1, v2, mask, time, chunk_size, key_ij):
-  return _forward(q, k, v1, v2, mask, time, chunk_size, key_ij)[0]
-
-
-def _triangle_core_fwd(q, k, v1, v2, mask, time, chunk_size, key_ij):
-  o, lse = _forward(q, k, v1, v2, mask, time, chunk_size, key_ij)
-  return o, (q, k, v1, v2, mask, time, o, lse)
-
-
-def _triangle_core_bwd(chunk_size, key_ij, residuals, do):
-  q, k, v1, v2, mask, time, o, lse = residuals
-  dq, dk, dv1, dv2 = _backward(
-      q, k, v1, v2, mask, time, o, lse, do, chunk_size, key_ij
-  )
   return dq, dk, dv1, dv2, None, None
 
 
-_triangle_core.defvjp(_triangle_core_fwd, _triangle_core_bwd)
+_triangle_core = online_softmax.recomputing_vjp(_forward, _backward)
 
 
 def _check_core_inputs(q, k, v1, v2, mask, chunk_size, time=None):
@@ -491,13 +371,7 @@ def _check_core_inputs(q, k, v1, v2, mask, chunk_size, time=None):
       raise ValueError(
           f"node_time_BxL must be integer, got dtype {time.dtype}."
       )
-  if chunk_size is not None and (
-      not isinstance(chunk_size, int) or chunk_size <= 0
-  ):
-    raise ValueError(
-        "chunk_size must be a positive int or None (one chunk), got "
-        f"{chunk_size!r}."
-    )
+  online_softmax.check_chunk_size(chunk_size)
 
 
 def triangular_attention_core(
@@ -548,14 +422,13 @@ def triangular_attention_core(
       node_time_BxL,
   )
   return _triangle_core(
+      _Static(chunk_size, bool(key_ij)),
       q_BxNxLxHxK,
       k,
       v1_BxNxLxHxK,
       v2_BxLxNxHxK,
       node_mask_BxL,
       node_time_BxL,
-      chunk_size,
-      bool(key_ij),
   )
 
 
@@ -685,18 +558,21 @@ def _pallas_forward_kernel(*refs, num_pivots, scale, key_ij, value_ablation):
   lse_ref[...] = jnp.where(has_pivot, m_IxJ + jnp.log(safe_sum_IxJ), 0.0)
 
 
-def _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret):
-  """Pallas version of `_forward`: same (o_BxNxNxHxK, lse_BxNxNxH)."""
+def _pallas_forward(static, q, k, v1, v2, mask, time):
+  """Pallas version of `_forward` (no node times): the same o_BxNxNxHxK
+  and lse_BxNxNxH."""
+  del time  # None: causal masking is not supported by the kernel.
+  key_ij = static.key_ij
   b, n, _, h, kk = q.shape
-  block = min(block_size, pl.next_power_of_2(n))
+  block = min(static.block_size, pl.next_power_of_2(n))
   padded = pl.cdiv(n, block) * block
   kp = pl.next_power_of_2(kk)  # Zero padding of K changes no dot product.
 
   def head_major(x):  # BxNxNxHxK -> BxHxNxNxK, padded.
-    x = _pad_axis(_pad_axis(_pad_axis(x, 1, padded), 2, padded), 4, kp)
+    x = online_softmax.pad_to(x, (b, padded, padded, h, kp))
     return jnp.transpose(x, (0, 3, 1, 2, 4))
 
-  mask_BxL = _pad_axis(mask.astype(jnp.int32), 1, padded)
+  mask_BxL = online_softmax.pad_to(mask.astype(jnp.int32), (b, padded))
   sq = pl.squeezed
   il_spec = pl.BlockSpec(
       (sq, sq, block, padded, kp), lambda bb, hh, i, j: (bb, hh, i, 0, 0)
@@ -737,41 +613,15 @@ def _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret):
               (sq, sq, block, block), lambda bb, hh, i, j: (bb, hh, i, j)
           ),
       ),
-      interpret=interpret,
+      interpret=static.interpret,
   )(*args)
   o = jnp.transpose(o_h, (0, 2, 3, 1, 4))[:, :n, :n, :, :kk]
   lse = jnp.transpose(lse_h, (0, 2, 3, 1))[:, :n, :n]
   return o, lse
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(5, 6, 7, 8))
-def _triangle_pallas(
-    q, k, v1, v2, mask, key_ij, block_size, interpret, chunk_size
-):
-  del chunk_size
-  return _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret)[0]
-
-
-def _triangle_pallas_fwd(
-    q, k, v1, v2, mask, key_ij, block_size, interpret, chunk_size
-):
-  del chunk_size
-  o, lse = _pallas_forward(q, k, v1, v2, mask, key_ij, block_size, interpret)
-  return o, (q, k, v1, v2, mask, o, lse)
-
-
-def _triangle_pallas_bwd(
-    key_ij, block_size, interpret, chunk_size, residuals, do
-):
-  del block_size, interpret
-  q, k, v1, v2, mask, o, lse = residuals
-  dq, dk, dv1, dv2 = _backward(
-      q, k, v1, v2, mask, None, o, lse, do, chunk_size, key_ij
-  )
-  return dq, dk, dv1, dv2, None
-
-
-_triangle_pallas.defvjp(_triangle_pallas_fwd, _triangle_pallas_bwd)
+# The chunked backward, from the kernel's o and lse.
+_triangle_pallas = online_softmax.recomputing_vjp(_pallas_forward, _backward)
 
 
 def triangular_attention_pallas(
@@ -802,24 +652,15 @@ def triangular_attention_pallas(
   _check_core_inputs(
       q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxL, chunk_size
   )
-  if (
-      not isinstance(block_size, int)
-      or block_size <= 0
-      or (block_size & (block_size - 1))
-  ):
-    raise ValueError(
-        f"block_size must be a positive power of two, got {block_size!r}."
-    )
+  online_softmax.check_block_size(block_size)
   return _triangle_pallas(
+      _Static(chunk_size, bool(key_ij), block_size, bool(interpret)),
       q_BxNxLxHxK,
       k,
       v1_BxNxLxHxK,
       v2_BxLxNxHxK,
       node_mask_BxL,
-      bool(key_ij),
-      block_size,
-      bool(interpret),
-      chunk_size,
+      None,
   )
 
 
@@ -985,12 +826,7 @@ class TriangularAttention(nn.Module):
     if node_mask_BxN is None:
       node_mask_BxN = jnp.ones((b, n), bool)
     shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
-    if self.chunk_size is not None and (
-        not isinstance(self.chunk_size, int) or self.chunk_size <= 0
-    ):
-      raise ValueError(
-          f"chunk_size must be a positive int or None, got {self.chunk_size!r}."
-      )
+    online_softmax.check_chunk_size(self.chunk_size)
 
     if node_time_BxN is not None:
       shapes.check_shape(node_time_BxN, (b, n), "node_time_BxN")
