@@ -89,10 +89,11 @@ def forward(chunk_scores, acc_shape, axis, num_pivots, chunk_size, stats):
   Args:
     chunk_scores: chunk -> (s, pivot, accumulate): the chunk's fp32 scores s
       with its C pivots on `axis` (the other axes those of acc_shape[:-1]);
-      pivot, None or a boolean mask broadcastable to s, False where p is 0
-      (pivots whose score holds a finite stand-in for -inf); accumulate(acc,
-      p) -> acc + sum_c p_c u_c, the layer's weighted values added to the
-      rescaled fp32 accumulator.
+      pivot: None where excluded pivots score -inf, or, where every score is
+      finite (excluded ones a finite stand-in for -inf), a boolean mask
+      broadcastable to s, False where p is 0; accumulate(acc, p) -> acc +
+      sum_c p_c u_c, the layer's weighted values added to the rescaled fp32
+      accumulator.
     acc_shape: shape of the accumulator (pairs x K).
     axis: the pivot axis of s.
     num_pivots, chunk_size: N and C (None: one chunk).
@@ -106,9 +107,11 @@ def forward(chunk_scores, acc_shape, axis, num_pivots, chunk_size, stats):
     m, l, acc = carry
     s, pivot, accumulate = chunk_scores(chunk)
     m_new = jnp.maximum(m, s.max(axis=axis))
-    # Every score so far -inf (an additive -inf mask): a zero reference
-    # keeps exp() from producing nan.
-    m_safe = jnp.where(jnp.isneginf(m_new), 0.0, m_new)
+    m_safe = m_new  # With a pivot mask every score is finite, so is m_new.
+    if pivot is None:
+      # Every score so far -inf (an additive -inf mask): a zero reference
+      # keeps exp() from producing nan.
+      m_safe = jnp.where(jnp.isneginf(m_new), 0.0, m_new)
     correction = jnp.exp(m - m_safe)
     p = jnp.exp(s - jnp.expand_dims(m_safe, axis))
     if pivot is not None:
