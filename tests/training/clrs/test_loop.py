@@ -146,15 +146,17 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(
 ):
   import processors  # pylint: disable=g-import-not-at-top
 
-  real_feedback = processors.CarryModel.feedback
+  real_step = processors.CarryModel.train_step
   calls = []
 
-  def poisoned(self, rng_key, feedback, algorithm_index=None):
+  def poisoned(self, state, rng_key, feedback, algorithm_index=None):
     calls.append(1)
-    loss = real_feedback(self, rng_key, feedback, algorithm_index)
-    return float("nan") if len(calls) >= 3 else loss
+    state, metrics = real_step(self, state, rng_key, feedback, algorithm_index)
+    if len(calls) >= 3:
+      metrics = dict(metrics, loss=float("nan"))
+    return state, metrics
 
-  monkeypatch.setattr(processors.CarryModel, "feedback", poisoned)
+  monkeypatch.setattr(processors.CarryModel, "train_step", poisoned)
   workdir = str(tmp_path / "nan")
   cfg = tiny(
       protocol__test_lengths=(5,),
@@ -166,17 +168,16 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(
       match=r"non-finite loss nan at step 3.*last good checkpoint \(step 2\)",
   ):
     clrs_loop.train_and_evaluate(cfg, workdir)
-  monkeypatch.setattr(processors.CarryModel, "feedback", real_feedback)
+  monkeypatch.setattr(processors.CarryModel, "train_step", real_step)
   run_dir = os.path.join(workdir, "bellman_ford_seed42")
   model, _, _ = clrs_loop.model_for_run(cfg, "bellman_ford", 42, run_dir)
   task = clrs_loop.ClrsTask(model, None, 42, None)
   state, meta = trainer.restore(
       task.abstract_state(), os.path.join(run_dir, "checkpoints")
   )
-  task.load(state)
   assert meta["step"] == 2
   assert all(
-      np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(model.params)
+      np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(state["params"])
   )
   # The evaluate-only path tests that checkpoint at any sizes.
   evaluation = clrs_loop.evaluate_checkpoints(workdir, [5, 8], which="latest")
