@@ -3,8 +3,9 @@ unreadable work-directory JSON ends in one line on stderr naming it (and the
 valid choices), exit status 2, no traceback, before any training; the main
 job prints no TensorFlow/CUDA start-up line and no repeated sampler warning.
 
-Each case starts a main in a subprocess (TensorFlow's import dominates, about
-10-20 s on 2 cores), so the module is in the slow tier; the pieces these
+Each case starts a main in a subprocess (without TensorFlow but for the main
+job's console, which is a user's: TensorFlow imported where installed), so the
+module is in the slow tier; the pieces these
 rely on are tested in-process in tests/training/test_cli.py.
 """
 
@@ -29,9 +30,13 @@ NATIVE_NOISE = re.compile(
 pytestmark = pytest.mark.slow
 
 
-def run_main(module, *args, cwd=REPO, timeout=300):
+def run_main(module, *args, cwd=REPO, timeout=300, tensorflow=False):
+  """`python -m module *args`; with `tensorflow`, as a user's console:
+  TensorFlow imported (where installed) and its log level unset."""
   env = dict(os.environ, JAX_PLATFORMS="cpu")
-  env.pop("TF_CPP_MIN_LOG_LEVEL", None)  # The default console, as a user's.
+  if tensorflow:
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    env.pop("RELATIONAL_JAX_SKIP_TENSORFLOW", None)
   env.pop("RELATIONAL_JAX_VERBOSE", None)
   return subprocess.run(
       [sys.executable, "-m", module, *args],
@@ -200,6 +205,7 @@ def test_main_job_console_is_clean(tmp_path):
       "--config.rt.edge_msg_dim=4",
       "--config.rt.edge_ffn_dim=4",
       timeout=600,
+      tensorflow=True,
   )
   out = proc.stdout + proc.stderr
   assert proc.returncode == 0, out[-3000:]

@@ -57,7 +57,7 @@ def _processor_params(init: str):
       rng.normal(size=(B, N, Z_NODE)),
   )
   args = [jnp.asarray(a, jnp.float32) for a in args]
-  params = hk.transform(fwd).init(jax.random.PRNGKey(0), *args)
+  params = jax.jit(hk.transform(fwd).init)(jax.random.PRNGKey(0), *args)
   return cfg, params
 
 

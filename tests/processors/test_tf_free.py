@@ -7,6 +7,8 @@ import textwrap
 
 import pytest
 
+from processors import tf_free
+
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
@@ -89,9 +91,12 @@ def test_import_installs_no_stand_ins_where_tensorflow_is_installed():
       assert getattr(sys.modules["tensorflow"], "__file__", None)
       print("REAL_TENSORFLOW")
   """)
+  env = dict(os.environ)
+  env.pop(tf_free.SKIP_ENV, None)  # The suite's own processes skip it.
   proc = subprocess.run(
       [sys.executable, "-c", script],
       cwd=REPO,
+      env=env,
       capture_output=True,
       text=True,
       timeout=600,
@@ -101,3 +106,22 @@ def test_import_installs_no_stand_ins_where_tensorflow_is_installed():
     pytest.skip("TensorFlow is not installed here.")
   assert "REAL_TENSORFLOW" in proc.stdout
   assert "installed import-time stand-ins" not in proc.stderr
+
+
+def test_skip_env_keeps_tensorflow_out_and_names_bad_values(monkeypatch):
+  """This process imported dm-clrs under the suite's SKIP_ENV=1
+  (tests/conftest.py): stand-ins, no TensorFlow, whether or not it is
+  installed."""
+  assert os.environ[tf_free.SKIP_ENV] == "1" and tf_free.skip_requested()
+  assert tf_free.tensorflow_stubbed()
+  assert "tensorflow" not in sys.modules
+  with pytest.raises(tf_free.TensorFlowMissingError, match=tf_free.SKIP_ENV):
+    tf_free._fail("tensorflow_datasets.load")  # pylint: disable=protected-access
+  for value, skip in (("0", False), ("1", True)):
+    monkeypatch.setenv(tf_free.SKIP_ENV, value)
+    assert tf_free.skip_requested() is skip
+  monkeypatch.delenv(tf_free.SKIP_ENV)
+  assert not tf_free.skip_requested()
+  monkeypatch.setenv(tf_free.SKIP_ENV, "yes")
+  with pytest.raises(ValueError, match=r"'yes'.*'0'.*'1'"):
+    tf_free.skip_requested()
