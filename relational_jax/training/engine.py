@@ -81,12 +81,16 @@ def check_config(task, config: ConfigDict, workdir: str, **options) -> None:
   task.validate(config, **options)
   os.makedirs(workdir, exist_ok=True)
   own = getattr(task, "resume_conflicts", None)
+  if own is None:
+    conflicts, defaults = None, task.saved_defaults()
+  else:
+    conflicts, defaults = (lambda saved: own(saved, config, **options)), None
   config_lib.check_and_save(
       config,
       workdir,
       tuple(task.RESUMABLE_CHANGES),
-      defaults=None if own else task.saved_defaults(),
-      conflicts=own and (lambda saved: own(saved, config, **options)),
+      defaults=defaults,
+      conflicts=conflicts,
   )
 
 

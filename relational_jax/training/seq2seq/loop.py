@@ -2,7 +2,8 @@
 `build` for the engine (`engine.run`: resume check, `trainer.fit`, results
 JSON and plot), run by `train_and_evaluate`.
 
-The trainer runs it with its own step and stream, as every other task: `trainer.make_train_step` of the token cross-entropy (dropout key
+The trainer runs it with its own step and stream, as every other task:
+`trainer.make_train_step` of the token cross-entropy (dropout key
 fold_in(state['rng'], state['step']), metric 'token_accuracy') and
 `trainer.EpochStream` (epoch e visits `default_rng([seed, e])`'s permutation
 of the training set; its short last batch is padded to the batch size with
