@@ -501,12 +501,13 @@ def fit_ours(
     processor_type: str = "rt",
 ):
   """Trains (or resumes) our model (`our_config(..., processor_type)`) on
-  `data` with the library's trainer (`relational_jax.training.trainer.fit`,
+  `data` with the library's trainer (`relational_jax.training.engine.fit`,
   `clrs.loop.ClrsTask`) in `run_dir`; its `trainer.RunRecord` (history
   entries {"step", "loss", "val", "test"}; "loss": the mean training loss
   since the previous point). Checkpointed at every evaluation (params, Adam
   state, the batch generator's state, the history)."""
   import jax  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import engine  # pylint: disable=g-import-not-at-top
   from relational_jax.training import trainer  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
@@ -545,7 +546,7 @@ def fit_ours(
       evaluate,
       t,
   )
-  return trainer.fit(
+  done, _, _ = engine.fit(
       task,
       trainer.Loop(
           steps=budget.steps,
@@ -553,10 +554,12 @@ def fit_ours(
           stop_at_step=stop_at if 0 < stop_at < budget.steps else 0,
           progress=False,
       ),
-      os.path.join(run_dir, "checkpoints"),
+      run_dir,
       log,
-      metrics_dir=run_dir,
+      select_on="last",
+      select=False,  # The comparison reads the evaluation history.
   )
+  return done
 
 
 def train_ours_one(

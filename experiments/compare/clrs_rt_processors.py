@@ -37,12 +37,14 @@ OOD (n = 64) curves, mean +- sd over seeds, one line per processor.
 
 import dataclasses
 import os
+import sys
 import time
 from typing import Dict, Mapping, Sequence, Tuple
 
 from experiments.compare import clrs_rt
 from experiments.compare import curves
 from relational_jax.training import config as config_lib
+from relational_jax.training import engine
 from relational_jax.training import reporting
 
 ConfigDict = config_lib.ConfigDict
@@ -50,7 +52,7 @@ REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 )
 # Config fields a resumed work directory may change.
-RESUMABLE = (
+RESUMABLE_CHANGES = (
     "processors",
     "algorithms",
     "seeds",
@@ -144,6 +146,11 @@ def validate(config: ConfigDict) -> None:
       clrs_config.validate(
           clrs_rt.our_config(budget, 0, algorithm, processor_type=processor)
       )
+
+
+def saved_defaults() -> None:
+  """The resume check compares the saved config as it is."""
+  return None
 
 
 def results_path(config: ConfigDict, workdir: str) -> str:
@@ -357,9 +364,7 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
   """Trains (or resumes, or skips) every run of `config` in `workdir`; the
   combined results once all are finished (also written to `results_path`
   with the PNG beside it), else {"stopped_at": step} after a planned stop."""
-  validate(config)
-  os.makedirs(workdir, exist_ok=True)
-  config_lib.check_and_save(config, workdir, RESUMABLE)
+  engine.check_config(sys.modules[__name__], config, workdir)
   budget = budget_of(config)
   data: Dict[str, clrs_rt.ForkData] = {}
   records: Dict[Tuple[str, str, int], Dict] = {}

@@ -15,7 +15,17 @@ import dataclasses
 import json
 import os
 import typing
-from typing import Any, Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Mapping,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 from absl import flags
 import ml_collections
@@ -237,9 +247,11 @@ def check_and_save(
     workdir: str,
     resumable: Tuple[str, ...],
     defaults: Optional[ConfigDict] = None,
+    conflicts: Optional[Callable[[Dict], Dict[str, Tuple]]] = None,
 ) -> None:
   """Refuses a work dir whose `config.json` differs from `config` outside
-  the path prefixes `resumable` (`resume_conflicts`); then saves `config`
+  the path prefixes `resumable` (`resume_conflicts`, with `defaults`; or
+  `conflicts(saved record)`, a task's own comparison); then saves `config`
   there (process 0)."""
   from relational_jax.parallel import distributed  # pylint: disable=g-import-not-at-top
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
@@ -247,12 +259,16 @@ def check_and_save(
   path = os.path.join(workdir, "config.json")
   current = to_dict(config)
   if os.path.exists(path):
-    changed = resume_conflicts(
-        reporting.read_json(path),
-        current,
-        free=resumable,
-        defaults=None if defaults is None else to_dict(defaults),
-    )
+    saved = reporting.read_json(path)
+    if conflicts is None:
+      changed = resume_conflicts(
+          saved,
+          current,
+          free=resumable,
+          defaults=None if defaults is None else to_dict(defaults),
+      )
+    else:
+      changed = conflicts(saved)
     raise_resume_conflicts(changed, path, resumable)
   if distributed.is_primary():  # Every process checked; one writes.
     reporting.write_json(path, current)

@@ -4,25 +4,40 @@ task.
 A task is a module of one shape (its registry name in `TASKS`):
 
   default_config()                 the run config, with a `train` section;
-  validate(config)                 ValueError naming a bad value;
+  validate(config, **options)      ValueError naming a bad value;
   RESUMABLE_CHANGES                config paths a resumed run may change;
   saved_defaults()                 what a run saved before a field existed
                                    did (the resume check's defaults; None:
-                                   `default_config()`);
-  build(config, mesh, workdir, log) -> `Built`: the trainer's `Task` and the
+                                   none; not read with `resume_conflicts`);
+  build(config, mesh, workdir, log, **options)
+                                   -> `Built`: the trainer's `Task` and the
                                    task's final evaluation;
-  results_path(config, workdir)    where the results JSON goes.
+  results_path(config, workdir)    where the results JSON goes;
+  resume_conflicts(saved, config, **options)
+                                   optional: {path: (saved, now)}, the
+                                   task's own comparison of the saved config
+                                   record with `config` (e.g. sections that
+                                   `config` leaves unread), instead of the
+                                   one of `RESUMABLE_CHANGES` and
+                                   `saved_defaults()`.
+
+`options` are a task's run options beyond its config (seq2seq: the caller's
+own model, data or optimiser), passed by `run` to `validate`,
+`resume_conflicts` and `build`.
 
 `run` owns the rest: the config.json resume check, the mesh and the batch
 divisibility checks, `trainer.fit` (metrics.jsonl as it goes), the
 best-state selection, the final evaluation, the results JSON and plot, files
-from process 0 only.
+from process 0 only. A task whose config holds several runs (CLRS: one per
+algorithm and seed, each in its own directory, each with its own results)
+uses the two parts of `run` that it repeats: `check_config` once, and `fit`
+(train, then the selected state) per run.
 """
 
 import dataclasses
 import os
 import time
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
@@ -44,6 +59,9 @@ class Built:
     `final` among them (`final['accuracies']`: the headline numbers).
   summary: results -> the one line logged at the end.
   plot: (results, results path) -> None, a figure beside the results.
+  record_only: `final` reads the run record alone (e.g. the numbers of its
+    evaluation history): it gets params=None and selected=None, no state is
+    restored, and a planned stop writes the results of the run so far too.
   """
 
   task: trainer.Task
@@ -52,42 +70,91 @@ class Built:
   final: Callable[[Any, trainer.RunRecord, Any], Dict[str, Any]]
   summary: Callable[[Dict[str, Any]], str]
   plot: Optional[Callable[[Dict[str, Any], str], None]] = None
+  record_only: bool = False
 
 
-def run(task, config: ConfigDict, workdir: str, log=None) -> Dict[str, Any]:
+def check_config(task, config: ConfigDict, workdir: str, **options) -> None:
+  """Validates `config` (`task.validate`), refuses a `workdir` whose
+  config.json differs from it in a field a resumed run may not change (the
+  task's `resume_conflicts`, else `RESUMABLE_CHANGES` and
+  `saved_defaults()`), and saves it there (process 0)."""
+  task.validate(config, **options)
+  os.makedirs(workdir, exist_ok=True)
+  own = getattr(task, "resume_conflicts", None)
+  if own is None:
+    conflicts, defaults = None, task.saved_defaults()
+  else:
+    conflicts, defaults = (lambda saved: own(saved, config, **options)), None
+  config_lib.check_and_save(
+      config,
+      workdir,
+      tuple(task.RESUMABLE_CHANGES),
+      defaults=defaults,
+      conflicts=conflicts,
+  )
+
+
+def fit(
+    task: trainer.Task,
+    loop: trainer.Loop,
+    workdir: str,
+    log: Callable[[str], None],
+    select_on: str,
+    select: bool = True,
+) -> Tuple[trainer.RunRecord, Any, Optional[str]]:
+  """Trains (or resumes) `task` (`trainer.fit`; checkpoints in
+  `<workdir>/checkpoints`, metrics in `workdir`): (run record, state,
+  selected). Once the run is complete, the state that `select_on` picks and
+  its description (`trainer.selected_state`, reading the task's earlier
+  checkpoint layouts too); (run record, None, None) after a planned stop or
+  without `select`."""
+  ckpt_dir = trainer.checkpoint_dir(workdir)
+  done = trainer.fit(task, loop, ckpt_dir, log, metrics_dir=workdir)
+  if not (done.complete and select):
+    return done, None, None
+  state, selected = trainer.selected_state(
+      done,
+      task.abstract_state(),
+      ckpt_dir,
+      select_on,
+      trainer.layouts_of(task),
+  )
+  return done, state, selected
+
+
+def run(
+    task, config: ConfigDict, workdir: str, log=None, **options
+) -> Dict[str, Any]:
   """Trains (or resumes) `config` of task module `task` in `workdir`; the
   results (written to `task.results_path`), or {'stopped_at': step} after a
-  planned stop (`train.stop_at_step`; rerun to resume)."""
-  task.validate(config)
+  planned stop (`train.stop_at_step`; rerun to resume) unless the task's
+  results come from the run record alone (`Built.record_only`).
+  `options`: the task's run options (module docstring)."""
   t = config.train
   if log is None:
     log = print if t.progress else (lambda message: None)
-  os.makedirs(workdir, exist_ok=True)
-  config_lib.check_and_save(
-      config, workdir, task.RESUMABLE_CHANGES, defaults=task.saved_defaults()
-  )
+  check_config(task, config, workdir, **options)
   mesh = mesh_lib.mesh_of_first(t.devices)
   num_devices = mesh_lib.num_data_shards(mesh)
   mesh_lib.check_divisible(t.batch_size, num_devices)
   mesh_lib.check_divisible(
       t.eval_batch_size or t.batch_size, num_devices, "eval batch size"
   )
-  built = task.build(config, mesh, workdir, log)
-  ckpt_dir = trainer.checkpoint_dir(workdir)
-  done = trainer.fit(
+  built = task.build(config, mesh, workdir, log, **options)
+  done, state, selected = fit(
       built.task,
       trainer.loop_of(t, built.description),
-      ckpt_dir,
+      workdir,
       log,
-      metrics_dir=workdir,
+      t.select_on,
+      select=not built.record_only,
   )
-  if not done.complete:
+  if not (done.complete or built.record_only):
     return {"stopped_at": done.step}
-  state, selected = trainer.selected_state(
-      done, built.task.abstract_state(), ckpt_dir, t.select_on
-  )
   started = time.time()
-  evaluation = built.final(state["params"], done, selected)
+  evaluation = built.final(
+      None if state is None else state["params"], done, selected
+  )
   results = {
       **built.header,
       "config": config_lib.to_dict(config),

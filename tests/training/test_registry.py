@@ -41,6 +41,20 @@ def test_every_library_task_has_the_one_train_section(name):
   )
 
 
+@pytest.mark.parametrize("name", sorted(TASK_TRAIN_FIELDS))
+def test_every_library_task_has_the_engines_shape(name):
+  """The engine's parts: the resume check's rules, and a `build` for
+  `engine.run` (CLRS, a run per algorithm and seed, runs the engine's
+  `check_config` and `fit` itself)."""
+  task = registry.get(name)
+  assert all(isinstance(p, str) for p in task.RESUMABLE_CHANGES), name
+  assert callable(
+      getattr(task, "resume_conflicts", None)
+      or getattr(task, "saved_defaults", None)
+  ), name
+  assert callable(getattr(task, "build", None)) == (name != "clrs"), name
+
+
 def test_every_reproduction_names_a_registered_task():
   for r in reproductions.REPRODUCTIONS.values():
     assert r.task in registry.TASKS, r.name

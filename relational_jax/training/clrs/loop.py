@@ -11,7 +11,10 @@ checkpoint that cannot be restored (truncated, garbled, checksum mismatch) is
 reported (log, absl warning, the run's "checkpoint_fallbacks") and the run
 resumes from the previous good one, replaying the same batches. A workdir
 whose `config.json` differs from the given config in anything but
-`RESUMABLE_CHANGES` is refused, naming the fields.
+`RESUMABLE_CHANGES` is refused, naming the fields. The engine does what
+every run repeats: the config check once (`engine.check_config`, with this
+module's `validate` and `resume_conflicts`), and per run the training and
+the selected state (`engine.fit`).
 
 Several processes (`parallel.distributed`; the mesh spans all their
 devices): every process draws the same seeded global batch from its own
@@ -26,6 +29,7 @@ and the PNGs are written by process 0.
 
 import json
 import os
+import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -38,6 +42,7 @@ from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import compat
 from relational_jax.training import config as config_lib
+from relational_jax.training import engine
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
@@ -237,21 +242,17 @@ def train_one(
       config, algorithm, seed, run_dir, processor_factory
   )
   task = ClrsTask(model, stream, seed, validation_evaluate(val_set, seed), t)
-  ckpt_dir = os.path.join(run_dir, "checkpoints")
   run_log = lambda m: log(f"[{algorithm} seed {seed}] {m}")
-  done = trainer.fit(
+  done, state, selected = engine.fit(
       task,
       trainer.loop_of(t, f"{algorithm}/{config.processor_type}/seed{seed}"),
-      ckpt_dir,
+      run_dir,
       run_log,
-      metrics_dir=run_dir,
+      t.select_on,
   )
   if not done.complete:
     return {"stopped_at": done.step}
   final_params = jax.device_get(done.state["params"])
-  state, selected = trainer.selected_state(
-      done, task.abstract_state(), ckpt_dir, t.select_on, task.legacy_layouts()
-  )
   test = evaluation.test_at_lengths(
       config,
       algorithm,
@@ -302,34 +303,35 @@ def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
 
 
 def resume_conflicts(
-    saved: Dict, current: Dict, custom_factory: bool = False
+    saved: Dict, current, processor_factory: Optional[Callable] = None
 ) -> Dict:
   """{path: (saved, current)} of the config fields that differ between a
   workdir's saved config record (earlier layouts read by
-  `clrs_config.load`) and the current one, other than `RESUMABLE_CHANGES`
-  and fields the processor does not read (`unread_paths`); a field added
-  since the run was saved counts as its default (`config.resume_conflicts`)."""
+  `clrs_config.load`) and the current config (or its record), other than
+  `RESUMABLE_CHANGES` and fields the processor does not read
+  (`unread_paths`; none of them with the caller's own `processor_factory`);
+  a field added since the run was saved counts as its default
+  (`config.resume_conflicts`). The engine's resume check of this task."""
+  current = config_lib.to_dict(current)
   return config_lib.resume_conflicts(
       config_lib.to_dict(clrs_config.load(saved)),
       current,
-      free=RESUMABLE_CHANGES + unread_paths(current, custom_factory),
+      free=RESUMABLE_CHANGES
+      + unread_paths(current, processor_factory is not None),
       defaults=config_lib.to_dict(clrs_config.default_config()),
   )
 
 
-def check_resumable(
-    saved: Dict, current: Dict, config_path: str, custom_factory: bool = False
+def validate(
+    config: ConfigDict, processor_factory: Optional[Callable] = None
 ) -> None:
-  """Raises ValueError naming every field of `resume_conflicts`."""
-  config_lib.raise_resume_conflicts(
-      resume_conflicts(saved, current, custom_factory),
-      config_path,
-      RESUMABLE_CHANGES,
-  )
+  """Raises ValueError naming a bad value and the valid choices (the
+  processor kind and its options unchecked with the caller's own
+  `processor_factory`)."""
+  clrs_config.validate(config, custom_factory=processor_factory is not None)
 
 
 default_config = clrs_config.default_config
-validate = clrs_config.validate
 
 
 def headline(results: Dict) -> Dict[str, float]:
@@ -374,19 +376,13 @@ def train_and_evaluate(
       the message names the fields, and nothing is overwritten.
     CorruptCheckpointError: a run has checkpoints and none can be restored.
   """
-  clrs_config.validate(config, custom_factory=processor_factory is not None)
-  os.makedirs(workdir, exist_ok=True)
+  engine.check_config(
+      sys.modules[__name__],
+      config,
+      workdir,
+      processor_factory=processor_factory,
+  )
   record = config_lib.to_dict(config)
-  config_path = os.path.join(workdir, "config.json")
-  if os.path.exists(config_path):
-    check_resumable(
-        reporting.read_json(config_path),
-        record,
-        config_path,
-        custom_factory=processor_factory is not None,
-    )
-  if distributed.is_primary():
-    reporting.write_json(config_path, record)
   results = {"config": record, "algorithms": {}}
   t0 = time.time()
   for algorithm in config.algorithms:

@@ -283,13 +283,6 @@ def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   )
 
 
-def check_resumable(saved: dict, config: ConfigDict, config_path: str) -> None:
-  """Raises ValueError naming every field of `resume_conflicts`."""
-  config_lib.raise_resume_conflicts(
-      resume_conflicts(saved, config), config_path, tuple(RESUMABLE_CHANGES)
-  )
-
-
 def describe_model(config: ConfigDict) -> str:
   """'relative universal transformer', 'tied edge_transformer', ..."""
   if config.model == "transformer":

@@ -1,7 +1,9 @@
-"""The seq2seq experiment and its training loop: `train_and_evaluate`.
+"""The seq2seq task: `Experiment` (data, vocabularies, model, step) and its
+`build` for the engine (`engine.run`: resume check, `trainer.fit`, results
+JSON and plot), run by `train_and_evaluate`.
 
-The trainer (`trainer.fit`) runs it with its own step and stream, as every
-other task: `trainer.make_train_step` of the token cross-entropy (dropout key
+The trainer runs it with its own step and stream, as every other task:
+`trainer.make_train_step` of the token cross-entropy (dropout key
 fold_in(state['rng'], state['step']), metric 'token_accuracy') and
 `trainer.EpochStream` (epoch e visits `default_rng([seed, e])`'s permutation
 of the training set; its short last batch is padded to the batch size with
@@ -32,6 +34,7 @@ JSON and the PNG are written by process 0.
 """
 
 import os
+import sys
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import flax.linen as nn
@@ -44,6 +47,7 @@ from relational_jax.models import et_seq2seq
 from relational_jax.models import seq2seq as seq2seq_models
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
+from relational_jax.training import engine
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import reporting
@@ -384,15 +388,34 @@ def _save_or_check_vocabs(experiment: Experiment, workdir: str) -> None:
       vocab.save(path)
 
 
-def _check_resumable(config: ConfigDict, saved: Dict, config_path: str) -> None:
-  s2s_config.check_resumable(saved, config, config_path)
-
-
 results_path = s2s_config.results_path
 # The training seed (`experiments.reproduce --seeds` sets it per run).
 SEED_PATH = "train.seed"
 default_config = s2s_config.default_config
-validate = s2s_config.validate
+RESUMABLE_CHANGES = s2s_config.RESUMABLE_CHANGES
+
+
+def validate(
+    config: ConfigDict,
+    *,
+    model: ModelArg = None,
+    data: Optional[data_lib.Seq2SeqData] = None,
+    optimizer: Optional[optax.GradientTransformation] = None,
+    batch_hook: Optional[BatchHook] = None,
+) -> None:
+  """Raises ValueError naming the bad value; the data and model sections
+  are not read (nor checked) with the caller's own `data` or `model`."""
+  del optimizer, batch_hook  # They leave the config as it is.
+  s2s_config.validate(config, data=data is None, model=model is None)
+
+
+def resume_conflicts(saved: Dict, config: ConfigDict, **options) -> Dict:
+  """{path: (saved, now)} that forbid resuming (`config.resume_conflicts`:
+  the model section that `config.model` does not select may change too; a
+  field added since the run was saved counts as its default). The engine's
+  resume check of this task."""
+  del options  # The same fields are compared with the caller's own parts.
+  return s2s_config.resume_conflicts(saved, config)
 
 
 def headline(results: Dict[str, Any]) -> Dict[str, float]:
@@ -517,27 +540,47 @@ def train_and_evaluate(
   the rows evaluated (with `data.max_eval_examples`, the categories of the
   chosen rows; their counts in `data.category_sizes`).
 
+  The engine (`engine.run`) does all but `build`; the results of a planned
+  stop (`train.stop_at_step`) are those of the run so far.
+
   Raises:
     ValueError: for a bad configuration or data, or a resumed run whose
       config changed.
     NonFiniteLossError: if a loss or gradient norm is NaN/Inf; the last
       good checkpoint is kept.
   """
-  c, t = config, config.train
-  experiment = Experiment(c, model=model, data=data, optimizer=optimizer)
-  os.makedirs(workdir, exist_ok=True)
-  config_record = config_lib.to_dict(c)
-  config_path = os.path.join(workdir, "config.json")
-  if os.path.exists(config_path):  # Unreadable: one error, nothing written.
-    saved = reporting.read_json(config_path)
-    if trainer.has_checkpoint(trainer.checkpoint_dir(workdir)):
-      # Before restoring: a changed model would not fit the saved arrays.
-      _check_resumable(c, saved, config_path)
+  return engine.run(
+      sys.modules[__name__],
+      config,
+      workdir,
+      log,
+      model=model,
+      data=data,
+      optimizer=optimizer,
+      batch_hook=batch_hook,
+  )
+
+
+def build(
+    config: ConfigDict,
+    mesh,
+    workdir: str,
+    log: Callable[[str], None],
+    *,
+    model: ModelArg = None,
+    data: Optional[data_lib.Seq2SeqData] = None,
+    optimizer: Optional[optax.GradientTransformation] = None,
+    batch_hook: Optional[BatchHook] = None,
+) -> engine.Built:
+  """The trainer's task of `config` on `mesh` and its results (`engine`):
+  the final and selected numbers are those of the evaluation history, so
+  the engine restores no state (`Built.record_only`). Saves the
+  vocabularies in `workdir`, or checks them against the saved ones."""
+  experiment = Experiment(
+      config, mesh, model=model, data=data, optimizer=optimizer
+  )
   _save_or_check_vocabs(experiment, workdir)
   select = experiment.selection_set()
-  if distributed.is_primary():
-    reporting.write_json(config_path, config_record)
-  task = _Task(experiment, select, batch_hook)
   log(
       f"{experiment.data.description}: {len(experiment.train_set)} train, "
       + ", ".join(f"{len(v)} {k}" for k, v in experiment.eval_sets.items())
@@ -545,28 +588,19 @@ def train_and_evaluate(
       f"{experiment.num_devices} device(s); model selection on "
       f"{select or 'the last step'}"
   )
-  done = trainer.fit(
-      task,
-      trainer.loop_of(t, f"{c.data.dataset}/{experiment.model_description}"),
-      trainer.checkpoint_dir(workdir),
-      log,
-      metrics_dir=workdir,
+  return engine.Built(
+      task=_Task(experiment, select, batch_hook),
+      description=f"{config.data.dataset}/{experiment.model_description}",
+      header=_header(experiment, select),
+      final=lambda params, done, selected: _final(experiment, done),
+      summary=_summary,
+      plot=_plot,
+      record_only=True,
   )
-  history = done.history
 
-  def accuracies_of(step, entry):
-    return {
-        "step": step,
-        "accuracies": {k: entry[k] for k in experiment.eval_sets},
-        **{
-            f"{k}_by_category": entry[f"{k}_by_category"]
-            for k in experiment.eval_categories
-            if f"{k}_by_category" in entry
-        },
-    }
 
-  results = {
-      "config": config_record,
+def _header(experiment: Experiment, select: Optional[str]) -> Dict:
+  return {
       "model": experiment.model_description,
       "data": {
           "description": experiment.data.description,
@@ -583,11 +617,29 @@ def train_and_evaluate(
       },
       "model_selection": select or "last",
       "num_devices": experiment.num_devices,
-      **done.to_json(),
+  }
+
+
+def _final(experiment: Experiment, done: trainer.RunRecord) -> Dict:
+  """'final': the last evaluation's numbers; 'selection': those of the
+  model selection (select_on; the last evaluation without one)."""
+
+  def accuracies_of(step, entry):
+    return {
+        "step": step,
+        "accuracies": {k: entry[k] for k in experiment.eval_sets},
+        **{
+            f"{k}_by_category": entry[f"{k}_by_category"]
+            for k in experiment.eval_categories
+            if f"{k}_by_category" in entry
+        },
+    }
+
+  history = done.history
+  return {
       "final": (
           accuracies_of(history[-1]["step"], history[-1]) if history else None
       ),
-      # The model selection's evaluation (select_on; the last one if none).
       "selection": (
           dict(
               accuracies_of(done.best["step"], done.best["entry"]),
@@ -597,15 +649,25 @@ def train_and_evaluate(
           else None
       ),
   }
-  results_path = s2s_config.results_path(c, workdir)
-  if not distributed.is_primary():
-    return results
-  reporting.write_json(results_path, results)
-  if history:
-    plot_accuracies(
-        results, os.path.splitext(results_path)[0] + "_accuracy.png"
+
+
+def _summary(results: Dict) -> str:
+  if not results["complete"]:
+    return (
+        f"stopped at step {results['steps']} (train.stop_at_step); rerun on "
+        "the same work directory to resume"
     )
-  return results
+  final = results["final"]
+  if not final:
+    return f"trained {results['steps']} steps, no evaluation"
+  return f"exact match at step {final['step']}: " + ", ".join(
+      f"{k} {v:.4f}" for k, v in final["accuracies"].items()
+  )
+
+
+def _plot(results: Dict, path: str) -> None:
+  if results["history"]:
+    plot_accuracies(results, os.path.splitext(path)[0] + "_accuracy.png")
 
 
 def restore_checkpoint(
