@@ -93,11 +93,16 @@ def _seq2seq_budgets(
     smoke_batch: Optional[int] = None,
     smoke_eval: int = 8,
     smoke_model: Optional[Dict] = None,
+    smoke_train: int = 0,
 ):
+  """cpu: `cpu_steps` steps, evaluated every 500; smoke: 2 steps, evaluated
+  after each, on `smoke_eval` rows of each set (and `smoke_train` training
+  rows, 0: all; COGS's longest training rows make every step long)."""
   smoke = {
       "train.steps": 2,
       "train.eval_every": 1,
       "data.max_eval_examples": smoke_eval,
+      "data.max_train_examples": smoke_train,
       "train.progress": False,
       **(smoke_model or {}),
   }
@@ -140,7 +145,7 @@ SCAN_COGS = [
         "generalisation exact match (gen.tsv)",
         {"gen": 0.81},
         _cogs_relative,
-        _seq2seq_budgets(2000, smoke_batch=8),
+        _seq2seq_budgets(2000, smoke_batch=8, smoke_train=8),
     ),
     Reproduction(
         "cogs_edge_transformer",
@@ -153,7 +158,8 @@ SCAN_COGS = [
         _seq2seq_budgets(
             500,
             smoke_batch=2,
-            smoke_eval=2,
+            smoke_eval=1,
+            smoke_train=8,
             # One layer a side: compiling the three-layer ET
             # decoder for COGS's lengths took ~2 min a test.
             smoke_model={

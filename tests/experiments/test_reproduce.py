@@ -67,9 +67,11 @@ def test_budgets_scale_only_length_evaluation_and_seeds():
   # variants of a model share one smoke run, see smoke_workdirs) and shrink
   # the model (test_for2lam_paper_configs_build checks the paper sizes); the
   # COGS Edge Transformer's smoke run has one layer a side, CLUTRR's one
-  # layer (test_clutrr_paper_configs_build checks the paper sizes).
+  # layer (test_clutrr_paper_configs_build checks the paper sizes); COGS
+  # smoke runs train on a few rows (the longest make every step long).
   smoke_only = (
       "data.split",
+      "data.max_train_examples",
       "transformer.d_model",
       "edge_transformer.num_layers",
       "rat.num_layers",

@@ -3,6 +3,7 @@
   config.data              what to train and evaluate on (`data.load_data`):
                            dataset, split, cutoff, data_dir, data_path,
                            scan_official_order, max_eval_examples,
+                           max_train_examples,
                            source_markers, target_start (data.encode_set),
                            num_train / num_test (generated sets: for2lam)
   config.model             'transformer' | 'edge_transformer': which of the
@@ -117,6 +118,7 @@ def default_config() -> ConfigDict:
           source_markers="bos_eos",  # BOS src EOS, as Csordas et al.'s code;
           target_start="eos",  # their decoder starts from EOS (SOS=EOS).
           max_eval_examples=0,  # > 0: a fixed random subset per set.
+          max_train_examples=0,  # > 0: a fixed random subset (smoke runs).
           num_train=100_000,  # for2lam: generated training programs
           num_test=10_000,
       )
@@ -253,10 +255,9 @@ def validate(
   ):
     if t[name] < 0:
       raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
-  if d.max_eval_examples < 0:
-    raise ValueError(
-        f"data.max_eval_examples must be >= 0, got {d.max_eval_examples}."
-    )
+  for name in ("max_eval_examples", "max_train_examples"):
+    if d[name] < 0:
+      raise ValueError(f"data.{name} must be >= 0 (0: all), got {d[name]}.")
   if not t.learning_rate > 0:
     raise ValueError(f"train.learning_rate must be > 0, got {t.learning_rate}.")
   if t.clip < 0:

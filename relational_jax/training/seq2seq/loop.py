@@ -33,6 +33,7 @@ and restored by all processes; `config.json`, the vocabularies, the results
 JSON and the PNG are written by process 0.
 """
 
+import dataclasses
 import os
 import sys
 from typing import Any, Callable, Dict, Optional, Tuple, Union
@@ -164,6 +165,10 @@ class Experiment:
       data = data_lib.load_data(c.data, c.transformer.tree_order)
     else:
       data.check()
+    if c.data.max_train_examples:  # The vocabularies are built from these.
+      data = dataclasses.replace(
+          data, train=data_lib.subset(data.train, c.data.max_train_examples)
+      )
     self.data = data
     if vocabs is None:
       vocabs = (
@@ -499,7 +504,8 @@ def train_and_evaluate(
 
   Args:
     config: a `default_config()`-shaped ConfigDict. With `data` the data
-      section is unused except `data.max_eval_examples`; with `model` the
+      section is unused except `data.max_eval_examples` and
+      `data.max_train_examples`; with `model` the
       model sections are unused.
     workdir: checkpoints, vocabularies and (by default) results; rerun on
       the same workdir to resume.

@@ -29,6 +29,7 @@ def test_default_config_layout_and_models():
       "source_markers",
       "target_start",
       "max_eval_examples",
+      "max_train_examples",
       "num_train",
       "num_test",
   ])

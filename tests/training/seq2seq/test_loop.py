@@ -537,3 +537,20 @@ def test_an_unreadable_config_json_is_named_and_kept(tmp_path):
     seq2seq.train_and_evaluate(tiny(), str(tmp_path), **QUIET)
   assert path.read_text() == "{not json"
   assert not (tmp_path / "checkpoints").exists()
+
+
+def test_max_train_examples_trains_on_a_fixed_subset():
+  """data.max_train_examples: the training pairs (and so the vocabularies)
+  are a fixed random subset; 0 keeps them all; a negative count is named."""
+  train = [(w, w.upper()) for w in "abcdefgh"]
+  data = seq2seq.Seq2SeqData(train, {"iid": train[:2]})
+  config = tiny({"data.max_train_examples": 3, "data.source_markers": "none"})
+  experiment = seq2seq.Experiment(config, data=data)
+  idx = seq2seq.data.subset_indices(len(train), 3)
+  assert experiment.data.train == [train[i] for i in idx]
+  assert len(experiment.train_set.src) == 3
+  assert len(experiment.src_vocab) == 4 + 3  # PAD BOS EOS UNK + 3 words.
+  config = tiny({"data.max_train_examples": 0, "data.source_markers": "none"})
+  assert seq2seq.Experiment(config, data=data).data.train == train
+  with pytest.raises(ValueError, match=r"data.max_train_examples.*-1"):
+    seq2seq.validate(tiny({"data.max_train_examples": -1}))
