@@ -103,16 +103,17 @@ def _batch(num_nodes=7):
 def test_shapes_and_node_relabelling_invariance(name):
   a = _batch()
   model = TINY[name]()
-  params = model.init(
+  params = jax.jit(model.init)(
       jax.random.PRNGKey(0), a["edge_labels"], a["query"], a["node_mask"]
   )
+  apply = jax.jit(model.apply)  # One program a shape, not op by op.
   if name.startswith("floyd"):
     # FloydNet zero-initialises its mix, attention output and FFN output
     # maps (a pre-norm stack starts as the identity): random parameters, so
     # the checks below see the attention.
     params = _random_like(params)
   logits = np.asarray(
-      model.apply(params, a["edge_labels"], a["query"], a["node_mask"])
+      apply(params, a["edge_labels"], a["query"], a["node_mask"])
   )
   assert logits.shape == (4, data_lib.NUM_RELATIONS)
   assert np.all(np.isfinite(logits))
@@ -130,17 +131,17 @@ def test_shapes_and_node_relabelling_invariance(name):
     labels[b] = a["edge_labels"][b][np.ix_(inv, inv)]
     mask[b] = a["node_mask"][b][inv]
     query[b] = perm[a["query"][b]]
-  relabelled = np.asarray(model.apply(params, labels, query, mask))
+  relabelled = np.asarray(apply(params, labels, query, mask))
   np.testing.assert_allclose(relabelled, logits, rtol=1e-4, atol=1e-4)
   # A different query (reversed pair) gives different logits.
   other = np.asarray(
-      model.apply(params, a["edge_labels"], a["query"][:, ::-1], a["node_mask"])
+      apply(params, a["edge_labels"], a["query"][:, ::-1], a["node_mask"])
   )
   assert not np.allclose(other, logits)
   # More padding nodes: the same logits.
   big = _batch(num_nodes=9)
   padded = np.asarray(
-      model.apply(params, big["edge_labels"], big["query"], big["node_mask"])
+      apply(params, big["edge_labels"], big["query"], big["node_mask"])
   )
   np.testing.assert_allclose(padded, logits, rtol=1e-4, atol=1e-4)
 

@@ -61,6 +61,7 @@ def test_trains_without_tensorflow(tmp_path):
           [str(shadow), REPO, os.environ.get("PYTHONPATH", "")]
       ),
   )
+  env.pop(tf_free.SKIP_ENV, None)  # A user's machine without TensorFlow.
   proc = subprocess.run(
       [sys.executable, "-c", _SCRIPT, str(tmp_path / "run")],
       cwd=REPO,
@@ -77,6 +78,7 @@ def test_trains_without_tensorflow(tmp_path):
   ]
 
 
+@pytest.mark.slow  # A subprocess importing TensorFlow: 8 s.
 def test_import_installs_no_stand_ins_where_tensorflow_is_installed():
   """Here TensorFlow is installed: importing processors changes nothing."""
   script = textwrap.dedent("""

@@ -167,11 +167,12 @@ def test_padding_rows_leave_the_loss_and_accuracy_unchanged():
   stream.set_state({"step": 2})
   padded = next(stream)  # 2 real rows and 2 zero-weight ones.
   real = {k: v[:2] for k, v in padded.items()}
-  loss_and_accuracy = lambda batch: np.asarray(
-      seq2seq.step.loss_and_metrics(
+  loss_and_metrics = jax.jit(  # One program a batch shape, not op by op.
+      lambda batch: seq2seq.step.loss_and_metrics(
           exp.model, params, batch, jax.random.PRNGKey(0), deterministic=True
       )
   )
+  loss_and_accuracy = lambda batch: np.asarray(loss_and_metrics(batch))
   np.testing.assert_allclose(
       loss_and_accuracy(padded), loss_and_accuracy(real), rtol=1e-6
   )
