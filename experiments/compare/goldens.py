@@ -145,7 +145,8 @@ def _check_tree(mapped, initialised, what):
 # ----------------------------------------------------------------------------
 
 
-def _rt_config(sizes, **overrides):
+def rt_config(sizes, **overrides):
+  """The `RTConfig` of a golden's RT `sizes` (the authors' layer widths)."""
   return RTConfig(
       num_layers=sizes.get("num_layers", 1),
       num_heads=sizes["heads"],
@@ -161,7 +162,7 @@ def _rt_config(sizes, **overrides):
 def _run_rt_layer(meta, inputs, params):
   sizes = meta["sizes"]
   edge_update = not sizes["disable_edge_updates"]
-  cfg = _rt_config(sizes)
+  cfg = rt_config(sizes)
   layer = RelationalTransformerLayer(
       num_heads=cfg.num_heads,
       head_dim=cfg.head_dim,
@@ -188,7 +189,7 @@ def _run_rt_layer(meta, inputs, params):
 
 def _run_rt_stack(meta, inputs, params):
   sizes = meta["sizes"]
-  cfg = _rt_config(sizes, edge_dim=sizes["edge_width"])
+  cfg = rt_config(sizes, edge_dim=sizes["edge_width"])
   stack = RelationalTransformer(cfg)
   nodes, edges = jnp.asarray(inputs["nodes"]), jnp.asarray(inputs["edges"])
   ours = rt_haiku.convert_stack(params, cfg)
@@ -206,7 +207,7 @@ def _run_rt_processor(meta, inputs, params):
 
   sizes = meta["sizes"]
   graph_vec = sizes["graph_vec"]
-  cfg = _rt_config(sizes)
+  cfg = rt_config(sizes)
 
   def fn(node_fts, edge_fts, graph_fts, adj_mat, hidden, e_hidden, g_hidden):
     processor = processors.RelationalTransformerProcessor(

@@ -1,30 +1,14 @@
 """The authors' parameters stored in tests/fidelity/goldens (their names)."""
 
-import json
-import pathlib
-
 import jax
 import numpy as np
 
-GOLDEN_DIR = (
-    pathlib.Path(__file__).resolve().parents[1] / "fidelity" / "goldens"
-)
+from experiments.compare import goldens as peer_goldens
 
 
 def load(case):
   """Returns (sizes, inputs, params) of one golden; params under their names."""
-  with np.load(GOLDEN_DIR / f"{case}.npz") as data:
-    meta = json.loads(str(data["meta"]))
-    inputs = {
-        k.split("/", 1)[1]: data[k]
-        for k in data.files
-        if k.startswith("input/")
-    }
-    params = {
-        k.split("/", 1)[1]: data[k]
-        for k in data.files
-        if k.startswith("param/")
-    }
+  meta, inputs, params, _ = peer_goldens.load(case)
   return meta, inputs, params
 
 

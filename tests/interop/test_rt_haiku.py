@@ -14,21 +14,10 @@ from relational_jax.interop import to_authors
 from relational_jax.layers.relational import RelationalTransformerLayer
 from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
+from experiments.compare import goldens as peer_goldens
 from tests.interop import goldens
 
 KEY = jax.random.PRNGKey(0)
-
-
-def _config(sizes, **overrides):
-  return RTConfig(
-      num_layers=sizes.get("num_layers", 1),
-      num_heads=sizes["heads"],
-      head_dim=sizes["node_width"] // sizes["heads"],
-      node_ffn_dim=sizes["node_hidden"],
-      edge_msg_dim=sizes["edge_hidden1"],
-      edge_ffn_dim=sizes["edge_hidden2"],
-      **overrides,
-  )
 
 
 def _spec(x):
@@ -38,7 +27,11 @@ def _spec(x):
 def _stack_case():
   meta, inputs, params = goldens.load("rt_stack")
   sizes = meta["sizes"]
-  return _config(sizes, edge_dim=sizes["edge_width"]), inputs, params
+  return (
+      peer_goldens.rt_config(sizes, edge_dim=sizes["edge_width"]),
+      inputs,
+      params,
+  )
 
 
 @pytest.mark.parametrize("case", ["rt_layer", "rt_layer_no_edge_update"])
@@ -46,7 +39,7 @@ def test_layer_matches_our_init(case):
   meta, inputs, params = goldens.load(case)
   sizes = meta["sizes"]
   edge_update = not sizes["disable_edge_updates"]
-  cfg = _config(sizes)
+  cfg = peer_goldens.rt_config(sizes)
   layer = RelationalTransformerLayer(
       num_heads=cfg.num_heads,
       head_dim=cfg.head_dim,
@@ -139,7 +132,7 @@ def test_processor_matches_our_init(case):
 
   meta, inputs, params = goldens.load(case)
   sizes = meta["sizes"]
-  cfg = _config(sizes)
+  cfg = peer_goldens.rt_config(sizes)
   graph_vec = sizes["graph_vec"]
   names = ("node_fts", "edge_fts", "graph_fts", "adj_mat", "hidden")
 
@@ -171,7 +164,9 @@ def test_processor_matches_our_init(case):
 def test_processor_cat_needs_graph_features():
   meta, _, params = goldens.load("rt_processor_cat")
   with pytest.raises(ValueError, match="graph_features"):
-    rt_haiku.convert_processor(select(params, "rt/"), _config(meta["sizes"]))
+    rt_haiku.convert_processor(
+        select(params, "rt/"), peer_goldens.rt_config(meta["sizes"])
+    )
 
 
 @pytest.mark.parametrize(
