@@ -18,8 +18,11 @@ network at `clrs_rt.BASELINES`' sizes) on run.py's datasets
 n = 16; validation seed 2 at n = 16; test seed 3 at n = 64; the first
 `max_eval_samples` of each evaluation set), with run.py's batch stream.
 Seed s is the comparison's seed s (initialisation seed 43 + s). Every
-`eval_every` steps the current parameters are scored on the validation and
-the test (n = 64, out of distribution) sets; a run's test score is that of
+`eval_every` steps the current parameters are scored on the validation set
+and, with `protocol.test_points` 'every_evaluation', on the test (n = 64,
+out of distribution) set too; with 'new_best', the test set only at each new
+best validation point and at the last step (the reported number is the
+same; the OOD curve keeps only those points). A run's test score is that of
 its best validation point (the first best: the best checkpoint, which the
 RT paper's protocol tests).
 
@@ -58,6 +61,9 @@ RESUMABLE_CHANGES = (
     "seeds",
     "stop_at_step",
     "results_path",
+    # Which evaluations score the test set: the best checkpoint's test score
+    # is the same either way.
+    "protocol.test_points",
 )
 
 
@@ -73,6 +79,7 @@ def config_of(budget: clrs_rt.Budget) -> ConfigDict:
           eval_every=budget.eval_every,
           train_size=budget.train_size,
           max_eval_samples=budget.max_eval_samples,
+          test_points=budget.test_points,
       )
   )
   c.stop_at_step = 0  # > 0: every run stops there (rerun to resume)
@@ -104,6 +111,7 @@ def budget_of(config: ConfigDict) -> clrs_rt.Budget:
       seeds=len(config.seeds),
       train_size=p.train_size,
       max_eval_samples=p.max_eval_samples,
+      test_points=p.get("test_points", clrs_rt.TEST_POINTS[0]),
   )
 
 
@@ -138,6 +146,9 @@ def validate(config: ConfigDict) -> None:
         "protocol.max_eval_samples must be >= 0 (0: all), got "
         f"{config.protocol.max_eval_samples}."
     )
+  shapes.check_choice(
+      config.protocol.test_points, clrs_rt.TEST_POINTS, "protocol.test_points"
+  )
   if config.stop_at_step < 0:
     raise ValueError(f"stop_at_step must be >= 0, got {config.stop_at_step}.")
   budget = budget_of(config)
@@ -193,6 +204,7 @@ def run_record(done, processor: str, algorithm: str, seed: int) -> Dict:
       {
           k: float(h[k]) if k != "step" else int(h[k])
           for k in ("step", "loss", "val", "test")
+          if k in h  # 'test': at every point, or ('new_best') some
       }
       for h in done.history
   ]
@@ -218,7 +230,10 @@ def summarize(records: Sequence[Mapping]) -> Dict:
   """One processor x algorithm over its seeds: curves and scores."""
   runs = [
       [
-          {"step": h["step"], "metrics": {"val": h["val"], "test": h["test"]}}
+          {
+              "step": h["step"],
+              "metrics": {k: h[k] for k in ("val", "test") if k in h},
+          }
           for h in r["history"]
       ]
       for r in records
@@ -232,7 +247,9 @@ def summarize(records: Sequence[Mapping]) -> Dict:
       "seeds": {
           str(r["seed"]): {
               "validation": [[h["step"], h["val"]] for h in r["history"]],
-              "ood_test": [[h["step"], h["test"]] for h in r["history"]],
+              "ood_test": [
+                  [h["step"], h["test"]] for h in r["history"] if "test" in h
+              ],
               **{
                   k: r[k]
                   for k in (

@@ -235,6 +235,9 @@ def _protocol_config(processor, algorithms) -> Callable[[], ConfigDict]:
     c = clrs_rt_processors.config_of(clrs_rt.BUDGETS["paper"])
     c.processors, c.algorithms = (processor,), tuple(algorithms)
     c.seeds = tuple(range(20))
+    # The protocol tests the best checkpoint only: the test set (n = 64) is
+    # scored at each new best validation point, not at all 1,000.
+    c.protocol.test_points = "new_best"
     return c
 
   return make

@@ -17,7 +17,8 @@ rest, identically for all of them:
   `NonFiniteLossError` naming the step, before anything of it is saved;
 * evaluates every `loop.eval_every` steps and at the last step; the task's
   score (higher is better; None selects the last evaluation) decides the
-  'best' checkpoint;
+  'best' checkpoint; a task's optional `evaluate_best` adds the fields that
+  only a new best checkpoint (and the last step) needs;
 * checkpoints every `loop.checkpoint_every` steps (0: at evaluations), with
   a JSON record: step, stream position, per-step losses, history, best,
   train seconds, the sittings that trained, checkpoint fallbacks;
@@ -97,6 +98,10 @@ class Task(Protocol):
 
   # Optional: `legacy_layouts() -> [(abstract state, upgrade)]`, the state
   # layouts of earlier versions that a checkpoint may hold (see `layouts_of`).
+  # Optional: `evaluate_best(state, step) -> Dict`, history fields scored
+  # only at an evaluation that becomes the best checkpoint and at the last
+  # step (an expensive score read at the best checkpoint only, as a test
+  # set scored where validation selects); a `None` attribute: none.
 
 
 def layouts_of(task: Task) -> Sequence[Tuple[Any, Callable]]:
@@ -303,6 +308,11 @@ def fit(
         is_best = False
         if evaluate_now:
           entry, score = task.evaluate(state, step)
+          best = meta["best"]
+          is_best = score is None or best is None or score > best["score"]
+          evaluate_best = getattr(task, "evaluate_best", None)
+          if evaluate_best is not None and (is_best or step == loop.steps):
+            entry = {**entry, **evaluate_best(state, step)}
           record = {"step": step, "loss": _mean(since_eval.pop("loss", []))}
           record.update(
               (f"train_{k}", _mean(v)) for k, v in sorted(since_eval.items())
@@ -311,8 +321,6 @@ def fit(
           record.update(entry)
           meta["history"].append(record)
           metrics.evaluation(step, record)
-          best = meta["best"]
-          is_best = score is None or best is None or score > best["score"]
           if is_best:
             meta["best"] = {"step": step, "score": score, "entry": entry}
           scores = ", ".join(

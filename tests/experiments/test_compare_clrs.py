@@ -312,6 +312,34 @@ def test_our_side_runs_on_the_library_trainer_and_resumes_exactly(tmp_path):
   assert all(set(p) == {"step", "loss", "val", "test"} for p in straight)
 
 
+@pytest.mark.slow
+def test_new_best_test_points_score_the_test_set_where_validation_improves(
+    tmp_path,
+):
+  """protocol.test_points 'new_best': the test set is scored at each new
+  best validation point and the last step only, with the scores (so the
+  reported test score) of a run that scores it at every evaluation."""
+  path = str(tmp_path / "t.npz")
+  _fake_fork_npz(path)
+  data = clrs_rt.ForkData.load(path)
+  quiet = lambda m: None
+  points = {}
+  for which in clrs_rt.TEST_POINTS:
+    budget = clrs_rt.Budget(("bellman_ford",), 8, 2, 1, 3, 2, which)
+    points[which] = clrs_rt.train_ours_one(
+        budget, 0, "bellman_ford", data, str(tmp_path / which), log=quiet
+    )
+  every, best = points["every_evaluation"], points["new_best"]
+  assert [p["val"] for p in best] == [p["val"] for p in every]
+  vals = [p["val"] for p in every]
+  tested = [
+      i == len(vals) - 1 or all(v < vals[i] for v in vals[:i])
+      for i in range(len(vals))
+  ]
+  assert ["test" in p for p in best] == tested and not all(tested)
+  assert all(b["test"] == e["test"] for b, e in zip(best, every) if "test" in b)
+
+
 @pytest.mark.parametrize("kind", ["et", "floyd"])
 def test_pair_state_processors_take_the_rt_s_place_all_else_equal(kind):
   """our_config(processor_type='et' | 'floyd'): that stack at the RT's

@@ -169,6 +169,11 @@ def test_paper_budgets_follow_the_papers():
     assert p.train_lengths == (16,) and p.test_lengths == (64,)
     assert t.clip == 0.0 and m.hint_teacher_forcing == 0.5
     assert (m.hint_repred_mode, m.encoder_init) == ("hard", "default")
+    # The test set is scored where the best checkpoint is (not at every
+    # validation); the cpu budget keeps the OOD curve.
+    assert budget.test_points == "new_best"
+    cpu = clrs_rt_processors.budget_of(reproductions.get(name).build("cpu"))
+    assert cpu.test_points == "every_evaluation"
   rt = clrs_rt.our_config(
       clrs_rt.BUDGETS["paper"], 0, "bellman_ford", processor_type="rt"
   )
@@ -432,6 +437,16 @@ def test_pair_models_clrs_runs_clrs_rt_s_budgets_for_every_processor():
       ),
   ):
     reproduce.check("pair_models_clrs", "smoke", {"processors": ("rt", "gin")})
+  with pytest.raises(
+      ValueError,
+      match=(
+          r"Unknown protocol.test_points 'best'; valid choices are "
+          r"\['every_evaluation', 'new_best'\]"
+      ),
+  ):
+    reproduce.check(
+        "pair_models_clrs", "smoke", {"protocol.test_points": "best"}
+    )
   with pytest.raises(ValueError, match="Unknown budget 'fast'; valid budgets"):
     r.build("fast")
 

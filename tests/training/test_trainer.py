@@ -194,6 +194,30 @@ def test_val_selection_returns_the_best_checkpoint(tmp_path):
   assert selected == "last" and last is done.state
 
 
+def test_evaluate_best_scores_new_bests_and_the_last_step_across_a_resume(
+    tmp_path,
+):
+  val = {2: 0.2, 4: 0.9, 6: 0.5, 8: 0.95, 10: 0.95, 12: 0.1}
+  tested = []
+
+  def task():
+    t = _task()
+    t.evaluate = lambda state, step: ({"val": val[step]}, val[step])
+    t.evaluate_best = lambda state, step: tested.append(step) or {"test": step}
+    return t
+
+  assert not _fit(tmp_path, steps=12, stop_at_step=6, task=task()).complete
+  done = _fit(tmp_path, steps=12, task=task())
+  # New bests (the first of equal scores) and the last step only; the best
+  # seen before the resume counts after it.
+  assert tested == [2, 4, 8, 12]
+  assert [h.get("test") for h in done.history] == [2, 4, None, 8, None, 12]
+  assert done.best["step"] == 8 and done.best["entry"] == {
+      "val": 0.95,
+      "test": 8,
+  }
+
+
 def test_a_non_finite_loss_stops_and_keeps_the_checkpoint(tmp_path):
   with pytest.raises(NonFiniteLossError, match="at step 1;.*no checkpoint"):
     _fit(tmp_path, task=_task(scale=float("nan")))

@@ -117,10 +117,25 @@ class ClrsTask:
       predictor has the model's `predict` with the state's parameters.
     train: the `train` section (the optimiser settings), to read checkpoints
       saved with dm-clrs's own optimiser by earlier versions.
+    evaluate_best: optional (predictor, step) -> history fields scored only
+      at a new best evaluation and at the last step (`trainer.Task`).
   """
 
-  def __init__(self, model, stream, seed: int, evaluate: Callable, train=None):
+  def __init__(
+      self,
+      model,
+      stream,
+      seed: int,
+      evaluate: Callable,
+      train=None,
+      evaluate_best: Optional[Callable] = None,
+  ):
     self.model, self.stream, self._evaluate = model, stream, evaluate
+    self.evaluate_best = evaluate_best and (
+        lambda state, step: evaluate_best(
+            self.model.bound(state["params"]), step
+        )
+    )
     self.key = jax.random.PRNGKey(seed)
     self._train = train
     self._abstract = abstract_like(model.state())
