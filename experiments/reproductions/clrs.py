@@ -246,13 +246,16 @@ def _protocol_config(processor, algorithms) -> Callable[[], ConfigDict]:
 def _protocol_budgets(algorithms) -> Dict[str, Dict[str, Any]]:
   """cpu: clrs_rt's cpu cadence (640 steps, evaluation every 80 on the
   first 128 samples of each set), every algorithm, 1 seed; smoke: clrs_rt's
-  (bellman_ford, 2 steps, 4 samples) evaluated once, at step 2 (each
-  evaluation tests at n = 64, most of a smoke run's time)."""
+  (bellman_ford, 2 steps) evaluated once, at step 2, on one sample of each
+  set (testing at n = 64 is most of a smoke run's time)."""
   cpu = clrs_rt_processors.budget_overrides(clrs_rt.BUDGETS["cpu"])
   smoke = clrs_rt_processors.budget_overrides(clrs_rt.BUDGETS["smoke"])
   return {
       "cpu": dict(cpu, algorithms=tuple(algorithms), seeds=(0,)),
-      "smoke": dict(smoke, **{"protocol.eval_every": 2}),
+      "smoke": dict(
+          smoke,
+          **{"protocol.eval_every": 2, "protocol.max_eval_samples": 1},
+      ),
   }
 
 

@@ -13,6 +13,7 @@ import pytest
 from experiments import reproduce
 from experiments import reproductions
 from experiments.reproductions import clutrr as clutrr_reproductions
+from relational_jax.training import config as config_lib
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -323,8 +324,9 @@ def smoke_workdirs(tmp_path_factory):
   root, dirs = tmp_path_factory.mktemp("smoke"), {}
 
   def get(name):
-    key = reproductions.get(name).build("smoke").to_json(sort_keys=True)
-    return dirs.setdefault(key, str(root / name))
+    config = reproductions.get(name).build("smoke")
+    config = config_lib.override(config, SMOKE_OVERRIDES.get(name, {}))
+    return dirs.setdefault(config.to_json(sort_keys=True), str(root / name))
 
   return get
 
@@ -332,8 +334,17 @@ def smoke_workdirs(tmp_path_factory):
 # Smoke runs cut further where compiling dominates: pair_models_clrs's
 # three processors compile for training and for n = 16 and n = 64 (over
 # 2 minutes in all); one shows its path ('rt' and 'et' run through the same
-# code, in the tests of experiments.compare.clrs_rt and the CLRS smoke runs).
-SMOKE_OVERRIDES = {"pair_models_clrs": {"processors": ("floyd",)}}
+# code, in the tests of experiments.compare.clrs_rt and the CLRS smoke runs),
+# evaluated once as floyd_clrs_*'s smoke run is: the same config, so it reads
+# their finished run (the test of its own cadence, stop and resume is
+# test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget).
+SMOKE_OVERRIDES = {
+    "pair_models_clrs": {
+        "processors": ("floyd",),
+        "protocol.eval_every": 2,
+        "protocol.max_eval_samples": 1,
+    }
+}
 
 
 # The `_modern` variants run the CLRS loop as readme_main_job does, with the
