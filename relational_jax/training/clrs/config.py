@@ -315,5 +315,8 @@ def processor_factory(config: ConfigDict) -> Callable:
 
 
 def get_config(overrides: Optional[dict] = None) -> ConfigDict:
-  """The default config with dotted-path `overrides`."""
-  return config_lib.override(default_config(), overrides or {})
+  """The default config with dotted-path `overrides` (a path renamed since
+  earlier versions, `compat.CLRS_RENAMED_PATHS`, sets today's path)."""
+  return config_lib.override(
+      default_config(), overrides or {}, renamed=compat.CLRS_RENAMED_PATHS
+  )
