@@ -8,7 +8,8 @@ r"""Train a processor on CLRS algorithms and test it out of distribution.
 Every field of `relational_jax.training.clrs.default_config()` is a flag
 `--config.<path>`; the flat flag names of earlier versions (CLRS run.py
 names such as --hidden_size, --nb_heads, --train_steps) and the config paths
-renamed since (--config.protocol.train_steps, ...) stay as aliases
+renamed since (--config.protocol.train_steps, --config.rt.num_heads for
+--config.processor.nb_heads, ...) stay as aliases
 (`relational_jax.training.compat`). The
 work directory is --workdir (--checkpoint_path, its earlier name, is an
 alias); re-running with the same one resumes. The work is

@@ -48,10 +48,11 @@ CLRS_KINDS = (
 )
 
 # Config fields that come from `get_processor_factory`'s own arguments, not
-# from options, where the config has them: num_heads from nb_heads (default
-# 12), use_ln from use_ln.
+# from options, where the config has them: {config field: argument}
+# (num_heads from nb_heads, default 12; use_ln from use_ln). A CLRS run config
+# holds them once, as `config.processor.<argument>`, not in a model section.
 DEFAULT_NUM_HEADS = 12
-_ARGUMENT_FIELDS = ("num_heads", "use_ln")
+ARGUMENT_FIELDS = {"num_heads": "nb_heads", "use_ln": "use_ln"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,10 +63,13 @@ class ProcessorSpec:
     processor: the Haiku processor class (CLRS `Processor` contract), built
       as `processor(out_size, config, name=kind, **choices)`.
     config: its config dataclass. The kind's options are its fields, except
-      `num_heads` and `use_ln` (set from `nb_heads` and `use_ln` where the
-      config has them) and the `withheld` ones.
+      `num_heads` and `use_ln` (`ARGUMENT_FIELDS`: set from the factory's
+      `nb_heads` and `use_ln` where the config has them; `arguments()`) and
+      the `withheld` ones.
     section: the CLRS run config's section holding these options
-      (`config.<section>`; kinds of one config dataclass share one).
+      (`config.<section>`; kinds of one config dataclass share one). Heads
+      and layer norm are not in it: a CLRS run config sets them for every
+      kind as `config.processor.nb_heads` and `config.processor.use_ln`.
     family: the section's kinds in messages ('RT').
     withheld: config fields that are not options of this kind: `fixed`'s
       value, else the config's default.
@@ -76,7 +80,8 @@ class ProcessorSpec:
     heads_default: config fields defaulting to the kind's num_heads (0 in a
       CLRS run config means that default).
     run_defaults: the CLRS run config section's values where they differ
-      from the config dataclass's defaults.
+      from the config dataclass's defaults (options only: not the
+      `ARGUMENT_FIELDS`).
   """
 
   processor: Callable[..., clrs.processors.Processor]
@@ -91,12 +96,27 @@ class ProcessorSpec:
   heads_default: Tuple[str, ...] = ()
   run_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+  def __post_init__(self):
+    arguments = sorted(set(self.run_defaults) & set(ARGUMENT_FIELDS))
+    if arguments:
+      raise ValueError(
+          f"run_defaults {arguments} are set from get_processor_factory's "
+          f"arguments {[ARGUMENT_FIELDS[a] for a in arguments]}, not from "
+          "the model section; run_defaults name options only."
+      )
+
   def fields(self) -> Tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(self.config))
 
+  def arguments(self) -> Tuple[str, ...]:
+    """The `get_processor_factory` arguments this kind reads ('nb_heads',
+    'use_ln': those whose `ARGUMENT_FIELDS` field its config has)."""
+    fields = self.fields()
+    return tuple(a for f, a in ARGUMENT_FIELDS.items() if f in fields)
+
   def options(self) -> Tuple[str, ...]:
     """The option names `get_processor_factory` accepts for this kind."""
-    taken = set(_ARGUMENT_FIELDS) | set(self.withheld) | set(self.fixed)
+    taken = set(ARGUMENT_FIELDS) | set(self.withheld) | set(self.fixed)
     return tuple(f for f in self.fields() if f not in taken) + tuple(
         self.choices
     )
@@ -110,8 +130,9 @@ _PAIR_STATE_CHOICES = {
     "graph_vec": GRAPH_VEC_CHOICES,
     "node_readout": NODE_READOUTS,
 }
-# The pair-state kinds in a CLRS run at ET's width: 12 heads x 16, 3 layers.
-_PAIR_STATE_RUN_DEFAULTS = {"num_heads": 12, "head_dim": 16, "num_layers": 3}
+# The pair-state kinds in a CLRS run at ET's width: 12 heads (nb_heads's
+# default) x 16, 3 layers.
+_PAIR_STATE_RUN_DEFAULTS = {"head_dim": 16, "num_layers": 3}
 
 
 def _rt(triangular: bool = False, **fixed) -> ProcessorSpec:

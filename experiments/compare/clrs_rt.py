@@ -207,7 +207,9 @@ def our_config(
   processor_type: 'rt' (their RT, translated), or 'et' / 'floyd': that
     pair-state processor in the RT's place, at its num_layers, nb_heads and
     head_size (the RT-only sizes node_hid_size, edge_hid_size_1/2 and the
-    RT's Haiku initialisation do not apply); the rest as for 'rt'. Or a
+    RT's Haiku initialisation do not apply, nor use_ln: their config has no
+    layer norm switch, so use_ln=False is refused by the config's
+    `validate`); the rest as for 'rt'. Or a
     stock dm-clrs processor of `BASELINES` in CLRS's own network (node
     hiddens only, pointers from nodes) at its hidden size and learning
     rate; the rest (data, batch, steps, no clipping, hint noise) as for 'rt'.
@@ -266,28 +268,20 @@ def our_config(
     t.learning_rate = BASELINES[processor_type]["learning_rate"]
     m.carry_state = m.ptr_from_edges = False
     return c
+  c.processor.nb_heads = hp["nb_heads"]
   if processor_type != "rt":  # A pair-state stack at the RT's sizes.
     import processors  # pylint: disable=g-import-not-at-top
 
     pair = c[processors.PROCESSORS[processor_type].section]
-    pair.num_layers, pair.num_heads, pair.head_dim = (
-        hp["num_layers"],
-        hp["nb_heads"],
-        hp["head_size"],
-    )
+    pair.num_layers, pair.head_dim = hp["num_layers"], hp["head_size"]
     return c
   r = c.rt
-  r.num_layers, r.num_heads, r.head_dim = (
-      hp["num_layers"],
-      hp["nb_heads"],
-      hp["head_size"],
-  )
+  r.num_layers, r.head_dim = hp["num_layers"], hp["head_size"]
   r.node_ffn_dim, r.edge_msg_dim, r.edge_ffn_dim = (
       hp["node_hid_size"],
       hp["edge_hid_size_1"],
       hp["edge_hid_size_2"],
   )
-  r.use_ln = hp["use_ln"]
   r.init = "diao"  # their Haiku initialisation over concatenated inputs
   return c
 

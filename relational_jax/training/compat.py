@@ -23,7 +23,9 @@ Records of earlier layouts:
   (fold_in(key, step) of the saved key). So such a run resumes with its
   checkpoints, but not bit for bit as the old code would have continued.
 
-CLRS: `upgrade_clrs` (config paths renamed into the `train` section),
+CLRS: `upgrade_clrs` (config paths renamed into the `train` section; the
+heads and layer norm that the model sections held, now
+`config.processor.nb_heads` / `.use_ln` for every kind),
 `CLRS_FLAT_FLAGS` (earlier flag names), and the optimiser-state layout of
 CLRS checkpoints saved with dm-clrs's own optimiser (`stock_clrs_optimizer`,
 `upgrade_stock_opt_state`, used through `Task.legacy_layouts`).
@@ -99,8 +101,12 @@ def upgrade_record(meta: Dict, state: Any) -> Dict:
 # ---------------------------------------------------------------------------
 # CLRS: the names of earlier versions.
 
-# Config paths renamed when CLRS took the `train` section every task has
-# (old path -> today's).
+# Config paths renamed since earlier versions (old path -> today's): when
+# CLRS took the `train` section every task has, and when the model sections'
+# heads and layer norm became the one `processor` field of every kind
+# (`processors.factory.ARGUMENT_FIELDS`; in a saved record the section the
+# run read wins, `upgrade_clrs`). Read by `clrs.config.get_config` and the
+# `--config.<old path>` flags (`cli.define_config_flag(renamed=)`).
 CLRS_RENAMED_PATHS = {
     "protocol.train_steps": "train.steps",
     "protocol.batch_size": "train.batch_size",
@@ -110,6 +116,10 @@ CLRS_RENAMED_PATHS = {
     "protocol.tensorboard": "train.tensorboard",
     "model.learning_rate": "train.learning_rate",
     "model.grad_clip_max_norm": "train.clip",
+    "rt.num_heads": "processor.nb_heads",
+    "et.num_heads": "processor.nb_heads",
+    "floyd.num_heads": "processor.nb_heads",
+    "rt.use_ln": "processor.use_ln",
 }
 
 # Flat flag names of earlier versions (CLRS run.py names) -> config paths; a
@@ -139,14 +149,9 @@ CLRS_FLAT_FLAGS = {
     "encoder_init": "model.encoder_init",
     "carry_state": "model.carry_state",
     "ptr_from_edges": "model.ptr_from_edges",
-    "use_ln": ("processor.use_ln", "rt.use_ln"),
+    "use_ln": "processor.use_ln",
     "nb_triplet_fts": "processor.nb_triplet_fts",
-    "nb_heads": (
-        "processor.nb_heads",
-        "rt.num_heads",
-        "et.num_heads",
-        "floyd.num_heads",
-    ),
+    "nb_heads": "processor.nb_heads",
     "graph_vec": "processor.graph_vec",
     "node_readout": "processor.node_readout",
     "num_layers": ("rt.num_layers", "et.num_layers", "floyd.num_layers"),
@@ -163,10 +168,30 @@ CLRS_FLAT_FLAGS = {
 
 
 def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
-  """A copy of a nested CLRS config record in today's terms: the
-  `CLRS_RENAMED_PATHS` moved (a record that has both spellings keeps
-  today's)."""
+  """A copy of a nested CLRS config record in today's terms.
+
+  The model sections' num_heads and use_ln (held there by earlier
+  versions; `processors.factory.ARGUMENT_FIELDS`) leave every section;
+  those of the section the run's processor_type read
+  (`processors.PROCESSORS[kind].section`) become processor.nb_heads and
+  processor.use_ln, over the record's own (the run read the section's). Then
+  the other `CLRS_RENAMED_PATHS` move (a record that has both spellings keeps
+  today's).
+  """
+  import processors  # pylint: disable=g-import-not-at-top  # (imports dm-clrs)
+
   out = copy.deepcopy(dict(saved))
+  spec = processors.PROCESSORS.get(out.get("processor_type"))
+  for name in processors.factory.sections():
+    section = out.get(name)
+    if not isinstance(section, dict):
+      continue
+    for field, argument in processors.factory.ARGUMENT_FIELDS.items():
+      if field not in section:
+        continue
+      value = section.pop(field)
+      if spec is not None and name == spec.section:
+        out.setdefault("processor", {})[argument] = value
   for old, new in CLRS_RENAMED_PATHS.items():
     old_section, old_name = old.split(".")
     section = out.get(old_section)

@@ -145,10 +145,17 @@ def set_path(config: ConfigDict, path: str, value: Any) -> None:
   node[last] = value
 
 
-def override(config: ConfigDict, overrides: Mapping[str, Any]) -> ConfigDict:
-  """A copy of `config` with dotted-path `overrides` (unknown paths raise)."""
+def override(
+    config: ConfigDict,
+    overrides: Mapping[str, Any],
+    renamed: Optional[Mapping[str, str]] = None,
+) -> ConfigDict:
+  """A copy of `config` with dotted-path `overrides` (unknown paths raise).
+  `renamed`: {old path: path} of fields renamed since earlier versions
+  (`relational_jax.training.compat`), an old path setting today's."""
   out = ConfigDict(config.to_dict())
   for path, value in overrides.items():
+    path = (renamed or {}).get(path, path)
     try:
       get_path(out, path)
     except (KeyError, AttributeError) as e:

@@ -199,7 +199,7 @@ def test_main_job_console_is_clean(tmp_path):
       "--config.protocol.max_eval_samples=4",
       "--config.model.hidden_dim=8",
       "--config.rt.num_layers=1",
-      "--config.rt.num_heads=2",
+      "--config.processor.nb_heads=2",
       "--config.rt.head_dim=4",
       "--config.rt.node_ffn_dim=4",
       "--config.rt.edge_msg_dim=4",

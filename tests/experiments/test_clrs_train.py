@@ -32,10 +32,40 @@ def test_flat_names_set_the_config_paths_they_alias():
       },
   )
   assert config.model.hidden_dim == 16
-  assert config.processor.nb_heads == config.rt.num_heads == 2
+  assert config.processor.nb_heads == 2  # Heads: one field, every kind.
   assert (config.rt.num_layers, config.train.steps) == (1, 3)
-  # A name shared by both model sections sets only the one in use.
-  assert config.et.num_heads == default.et.num_heads
+  # A name shared by the model sections sets only the one in use.
+  assert config.et.num_layers == default.et.num_layers
+
+
+def test_old_config_paths_set_todays_fields(monkeypatch):
+  """--config.<path> of earlier versions (compat.CLRS_RENAMED_PATHS: the
+  model sections' num_heads / use_ln, the paths moved into `train`) set
+  today's fields (in-process, no training)."""
+  from absl import flags  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import cli  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import compat  # pylint: disable=g-import-not-at-top
+
+  old = ["--config.et.num_heads=3", "--noconfig.rt.use_ln"]
+  monkeypatch.setattr(
+      sys, "argv", ["clrs_train", *old, "--config.protocol.train_steps=5"]
+  )
+  flag_values = flags.FlagValues()
+  holder = cli.define_config_flag(
+      "config",
+      clrs_config.default_config(),
+      flag_values=flag_values,
+      renamed=compat.CLRS_RENAMED_PATHS,
+  )
+  assert sys.argv[1:] == [
+      "--config.processor.nb_heads=3",
+      "--noconfig.processor.use_ln",
+      "--config.train.steps=5",
+  ]
+  flag_values(sys.argv)
+  config = holder.value
+  assert (config.processor.nb_heads, config.processor.use_ln) == (3, False)
+  assert config.train.steps == 5
 
 
 @pytest.mark.slow
@@ -44,8 +74,9 @@ def test_command_line_resumes_a_library_run(tmp_path):
   results = clrs_loop.train_and_evaluate(tiny(), workdir)
   run = results["algorithms"]["bellman_ford"]["runs"][0]
   # The command line, on the same directory with more steps, resumes at step
-  # 2; old flat names, config paths renamed since (--config.protocol.*) and
-  # today's --config.* paths mix.
+  # 2; old flat names, config paths renamed since (--config.protocol.*,
+  # --config.rt.num_heads for processor.nb_heads) and today's --config.*
+  # paths mix.
   cmd = [
       sys.executable,
       "-m",
@@ -60,7 +91,7 @@ def test_command_line_resumes_a_library_run(tmp_path):
       "--eval_every=1",
       "--max_eval_samples=4",
       "--hidden_size=16",
-      "--nb_heads=2",
+      "--config.rt.num_heads=2",
       "--config.rt.head_dim=4",
       "--num_layers=1",
       "--node_hidden_size=4",

@@ -27,7 +27,7 @@ def test_clrs_rt_settings_translate_field_by_field():
   assert c.processor_type == hp["processor_type"] == "rt"
   assert c.algorithms == ("binary_search",) and c.seeds == (45,)
   assert c.hint_mode == "encoded_decoded"  # 2.0.3 has no diffs: = nodiff
-  assert (r.num_layers, r.num_heads, r.head_dim) == (
+  assert (r.num_layers, c.processor.nb_heads, r.head_dim) == (
       hp["num_layers"],
       hp["nb_heads"],
       hp["head_size"],
@@ -38,7 +38,7 @@ def test_clrs_rt_settings_translate_field_by_field():
       hp["edge_hid_size_2"],
   )
   assert m.hidden_dim == hp["nb_heads"] * hp["head_size"] == 192
-  assert r.use_ln is c.processor.use_ln is hp["use_ln"] is True
+  assert c.processor.use_ln is hp["use_ln"] is True
   assert c.processor.graph_vec == hp["graph_vec"] == "cat"
   assert c.train.learning_rate == hp["learning_rate"] == 2.5e-4
   assert c.train.clip == 0.0 and m.dropout_prob == hp["dropout_prob"]
@@ -352,7 +352,7 @@ def test_pair_state_processors_take_the_rt_s_place_all_else_equal(kind):
   c = clrs_rt.our_config(budget, 1, "bellman_ford", processor_type=kind)
   clrs_config.validate(c)  # The RT section keeps its defaults.
   pair = c[kind]
-  assert (pair.num_layers, pair.num_heads, pair.head_dim) == (
+  assert (pair.num_layers, c.processor.nb_heads, pair.head_dim) == (
       hp["num_layers"],
       hp["nb_heads"],
       hp["head_size"],

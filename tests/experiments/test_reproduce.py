@@ -178,7 +178,8 @@ def test_paper_budgets_follow_the_papers():
   rt = clrs_rt.our_config(
       clrs_rt.BUDGETS["paper"], 0, "bellman_ford", processor_type="rt"
   )
-  assert rt.rt.num_layers == 3 and rt.rt.num_heads * rt.rt.head_dim == 192
+  assert rt.rt.num_layers == 3
+  assert rt.processor.nb_heads * rt.rt.head_dim == 192
   mpnn = clrs_rt.our_config(
       clrs_rt.BUDGETS["paper"], 0, "bellman_ford", processor_type="mpnn"
   )

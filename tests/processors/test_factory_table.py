@@ -52,6 +52,13 @@ def test_each_kind_takes_its_config_fields_as_options():
   assert options["rt_triangular"] == rt | {"chunk_size", "triangular_heads"}
   assert {"node_readout", "graph_vec", "ablation"} <= options["et"]
   assert "num_heads" not in options["et"] | options["floyd"]
+  assert processors.PROCESSORS["rt"].arguments() == ("nb_heads", "use_ln")
+  assert processors.PROCESSORS["et"].arguments() == ("nb_heads",)
+  assert processors.PROCESSORS["floyd"].arguments() == ("nb_heads",)
+  with pytest.raises(ValueError, match=r"run_defaults \['num_heads'\] are"):
+    dataclasses.replace(
+        processors.PROCESSORS["et"], run_defaults={"num_heads": 4}
+    )
   with pytest.raises(ValueError, match=r"Unknown option\(s\) \['chunk_size'\]"):
     processors.get_processor_factory("rt", True, 8, chunk_size=2)
 
@@ -104,15 +111,30 @@ def test_a_registered_kind_is_a_kind_of_the_factory(toy):
 
 def test_a_registered_kind_has_its_clrs_config_section(toy):
   config = clrs_config.get_config({"processor_type": "toy"})
-  assert config.toy.to_dict() == {"num_heads": 1, "width": 8}
+  # Heads: processor.nb_heads (the factory's nb_heads), not the section.
+  assert config.toy.to_dict() == {"width": 8}
   assert clrs_config._sections_in_use("toy") == ("toy",)
   assert set(clrs_loop.unread_paths(config.to_dict())) == {
-      "processor.nb_heads",
+      "processor.use_ln",  # _ToyConfig has no use_ln.
       "processor.node_readout",
       "rt",
       "et",
       "floyd",
   }
+  made = hk.transform(
+      lambda: clrs_config.processor_factory(
+          clrs_config.get_config(
+              {"processor_type": "toy", "processor.nb_heads": 3}
+          )
+      )(16).config
+  )
+  assert made.apply({}, None) == _ToyConfig(num_heads=3, width=8)
+  with pytest.raises(ValueError, match=r"config.processor.use_ln=False is no"):
+    clrs_config.validate(
+        clrs_config.get_config(
+            {"processor_type": "toy", "processor.use_ln": False}
+        )
+    )
   assert "toy" in clrs_loop.unread_paths({"processor_type": "rt"})
   changed = clrs_config.get_config({"processor_type": "et", "toy.width": 2})
   with pytest.raises(ValueError, match=r"config.toy fields \['width'\] apply"):

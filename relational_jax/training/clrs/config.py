@@ -12,22 +12,30 @@
   config.model      keyword arguments of `processors.CarryModel` (CLRS
                     `BaselineModel` names: hidden_dim, dropout_prob, ...)
   config.processor  arguments of `processors.get_processor_factory` that are
-                    not a model section (use_ln, nb_triplet_fts, nb_heads of
-                    CLRS kinds, the processor options of our kinds:
-                    graph_vec, node_readout)
+                    not a model section: nb_heads (the attention heads of
+                    every kind: the RT kinds, 'et', 'floyd', CLRS's GAT
+                    kinds), use_ln (layer norm: the RT kinds and CLRS kinds;
+                    'et' and 'floyd' have none to switch), nb_triplet_fts,
+                    and the processor options of our kinds (graph_vec,
+                    node_readout)
   config.rt         `RTConfig` fields (our RT kinds), handed on unchanged
   config.et         `ETConfig` fields (the 'et' kind), handed on unchanged
   config.floyd      `FloydConfig` fields (the 'floyd' kind), handed on
                     unchanged
 
+The model sections hold every field of their config dataclass but
+num_heads and use_ln, which come from `config.processor.nb_heads` and
+`config.processor.use_ln` as the factory's own arguments
+(`processors.factory.ARGUMENT_FIELDS`): each is written once, for every
+kind. A field the kind does not read must keep its default (`validate`).
 The model sections and processor options are read from the processor table
 (`processors.PROCESSORS`: each kind's `section`, config dataclass, `choices`
 and `run_defaults`), so a kind added there has its section here.
 
 Defaults: the main job of the README (the RT paper's tuned RT on
 bellman_ford, a small CPU budget). Earlier names (flat CLRS run.py flags,
-the paths renamed into `train`) are read through
-`relational_jax.training.compat`.
+the paths renamed into `train`, the model sections' num_heads and use_ln)
+are read through `relational_jax.training.compat`.
 """
 
 from typing import Callable, Optional
@@ -62,11 +70,13 @@ def model_sections() -> dict:
 
 def _section_of(spec, kinds) -> ConfigDict:
   """The model section of `kinds` (all of `spec.config`): every field some
-  kind takes as an option, at `spec.run_defaults` over the dataclass's."""
+  kind takes as an option, at `spec.run_defaults` over the dataclass's (not
+  num_heads and use_ln: `config.processor.nb_heads` / `.use_ln`)."""
   table = processors.PROCESSORS
   never = set.intersection(
       *(set(table[k].withheld) | set(table[k].fixed) for k in kinds)
   )
+  never |= set(processors.factory.ARGUMENT_FIELDS)
   out = config_lib.section(spec.config, exclude=never)
   for name, value in spec.run_defaults.items():
     out[name] = value
@@ -134,8 +144,9 @@ def default_config() -> ConfigDict:
       dict(use_ln=True, nb_triplet_fts=8, nb_heads=12, **choices)
   )
   # One section per config dataclass of our kinds: rt (RTConfig's defaults,
-  # the RT paper's Table 2: 3 layers, 12 heads x 16, d_nh 32, d_eh1 16,
-  # d_eh2 8), et and floyd (at ET's width: 12 heads x 16 = 192, 3 layers).
+  # the RT paper's Table 2: 3 layers, 12 heads (processor.nb_heads) x 16,
+  # d_nh 32, d_eh1 16, d_eh2 8), et and floyd (at ET's width: 12 heads x 16
+  # = 192, 3 layers).
   for name, (spec, kinds) in processors.factory.sections().items():
     c[name] = _section_of(spec, kinds)
   return c
@@ -244,7 +255,8 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
       config.processor.graph_vec, GRAPH_VEC_CHOICES, "graph_vec"
   )
   # Nothing is silently ignored: a model section the kind does not read
-  # must keep its defaults.
+  # must keep its defaults, and so must nb_heads / use_ln where its config
+  # has no num_heads / use_ln.
   defaults = default_config()
   for name, family in model_sections().items():
     if name in _sections_in_use(kind):
@@ -256,23 +268,44 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
           f"{family} processor kinds only, not to "
           f"processor_type={kind!r}."
       )
+  _check_unread_arguments(config, defaults)
   processor_factory(config)  # Bad sizes or choices fail here, early.
 
 
+def _check_unread_arguments(config: ConfigDict, defaults: ConfigDict) -> None:
+  """Raises ValueError where `config.processor.nb_heads` / `.use_ln` differs
+  from its default and our kind `config.processor_type` does not read it
+  (its config has no num_heads / use_ln), naming the kinds that do."""
+  spec = processors.PROCESSORS.get(config.processor_type)
+  if spec is None:
+    return
+  for field, argument in processors.factory.ARGUMENT_FIELDS.items():
+    value, default = config.processor[argument], defaults.processor[argument]
+    if argument in spec.arguments() or value == default:
+      continue
+    readers = [
+        k for k, s in processors.PROCESSORS.items() if argument in s.arguments()
+    ]
+    raise ValueError(
+        f"config.processor.{argument}={value!r} is not read by "
+        f"processor_type={config.processor_type!r} (its "
+        f"{spec.config.__name__} has no {field}); of our kinds, "
+        f"{readers} read it. Leave it at its default {default!r}."
+    )
+
+
 def processor_factory(config: ConfigDict) -> Callable:
-  """The processor factory of `config.processor_type`. Our kinds read their
-  model section (`config.rt`, `config.et`, `config.floyd`: the kind's
-  `section` in `processors.PROCESSORS`), num_heads and use_ln from it where
-  it has them (else `config.processor`'s nb_heads / use_ln), and their
+  """The processor factory of `config.processor_type`. Every kind takes its
+  heads and layer norm from `config.processor.nb_heads` and
+  `config.processor.use_ln` (the factory's own arguments: our kinds set
+  their config's num_heads / use_ln from them where it has one); our kinds
+  read their model section (`config.rt`, `config.et`, `config.floyd`: the
+  kind's `section` in `processors.PROCESSORS`) as options, and their
   processor options (`choices`) from `config.processor`."""
   kind, p = config.processor_type, config.processor
   spec = processors.PROCESSORS.get(kind)
   if spec is not None:
     options = config_lib.to_dict(config[spec.section])
-    nb_heads = (
-        options.pop("num_heads") if "num_heads" in options else p.nb_heads
-    )
-    use_ln = options.pop("use_ln") if "use_ln" in options else p.use_ln
     defaults = default_config()[spec.section]
     # Fields the section holds for other kinds (the triangular edge
     # attention's for 'rt_triangular'): at their defaults, or refused.
@@ -300,9 +333,9 @@ def processor_factory(config: ConfigDict) -> Callable:
         del options[name]  # 0: the factory's default, nb_heads
     return processors.get_processor_factory(
         kind,
-        use_ln=use_ln,
+        use_ln=p.use_ln,
         nb_triplet_fts=p.nb_triplet_fts,
-        nb_heads=nb_heads,
+        nb_heads=p.nb_heads,
         **{name: p[name] for name in spec.choices},
         **options,
     )
@@ -315,5 +348,8 @@ def processor_factory(config: ConfigDict) -> Callable:
 
 
 def get_config(overrides: Optional[dict] = None) -> ConfigDict:
-  """The default config with dotted-path `overrides`."""
-  return config_lib.override(default_config(), overrides or {})
+  """The default config with dotted-path `overrides` (a path renamed since
+  earlier versions, `compat.CLRS_RENAMED_PATHS`, sets today's path)."""
+  return config_lib.override(
+      default_config(), overrides or {}, renamed=compat.CLRS_RENAMED_PATHS
+  )

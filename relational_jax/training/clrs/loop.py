@@ -293,10 +293,11 @@ def train_one(
 def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   """Config paths (prefixes) that the processor of `config` (a record)
   never reads, following `clrs_config.processor_factory`: our kinds read
-  their own model section (`processors.PROCESSORS`), heads (RT, ET,
-  FloydNet) and layer norm (RT) from it rather than from `processor`, and
-  only their own processor options (RT: no node_readout); CLRS kinds read
-  no model section; a user's processor factory reads none of them."""
+  their own model section (`processors.PROCESSORS`), processor.nb_heads and
+  processor.use_ln where their config has num_heads / use_ln (heads: every
+  kind of ours; layer norm: the RT kinds, not 'et' and 'floyd'), and only
+  their own processor options (RT: no node_readout); CLRS kinds read no
+  model section; a user's processor factory reads none of them."""
   sections = tuple(clrs_config.model_sections())
   if custom_factory:
     return ("processor",) + sections
@@ -308,9 +309,9 @@ def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
     options.update(dict.fromkeys(other.choices))
   return (
       tuple(
-          f"processor.{name}"
-          for name, field in (("nb_heads", "num_heads"), ("use_ln", "use_ln"))
-          if field in spec.fields()
+          f"processor.{argument}"
+          for argument in processors.factory.ARGUMENT_FIELDS.values()
+          if argument not in spec.arguments()
       )
       + tuple(f"processor.{o}" for o in options if o not in spec.choices)
       + tuple(s for s in sections if s != spec.section)

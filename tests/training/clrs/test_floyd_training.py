@@ -20,7 +20,7 @@ TINY = {
     "protocol.max_eval_samples": 4,
     "train.progress": False,
     "model.hidden_dim": 16,
-    "floyd.num_heads": 2,
+    "processor.nb_heads": 2,
     "floyd.head_dim": 4,
     "floyd.num_layers": 1,
     "floyd.chunk_size": 4,
@@ -30,30 +30,66 @@ TINY = {
 def test_floyd_section_defaults_are_ets_width():
   c = clrs_config.default_config()
   assert (
-      c.floyd.num_heads * c.floyd.head_dim
+      c.processor.nb_heads * c.floyd.head_dim
       == 192
-      == (c.et.num_heads * c.et.head_dim)
+      == (c.processor.nb_heads * c.et.head_dim)
   )
   assert c.floyd.num_layers == c.et.num_layers == 3
   config = config_lib.to_dict(c.floyd)
-  assert FloydConfig(**config) == FloydConfig(
+  assert FloydConfig(num_heads=c.processor.nb_heads, **config) == FloydConfig(
       num_heads=12, head_dim=16, num_layers=3
   )
 
 
-def test_processor_factory_reads_the_floyd_section():
+def _built_config(config):
   import haiku as hk  # pylint: disable=g-import-not-at-top
 
-  config = clrs_config.get_config(
-      dict(TINY, **{"floyd.norm_position": "post", "processor.nb_heads": 5})
-  )
-  clrs_config.validate(config)
-  got = hk.transform(
+  return hk.transform(
       lambda: clrs_config.processor_factory(config)(8).config
   ).apply({}, None)
-  assert got == FloydConfig(
+
+
+def test_processor_factory_reads_the_floyd_section():
+  config = clrs_config.get_config(dict(TINY, **{"floyd.norm_position": "post"}))
+  clrs_config.validate(config)
+  assert _built_config(config) == FloydConfig(
       num_heads=2, head_dim=4, num_layers=1, chunk_size=4, norm_position="post"
   )
+
+
+@pytest.mark.parametrize("kind", ["rt", "rt_triangular", "et", "floyd"])
+def test_processor_nb_heads_sets_the_heads_of_every_kind_of_ours(kind):
+  """Heads are declared once, `processor.nb_heads`; no model section holds
+  num_heads (nor use_ln)."""
+  config = clrs_config.get_config(
+      {"processor_type": kind, "processor.nb_heads": 3}
+  )
+  clrs_config.validate(config)
+  assert _built_config(config).num_heads == 3
+  for section in clrs_config.model_sections():
+    assert not {"num_heads", "use_ln"} & set(config[section])
+  if kind.startswith("rt"):  # The RT kinds' layer norm: processor.use_ln.
+    no_ln = {"processor_type": kind, "processor.use_ln": False}
+    assert _built_config(clrs_config.get_config(no_ln)).use_ln is False
+
+
+@pytest.mark.parametrize("kind", ["et", "floyd"])
+def test_processor_use_ln_is_refused_where_the_kind_has_no_layer_norm(kind):
+  config = clrs_config.get_config(
+      {"processor_type": kind, "processor.use_ln": False}
+  )
+  with pytest.raises(
+      ValueError,
+      match=(
+          rf"config.processor.use_ln=False is not read by "
+          rf"processor_type='{kind}' \(its \w+Config has no use_ln\); of "
+          r"our kinds, \['rt', 'rt_no_edge_update', 'transformer', "
+          r"'rt_triangular'\] read it. Leave it at its default True."
+      ),
+  ):
+    clrs_config.validate(config)
+  assert "processor.use_ln" in clrs_loop.unread_paths(config.to_dict())
+  assert "processor.nb_heads" not in clrs_loop.unread_paths(config.to_dict())
 
 
 def test_unread_sections_must_keep_their_defaults():
@@ -83,10 +119,26 @@ def test_legacy_names_set_the_floyd_section_only_for_floyd():
   floyd = clrs_config.apply_legacy(
       clrs_config.default_config(), dict(values, processor_type="floyd")
   )
-  assert (floyd.floyd.num_heads, floyd.floyd.head_dim) == (4, 8)
-  assert floyd.floyd.num_layers == 2 and floyd.et.num_heads == 12
+  assert (floyd.processor.nb_heads, floyd.floyd.head_dim) == (4, 8)
+  assert floyd.floyd.num_layers == 2 and floyd.et.num_layers == 3
   rt = clrs_config.apply_legacy(clrs_config.default_config(), values)
-  assert rt.rt.num_heads == 4 and rt.floyd.num_heads == 12
+  assert rt.processor.nb_heads == 4 and rt.rt.head_dim == 8
+  assert rt.floyd.head_dim == 16
+
+
+def test_old_section_heads_paths_set_processor_nb_heads():
+  """rt.num_heads, et.num_heads, floyd.num_heads and rt.use_ln, the paths
+  of earlier versions, set processor.nb_heads / processor.use_ln."""
+  old = {k: v for k, v in TINY.items() if k != "processor.nb_heads"}
+  old["floyd.num_heads"] = 2
+  assert (
+      clrs_config.get_config(old).to_dict()
+      == clrs_config.get_config(TINY).to_dict()
+  )
+  for section in ("rt", "et"):
+    c = clrs_config.get_config({f"{section}.num_heads": 3})
+    assert c.processor.nb_heads == 3
+  assert clrs_config.get_config({"rt.use_ln": False}).processor.use_ln is False
 
 
 def test_resume_checks_the_floyd_section_for_floyd_runs_only():
@@ -97,9 +149,13 @@ def test_resume_checks_the_floyd_section_for_floyd_runs_only():
   assert clrs_loop.resume_conflicts(saved, changed) == {
       "floyd.num_layers": (1, 2)
   }
-  # processor.nb_heads is not read (heads come from floyd.num_heads), nor
-  # are the other model sections.
-  unread = dict(saved, processor=dict(saved["processor"], nb_heads=2))
+  # The heads are read (processor.nb_heads), processor.use_ln and the other
+  # model sections are not.
+  heads = dict(saved, processor=dict(saved["processor"], nb_heads=4))
+  assert clrs_loop.resume_conflicts(saved, heads) == {
+      "processor.nb_heads": (2, 4)
+  }
+  unread = dict(saved, processor=dict(saved["processor"], use_ln=False))
   unread["rt"] = dict(saved["rt"], num_layers=7)
   assert clrs_loop.resume_conflicts(saved, unread) == {}
   # A run saved before the floyd section existed resumes (its defaults).
@@ -117,6 +173,7 @@ def test_floyd_runs_end_to_end(tmp_path):
       clrs_config.get_config(TINY), str(tmp_path)
   )
   assert results["config"]["processor_type"] == "floyd"
-  assert results["config"]["floyd"]["num_heads"] == 2
+  assert results["config"]["processor"]["nb_heads"] == 2
+  assert "num_heads" not in results["config"]["floyd"]
   run = results["algorithms"]["bellman_ford"]["runs"][0]
   assert run["steps"] == 2 and 0.0 <= run["test"]["6"] <= 1.0

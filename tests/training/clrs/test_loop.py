@@ -29,7 +29,7 @@ TINY = {
     "protocol.max_eval_samples": 4,
     "train.progress": False,
     "model.hidden_dim": 16,
-    "rt.num_heads": 2,
+    "processor.nb_heads": 2,
     "rt.head_dim": 4,
     "rt.num_layers": 1,
     "rt.node_ffn_dim": 4,
@@ -202,7 +202,6 @@ def test_edge_transformer_runs_end_to_end(tmp_path):
   cfg.update({
       "processor_type": "et",
       "protocol.test_lengths": (6,),
-      "et.num_heads": 2,
       "et.head_dim": 4,
       "et.num_layers": 1,
       "et.chunk_size": 4,
@@ -268,17 +267,29 @@ def test_a_user_processor_factory_trains_through_the_library(tmp_path):
 def _as_saved_by_earlier_versions(workdir, config):
   """Rewrites `workdir` (one stopped run) as earlier versions wrote it:
   config.json under the old paths (protocol.train_steps, model.learning_rate,
-  ...; no train section) and checkpoints whose optimiser state has dm-clrs's
-  own layout (compat.stock_clrs_optimizer)."""
+  ...; no train section; heads and layer norm in the model sections, the rt
+  section's read and `processor`'s at their defaults) and checkpoints whose
+  optimiser state has dm-clrs's own layout (compat.stock_clrs_optimizer)."""
   from relational_jax.training import compat  # pylint: disable=g-import-not-at-top
   from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
 
   record = config_lib.to_dict(config)
+  default = config_lib.to_dict(clrs_config.default_config())
   train = record.pop("train")
   for old, new in compat.CLRS_RENAMED_PATHS.items():
     section, name = old.split(".")
-    record[section][name] = train[new.split(".")[1]]
+    new_section, new_name = new.split(".")
+    if new_section == "train":
+      record[section][name] = train[new_name]
+    else:  # processor.nb_heads / use_ln, held by the model sections.
+      held = record[new_section] if section == "rt" else default[new_section]
+      record[section][name] = held[new_name]
+  for name in ("nb_heads", "use_ln"):
+    record["processor"][name] = default["processor"][name]
+  assert (
+      record["rt"]["num_heads"] == 2 and record["processor"]["nb_heads"] == 12
+  )
   reporting.write_json(os.path.join(workdir, "config.json"), record)
 
   stock = compat.stock_clrs_optimizer(config.train)
@@ -318,8 +329,9 @@ def _as_saved_by_earlier_versions(workdir, config):
 @pytest.mark.slow
 def test_a_run_saved_by_earlier_versions_resumes_exactly(tmp_path):
   """A work directory written before CLRS had its `train` section and took
-  its optimiser from `optim.make_optimizer` (old config paths, dm-clrs's
-  optimiser state layout) resumes, and trains on bit-identically."""
+  its optimiser from `optim.make_optimizer` (old config paths, heads in
+  rt.num_heads, dm-clrs's optimiser state layout) resumes, and trains on
+  bit-identically."""
   cfg = dict(protocol__test_lengths=(5,), train__steps=4, train__eval_every=2)
   whole = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "whole"))
   split = str(tmp_path / "split")
@@ -357,7 +369,7 @@ def test_legacy_flat_configs_still_load():
       "edge_size": 0,
       "tied_layers": None,
   })
-  assert config.model.hidden_dim == 16 and config.rt.num_heads == 2
+  assert config.model.hidden_dim == 16 and config.processor.nb_heads == 2
   assert config.rt.head_dim == 4 and config.protocol.train_lengths == (5,)
   with pytest.raises(
       ValueError, match=r"unknown legacy CLRS config field\(s\) \['hidden'\]"
@@ -476,14 +488,55 @@ def test_a_changed_config_on_resume_names_the_fields(tmp_path):
       "train.learning_rate": (0.00025, 0.01),
       "rt.num_layers": (1, 2),
   }
-  # Fields the processor kind does not read (the RT kinds take their heads
-  # from rt.num_heads; `--nb_heads` also sets processor.nb_heads).
-  unread = dict(saved, processor=dict(saved["processor"], nb_heads=2))
+  # Fields the processor kind does not read (the RT kinds: node_readout).
+  unread = dict(
+      saved, processor=dict(saved["processor"], node_readout="rowcol")
+  )
   assert clrs_loop.resume_conflicts(saved, unread) == {}
-  clrs_kind = dict(saved, processor_type="gat")
-  assert clrs_loop.resume_conflicts(
-      clrs_kind, dict(unread, processor_type="gat")
-  ) == {"processor.nb_heads": (12, 2)}
+  # Heads and layer norm: processor.nb_heads / use_ln, for every kind.
+  for name, value in (("nb_heads", 4), ("use_ln", False)):
+    changed = dict(saved, processor=dict(saved["processor"], **{name: value}))
+    assert clrs_loop.resume_conflicts(saved, changed) == {
+        f"processor.{name}": (saved["processor"][name], value)
+    }
+    clrs_kind = dict(saved, processor_type="gat")
+    assert clrs_loop.resume_conflicts(
+        clrs_kind, dict(changed, processor_type="gat")
+    ) == {f"processor.{name}": (saved["processor"][name], value)}
+
+
+def test_a_record_with_heads_in_its_model_sections_resumes():
+  """A config.json of earlier versions held heads and layer norm in the
+  model sections (rt.num_heads, rt.use_ln, et.num_heads, floyd.num_heads)
+  beside processor.nb_heads / use_ln, which the RT read from its section:
+  the section's values are the run's processor.nb_heads / use_ln."""
+  from relational_jax.training import compat  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
+
+  now = config_lib.to_dict(tiny())  # processor.nb_heads 2
+  saved = config_lib.to_dict(tiny())
+  saved["processor"].update(nb_heads=12, use_ln=False)
+  saved["rt"].update(num_heads=2, use_ln=True)
+  saved["et"]["num_heads"], saved["floyd"]["num_heads"] = 5, 7
+  upgraded = compat.upgrade_clrs(saved)
+  assert upgraded["processor"]["nb_heads"] == 2
+  assert upgraded["processor"]["use_ln"] is True
+  for section in ("rt", "et", "floyd"):
+    assert not {"num_heads", "use_ln"} & set(upgraded[section])
+  assert upgraded == now
+  assert clrs_loop.resume_conflicts(saved, now) == {}
+  assert clrs_loop.resume_conflicts(saved, tiny(processor__nb_heads=3)) == {
+      "processor.nb_heads": (2, 3)
+  }
+  # Another kind: its own section's heads; the RT's are dropped.
+  et = dict(saved, processor_type="et")
+  assert compat.upgrade_clrs(et)["processor"] == dict(
+      saved["processor"], nb_heads=5
+  )
+  # A CLRS kind read processor.nb_heads / use_ln: they stay.
+  gat = compat.upgrade_clrs(dict(saved, processor_type="gat"))
+  assert gat["processor"] == saved["processor"]
+  assert "num_heads" not in gat["rt"]
 
 
 def test_rt_triangular_builds_its_triangular_attention():
@@ -497,6 +550,6 @@ def test_rt_triangular_builds_its_triangular_attention():
     return clrs_config.processor_factory(config)(8).config
 
   triangular = hk.transform(make_config).apply({}, None)
-  assert triangular.triangular_heads == config.rt.num_heads == 2
+  assert triangular.triangular_heads == config.processor.nb_heads == 2
   config.rt.triangular_heads = 1
   assert hk.transform(make_config).apply({}, None).triangular_heads == 1
