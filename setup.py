@@ -43,6 +43,11 @@ setuptools.setup(
     extras_require={
         # train.tensorboard=True: TensorBoard event files, without TensorFlow.
         "tensorboard": ["tensorboardX>=2.6"],
-        "test": ["pytest>=8.0", "tensorboardX>=2.6", "pyink>=24.3"],
+        "test": [
+            "pytest>=8.0",
+            "pytest-xdist>=3.5",  # -n auto: one test process per core
+            "tensorboardX>=2.6",
+            "pyink>=24.3",
+        ],
     },
 )
