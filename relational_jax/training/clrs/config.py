@@ -273,9 +273,10 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
 
 
 def _check_unread_arguments(config: ConfigDict, defaults: ConfigDict) -> None:
-  """Raises ValueError where `config.processor.nb_heads` / `.use_ln` differs
-  from its default and our kind `config.processor_type` does not read it
-  (its config has no num_heads / use_ln), naming the kinds that do."""
+  """Raises ValueError where `config.processor.nb_heads` / `.use_ln` (its
+  config has no num_heads / use_ln) or another kind's processor option
+  (`node_readout` for the RT kinds) differs from its default and our kind
+  `config.processor_type` does not read it, naming the kinds that do."""
   spec = processors.PROCESSORS.get(config.processor_type)
   if spec is None:
     return
@@ -291,6 +292,19 @@ def _check_unread_arguments(config: ConfigDict, defaults: ConfigDict) -> None:
         f"processor_type={config.processor_type!r} (its "
         f"{spec.config.__name__} has no {field}); of our kinds, "
         f"{readers} read it. Leave it at its default {default!r}."
+    )
+  # The processor options of other kinds (node_readout for the RT kinds).
+  for name in sorted(
+      {o for other in processors.PROCESSORS.values() for o in other.choices}
+  ):
+    value, default = config.processor[name], defaults.processor[name]
+    if name in spec.choices or value == default:
+      continue
+    readers = [k for k, s in processors.PROCESSORS.items() if name in s.choices]
+    raise ValueError(
+        f"config.processor.{name}={value!r} is not an option of "
+        f"processor_type={config.processor_type!r}; {readers} read it. "
+        f"Leave it at its default {default!r}."
     )
 
 

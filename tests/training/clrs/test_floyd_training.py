@@ -92,6 +92,24 @@ def test_processor_use_ln_is_refused_where_the_kind_has_no_layer_norm(kind):
   assert "processor.nb_heads" not in clrs_loop.unread_paths(config.to_dict())
 
 
+def test_another_kinds_processor_option_is_refused():
+  config = clrs_config.get_config(
+      {"processor_type": "rt", "processor.node_readout": "rowcol"}
+  )
+  with pytest.raises(
+      ValueError,
+      match=(
+          r"config.processor.node_readout='rowcol' is not an option of "
+          r"processor_type='rt'; \['et', 'floyd'\] read it. Leave it at its "
+          r"default 'diagonal'."
+      ),
+  ):
+    clrs_config.validate(config)
+  assert "processor.node_readout" in clrs_loop.unread_paths(config.to_dict())
+  config.processor_type = "floyd"
+  clrs_config.validate(config)
+
+
 def test_unread_sections_must_keep_their_defaults():
   with pytest.raises(
       ValueError,
