@@ -38,7 +38,7 @@ the paths renamed into `train`, the model sections' num_heads and use_ln)
 are read through `relational_jax.training.compat`.
 """
 
-from typing import Callable, Optional
+from typing import Callable, Dict, List, Optional
 
 import processors
 from relational_jax.layers import shapes
@@ -272,39 +272,48 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   processor_factory(config)  # Bad sizes or choices fail here, early.
 
 
-def _check_unread_arguments(config: ConfigDict, defaults: ConfigDict) -> None:
-  """Raises ValueError where `config.processor.nb_heads` / `.use_ln` (its
-  config has no num_heads / use_ln) or another kind's processor option
-  (`node_readout` for the RT kinds) differs from its default and our kind
-  `config.processor_type` does not read it, naming the kinds that do."""
-  spec = processors.PROCESSORS.get(config.processor_type)
+def unread_processor_fields(kind: str) -> Dict[str, List[str]]:
+  """{`config.processor` field our kind `kind` never reads: the kinds of ours
+  that read it}: nb_heads / use_ln where its config has no num_heads /
+  use_ln (`ProcessorSpec.arguments`), and the other kinds' processor options
+  (node_readout for the RT kinds); {} for a CLRS kind."""
+  spec = processors.PROCESSORS.get(kind)
   if spec is None:
-    return
-  for field, argument in processors.factory.ARGUMENT_FIELDS.items():
-    value, default = config.processor[argument], defaults.processor[argument]
-    if argument in spec.arguments() or value == default:
-      continue
-    readers = [
-        k for k, s in processors.PROCESSORS.items() if argument in s.arguments()
-    ]
-    raise ValueError(
-        f"config.processor.{argument}={value!r} is not read by "
-        f"processor_type={config.processor_type!r} (its "
-        f"{spec.config.__name__} has no {field}); of our kinds, "
-        f"{readers} read it. Leave it at its default {default!r}."
-    )
-  # The processor options of other kinds (node_readout for the RT kinds).
-  for name in sorted(
-      {o for other in processors.PROCESSORS.values() for o in other.choices}
-  ):
+    return {}
+  table = processors.PROCESSORS.items()
+  out = {}
+  for argument in processors.factory.ARGUMENT_FIELDS.values():
+    if argument not in spec.arguments():
+      out[argument] = [k for k, s in table if argument in s.arguments()]
+  for other in processors.PROCESSORS.values():
+    for name in other.choices:
+      if name not in spec.choices:
+        out[name] = [k for k, s in table if name in s.choices]
+  return out
+
+
+def _check_unread_arguments(config: ConfigDict, defaults: ConfigDict) -> None:
+  """Raises ValueError where a `config.processor` field that our kind
+  `config.processor_type` does not read (`unread_processor_fields`) differs
+  from its default, naming the kinds that read it."""
+  kind = config.processor_type
+  fields = {a: f for f, a in processors.factory.ARGUMENT_FIELDS.items()}
+  for name, readers in sorted(unread_processor_fields(kind).items()):
     value, default = config.processor[name], defaults.processor[name]
-    if name in spec.choices or value == default:
+    if value == default:
       continue
-    readers = [k for k, s in processors.PROCESSORS.items() if name in s.choices]
+    if name in fields:
+      spec = processors.PROCESSORS[kind]
+      raise ValueError(
+          f"config.processor.{name}={value!r} is not read by "
+          f"processor_type={kind!r} (its {spec.config.__name__} has no "
+          f"{fields[name]}); of our kinds, {readers} read it. Leave it at "
+          f"its default {default!r}."
+      )
     raise ValueError(
         f"config.processor.{name}={value!r} is not an option of "
-        f"processor_type={config.processor_type!r}; {readers} read it. "
-        f"Leave it at its default {default!r}."
+        f"processor_type={kind!r}; {readers} read it. Leave it at its "
+        f"default {default!r}."
     )
 
 

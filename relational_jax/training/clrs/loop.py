@@ -301,20 +301,13 @@ def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   sections = tuple(clrs_config.model_sections())
   if custom_factory:
     return ("processor",) + sections
-  spec = processors.PROCESSORS.get(config.get("processor_type"))
+  kind = config.get("processor_type")
+  spec = processors.PROCESSORS.get(kind)
   if spec is None:
     return sections
-  options = {}
-  for other in processors.PROCESSORS.values():
-    options.update(dict.fromkeys(other.choices))
-  return (
-      tuple(
-          f"processor.{argument}"
-          for argument in processors.factory.ARGUMENT_FIELDS.values()
-          if argument not in spec.arguments()
-      )
-      + tuple(f"processor.{o}" for o in options if o not in spec.choices)
-      + tuple(s for s in sections if s != spec.section)
+  unread = clrs_config.unread_processor_fields(kind)
+  return tuple(f"processor.{name}" for name in unread) + tuple(
+      s for s in sections if s != spec.section
   )
 
 
