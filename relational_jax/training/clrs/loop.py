@@ -70,6 +70,10 @@ RESUMABLE_CHANGES = (
     "seeds",
 )
 
+# Config paths renamed since earlier versions (old -> today's): an old path
+# given to `experiments.reproduce --set` sets today's.
+RENAMED_PATHS = compat.CLRS_RENAMED_PATHS
+
 
 def build_model(
     config: ConfigDict,
