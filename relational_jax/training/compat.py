@@ -176,9 +176,13 @@ def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
   (`processors.PROCESSORS[kind].section`) become processor.nb_heads and
   processor.use_ln, over the record's own (the run read the section's). Then
   the other `CLRS_RENAMED_PATHS` move (a record that has both spellings keeps
-  today's).
+  today's). Last, the processor fields the run's kind never read
+  (`clrs.config.unread_processor_fields`: use_ln for et and floyd, the RT
+  kinds' node_readout) take their defaults: earlier versions saved any value
+  there and ignored it, today's refuse one that differs.
   """
   import processors  # pylint: disable=g-import-not-at-top  # (imports dm-clrs)
+  from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
 
   out = copy.deepcopy(dict(saved))
   spec = processors.PROCESSORS.get(out.get("processor_type"))
@@ -200,6 +204,10 @@ def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
     value = section.pop(old_name)
     new_section, new_name = new.split(".")
     out.setdefault(new_section, {}).setdefault(new_name, value)
+  unread = clrs_config.unread_processor_fields(out.get("processor_type"))
+  defaults = clrs_config.default_config().processor
+  for name in set(unread) & set(out.get("processor", {})):
+    out["processor"][name] = defaults[name]
   return out
 
 

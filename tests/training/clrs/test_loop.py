@@ -529,10 +529,28 @@ def test_a_record_with_heads_in_its_model_sections_resumes():
       "processor.nb_heads": (2, 3)
   }
   # Another kind: its own section's heads; the RT's are dropped.
+  # Its use_ln, never read by ET (saved False here), takes the default, so
+  # the loaded config validates.
   et = dict(saved, processor_type="et")
   assert compat.upgrade_clrs(et)["processor"] == dict(
-      saved["processor"], nb_heads=5
+      saved["processor"], nb_heads=5, use_ln=now["processor"]["use_ln"]
   )
+  default_et = config_lib.to_dict(
+      clrs_config.get_config({"processor_type": "et"})
+  )
+  old_et = dict(
+      default_et, processor=dict(default_et["processor"], use_ln=False)
+  )
+  old_et["et"] = dict(
+      old_et["et"], num_heads=default_et["processor"]["nb_heads"]
+  )
+  clrs_config.validate(clrs_config.load(old_et))
+  # As does an RT kind's node_readout, an option only FloydNet reads.
+  rt = dict(saved, processor=dict(saved["processor"], node_readout="rowcol"))
+  assert compat.upgrade_clrs(rt)["processor"]["node_readout"] == (
+      now["processor"]["node_readout"]
+  )
+  clrs_config.validate(clrs_config.load(rt))
   # A CLRS kind read processor.nb_heads / use_ln: they stay.
   gat = compat.upgrade_clrs(dict(saved, processor_type="gat"))
   assert gat["processor"] == saved["processor"]
