@@ -5,11 +5,18 @@ translation (Shiv & Quirk 2019).
 `SCAN_COGS` and `FOR2LAM` are registered apart (the package keeps the
 registry's historical order: For2Lam last)."""
 
-from typing import Callable, Dict, Optional
+import json
+import os
+from typing import Callable, Dict, Optional, Tuple
 
 from experiments.reproductions import ConfigDict
 from experiments.reproductions import Reproduction
+from relational_jax.training import reporting
 from relational_jax.training.seq2seq import config as seq2seq_config
+
+REPO = os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+)
 
 # --- SCAN and COGS (Csordas et al. 2021; Bergen et al. 2021). ----------------
 
@@ -46,6 +53,53 @@ def _scan_cutoff26(relative: bool) -> Callable[[], ConfigDict]:
     return c
 
   return make
+
+
+# The paper budget's results copies of the two cutoff-26 models, and the
+# figure of their contrast drawn from them (`scan26_figure`).
+SCAN26_DIR = "results/scan_cutoff26"
+SCAN26_MODELS = (
+    "scan_cutoff26_relative_universal",
+    "scan_cutoff26_absolute_universal",
+)
+
+
+def scan26_figure(
+    budget: str, results_dir: str = os.path.join(REPO, SCAN26_DIR)
+) -> Tuple[str, ...]:
+  """Table 3's contrast from the results copies `<name>_<budget>.json` in
+  `results_dir`: generalisation exact match against step of the relative and
+  the absolute Universal Transformer, each beside its published final
+  number (a flat line). Writes `scan_cutoff26_<budget>.png` there and
+  returns its path; () where neither copy exists."""
+  series = []
+  for name in SCAN26_MODELS:
+    path = os.path.join(results_dir, f"{name}_{budget}.json")
+    if not os.path.exists(path):
+      continue
+    with open(path) as f:
+      results = json.load(f)
+    points = [(h["step"], h["gen"]) for h in results["history"] if "gen" in h]
+    steps, accuracies = zip(*points)
+    model = name.split("_")[2]  # relative | absolute
+    published = results["reproduction"]["published"]["gen"]
+    series.append((f"{model} (ours, {budget} budget)", steps, accuracies))
+    series.append((
+        f"{model} (published, {published:.2f})",
+        (0, steps[-1]),
+        (published,) * 2,
+    ))
+  if not series:
+    return ()
+  out = os.path.join(results_dir, f"scan_cutoff26_{budget}.png")
+  reporting.plot_curves(
+      series,
+      out,
+      xlabel="training step",
+      ylabel="generalisation exact match",
+      title="SCAN length cutoff 26, Universal Transformers (Table 3)",
+  )
+  return (out,)
 
 
 def _cogs_relative() -> ConfigDict:
@@ -126,6 +180,8 @@ SCAN_COGS = [
         {"gen": 1.00},
         _scan_cutoff26(True),
         _seq2seq_budgets(5000, smoke_batch=16),
+        results_copy={"paper": SCAN26_DIR + "/{name}_paper{seed}.json"},
+        figures=scan26_figure,
     ),
     Reproduction(
         "scan_cutoff26_absolute_universal",
@@ -136,6 +192,8 @@ SCAN_COGS = [
         {"gen": 0.21},
         _scan_cutoff26(False),
         _seq2seq_budgets(5000, smoke_batch=16),
+        results_copy={"paper": SCAN26_DIR + "/{name}_paper{seed}.json"},
+        figures=scan26_figure,
     ),
     Reproduction(
         "cogs_relative_transformer",

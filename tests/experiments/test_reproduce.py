@@ -513,6 +513,27 @@ def test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget(
     )
 
 
+def test_scan26_paper_runs_are_copied_and_drawn_side_by_side(tmp_path):
+  from experiments.reproductions import seq2seq as seq2seq_reproductions  # pylint: disable=g-import-not-at-top
+
+  names = seq2seq_reproductions.SCAN26_MODELS
+  for name in names:
+    assert reproductions.get(name).copy_path("paper", "") == (
+        f"results/scan_cutoff26/{name}_paper.json"
+    )
+    assert reproductions.get(name).copy_path("cpu", "") is None
+  assert seq2seq_reproductions.scan26_figure("paper", str(tmp_path)) == ()
+  for name, gen in zip(names, (0.9, 0.2)):
+    record = {
+        "history": [{"step": 1000, "gen": gen / 2}, {"step": 2000, "gen": gen}],
+        "reproduction": {"published": dict(reproductions.get(name).published)},
+    }
+    (tmp_path / f"{name}_paper.json").write_text(json.dumps(record))
+  (png,) = seq2seq_reproductions.scan26_figure("paper", str(tmp_path))
+  assert png == str(tmp_path / "scan_cutoff26_paper.png")
+  assert os.path.getsize(png) > 1000
+
+
 def test_clutrr_figure3_averages_each_models_seeds(tmp_path):
   def write(name, seed, per_k):
     entry = {"all": 0.0, "per_k": per_k, "count_per_k": {k: 5 for k in per_k}}
