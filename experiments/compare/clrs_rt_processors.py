@@ -217,6 +217,7 @@ def run_record(done, processor: str, algorithm: str, seed: int) -> Dict:
       "steps": done.step,
       "num_params": done.num_params,
       "train_seconds": done.train_seconds,
+      "sittings": done.sittings,  # Each resumed part: code, wall, steps.
       "history": history,
       "best_step": best["step"],
       "best_val": best["val"],
@@ -263,6 +264,8 @@ def summarize(records: Sequence[Mapping]) -> Dict:
                       "num_params",
                   )
               },
+              # Runs finished before records kept their sittings have none.
+              **{k: r[k] for k in ("sittings",) if k in r},
           }
           for r in records
       },
@@ -316,7 +319,9 @@ def combine(
           "validation point (the best checkpoint), 'final_test' at the last "
           "step; summaries: mean, sample sd, min, max over seeds; "
           "train_seconds: training and evaluation wall time, summed over "
-          "resumptions, on the machine that ran it"
+          "resumptions, on the machine that ran it; a seed's sittings: each "
+          "resumed part (started, from_step, to_step, code, seconds, "
+          "cpu_seconds)"
       ),
       "num_runs": len(records),
       "wall_seconds": sum(r["train_seconds"] for r in records.values()),

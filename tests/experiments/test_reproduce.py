@@ -503,6 +503,11 @@ def test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget(
   with open(done["results_path"]) as f:
     seed0 = json.load(f)["results"]["rt"]["bellman_ford"]["seeds"]["0"]
   assert [step for step, _ in seed0["validation"]] == [1, 2]
+  # Each resumed part, with the steps it trained.
+  assert [(s["from_step"], s["to_step"]) for s in seed0["sittings"]] == [
+      (0, 1),
+      (1, 2),
+  ]
   with pytest.raises(errors.UserError, match="protocol.steps: saved 2, now 3"):
     reproduce.run(
         "pair_models_clrs",
