@@ -3,44 +3,13 @@ reproductions it runs, where, and with which seeds, checked with a stand-in
 `python3` on PATH (no training; the seed runs, results copies and figures
 are reproduce's, tests/experiments/test_reproduce_seeds.py)."""
 
-import os
-import shutil
-import stat
-import subprocess
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-
-FAKE_PYTHON = """#!/bin/bash
-echo "$*" >> "$CALLS"
-"""
+from tests.experiments import stand_in_python
 
 
 def run_script(tmp_path, **env):
-  root = tmp_path / "repo"
-  (root / "scripts").mkdir(parents=True)
-  shutil.copy(os.path.join(REPO, "scripts", "clutrr_cpu.sh"), root / "scripts")
-  bin_dir = tmp_path / "bin"
-  bin_dir.mkdir()
-  fake = bin_dir / "python3"
-  fake.write_text(FAKE_PYTHON)
-  fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-  calls = tmp_path / "calls.txt"
-  full_env = dict(
-      os.environ,
-      PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-      CALLS=str(calls),
-  )
-  full_env.pop("BASE", None)  # The caller's, if any.
-  full_env.update(env)
-  proc = subprocess.run(
-      ["bash", str(root / "scripts" / "clutrr_cpu.sh")],
-      env=full_env,
-      capture_output=True,
-      text=True,
-      timeout=60,
-  )
-  lines = calls.read_text().splitlines() if calls.exists() else []
-  return proc, lines
+  env.setdefault("BASE", None)  # Not the caller's, if any.
+  proc, _, calls = stand_in_python.run_script(tmp_path, "clutrr_cpu.sh", **env)
+  return proc, [" ".join(args) for args in calls]
 
 
 def test_seeds_reach_reproduce(tmp_path):

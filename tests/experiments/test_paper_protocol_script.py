@@ -4,49 +4,13 @@ config is valid (`reproduce.check`), with a stand-in `python3` on PATH (no
 training)."""
 
 import os
-import shutil
-import stat
-import subprocess
 
 from experiments import reproduce
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-
-# One line per call, its arguments tab-separated.
-FAKE_PYTHON = """#!/bin/bash
-printf '%s\\t' "$@" >> "$CALLS"
-echo >> "$CALLS"
-"""
+from tests.experiments import stand_in_python
 
 
 def run_script(tmp_path, **env):
-  root = tmp_path / "repo"
-  (root / "scripts").mkdir(parents=True)
-  shutil.copy(
-      os.path.join(REPO, "scripts", "paper_protocol_runs.sh"), root / "scripts"
-  )
-  bin_dir = tmp_path / "bin"
-  bin_dir.mkdir()
-  fake = bin_dir / "python3"
-  fake.write_text(FAKE_PYTHON)
-  fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-  calls = tmp_path / "calls.txt"
-  full_env = dict(
-      os.environ,
-      PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-      CALLS=str(calls),
-      **env,
-  )
-  proc = subprocess.run(
-      ["bash", str(root / "scripts" / "paper_protocol_runs.sh")],
-      env=full_env,
-      capture_output=True,
-      text=True,
-      timeout=60,
-      cwd=tmp_path,
-  )
-  lines = calls.read_text().splitlines() if calls.exists() else []
-  return proc, root, [line.rstrip("\t").split("\t") for line in lines]
+  return stand_in_python.run_script(tmp_path, "paper_protocol_runs.sh", **env)
 
 
 def test_runs_the_four_in_order_each_with_a_valid_config(tmp_path):
