@@ -173,6 +173,9 @@ def load(path):
   return Ref(_read(path), f"{RESULTS}/{path}")
 
 
+# --- Helpers the templates call. ---
+
+
 def clrs_config(config):
   """A CLRS run's saved config (a Ref) in today's field names
   (`compat.upgrade_clrs`: heads are processor.nb_heads, steps train.steps,
@@ -186,9 +189,6 @@ def clrs_config(config):
       config._file,  # pylint: disable=protected-access
       config._path,  # pylint: disable=protected-access
   )
-
-
-# --- Helpers the templates call. ---
 
 
 def _columns(xs):
