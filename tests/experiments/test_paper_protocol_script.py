@@ -13,8 +13,15 @@ def run_script(tmp_path, **env):
   return stand_in_python.run_script(tmp_path, "paper_protocol_runs.sh", **env)
 
 
+def overrides_of(call):
+  """A call's --set overrides, as reproduce parses them."""
+  return reproduce.parse_overrides(
+      [a[len("--set=") :] for a in call if a.startswith("--set=")]
+  )
+
+
 def test_runs_the_four_in_order_each_with_a_valid_config(tmp_path):
-  proc, root, calls = run_script(tmp_path, RUNS=str(tmp_path / "runs"))
+  proc, _, calls = run_script(tmp_path, RUNS=str(tmp_path / "runs"))
   assert proc.returncode == 0, proc.stderr
   assert [c[:3] for c in calls] == [
       ["-m", "experiments.reproduce", name]
@@ -37,11 +44,8 @@ def test_runs_the_four_in_order_each_with_a_valid_config(tmp_path):
   ]
   for call in calls:
     assert "--budget=paper" in call
-    sets = [a[len("--set=") :] for a in call if a.startswith("--set=")]
-    reproduce.check(call[2], "paper", reproduce.parse_overrides(sets))
-  assert reproduce.parse_overrides(
-      [a[len("--set=") :] for a in calls[0] if a.startswith("--set=")]
-  ) == {
+    reproduce.check(call[2], "paper", overrides_of(call))
+  assert overrides_of(calls[0]) == {
       "algorithms": ("bellman_ford",),
       "seeds": (0,),
       "results_path": (
