@@ -248,6 +248,10 @@ def summarize(records: Sequence[Mapping]) -> Dict:
       "seeds": {
           str(r["seed"]): {
               "validation": [[h["step"], h["val"]] for h in r["history"]],
+              # Where the validation score stops moving: tenths of the run.
+              "validation_windows": curves.windows(
+                  [[h["step"], h["val"]] for h in r["history"]], r["steps"]
+              ),
               "ood_test": [
                   [h["step"], h["test"]] for h in r["history"] if "test" in h
               ],
@@ -321,7 +325,8 @@ def combine(
           "train_seconds: training and evaluation wall time, summed over "
           "resumptions, on the machine that ran it; a seed's sittings: each "
           "resumed part (started, from_step, to_step, code, seconds, "
-          "cpu_seconds)"
+          "cpu_seconds); a seed's validation_windows: the validation curve's "
+          "mean, min and max over each tenth of the run"
       ),
       "num_runs": len(records),
       "wall_seconds": sum(r["train_seconds"] for r in records.values()),

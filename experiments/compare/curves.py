@@ -49,6 +49,40 @@ def summarize(values: Sequence[float]) -> Dict:
   }
 
 
+def windows(points: Sequence[Sequence[float]], end: int, count: int = 10):
+  """Where along a run its score stops moving: the points `[[step, value],
+  ...]` of one curve cut into `count` equal step windows of (0, end], each
+  `{"from_step", "to_step", "mean", "min", "max", "n"}` (from_step
+  exclusive, but the first window also holds a point at step 0); windows
+  without a point are left out.
+
+  Raises:
+    ValueError: if `end` or `count` is not positive, or a step lies outside
+      [0, end].
+  """
+  if end <= 0 or count <= 0:
+    raise ValueError(
+        f"windows needs end > 0 and count > 0, got {end}, {count}."
+    )
+  by_window: Dict[int, List[float]] = {}
+  for step, value in points:
+    if not 0 <= step <= end:
+      raise ValueError(f"step {step} lies outside [0, {end}].")
+    index = max(0, math.ceil(step * count / end) - 1)
+    by_window.setdefault(index, []).append(float(value))
+  return [
+      {
+          "from_step": end * i // count,
+          "to_step": end * (i + 1) // count,
+          "mean": statistics.fmean(v),
+          "min": min(v),
+          "max": max(v),
+          "n": len(v),
+      }
+      for i, v in sorted(by_window.items())
+  ]
+
+
 def aggregate(runs: Sequence[Run]) -> Dict[str, Dict[int, Dict]]:
   """{metric: {step: summarize(values over runs)}}.
 

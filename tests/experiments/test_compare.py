@@ -45,6 +45,25 @@ def test_aggregate_rejects_empty_and_malformed_runs():
     curves.aggregate([[{"metrics": {"a": 1.0}}]])
 
 
+def test_windows_cut_a_curve_into_equal_step_ranges():
+  # 100 steps in 4 windows: (0, 25], (25, 50], (50, 75], (75, 100].
+  points = [[0, 0.0], [10, 0.2], [25, 0.4], [60, 0.9], [75, 0.7], [100, 1.0]]
+  got = curves.windows(points, 100, count=4)
+  assert [(w["from_step"], w["to_step"], w["n"]) for w in got] == [
+      (0, 25, 3),  # step 0 joins the first window; 25 closes it
+      (50, 75, 2),  # (25, 50] has no point: left out
+      (75, 100, 1),
+  ]
+  assert got[0]["mean"] == pytest.approx(0.2)
+  assert (got[1]["min"], got[1]["max"]) == (0.7, 0.9)
+  # A count that does not divide the steps still covers every point once.
+  assert sum(w["n"] for w in curves.windows(points, 100, count=7)) == 6
+  with pytest.raises(ValueError, match="step 101 lies outside"):
+    curves.windows([[101, 0.5]], 100)
+  with pytest.raises(ValueError, match="end > 0 and count > 0"):
+    curves.windows(points, 100, count=0)
+
+
 def test_matching_rule_uses_the_larger_of_range_and_two_standard_errors():
   ours = curves.summarize([0.50, 0.60, 0.70])  # range 0.2, sd 0.1
   theirs = curves.summarize([0.74, 0.75, 0.76])  # range 0.02

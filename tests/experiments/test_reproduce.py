@@ -503,6 +503,11 @@ def test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget(
   with open(done["results_path"]) as f:
     seed0 = json.load(f)["results"]["rt"]["bellman_ford"]["seeds"]["0"]
   assert [step for step, _ in seed0["validation"]] == [1, 2]
+  # Where the score stops moving: the validation curve by tenths of the run.
+  assert [
+      (w["from_step"], w["to_step"], w["n"])
+      for w in seed0["validation_windows"]
+  ] == [(0, 1, 1), (1, 2, 1)]
   # Each resumed part, with the steps it trained.
   assert [(s["from_step"], s["to_step"]) for s in seed0["sittings"]] == [
       (0, 1),
