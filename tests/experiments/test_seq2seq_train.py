@@ -1,5 +1,5 @@
 """experiments.seq2seq_train, the absl entry point: --config.* flags, the
-flat flag aliases (README and scripts/scan_length_cutoff.sh commands) and a
+flat flag aliases (the README's and older commands) and a
 tiny run that resumes. The library is tested in tests/training/seq2seq."""
 
 import json
