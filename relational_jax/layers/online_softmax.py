@@ -209,6 +209,14 @@ def check_block_size(block_size: int) -> None:
     )
 
 
+def interpret_mode(interpret: Optional[bool]) -> bool:
+  """Whether a Pallas kernel runs in interpret mode (the kernel run by the
+  XLA interpreter): `interpret` when given, else on a CPU backend only."""
+  if interpret is None:
+    return jax.default_backend() == "cpu"
+  return bool(interpret)
+
+
 def pad_to(x, sizes):
   """x zero-padded at the end of each axis to `sizes`."""
   return jnp.pad(x, [(0, want - got) for got, want in zip(x.shape, sizes)])

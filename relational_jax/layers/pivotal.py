@@ -525,11 +525,6 @@ def _pallas_forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
 _pivotal_pallas = online_softmax.recomputing_vjp(_pallas_forward, _backward)
 
 
-def _default_interpret():
-  """Interpret mode (the kernel run by the XLA interpreter) on CPU only."""
-  return jax.default_backend() == "cpu"
-
-
 def _node_only_mask(mask, node, full_shape):
   """A boolean attn_mask that masks whole pivots (shape B x 1 x 1 x 1 x L
   or 1 x 1 x 1 x 1 x L) folded into the node mask (True = real pivot), for
@@ -667,9 +662,7 @@ def pivotal_attention_core(
         static._replace(
             mask_kind=None,
             block_size=block_size,
-            interpret=(
-                _default_interpret() if interpret is None else bool(interpret)
-            ),
+            interpret=online_softmax.interpret_mode(interpret),
         ),
         q_BxHxIxJxK,
         k_BxHxIxLxK,

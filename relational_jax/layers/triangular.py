@@ -633,7 +633,7 @@ def triangular_attention_pallas(
     *,
     key_ij: bool = False,
     block_size: int = 16,
-    interpret: bool = False,
+    interpret: Optional[bool] = None,
     chunk_size: Optional[int] = 8,
 ) -> Array:
   """`triangular_attention_core` with a Pallas forward kernel.
@@ -643,8 +643,10 @@ def triangular_attention_pallas(
   logsumexp, and the backward is the chunked recomputation of
   `triangular_attention_core` (with `chunk_size`). Tiles hold the whole pivot
   axis of q_il and k_lj for their rows/columns (block x N x K each), which
-  suits moderate N. `interpret=True` runs the kernel on CPU (for tests); the
-  compiled GPU path has not been validated on hardware in this repository.
+  suits moderate N. `interpret`: run the kernel in interpret mode; None:
+  when jax.default_backend() is 'cpu' (as pivotal attention's). The
+  compiled GPU path has not yet run on hardware here;
+  experiments/bench/gpu_check.py checks and times it on a GPU.
   """
   if node_mask_BxL is None:
     node_mask_BxL = jnp.ones(q_BxNxLxHxK.shape[:2], bool)
@@ -654,7 +656,12 @@ def triangular_attention_pallas(
   )
   online_softmax.check_block_size(block_size)
   return _triangle_pallas(
-      _Static(chunk_size, bool(key_ij), block_size, bool(interpret)),
+      _Static(
+          chunk_size,
+          bool(key_ij),
+          block_size,
+          online_softmax.interpret_mode(interpret),
+      ),
       q_BxNxLxHxK,
       k,
       v1_BxNxLxHxK,
@@ -687,7 +694,7 @@ class TriangularAttention(nn.Module):
       `triangular_attention_pallas`) or 'reference' (materialises
       B x N x N x N x D; tests/benchmarks only).
     pallas_block_size: (i, j) tile of the Pallas kernel (a power of two).
-    interpret: run the Pallas kernel in interpret mode (CPU tests).
+    interpret: run the Pallas kernel in interpret mode; None: on CPU.
     use_bias: biases on the five projections.
     attention_dropout_rate: dropout on the attention weights alpha after the
       softmax, as the ET authors' code (`att = self.dropout(att)`); active
@@ -708,7 +715,7 @@ class TriangularAttention(nn.Module):
   chunk_size: Optional[int] = 8
   impl: str = "chunked"
   pallas_block_size: int = 16
-  interpret: bool = False
+  interpret: Optional[bool] = None
   use_bias: bool = True
   attention_dropout_rate: float = 0.0
   dtype: Optional[Any] = None

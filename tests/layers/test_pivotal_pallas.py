@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from relational_jax.layers import online_softmax
 from relational_jax.layers import pivotal
 from relational_jax.layers.pivotal import PivotalAttention
 from relational_jax.models.floyd import FloydConfig
@@ -159,7 +160,7 @@ def test_functional_form_and_default_interpret():
   want = pivotal.pivotal_attention(*args, softmax_cap=2.0)
   got = pivotal.pivotal_attention(*args, softmax_cap=2.0, impl="pallas")
   _assert_rel_close(got, want, "y")
-  assert pivotal._default_interpret() == (jax.default_backend() == "cpu")
+  assert online_softmax.interpret_mode(None) == (jax.default_backend() == "cpu")
 
 
 def test_module_matches_chunked():

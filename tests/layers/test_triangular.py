@@ -293,6 +293,21 @@ def test_pallas_interpret_matches_chunked(ablation):
   _assert_trees_close(run(pallas), run(chunked), rtol=1e-5, atol=1e-5)
 
 
+def test_pallas_picks_interpret_mode_on_cpu_as_pivotal_attention():
+  """interpret=None (the default): the kernel runs in interpret mode on a
+  CPU backend, so impl='pallas' needs no flag there."""
+  b, n, h, k = 1, 5, 2, 4
+  keys = jax.random.split(jax.random.PRNGKey(3), 4)
+  q, kk, v1 = (jax.random.normal(key, (b, n, n, h, k)) for key in keys[:3])
+  v2 = jax.random.normal(keys[3], (b, n, n, h, k))
+  mask = jnp.array([[True, True, False, True, True]])
+  want = triangular.triangular_attention_core(q, kk, v1, v2, mask)
+  got = triangular.triangular_attention_pallas(
+      q, kk, v1, v2, mask, block_size=4
+  )
+  np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize(
     "make, args, match",
     [
