@@ -72,6 +72,7 @@ import jax
 import numpy as np
 
 from experiments.bench import pivotal as bench_pivotal
+from experiments.compare import reference as reference_lib
 from relational_jax.layers import pivotal
 from relational_jax.layers import triangular
 from relational_jax.training import reporting
@@ -558,7 +559,7 @@ def _checkout_commit(checkout: str) -> Optional[str]:
   if os.path.isfile(marker):
     with open(marker) as f:
       return f.read().strip()
-  return bench_pivotal.reference_commit(checkout)
+  return reference_lib.commit(checkout)
 
 
 def part_pivotal_torch(s: Settings, budget: Budget) -> Dict:

@@ -53,7 +53,6 @@ import os
 import pathlib
 import platform
 import statistics
-import subprocess
 import sys
 import time
 import types
@@ -67,6 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.bench import processors as bench_processors
+from experiments.compare import reference as reference_lib
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
@@ -323,17 +323,9 @@ def _reference_commit(
 ) -> Optional[str]:
   """The checkout's commit; when it is not a git work tree, the commit of
   the fidelity goldens' snapshot of `goldens_key` (None: no fallback)."""
-  try:
-    return subprocess.run(
-        ["git", "-C", reference, "rev-parse", "HEAD"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    pass
-  if goldens_key is None:
-    return None
+  commit = reference_lib.commit(reference)
+  if commit is not None or goldens_key is None:
+    return commit
   readme = REPO / "tests" / "fidelity" / "goldens" / "README.json"
   try:  # the snapshot the fidelity goldens were made from
     commit = json.loads(readme.read_text())["references"][goldens_key]["commit"]

@@ -77,6 +77,7 @@ from absl import app
 from absl import flags
 
 from experiments.bench import worker
+from experiments.compare import reference as reference_lib
 
 REPOSITORY = "ocx-lab/FloydNet"
 MARKER = os.path.join("src", "floydnet", "functional.py")
@@ -226,18 +227,6 @@ def _serve_ours():
 
 def _chunk() -> Optional[int]:
   return None if FLAGS.chunk_size <= 0 else FLAGS.chunk_size
-
-
-def reference_commit(reference: str) -> Optional[str]:
-  try:
-    return subprocess.run(
-        ["git", "-C", reference, "rev-parse", "HEAD"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-  except (OSError, subprocess.CalledProcessError):
-    return None
 
 
 def _summary(times):
@@ -523,7 +512,7 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
               "repository": REPOSITORY,
               "path": reference,
               "commit": (
-                  reference_commit(reference) or FLAGS.floydreference_commit
+                  reference_lib.commit(reference) or FLAGS.floydreference_commit
               ),
           }
           if reference

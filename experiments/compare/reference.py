@@ -1,6 +1,7 @@
 """Where the authors' code is, and the message when it is not."""
 
 import os
+import subprocess
 from typing import Optional
 
 
@@ -32,3 +33,18 @@ def require(
         f"{repository}. {how}"
     )
   return os.path.abspath(path)
+
+
+def commit(path: str) -> Optional[str]:
+  """The commit a checkout of the authors' code is at (`git rev-parse HEAD`),
+  None when `path` is not a git work tree (a results JSON then names the
+  commit some other way)."""
+  try:
+    return subprocess.run(
+        ["git", "-C", path, "rev-parse", "HEAD"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+  except (OSError, subprocess.CalledProcessError):
+    return None

@@ -370,3 +370,25 @@ def test_markdown_table_of_a_comparison():
   assert "1 of 2 points match" in text
   with pytest.raises(ValueError, match="unknown metrics \\['loss'\\]"):
     table.markdown(result, ["loss"])
+
+
+def test_reference_commit_is_git_head_or_none(tmp_path):
+  """The commit a results JSON names for the authors' checkout."""
+  assert reference.commit(str(tmp_path)) is None  # not a git work tree
+  git = [
+      "git",
+      "-C",
+      str(tmp_path),
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@t",
+  ]
+  subprocess.run(git + ["init", "-q"], check=True)
+  (tmp_path / "f").write_text("x")
+  subprocess.run(git + ["add", "f"], check=True)
+  subprocess.run(git + ["commit", "-qm", "c"], check=True)
+  head = subprocess.run(
+      git + ["rev-parse", "HEAD"], check=True, capture_output=True, text=True
+  ).stdout.strip()
+  assert reference.commit(str(tmp_path)) == head and len(head) == 40
