@@ -58,6 +58,9 @@ class Reproduction:
   published_stderr: {key: standard error} where the paper gives one beside a
     mean over `published_runs` runs (same keys and unit as `published`); one
     run of the authors' then spreads about sqrt(published_runs) x it.
+  published_sd: {key: standard deviation over the `published_runs` runs}
+    where the paper gives that instead (RT paper Table 18); one of
+    published_stderr and published_sd, not both.
   results_copy: {budget: path} where `experiments.reproduce` keeps a copy of
     each finished run's results JSON (relative to the repository; '{name}'
     is the reproduction's name, '{seed}' '' for the config's own training
@@ -78,6 +81,7 @@ class Reproduction:
   published_stderr: Mapping[str, float] = dataclasses.field(
       default_factory=dict
   )
+  published_sd: Mapping[str, float] = dataclasses.field(default_factory=dict)
   published_runs: int = 0
   results_copy: Mapping[str, str] = dataclasses.field(default_factory=dict)
   figures: Optional[Callable[[str], Sequence[str]]] = None
@@ -89,31 +93,41 @@ class Reproduction:
             f"{self.name}: results_copy[{budget!r}] = {path!r}: keys are "
             f"budgets {list(BUDGETS)}, paths hold '{{seed}}'."
         )
-    extra = set(self.published_stderr) - set(self.published)
-    if extra:
+    if self.published_stderr and self.published_sd:
       raise ValueError(
-          f"{self.name}: published_stderr keys {sorted(extra)} are not "
-          f"published keys {sorted(self.published)}."
+          f"{self.name}: give published_stderr or published_sd, not both."
       )
-    if self.published_stderr and self.published_runs < 2:
-      raise ValueError(
-          f"{self.name}: published_stderr needs published_runs >= 2 (the "
-          f"runs the mean is over), got {self.published_runs}."
-      )
+    for field in ("published_stderr", "published_sd"):
+      errors = getattr(self, field)
+      extra = set(errors) - set(self.published)
+      if extra:
+        raise ValueError(
+            f"{self.name}: {field} keys {sorted(extra)} are not "
+            f"published keys {sorted(self.published)}."
+        )
+      if errors and self.published_runs < 2:
+        raise ValueError(
+            f"{self.name}: {field} needs published_runs >= 2 (the "
+            f"runs the mean is over), got {self.published_runs}."
+        )
 
   def published_run_sd(self) -> Dict[str, float]:
-    """{key: sqrt(published_runs) x standard error}: how far one of the
-    authors' runs spreads around the published mean ({} if no errors)."""
+    """{key: how far one of the authors' runs spreads around the published
+    mean}: published_sd, or sqrt(published_runs) x standard error ({} if
+    the paper gives no errors)."""
+    if self.published_sd:
+      return dict(self.published_sd)
     root = math.sqrt(self.published_runs)
     return {k: round(root * se, 4) for k, se in self.published_stderr.items()}
 
   def published_errors(self) -> Dict[str, Any]:
-    """A record's published_stderr, published_runs and published_run_sd
-    ({} where the paper gives no errors)."""
-    if not self.published_stderr:
+    """A record's published_stderr (where the paper gives it),
+    published_runs and published_run_sd ({} where it gives no errors)."""
+    if not (self.published_stderr or self.published_sd):
       return {}
+    stderr = {"published_stderr": dict(self.published_stderr)}
     return {
-        "published_stderr": dict(self.published_stderr),
+        **(stderr if self.published_stderr else {}),
         "published_runs": self.published_runs,
         "published_run_sd": self.published_run_sd(),
     }

@@ -95,6 +95,84 @@ _MPNN_TABLE19 = {
 }
 ALL_30 = tuple(sorted(_RT_TABLE19))
 
+# Table 18: the standard deviation of the test score over the same 20
+# seeds (percentage points), RT and MPNN columns.
+_RT_TABLE18 = {
+    "activity_selector": 2.7,
+    "articulation_points": 14.6,
+    "bellman_ford": 1.5,
+    "bfs": 0.7,
+    "binary_search": 6.7,
+    "bridges": 11.8,
+    "bubble_sort": 13.0,
+    "dag_shortest_paths": 1.6,
+    "dfs": 10.5,
+    "dijkstra": 5.8,
+    "find_maximum_subarray_kadane": 3.7,
+    "floyd_warshall": 7.6,
+    "graham_scan": 7.4,
+    "heapsort": 14.8,
+    "insertion_sort": 9.0,
+    "jarvis_march": 2.2,
+    "kmp_matcher": 0.1,
+    "lcs_length": 4.1,
+    "matrix_chain_order": 1.2,
+    "minimum": 2.0,
+    "mst_kruskal": 11.8,
+    "mst_prim": 7.9,
+    "naive_string_matcher": 32.3,
+    "optimal_bst": 2.6,
+    "quickselect": 17.3,
+    "quicksort": 13.2,
+    "segments_intersect": 2.6,
+    "strongly_connected_components": 15.2,
+    "task_scheduling": 1.8,
+    "topological_sort": 17.5,
+}
+_MPNN_TABLE18 = {
+    "activity_selector": 1.3,
+    "articulation_points": 6.1,
+    "bellman_ford": 1.9,
+    "bfs": 0.2,
+    "binary_search": 5.0,
+    "bridges": 17.8,
+    "bubble_sort": 5.0,
+    "dag_shortest_paths": 1.6,
+    "dfs": 2.7,
+    "dijkstra": 4.3,
+    "find_maximum_subarray_kadane": 2.9,
+    "floyd_warshall": 4.7,
+    "graham_scan": 1.4,
+    "heapsort": 7.1,
+    "insertion_sort": 9.1,
+    "jarvis_march": 29.3,
+    "kmp_matcher": 1.1,
+    "lcs_length": 2.7,
+    "matrix_chain_order": 2.3,
+    "minimum": 3.4,
+    "mst_kruskal": 5.9,
+    "mst_prim": 5.1,
+    "naive_string_matcher": 1.7,
+    "optimal_bst": 3.5,
+    "quickselect": 1.6,
+    "quicksort": 3.9,
+    "segments_intersect": 2.5,
+    "strongly_connected_components": 5.2,
+    "task_scheduling": 0.9,
+    "topological_sort": 5.8,
+}
+_TABLE19_SEEDS = 20
+_TABLE18 = {"rt": _RT_TABLE18, "mpnn": _MPNN_TABLE18}
+
+
+def _run_sd(processor, published) -> Dict[str, Any]:
+  """Table 18's sd for each published algorithm of `processor` (none for
+  the mean, nor for processors Table 18 does not have)."""
+  if processor not in _TABLE18:
+    return {}
+  sd = {a: _TABLE18[processor][a] for a in published if a != "mean"}
+  return {"published_sd": sd, "published_runs": _TABLE19_SEEDS}
+
 
 def _subset(table, algorithms, mean=None):
   out = {a: table[a] for a in algorithms}
@@ -352,6 +430,7 @@ def _reproductions():
             _protocol_config(processor, algos),
             _protocol_budgets(algos),
             " ".join(filter(None, (_PROTOCOL_NOTES, notes))),
+            **_run_sd(processor, published),
         )
     )
     out.append(
@@ -365,6 +444,7 @@ def _reproductions():
             modern,
             _clrs_budgets(algos),
             " ".join(filter(None, (_MODERN_NOTES, notes))),
+            **_run_sd(processor, published),
         )
     )
   return out
@@ -383,6 +463,8 @@ REPRODUCTIONS = [
         "The README's main job: its default config IS the cpu budget (300 "
         "steps of batch 8); 'paper' is the same config and is not the "
         "paper's protocol (use rt_clrs_core8 for that).",
+        published_sd={"bellman_ford": 1.5, "mean": 1.5},  # Table 18
+        published_runs=_TABLE19_SEEDS,
     ),
     *_reproductions(),
     Reproduction(
@@ -405,5 +487,9 @@ REPRODUCTIONS = [
         "score at the best validation point. Published: the RT paper's RT "
         "at its full protocol (80,000 steps, 20 seeds); none for ET or "
         "FloydNet on these algorithms.",
+        published_sd={
+            f"rt/{a}": _RT_TABLE18[a] for a in ("bellman_ford", "binary_search")
+        },
+        published_runs=_TABLE19_SEEDS,
     ),
 ]

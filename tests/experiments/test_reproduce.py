@@ -235,17 +235,54 @@ def test_table5_standard_errors_are_stored_beside_its_means():
   assert reproductions.get("clutrr_rat_k23").published_errors() == {}
 
 
+def test_table18_deviations_are_stored_beside_table19_means():
+  """The RT paper gives each Table 19 mean's sd over its 20 seeds in Table
+  18: a run of ours is read against it (RT and MPNN; no mean's sd)."""
+  core8 = reproductions.get("rt_clrs_core8")
+  errors = core8.published_errors()
+  assert errors["published_runs"] == 20 and "published_stderr" not in errors
+  assert set(errors["published_run_sd"]) == set(core8.published) - {"mean"}
+  assert errors["published_run_sd"]["bellman_ford"] == 1.5  # 94.24 +- 1.5
+  assert core8.published["bellman_ford"] == 94.24
+  mpnn = reproductions.get("mpnn_clrs_all30").published_run_sd()
+  assert len(mpnn) == 30 and mpnn["jarvis_march"] == 29.3
+  assert reproductions.get("pair_models_clrs").published_run_sd() == {
+      "rt/bellman_ford": 1.5,
+      "rt/binary_search": 6.7,
+  }
+  for name in ("floyd_clrs_core8", "triplet_gmpnn_clrs_all30"):
+    assert reproductions.get(name).published_errors() == {}, name
+
+
 @pytest.mark.parametrize(
-    "stderr, runs, match",
+    "field, errors, runs, match",
     [
-        ({"k11": 0.01}, 10, r"keys \['k11'\] are not published keys"),
-        ({"k6": 0.01}, 1, "needs published_runs >= 2"),
+        (
+            "published_stderr",
+            {"k11": 0.01},
+            10,
+            r"keys \['k11'\] are not published keys",
+        ),
+        ("published_stderr", {"k6": 0.01}, 1, "needs published_runs >= 2"),
+        ("published_sd", {"k11": 0.1}, 10, r"published_sd keys \['k11'\]"),
+        ("published_sd", {"k6": 0.1}, 1, "published_sd needs published_runs"),
     ],
 )
-def test_reproduction_rejects_errors_it_cannot_place(stderr, runs, match):
-  base = reproductions.get("clutrr_et_k23")
+def test_reproduction_rejects_errors_it_cannot_place(
+    field, errors, runs, match
+):
+  base = dataclasses.replace(
+      reproductions.get("clutrr_et_k23"), published_stderr={}
+  )
   with pytest.raises(ValueError, match=match):
-    dataclasses.replace(base, published_stderr=stderr, published_runs=runs)
+    dataclasses.replace(base, **{field: errors, "published_runs": runs})
+
+
+def test_reproduction_takes_standard_errors_or_deviations_not_both():
+  with pytest.raises(ValueError, match="published_stderr or published_sd"):
+    dataclasses.replace(
+        reproductions.get("clutrr_et_k23"), published_sd={"k6": 0.1}
+    )
 
 
 def test_clutrr_paper_configs_build():
@@ -384,6 +421,8 @@ def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
   assert record["published"] == dict(reproductions.get(name).published)
   stderr = dict(reproductions.get(name).published_stderr)
   assert record.get("published_stderr", {}) == stderr
+  run_sd = reproductions.get(name).published_run_sd()
+  assert record.get("published_run_sd", {}) == run_sd
   key, _ = reproductions.get(name).headline()
   if reproductions.get(name).task == "clrs":
     assert 0.0 <= record["ours"]["mean"] <= 100.0
