@@ -254,6 +254,21 @@ def test_table18_deviations_are_stored_beside_table19_means():
     assert reproductions.get(name).published_errors() == {}, name
 
 
+def test_csordas_table3_deviations_are_stored_beside_its_means():
+  """Csordas et al. Table 3: mean +- sd of 5 seeds."""
+  for name, mean, sd in (
+      ("scan_cutoff26_relative_universal", 1.00, 0.00),
+      ("scan_cutoff26_absolute_universal", 0.21, 0.01),
+      ("cogs_relative_transformer", 0.81, 0.01),
+  ):
+    r = reproductions.get(name)
+    assert r.published == {"gen": mean}, name
+    assert r.published_errors() == {
+        "published_runs": 5,
+        "published_run_sd": {"gen": sd},
+    }, name
+
+
 @pytest.mark.parametrize(
     "field, errors, runs, match",
     [
