@@ -314,19 +314,19 @@ def combine(
           for p in config.processors
       },
       "protocol": (
-          "clrs_rt's our side (experiments/compare/clrs_rt.py): run.py's "
-          "datasets (dm-clrs 2.0.3; train seed 1, train_size samples at "
-          "n=16; validation seed 2 at n=16; test seed 3 at n=64), the first "
-          "max_eval_samples of each evaluation set (0: all), run.py's batch "
-          "stream; every eval_every steps the current parameters are scored "
-          "on both sets; 'test' is the test score at the first best "
-          "validation point (the best checkpoint), 'final_test' at the last "
-          "step; summaries: mean, sample sd, min, max over seeds; "
-          "train_seconds: training and evaluation wall time, summed over "
-          "resumptions, on the machine that ran it; a seed's sittings: each "
-          "resumed part (started, from_step, to_step, code, seconds, "
-          "cpu_seconds); a seed's validation_windows: the validation curve's "
-          "mean, min and max over each tenth of the run"
+          "clrs_rt's our side (experiments/compare/clrs_rt.py): run.py's"
+          " datasets (dm-clrs 2.0.3; train seed 1, train_size samples at n=16;"
+          " validation seed 2 at n=16; test seed 3 at n=64), the first"
+          " max_eval_samples of each evaluation set (0: all), run.py's batch"
+          " stream; every eval_every steps the current parameters are scored on"
+          " both sets; 'test' is the test score at the first best validation"
+          " point (the best checkpoint), 'final_test' at the last step;"
+          " summaries: mean, sample sd, min, max over seeds; train_seconds:"
+          " training and evaluation wall time, summed over resumptions, on the"
+          " machine that ran it; a seed's sittings: each resumed part (started,"
+          " from_step, to_step, code, seconds, cpu_seconds, steps_per_s); a"
+          " seed's validation_windows: the validation curve's mean, min and max"
+          " over each tenth of the run"
       ),
       "num_runs": len(records),
       "wall_seconds": sum(r["train_seconds"] for r in records.values()),

@@ -159,8 +159,10 @@ class RunRecord:
   'code' (the git commit that ran it, `reporting.code_version`),
   'seconds' (wall, evaluations included), 'cpu_seconds' (this process's
   CPU time: all its threads, so up to the core count x the wall time while it
-  has the cores; far less while paused or sharing them)}; a checkpoint
-  saved before the field existed contributes only the sittings after it.
+  has the cores; far less while paused or sharing them), 'steps_per_s'
+  ((to_step - from_step) / seconds; None for a sitting of no time)}; a
+  checkpoint saved before the field existed contributes only the sittings
+  after it.
   checkpoint_fallbacks: checkpoints that
   could not be restored and were moved aside. num_params: parameter count
   (of state['params'] when the state has them).
@@ -209,6 +211,13 @@ def _fresh_meta(stream: BatchStream) -> Dict:
       "train_seconds": 0.0,
       "sittings": [],
   }
+
+
+def _with_rate(sitting: Dict) -> Dict:
+  """A sitting with its steps per second of wall time (evaluations
+  included), derived on output, so a sitting saved without it gets it too."""
+  seconds, steps = sitting["seconds"], sitting["to_step"] - sitting["from_step"]
+  return {**sitting, "steps_per_s": steps / seconds if seconds > 0 else None}
 
 
 def _mean(values: List[float]) -> float:
@@ -363,7 +372,7 @@ def fit(
       history=meta["history"],
       best=meta["best"],
       train_seconds=meta["train_seconds"],
-      sittings=meta["sittings"],
+      sittings=[_with_rate(s) for s in meta["sittings"]],
       checkpoint_fallbacks=meta.get(ckpt_lib.FALLBACKS_KEY, []),
       num_params=count_params(state),
   )

@@ -132,6 +132,9 @@ def test_the_record_says_which_steps_ran_in_which_sitting(tmp_path):
   ]
   for sitting in resumed.sittings:
     assert sitting["seconds"] >= 0 and sitting["cpu_seconds"] >= 0
+    assert sitting["steps_per_s"] == pytest.approx(
+        (sitting["to_step"] - sitting["from_step"]) / sitting["seconds"]
+    )
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", sitting["started"])
     # The code that ran it: this checkout's commit (None outside git).
     assert sitting["code"] == reporting.code_version()
