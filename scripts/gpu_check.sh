@@ -5,7 +5,7 @@
 # rest as they are, then runs every part; one JSON, gpu_check.json, in $OUT
 # (default results/gpu), a table last, exit status 1 on any mismatch or error.
 # .whl/FloydNet, when there, is FloydNet's code for the pivotal_torch part.
-#   bash scripts/gpu_check.sh                      # about 8 minutes on an H100
+#   bash scripts/gpu_check.sh                      # 463 s on an H200 (results/gpu)
 #   bash scripts/gpu_check.sh --parts=tests,precision   # flags go to gpu_check
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,9 +1,11 @@
 """Test configuration: CPU, and cheap XLA compilation (tests are compile-bound).
 
-The XLA flags lower LLVM optimisation effort and use XLA's older CPU loop
-emitters; they change speed, not results beyond float rounding. A
-compilation cache is shared by the session's modules and subprocesses. All
-are set before JAX is imported.
+JAX_PLATFORMS defaults to cpu; set it ('' for any, or 'cuda') to run the
+tests elsewhere, as experiments.bench.gpu_check does. On the CPU, the XLA
+flags lower LLVM optimisation effort and use XLA's older CPU loop emitters;
+they change speed, not results beyond float rounding. A compilation cache
+is shared by the session's modules and subprocesses. All are set before JAX
+is imported.
 """
 
 import atexit
@@ -13,12 +15,15 @@ import shutil
 import tempfile
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-os.environ.setdefault(
-    "XLA_FLAGS",
-    "--xla_backend_optimization_level=0"
-    " --xla_llvm_disable_expensive_passes=true"
-    " --xla_cpu_use_fusion_emitters=false",
-)
+if os.environ["JAX_PLATFORMS"] == "cpu":
+  # CPU compiler flags only: with them set, every test process died at
+  # start on an H200 with jaxlib 0.11.2 (docs/performance.md, GPU).
+  os.environ.setdefault(
+      "XLA_FLAGS",
+      "--xla_backend_optimization_level=0"
+      " --xla_llvm_disable_expensive_passes=true"
+      " --xla_cpu_use_fusion_emitters=false",
+  )
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
   # One compilation cache for the session and the processes its tests

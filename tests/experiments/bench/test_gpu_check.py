@@ -68,11 +68,16 @@ def test_parts_statuses_json_table_and_exit_status(tmp_path):
       ("skipped", _skipped, 10.0),
       ("error", _broken, 10.0),
   ]
+  snapshots = []  # what main writes after each part
   report = {
       "parts": gpu_check.run_parts(
-          parts, gpu_check.settings(True), lines.append
+          parts,
+          gpu_check.settings(True),
+          lines.append,
+          after_part=lambda done: snapshots.append(list(done)),
       )
   }
+  assert snapshots == [[n for n, _, _ in parts[:i]] for i in range(1, 5)]
   assert gpu_check.finish(report, str(tmp_path), lines.append) == 1
   written = json.loads((tmp_path / gpu_check.REPORT_NAME).read_text())
   assert written["exit_status"] == 1
@@ -136,9 +141,18 @@ def test_parts_that_cannot_run_here_say_why():
     gpu_check.part_pivotal_torch(s, gpu_check.Budget(1.0))
 
 
-def test_every_part_has_a_budget_within_eight_minutes():
+def test_the_chosen_parts_share_the_total_in_proportion():
   assert set(gpu_check.BUDGETS_S) == set(gpu_check.PARTS)
-  assert sum(gpu_check.BUDGETS_S.values()) <= 8 * 60
+  every = gpu_check.budgets(list(gpu_check.PARTS), 480.0)
+  assert sum(every.values()) == pytest.approx(480.0)
+  some = gpu_check.budgets(["tests", "main_job"], 480.0)
+  assert sum(some.values()) == pytest.approx(480.0)
+  ratio = gpu_check.BUDGETS_S["main_job"] / gpu_check.BUDGETS_S["tests"]
+  assert some["main_job"] / some["tests"] == pytest.approx(ratio)
+  assert some["tests"] > every["tests"]
+
+
+def test_quick_settings_name_existing_tests():
   quick = gpu_check.settings(True)
   assert quick.quick and set(quick.test_targets) == set(gpu_check.QUICK_TESTS)
   for target in quick.test_targets:
