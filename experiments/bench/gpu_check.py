@@ -740,8 +740,8 @@ def _triangular_calls(impl: str, s: Settings, interpret: bool):
 def _pivotal_calls(impl: str, s: Settings, interpret: bool):
   """(jit forward, jit forward + backward) of one pivotal implementation."""
   options = dict(chunk_size=s.pivotal_chunk)
-  if impl == "pallas":
-    options.update(impl="pallas", block_size=s.pallas_block)
+  if impl != "chunked":
+    options.update(impl=impl, block_size=s.pallas_block)
     options.update(interpret=interpret)
   attend = functools.partial(pivotal.pivotal_attention_core, **options)
 
@@ -822,7 +822,7 @@ def part_pivotal_pallas(s: Settings, budget: Budget) -> Dict:
           kind: jax.jit(f)
           for kind, f in _pivotal_calls(impl, s, interpret).items()
       }
-      for impl in ("pallas", "chunked")
+      for impl in ("pallas", "pallas_fused", "chunked")
   }
   calls["xla_chunked"] = calls.pop("chunked")
   b, h, k = s.pivotal_BxHxD
@@ -844,10 +844,10 @@ def part_pivotal_pallas(s: Settings, budget: Budget) -> Dict:
       interpret,
       what=(
           "pivotal_attention_core impl='pallas' (Pallas forward, chunked"
-          " backward) against impl='chunked' (XLA), both with chunk_size"
-          " pivots per backward chunk; errors at 'highest' and 'default';"
-          " times (after one untimed call) and XLA buffer assignment at"
-          " 'default'"
+          " backward) and impl='pallas_fused' (Pallas forward and backward)"
+          " against impl='chunked' (XLA), chunk_size pivots per chunk of"
+          " the chunked backward; errors at 'highest' and 'default'; times"
+          " (after one untimed call) and XLA buffer assignment at 'default'"
       ),
       shape_BxHxK=[b, h, k],
       chunk_size=s.pivotal_chunk,
@@ -858,10 +858,12 @@ def part_pivotal_pallas(s: Settings, budget: Budget) -> Dict:
 def _pallas_sizes(
     s, budget, calls, arg_shapes, names, tolerance_key, all_sizes, pair_bytes_of
 ):
-  """Values, gradients, times and memory of `calls` ('pallas' and
-  'xla_chunked', each {'forward', 'forward_backward'}) at growing N, while
-  the budget and the memory allow: (sizes, mismatches, stopped)."""
+  """Values, gradients, times and memory of `calls` (Pallas variants such
+  as 'pallas' and 'xla_chunked', each {'forward', 'forward_backward'}) at
+  growing N, while the budget and the memory allow: (sizes, mismatches,
+  stopped). Each variant is compared with 'xla_chunked'."""
   rng = np.random.default_rng(s.seed + 1)
+  variants = [name for name in calls if name != "xla_chunked"]
 
   def one_size(n):
     args = [
@@ -871,15 +873,16 @@ def _pallas_sizes(
     cell = {"mismatches": []}
     for precision in ("highest", "default"):
       with jax.default_matmul_precision(precision):
-        start = time.perf_counter()
-        got = _outputs(calls["pallas"]["forward_backward"], args, names)
-        cell[f"pallas_first_call_s_{precision}"] = time.perf_counter() - start
         want = _outputs(calls["xla_chunked"]["forward_backward"], args, names)
-      cell[f"pallas_vs_xla_{precision}"] = per = compare(got, want)
-      if precision == "highest":
-        cell["mismatches"] = over_tolerance(
-            per, TOLERANCES[tolerance_key], f"N={n} pallas vs xla"
-        )
+        for v in variants:
+          start = time.perf_counter()
+          got = _outputs(calls[v]["forward_backward"], args, names)
+          cell[f"{v}_first_call_s_{precision}"] = time.perf_counter() - start
+          cell[f"{v}_vs_xla_{precision}"] = per = compare(got, want)
+          if precision == "highest":
+            cell["mismatches"] += over_tolerance(
+                per, TOLERANCES[tolerance_key], f"N={n} {v} vs xla"
+            )
     for impl, kinds in calls.items():
       for kind, fn in kinds.items():
         with jax.default_matmul_precision("default"):
@@ -892,11 +895,12 @@ def _pallas_sizes(
                   _memory_stats().get("peak_bytes_in_use")
               ),
           }
-    for kind in ("forward", "forward_backward"):
-      cell[f"xla_over_pallas_{kind}"] = (
-          cell[f"xla_chunked_{kind}"]["median_s"]
-          / cell[f"pallas_{kind}"]["median_s"]
-      )
+    for v in variants:
+      for kind in ("forward", "forward_backward"):
+        cell[f"xla_over_{v}_{kind}"] = (
+            cell[f"xla_chunked_{kind}"]["median_s"]
+            / cell[f"{v}_{kind}"]["median_s"]
+        )
     runs = (s.iters + 3) * sum(
         cell[f"{i}_{k}"]["median_s"] for i in calls for k in calls[i]
     )
@@ -929,8 +933,11 @@ def _pallas_report(sizes, mismatches, stopped, interpret, *, what, **shape):
   rel = max(
       e["rel"]
       for c in sizes.values()
-      for e in c["pallas_vs_xla_highest"].values()
+      for key, errors_of in c.items()
+      if key.endswith("_vs_xla_highest")
+      for e in errors_of.values()
   )
+  fused = sizes[n].get("pallas_fused_forward_backward")
   return {
       "what": what,
       "interpret": interpret,
@@ -943,6 +950,7 @@ def _pallas_report(sizes, mismatches, stopped, interpret, *, what, **shape):
           f" {sizes[n]['pallas_forward_backward']['median_s'] * 1e3:.1f} ms,"
           " xla"
           f" {sizes[n]['xla_chunked_forward_backward']['median_s'] * 1e3:.1f} ms"
+          + (f", fused {fused['median_s'] * 1e3:.1f} ms" if fused else "")
           + (" (interpret)" if interpret else "")
       ),
   }

@@ -50,21 +50,26 @@ program per (b, h, i-block, j-block) tile streams the pivots l one at a time
 with the same fp32 online softmax and writes the output and the same
 statistics (m, l), so gradients come from the chunked backward above. It
 takes node masks (and boolean attn_masks of whole pivots) but no other
-attn_mask and no dropout. `interpret=True` runs it on CPU (the tests); the
-compiled GPU path is timed by experiments/bench/gpu_check.py.
+attn_mask and no dropout. impl='pallas_fused' computes the backward pass
+with Pallas kernels too: the flash-attention backward with three owners
+((i, j) tiles for dq, (i, l) tiles for dk_il and dv_il, (l, j) tiles for
+dk_lj and dv_lj), each recomputing its weights from (m, l) one streamed
+index at a time, so no N^3 block is formed (O(B H N^2 K) memory).
+The kernels are `relational_jax.layers.pivotal_pallas`'s; `interpret=True`
+runs them on CPU (the tests); the compiled GPU path is timed by
+experiments/bench/gpu_check.py.
 """
 
-import functools
 import math
 from typing import Any, NamedTuple, Optional
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
 
 from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import online_softmax
+from relational_jax.layers import pivotal_pallas
 from relational_jax.layers import shapes
 
 __all__ = [
@@ -81,10 +86,11 @@ Array = jax.Array
 # The authors' `inf`: boolean-masked scores become -MASK_VALUE.
 MASK_VALUE = 1e9
 
-# The computations of the core: 'chunked' (XLA online softmax, custom VJP) or
+# The computations of the core: 'chunked' (XLA online softmax, custom VJP),
 # 'pallas' (the same statistics from a Pallas forward kernel, the chunked
-# backward).
-IMPLS = ("chunked", "pallas")
+# backward) or 'pallas_fused' (Pallas kernels forward and backward).
+IMPLS = ("chunked", "pallas", "pallas_fused")
+_PALLAS = ("pallas", "pallas_fused")
 
 
 class _Static(NamedTuple):
@@ -382,160 +388,27 @@ def _backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
 
 
 _pivotal = online_softmax.recomputing_vjp(_forward, _backward)
-
-
-# ----------------------------------------------------------------------------
-# Pallas forward kernel (impl='pallas'); the backward is the chunked one above.
-# ----------------------------------------------------------------------------
-
-
-def _pallas_forward_kernel(
-    qs_ref,
-    k_il_ref,
-    k_lj_ref,
-    v_il_ref,
-    v_lj_ref,
-    node_ref,
-    y_ref,
-    m_ref,
-    l_ref,
-    *,
-    num_pivots,
-    softmax_cap,
-    mask_value,
-):
-  """One (b, h, i-block, j-block) tile: online softmax over the pivots l.
-
-  Refs (b and h squeezed): qs_ref IxJxK (the scaled queries of the tile);
-  k_il_ref, v_il_ref IxLxK (the tile's rows, every pivot); k_lj_ref, v_lj_ref
-  LxJxK (every pivot, the tile's columns); node_ref L (int32, 1 = real
-  pivot); outputs y_ref IxJxK and the fp32 statistics m_ref, l_ref IxJ as
-  `_forward`'s. Only the first `num_pivots` pivots (the unpadded ones) are
-  visited; the others never enter the sums.
-  """
-  bi, bj, kp = y_ref.shape
-  qs_IxJxK = qs_ref[...].astype(jnp.float32)
-
-  def body(l, carry):
-    m_IxJ, sum_IxJ, acc_IxJxK = carry
-    k_il_IxK = k_il_ref[:, pl.ds(l, 1), :].reshape(bi, kp).astype(jnp.float32)
-    k_lj_JxK = k_lj_ref[pl.ds(l, 1), :, :].reshape(bj, kp).astype(jnp.float32)
-    # t_ij = qs_ij . k_il + qs_ij . k_lj (the two sums apart, as `_scores`).
-    s_IxJ = jnp.sum(qs_IxJxK * k_il_IxK[:, None, :], axis=-1) + jnp.sum(
-        qs_IxJxK * k_lj_JxK[None, :, :], axis=-1
-    )
-    if softmax_cap > 0.0:
-      s_IxJ = softmax_cap * jnp.tanh(s_IxJ / softmax_cap)
-    real = node_ref[pl.ds(l, 1)].reshape(1, 1) > 0
-    s_IxJ = jnp.where(real, s_IxJ, -mask_value)
-    m_new_IxJ = jnp.maximum(m_IxJ, s_IxJ)
-    # Every visited pivot has a finite score, so m_new is finite: the first
-    # correction is exp(-inf) = 0.
-    correction_IxJ = jnp.exp(m_IxJ - m_new_IxJ)
-    p_IxJ = jnp.exp(s_IxJ - m_new_IxJ)
-    v_il_IxK = v_il_ref[:, pl.ds(l, 1), :].reshape(bi, kp).astype(jnp.float32)
-    v_lj_JxK = v_lj_ref[pl.ds(l, 1), :, :].reshape(bj, kp).astype(jnp.float32)
-    acc_IxJxK = (
-        acc_IxJxK * correction_IxJ[..., None]
-        + p_IxJ[..., None] * v_il_IxK[:, None, :]
-        + p_IxJ[..., None] * v_lj_JxK[None, :, :]
-    )
-    return m_new_IxJ, sum_IxJ * correction_IxJ + p_IxJ, acc_IxJxK
-
-  init = (
-      jnp.full((bi, bj), -jnp.inf, jnp.float32),
-      jnp.zeros((bi, bj), jnp.float32),
-      jnp.zeros((bi, bj, kp), jnp.float32),
-  )
-  m_IxJ, sum_IxJ, acc_IxJxK = jax.lax.fori_loop(0, num_pivots, body, init)
-  y_ref[...] = (acc_IxJxK / sum_IxJ[..., None]).astype(y_ref.dtype)
-  m_ref[...] = jnp.where(jnp.isneginf(m_IxJ), 0.0, m_IxJ)
-  l_ref[...] = sum_IxJ
-
-
-def _pallas_forward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng):
-  """Pallas version of `_forward` (no attn_mask, no dropout): the same
-  y_BxHxIxJxK and fp32 statistics (m, l), each B x H x I x J.
-
-  Every axis is zero-padded to a power of two (I and J tiled by blocks of
-  `block_size`, at most that power); padded rows and columns are computed
-  and dropped, padded pivots are never visited.
-  """
-  b, h, num_i, num_j, kk = q.shape
-  num_l = k_il.shape[3]
-  pi, pj, pl_ = (pl.next_power_of_2(n) for n in (num_i, num_j, num_l))
-  kp = pl.next_power_of_2(kk)  # Zero padding of K changes no dot product.
-  del mask, rng  # None: not supported by the kernel.
-  bi, bj = min(static.block_size, pi), min(static.block_size, pj)
-  qs_BxHxIxJxK = q * jnp.asarray(static.scale, q.dtype)  # as `_operands`
-  if node is None:
-    node = jnp.ones((b, num_l), bool)
-  node_BxL = online_softmax.pad_to(node.astype(jnp.int32), (b, pl_))
-  sq = pl.squeezed
-  ij_spec = pl.BlockSpec(
-      (sq, sq, bi, bj, kp), lambda bb, hh, i, j: (bb, hh, i, j, 0)
-  )
-  il_spec = pl.BlockSpec(
-      (sq, sq, bi, pl_, kp), lambda bb, hh, i, j: (bb, hh, i, 0, 0)
-  )
-  lj_spec = pl.BlockSpec(
-      (sq, sq, pl_, bj, kp), lambda bb, hh, i, j: (bb, hh, 0, j, 0)
-  )
-  stats_spec = pl.BlockSpec(
-      (sq, sq, bi, bj), lambda bb, hh, i, j: (bb, hh, i, j)
-  )
-  kernel = functools.partial(
-      _pallas_forward_kernel,
-      num_pivots=num_l,
-      softmax_cap=static.softmax_cap,
-      mask_value=static.mask_value,
-  )
-  out_dtype = jnp.result_type(q.dtype, v_il.dtype, v_lj.dtype)
-  y, m, l = pl.pallas_call(
-      kernel,
-      out_shape=(
-          jax.ShapeDtypeStruct((b, h, pi, pj, kp), out_dtype),
-          jax.ShapeDtypeStruct((b, h, pi, pj), jnp.float32),
-          jax.ShapeDtypeStruct((b, h, pi, pj), jnp.float32),
-      ),
-      grid=(b, h, pi // bi, pj // bj),
-      in_specs=[
-          ij_spec,
-          il_spec,
-          lj_spec,
-          il_spec,
-          lj_spec,
-          pl.BlockSpec((sq, pl_), lambda bb, hh, i, j: (bb, 0)),
-      ],
-      out_specs=(ij_spec, stats_spec, stats_spec),
-      interpret=static.interpret,
-  )(
-      online_softmax.pad_to(qs_BxHxIxJxK, (b, h, pi, pj, kp)),
-      online_softmax.pad_to(k_il, (b, h, pi, pl_, kp)),
-      online_softmax.pad_to(k_lj, (b, h, pl_, pj, kp)),
-      online_softmax.pad_to(v_il, (b, h, pi, pl_, kp)),
-      online_softmax.pad_to(v_lj, (b, h, pl_, pj, kp)),
-      node_BxL,
-  )
-  y = y[:, :, :num_i, :num_j, :kk]
-  return y, (m[:, :, :num_i, :num_j], l[:, :, :num_i, :num_j])
-
-
-# The chunked backward, from the kernel's y and (m, l).
-_pivotal_pallas = online_softmax.recomputing_vjp(_pallas_forward, _backward)
+# impl='pallas': the Pallas forward kernel, the chunked backward from its y
+# and (m, l); impl='pallas_fused': Pallas kernels both ways.
+_pivotal_pallas = online_softmax.recomputing_vjp(
+    pivotal_pallas.forward, _backward
+)
+_pivotal_pallas_fused = online_softmax.recomputing_vjp(
+    pivotal_pallas.forward, pivotal_pallas.backward
+)
 
 
 def _node_only_mask(mask, node, full_shape):
   """A boolean attn_mask that masks whole pivots (shape B x 1 x 1 x 1 x L
   or 1 x 1 x 1 x 1 x L) folded into the node mask (True = real pivot), for
-  impl='pallas'; ValueError for any other attn_mask."""
+  the Pallas impls; ValueError for any other attn_mask."""
   b, _, _, _, num_l = full_shape
   if mask.dtype != jnp.bool_ or mask.shape[1:4] != (1, 1, 1):
     kind = "a boolean" if mask.dtype == jnp.bool_ else "an additive"
     raise ValueError(
-        f"impl='pallas' does not support {kind} attn_mask of shape "
-        f"{tuple(mask.shape)}: only a boolean mask of whole pivots (shape "
-        "(B or 1, 1, 1, 1, L)) or node_mask_BxL; use impl='chunked'."
+        f"impl='pallas' and 'pallas_fused' do not support {kind} attn_mask of"
+        f" shape {tuple(mask.shape)}: only a boolean mask of whole pivots"
+        " (shape (B or 1, 1, 1, 1, L)) or node_mask_BxL; use impl='chunked'."
     )
   real_BxL = jnp.broadcast_to(~mask[:, 0, 0, 0, :], (b, num_l))
   return real_BxL if node is None else node & real_BxL
@@ -604,13 +477,14 @@ def pivotal_attention_core(
       folded with the chunk index: a different chunk_size draws different
       masks from the same distribution).
     chunk_size: pivots per chunk (None: all at once); need not divide L.
-      With impl='pallas', the chunks of the backward pass.
-    impl: 'chunked' (XLA, default) or 'pallas' (a Pallas forward kernel,
-      the chunked backward; FloydNet, Yu, Zeng & Ye 2026; DESIGN.md sec.
-      1.6). 'pallas' supports no dropout and, as attn_mask, only a boolean
-      mask of whole pivots (shape (B or 1, 1, 1, 1, L)); node_mask_BxL is
-      the way to mask padded nodes.
-    block_size: the (i, j) tile of the Pallas kernel, a power of two.
+      With impl='pallas', the chunks of the backward pass; unused by
+      'pallas_fused'.
+    impl: 'chunked' (XLA, default), 'pallas' (a Pallas forward kernel, the
+      chunked backward) or 'pallas_fused' (Pallas kernels forward and
+      backward; module docstring). The Pallas impls support no dropout and,
+      as attn_mask, only a boolean mask of whole pivots (shape (B or 1, 1,
+      1, 1, L)); node_mask_BxL is the way to mask padded nodes.
+    block_size: the tiles of the Pallas kernels, a power of two.
     interpret: run the Pallas kernel in interpret mode; None: when
       jax.default_backend() is 'cpu'.
 
@@ -629,12 +503,12 @@ def pivotal_attention_core(
     shapes.check_shape(arr, want, name)
   online_softmax.check_chunk_size(chunk_size)
   shapes.check_choice(impl, IMPLS, "impl")
-  if impl == "pallas":
+  if impl in _PALLAS:
     online_softmax.check_block_size(block_size)
     if dropout_rate > 0.0:
       raise ValueError(
           "dropout_rate > 0 (dropout on the attention weights) is not "
-          f"supported by impl='pallas' (got {dropout_rate}); use "
+          f"supported by impl={impl!r} (got {dropout_rate}); use "
           "impl='chunked'."
       )
   if not 0.0 <= dropout_rate < 1.0:
@@ -653,12 +527,13 @@ def pivotal_attention_core(
       dropout_rate=float(dropout_rate),
       mask_kind=kind,
   )
-  if impl == "pallas":
+  if impl in _PALLAS:
     if mask is not None:
       node_mask_BxL = _node_only_mask(
           mask, node_mask_BxL, (b, h, num_i, num_j, num_l)
       )
-    return _pivotal_pallas(
+    fn = _pivotal_pallas if impl == "pallas" else _pivotal_pallas_fused
+    return fn(
         static._replace(
             mask_kind=None,
             block_size=block_size,
@@ -721,8 +596,8 @@ def pivotal_attention(
   generator whenever dropout > 0: pass dropout=0.0 at evaluation); the sum
   runs over chunks of `chunk_size` pivots (None: all at once) with an online
   softmax and a memory-lean backward (`pivotal_attention_core`); impl,
-  block_size and interpret select its Pallas forward kernel (impl='pallas':
-  no dropout, attn_mask only boolean of whole pivots).
+  block_size and interpret select its Pallas kernels (impl='pallas' or
+  'pallas_fused': no dropout, attn_mask only boolean of whole pivots).
   """
   return pivotal_attention_core(
       q_ik,
@@ -814,10 +689,11 @@ class PivotalAttention(nn.Module):
     mask_value: magnitude of a masked score (the authors' `inf`, 1e9).
     dtype: computation dtype (None: the input's); softmax statistics fp32.
     param_dtype: parameter dtype.
-    impl: 'chunked' (XLA) or 'pallas' (Pallas forward kernel, chunked
-      backward; no attention dropout in training, attn_mask only boolean of
-      whole pivots); see `pivotal_attention_core`.
-    pallas_block_size: the (i, j) tile of the Pallas kernel (a power of two).
+    impl: 'chunked' (XLA), 'pallas' (Pallas forward kernel, chunked
+      backward) or 'pallas_fused' (Pallas kernels both ways); the Pallas
+      impls: no attention dropout in training, attn_mask only boolean of
+      whole pivots; see `pivotal_attention_core`.
+    pallas_block_size: the tiles of the Pallas kernels (a power of two).
     interpret: run the Pallas kernel in interpret mode; None: on CPU.
   """
 
@@ -872,13 +748,13 @@ class PivotalAttention(nn.Module):
       )
     shapes.check_choice(self.impl, IMPLS, "impl")
     if (
-        self.impl == "pallas"
+        self.impl in _PALLAS
         and not deterministic
         and self.attention_dropout_rate > 0.0
     ):
       raise ValueError(
           "attention_dropout_rate > 0 with deterministic=False is not "
-          "supported by impl='pallas'; use impl='chunked' (or "
+          f"supported by impl={self.impl!r}; use impl='chunked' (or "
           "deterministic=True)."
       )
     if node_mask_BxN is not None:

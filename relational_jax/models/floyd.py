@@ -108,10 +108,11 @@ class FloydConfig:
     softmax_cap: > 0 caps the scores (their functional's option; their block
       leaves it off).
     chunk_size: pivots per chunk of the online softmax (None: all at once).
-    impl: the attention's computation, 'chunked' (XLA) or 'pallas' (a Pallas
-      forward kernel, the chunked backward; no dropout in training, and an
-      attn_mask only boolean of whole pivots), as `pivotal_attention_core`
-      (DESIGN.md sec. 1.6); interpret mode on CPU.
+    impl: the attention's computation, 'chunked' (XLA), 'pallas' (a Pallas
+      forward kernel, the chunked backward) or 'pallas_fused' (Pallas
+      kernels forward and backward); the Pallas impls: no dropout in
+      training, an attn_mask only boolean of whole pivots, as
+      `pivotal_attention_core` (DESIGN.md sec. 1.6); interpret mode on CPU.
     ln_epsilon: epsilon of layernorm / rmsnorm (1e-5, as theirs).
     zero_padded_pairs: the stack multiplies the state by the pair mask
       (both nodes real) after every block, as their FloydNet model does.

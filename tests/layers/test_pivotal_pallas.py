@@ -1,10 +1,12 @@
-"""Tests for the Pallas forward kernel of pivotal attention (impl='pallas').
+"""Tests for the Pallas kernels of pivotal attention: impl='pallas' (the
+forward kernel, the chunked backward) and impl='pallas_fused' (the backward
+kernels as well).
 
 FloydNet (Yu, Zeng & Ye 2026), DESIGN.md sec. 1.6:
   s_ijl = (q_ij . k_il + q_ij . k_lj) * scale,
   y_ij  = sum_l softmax_l(s)_ijl (v_il + v_lj).
-The kernel runs in interpret mode on CPU and must equal the chunked XLA path
-(values, and gradients through the shared chunked backward).
+The kernels run in interpret mode on CPU and must equal the chunked XLA path
+and the materialising reference (values and gradients).
 """
 
 import jax
@@ -20,6 +22,7 @@ from relational_jax.models.floyd import FloydTransformer
 
 H = 2
 RTOL = 1e-5
+PALLAS = ("pallas", "pallas_fused")
 
 
 def _inputs(seed, b, ni, nj, nl, k, h=H):
@@ -73,16 +76,17 @@ CASES = (
 )
 
 
+@pytest.mark.parametrize("impl", PALLAS)
 @pytest.mark.parametrize(
     "name,b,n,k,real,cap,block", CASES, ids=[c[0] for c in CASES]
 )
-def test_values_and_grads_match_chunked(name, b, n, k, real, cap, block):
+def test_values_and_grads_match_chunked(impl, name, b, n, k, real, cap, block):
   args, dy = _inputs(sum(map(ord, name)), b, n, n, n, k)
   node = None if real is None else _node_mask(b, n, real)
   options = dict(softmax_cap=cap, chunk_size=3)
   y_c, g_c = _value_and_grads("chunked", args, dy, node, **options)
   y_p, g_p = _value_and_grads(
-      "pallas", args, dy, node, block_size=block, interpret=True, **options
+      impl, args, dy, node, block_size=block, interpret=True, **options
   )
   _assert_rel_close(y_p, y_c, "y")
   for arg_name, got, want in zip(
@@ -91,24 +95,42 @@ def test_values_and_grads_match_chunked(name, b, n, k, real, cap, block):
     _assert_rel_close(got, want, f"d{arg_name}")
 
 
-def test_matches_the_materialising_reference_with_padding():
-  args, _ = _inputs(1, 2, 6, 6, 6, 4)
+def test_fused_matches_the_materialising_reference_with_padding():
+  """Values and gradients against the equation itself: all B H N^3 scores,
+  plain JAX autodiff (`pivotal_attention_reference`)."""
+  args, dy = _inputs(1, 2, 6, 6, 6, 4)
   node = _node_mask(2, 6, (6, 3))
-  want = pivotal.pivotal_attention_reference(*args, node, softmax_cap=3.0)
-  got = pivotal.pivotal_attention_core(
-      *args, node, softmax_cap=3.0, impl="pallas", block_size=4, interpret=True
+
+  def reference(*operands):
+    y = pivotal.pivotal_attention_reference(*operands, node, softmax_cap=3.0)
+    return jnp.sum(y * dy), y
+
+  (_, want), g_want = jax.value_and_grad(
+      reference, argnums=(0, 1, 2, 3, 4), has_aux=True
+  )(*args)
+  got, g_got = _value_and_grads(
+      "pallas_fused",
+      args,
+      dy,
+      node,
+      softmax_cap=3.0,
+      block_size=4,
+      interpret=True,
   )
   _assert_rel_close(got, want, "y")
+  for got_grad, want_grad in zip(g_got, g_want):
+    _assert_rel_close(got_grad, want_grad, "grad")
 
 
-def test_every_pivot_masked_matches_chunked():
+@pytest.mark.parametrize("impl", PALLAS)
+def test_every_pivot_masked_matches_chunked(impl):
   """A batch element with every node padded: uniform weights over all
   pivots, as the chunked path (and the authors' 1e9 fill)."""
   args, dy = _inputs(2, 2, 5, 5, 5, 4)
   node = _node_mask(2, 5, (5, 0))
   y_c, g_c = _value_and_grads("chunked", args, dy, node, chunk_size=2)
   y_p, g_p = _value_and_grads(
-      "pallas", args, dy, node, chunk_size=2, block_size=2, interpret=True
+      impl, args, dy, node, chunk_size=2, block_size=2, interpret=True
   )
   _assert_rel_close(y_p, y_c, "y")
   uniform = (
@@ -120,13 +142,14 @@ def test_every_pivot_masked_matches_chunked():
     _assert_rel_close(got, want, "grad")
 
 
-def test_rectangular_matches_chunked():
+@pytest.mark.parametrize("impl", PALLAS)
+def test_rectangular_matches_chunked(impl):
   """I, J and L of different sizes (the core's general shapes)."""
   args, dy = _inputs(3, 1, 3, 5, 6, 4)
   node = jnp.array([[True, True, False, True, True, False]])
   y_c, g_c = _value_and_grads("chunked", args, dy, node, chunk_size=4)
   y_p, g_p = _value_and_grads(
-      "pallas", args, dy, node, chunk_size=4, block_size=2, interpret=True
+      impl, args, dy, node, chunk_size=4, block_size=2, interpret=True
   )
   _assert_rel_close(y_p, y_c, "y")
   for got, want in zip(g_p, g_c):
@@ -145,14 +168,23 @@ def test_boolean_mask_of_whole_pivots_equals_node_mask():
 
 
 def test_jit_equals_eager():
-  args, _ = _inputs(5, 1, 5, 5, 5, 4)
+  """Values and (the fused backward's) gradients."""
+  args, dy = _inputs(5, 1, 5, 5, 5, 4)
   node = _node_mask(1, 5, (4,))
-  run = lambda *a: pivotal.pivotal_attention_core(
-      *a, impl="pallas", block_size=2, interpret=True, softmax_cap=2.0
+  run = lambda *a: _value_and_grads(
+      "pallas_fused",
+      a,
+      dy,
+      node,
+      block_size=2,
+      interpret=True,
+      softmax_cap=2.0,
   )
-  np.testing.assert_allclose(
-      jax.jit(run)(*args, node), run(*args, node), rtol=1e-6, atol=1e-6
-  )
+  for got, want in zip(
+      jax.tree_util.tree_leaves(jax.jit(run)(*args)),
+      jax.tree_util.tree_leaves(run(*args)),
+  ):
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
 
 
 def test_functional_form_and_default_interpret():
@@ -181,7 +213,8 @@ def test_module_matches_chunked():
 
 
 @pytest.mark.slow
-def test_floyd_transformer_impl_pallas_matches_chunked():
+@pytest.mark.parametrize("impl", PALLAS)
+def test_floyd_transformer_impl_pallas_matches_chunked(impl):
   config = FloydConfig(num_layers=1, num_heads=H, head_dim=4, chunk_size=2)
   b, n = 1, 5
   x = jax.random.normal(jax.random.PRNGKey(10), (b, n, n, config.edge_width))
@@ -194,7 +227,7 @@ def test_floyd_transformer_impl_pallas_matches_chunked():
   )
   pallas = FloydTransformer(
       FloydConfig(
-          num_layers=1, num_heads=H, head_dim=4, chunk_size=2, impl="pallas"
+          num_layers=1, num_heads=H, head_dim=4, chunk_size=2, impl=impl
       )
   )
   loss = lambda model: jax.value_and_grad(
@@ -221,6 +254,14 @@ def test_floyd_transformer_impl_pallas_matches_chunked():
                 dropout_rng=jax.random.PRNGKey(0),
             ),
             r"dropout_rate.*impl='pallas'",
+        ),
+        (
+            dict(
+                impl="pallas_fused",
+                dropout_rate=0.1,
+                dropout_rng=jax.random.PRNGKey(0),
+            ),
+            r"dropout_rate.*impl='pallas_fused'",
         ),
         (
             dict(impl="pallas", attn_mask=jnp.zeros((1, 1, 4, 4, 4))),

@@ -192,6 +192,11 @@ def test_quick_runs_every_part_end_to_end(tmp_path):
   assert parts["triangular_pallas"]["interpret"] is True
   for cell in parts["triangular_pallas"]["sizes"].values():
     assert max(e["rel"] for e in cell["pallas_vs_xla_highest"].values()) < 1e-4
+  for cell in parts["pivotal_pallas"]["sizes"].values():
+    for variant in ("pallas", "pallas_fused"):
+      errors = cell[f"{variant}_vs_xla_highest"].values()
+      assert max(e["rel"] for e in errors) < 1e-4, variant
+      assert cell[f"{variant}_forward_backward"]["median_s"] > 0
   if parts["pivotal_torch"]["status"] == "skipped":
     assert parts["pivotal_torch"]["reason"]
   assert parts["processors"]["entries"]["mpnn512"]["train_step_s"] > 0
