@@ -714,12 +714,13 @@ def _summary(times: List[float]) -> Dict[str, float]:
 
 def _triangular_calls(impl: str, s: Settings, interpret: bool):
   """(jit forward, jit forward + backward) of one core implementation."""
-  if impl == "pallas":
+  if impl in ("pallas", "pallas_fused"):
     attend = functools.partial(
         triangular.triangular_attention_pallas,
         block_size=s.pallas_block,
         interpret=interpret,
         chunk_size=s.triangular_chunk,
+        backward="chunked" if impl == "pallas" else "pallas",
     )
   else:
     attend = functools.partial(
@@ -782,7 +783,7 @@ def part_triangular_pallas(s: Settings, budget: Budget) -> Dict:
           kind: jax.jit(f)
           for kind, f in _triangular_calls(impl, s, interpret).items()
       }
-      for impl in ("pallas", "xla_chunked")
+      for impl in ("pallas", "pallas_fused", "xla_chunked")
   }
   b, h, k = s.triangular_BxHxK
   # q_BxNxLxHxK, k_BxLxNxHxK, v1_BxNxLxHxK, v2_BxLxNxHxK, do_BxNxNxHxK.
@@ -802,9 +803,11 @@ def part_triangular_pallas(s: Settings, budget: Budget) -> Dict:
       stopped,
       interpret,
       what=(
-          "triangular_attention_pallas (Pallas forward, chunked backward)"
-          " against triangular_attention_core (XLA, chunked), both with"
-          " chunk_size pivots per backward chunk; errors at 'highest' and"
+          "triangular_attention_pallas with backward='chunked' ('pallas':"
+          " Pallas forward, chunked backward) and backward='pallas'"
+          " ('pallas_fused': Pallas kernels both ways) against"
+          " triangular_attention_core (XLA, chunked), chunk_size pivots per"
+          " chunk of the chunked backward; errors at 'highest' and"
           " 'default'; times (after one untimed call) and XLA buffer"
           " assignment at 'default'"
       ),

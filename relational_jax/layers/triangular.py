@@ -44,7 +44,8 @@ the probabilities chunk by chunk (flash attention's backward). The chunk
 loop, the softmax statistics and the custom VJP are
 `relational_jax.layers.online_softmax`'s (shared with pivotal attention);
 this module supplies the scores, value sums and gradients of one chunk. A
-Pallas forward kernel (impl='pallas') shares that backward.
+Pallas forward kernel (impl='pallas') shares that backward; impl=
+'pallas_fused' adds Pallas backward kernels (`triangular_pallas`).
 """
 
 import functools
@@ -59,6 +60,7 @@ from jax.experimental import pallas as pl
 from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import online_softmax
 from relational_jax.layers import shapes
+from relational_jax.layers import triangular_pallas
 
 __all__ = [
     "TriangularAttention",
@@ -72,11 +74,10 @@ __all__ = [
 Array = jax.Array
 
 ABLATIONS = ("none", "value", "attention")
-IMPLS = ("chunked", "reference", "pallas")
+IMPLS = ("chunked", "reference", "pallas", "pallas_fused")
 
-# Finite stand-in for -inf in the fp32 online softmax: masked pivots get this
-# score, and exp(_NEG - m) underflows to exactly 0 for any real score m.
-_NEG = -1e30
+# Masked pivots' score (exp(_NEG - m) underflows to exactly 0).
+_NEG = triangular_pallas.MASKED_SCORE
 
 
 # ----------------------------------------------------------------------------
@@ -497,131 +498,18 @@ def triangular_attention_reference(
 
 
 # ----------------------------------------------------------------------------
-# Pallas forward kernel (impl='pallas'); the backward is the chunked one above.
+# Pallas kernels (`relational_jax.layers.triangular_pallas`): impl='pallas'
+# pairs the forward kernel with the chunked backward above (from its o and
+# lse), impl='pallas_fused' with the backward kernels.
 # ----------------------------------------------------------------------------
 
-
-def _pallas_forward_kernel(*refs, num_pivots, scale, key_ij, value_ablation):
-  """One (b, h, i-block, j-block) tile: online softmax over the pivots l.
-
-  Refs (b and h squeezed): q_ref, v1_ref IxLxK (x_il); k_ref, v2_ref LxJxK
-  (x_lj), or k_ref IxJxK (k_ij) for the attention ablation; no v2_ref for the
-  value ablation; mask_ref L (int32); outputs o_ref IxJxK, lse_ref IxJ.
-  """
-  if value_ablation:
-    q_ref, k_ref, v1_ref, mask_ref, o_ref, lse_ref = refs
-    v2_ref = None
-  else:
-    q_ref, k_ref, v1_ref, v2_ref, mask_ref, o_ref, lse_ref = refs
-  bi, bj, kp = o_ref.shape
-  if key_ij:
-    k_IxJxK = k_ref[...].astype(jnp.float32)
-
-  def body(l, carry):
-    m_IxJ, sum_IxJ, acc_IxJxK = carry
-    q_IxK = q_ref[:, pl.ds(l, 1), :].reshape(bi, kp).astype(jnp.float32)
-    if key_ij:  # q_il . k_ij
-      s_IxJ = jnp.sum(q_IxK[:, None, :] * k_IxJxK, axis=-1)
-    else:  # q_il . k_lj (eq. 5)
-      k_JxK = k_ref[pl.ds(l, 1), :, :].reshape(bj, kp).astype(jnp.float32)
-      s_IxJ = jax.lax.dot_general(
-          q_IxK,
-          k_JxK,
-          (((1,), (1,)), ((), ())),
-          preferred_element_type=jnp.float32,
-      )
-    valid = mask_ref[pl.ds(l, 1)].reshape(1, 1) > 0
-    s_IxJ = jnp.where(valid, s_IxJ * scale, _NEG)
-    m_new_IxJ = jnp.maximum(m_IxJ, s_IxJ)
-    correction_IxJ = jnp.exp(m_IxJ - m_new_IxJ)
-    p_IxJ = jnp.where(valid, jnp.exp(s_IxJ - m_new_IxJ), 0.0)
-    v1_IxK = v1_ref[:, pl.ds(l, 1), :].reshape(bi, kp).astype(jnp.float32)
-    if value_ablation:
-      v_IxJxK = jnp.broadcast_to(v1_IxK[:, None, :], (bi, bj, kp))
-    else:  # eq. 8
-      v2_JxK = v2_ref[pl.ds(l, 1), :, :].reshape(bj, kp).astype(jnp.float32)
-      v_IxJxK = v1_IxK[:, None, :] * v2_JxK[None, :, :]
-    acc_IxJxK = (
-        acc_IxJxK * correction_IxJ[..., None] + p_IxJ[..., None] * v_IxJxK
-    )
-    return m_new_IxJ, sum_IxJ * correction_IxJ + p_IxJ, acc_IxJxK
-
-  init = (
-      jnp.full((bi, bj), _NEG, jnp.float32),
-      jnp.zeros((bi, bj), jnp.float32),
-      jnp.zeros((bi, bj, kp), jnp.float32),
-  )
-  m_IxJ, sum_IxJ, acc_IxJxK = jax.lax.fori_loop(0, num_pivots, body, init)
-  has_pivot = sum_IxJ > 0
-  safe_sum_IxJ = jnp.where(has_pivot, sum_IxJ, 1.0)
-  o_ref[...] = (acc_IxJxK / safe_sum_IxJ[..., None]).astype(o_ref.dtype)
-  lse_ref[...] = jnp.where(has_pivot, m_IxJ + jnp.log(safe_sum_IxJ), 0.0)
-
-
-def _pallas_forward(static, q, k, v1, v2, mask, time):
-  """Pallas version of `_forward` (no node times): the same o_BxNxNxHxK
-  and lse_BxNxNxH."""
-  del time  # None: causal masking is not supported by the kernel.
-  key_ij = static.key_ij
-  b, n, _, h, kk = q.shape
-  block = min(static.block_size, pl.next_power_of_2(n))
-  padded = pl.cdiv(n, block) * block
-  kp = pl.next_power_of_2(kk)  # Zero padding of K changes no dot product.
-
-  def head_major(x):  # BxNxNxHxK -> BxHxNxNxK, padded.
-    x = online_softmax.pad_to(x, (b, padded, padded, h, kp))
-    return jnp.transpose(x, (0, 3, 1, 2, 4))
-
-  mask_BxL = online_softmax.pad_to(mask.astype(jnp.int32), (b, padded))
-  sq = pl.squeezed
-  il_spec = pl.BlockSpec(
-      (sq, sq, block, padded, kp), lambda bb, hh, i, j: (bb, hh, i, 0, 0)
-  )
-  lj_spec = pl.BlockSpec(
-      (sq, sq, padded, block, kp), lambda bb, hh, i, j: (bb, hh, 0, j, 0)
-  )
-  ij_spec = pl.BlockSpec(
-      (sq, sq, block, block, kp), lambda bb, hh, i, j: (bb, hh, i, j, 0)
-  )
-  mask_spec = pl.BlockSpec((sq, padded), lambda bb, hh, i, j: (bb, 0))
-  args = [head_major(q), head_major(k), head_major(v1)]
-  in_specs = [il_spec, ij_spec if key_ij else lj_spec, il_spec]
-  if v2 is not None:
-    args.append(head_major(v2))
-    in_specs.append(lj_spec)
-  args.append(mask_BxL)
-  in_specs.append(mask_spec)
-  kernel = functools.partial(
-      _pallas_forward_kernel,
-      num_pivots=padded,
-      scale=1.0 / math.sqrt(kk),
-      key_ij=key_ij,
-      value_ablation=v2 is None,
-  )
-  out_dtype = jnp.result_type(q.dtype, v1.dtype)
-  o_h, lse_h = pl.pallas_call(
-      kernel,
-      out_shape=(
-          jax.ShapeDtypeStruct((b, h, padded, padded, kp), out_dtype),
-          jax.ShapeDtypeStruct((b, h, padded, padded), jnp.float32),
-      ),
-      grid=(b, h, padded // block, padded // block),
-      in_specs=in_specs,
-      out_specs=(
-          ij_spec,
-          pl.BlockSpec(
-              (sq, sq, block, block), lambda bb, hh, i, j: (bb, hh, i, j)
-          ),
-      ),
-      interpret=static.interpret,
-  )(*args)
-  o = jnp.transpose(o_h, (0, 2, 3, 1, 4))[:, :n, :n, :, :kk]
-  lse = jnp.transpose(lse_h, (0, 2, 3, 1))[:, :n, :n]
-  return o, lse
-
-
-# The chunked backward, from the kernel's o and lse.
-_triangle_pallas = online_softmax.recomputing_vjp(_pallas_forward, _backward)
+_triangle_pallas = online_softmax.recomputing_vjp(
+    triangular_pallas.forward, _backward
+)
+_triangle_pallas_fused = online_softmax.recomputing_vjp(
+    triangular_pallas.forward, triangular_pallas.backward
+)
+BACKWARDS = ("chunked", "pallas")
 
 
 def triangular_attention_pallas(
@@ -635,18 +523,21 @@ def triangular_attention_pallas(
     block_size: int = 16,
     interpret: Optional[bool] = None,
     chunk_size: Optional[int] = 8,
+    backward: str = "chunked",
 ) -> Array:
   """`triangular_attention_core` with a Pallas forward kernel.
 
   Each program computes an (i, j) tile of one batch element and head, looping
   over the pivots l with the same fp32 online softmax; it saves o and the
-  logsumexp, and the backward is the chunked recomputation of
-  `triangular_attention_core` (with `chunk_size`). Tiles hold the whole pivot
-  axis of q_il and k_lj for their rows/columns (block x N x K each), which
-  suits moderate N. `interpret`: run the kernel in interpret mode; None:
-  when jax.default_backend() is 'cpu' (as pivotal attention's). The
-  compiled GPU path has not yet run on hardware here;
-  experiments/bench/gpu_check.py checks and times it on a GPU.
+  logsumexp. backward='chunked': the backward is the chunked recomputation
+  of `triangular_attention_core` (with `chunk_size`); 'pallas': Pallas
+  kernels, one per owner of a gradient (`triangular_pallas.backward`;
+  `chunk_size` unused). Tiles hold the whole pivot axis of q_il and k_lj for
+  their rows/columns (block x N x K each), which suits moderate N.
+  `interpret`: run the kernels in interpret mode; None: when
+  jax.default_backend() is 'cpu' (as pivotal attention's).
+  experiments/bench/gpu_check.py checks and times the compiled kernels on a
+  GPU (docs/performance.md).
   """
   if node_mask_BxL is None:
     node_mask_BxL = jnp.ones(q_BxNxLxHxK.shape[:2], bool)
@@ -655,7 +546,9 @@ def triangular_attention_pallas(
       q_BxNxLxHxK, k, v1_BxNxLxHxK, v2_BxLxNxHxK, node_mask_BxL, chunk_size
   )
   online_softmax.check_block_size(block_size)
-  return _triangle_pallas(
+  shapes.check_choice(backward, BACKWARDS, "backward")
+  fn = _triangle_pallas if backward == "chunked" else _triangle_pallas_fused
+  return fn(
       _Static(
           chunk_size,
           bool(key_ij),
@@ -691,10 +584,11 @@ class TriangularAttention(nn.Module):
       N at once). Any positive size works; N is padded internally.
     impl: 'chunked' (custom-VJP online softmax, O(B N^2 D) memory),
       'pallas' (the same with a Pallas forward kernel; see
-      `triangular_attention_pallas`) or 'reference' (materialises
-      B x N x N x N x D; tests/benchmarks only).
-    pallas_block_size: (i, j) tile of the Pallas kernel (a power of two).
-    interpret: run the Pallas kernel in interpret mode; None: on CPU.
+      `triangular_attention_pallas`), 'pallas_fused' (Pallas kernels forward
+      and backward) or 'reference' (materialises B x N x N x N x D;
+      tests/benchmarks only).
+    pallas_block_size: the tiles of the Pallas kernels (a power of two).
+    interpret: run the Pallas kernels in interpret mode; None: on CPU.
     use_bias: biases on the five projections.
     attention_dropout_rate: dropout on the attention weights alpha after the
       softmax, as the ET authors' code (`att = self.dropout(att)`); active
@@ -811,7 +705,7 @@ class TriangularAttention(nn.Module):
         meaningless.
       node_time_BxN: optional integer node times: causal masking, edge (i, j)
         attends over pivots l with t_l <= max(t_i, t_j) (module docstring).
-        impl='pallas' does not support it.
+        impl='pallas' and 'pallas_fused' do not support it.
       deterministic: False applies `attention_dropout_rate` (if > 0).
     """
     shapes.check_choice(self.ablation, ABLATIONS, "ablation")
@@ -842,10 +736,10 @@ class TriangularAttention(nn.Module):
             "node_time_BxN must be integer, got dtype "
             f"{jnp.asarray(node_time_BxN).dtype}."
         )
-    if node_time_BxN is not None and self.impl == "pallas":
+    if node_time_BxN is not None and self.impl.startswith("pallas"):
       raise ValueError(
           "node_time_BxN (causal masking) is not supported by "
-          "impl='pallas'; use impl='chunked' or 'reference'."
+          f"impl={self.impl!r}; use impl='chunked' or 'reference'."
       )
 
     # One projection of every edge serves all its roles: x_il as query/left
@@ -878,7 +772,7 @@ class TriangularAttention(nn.Module):
           chunk_size=self.chunk_size,
           key_ij=key_ij,
       )
-    elif self.impl == "pallas":
+    elif self.impl.startswith("pallas"):
       o_BxNxNxHxK = triangular_attention_pallas(
           q_BxNxLxHxK,
           k,
@@ -889,6 +783,7 @@ class TriangularAttention(nn.Module):
           block_size=self.pallas_block_size,
           interpret=self.interpret,
           chunk_size=self.chunk_size,
+          backward="chunked" if self.impl == "pallas" else "pallas",
       )
     else:
       o_BxNxNxHxK = triangular_attention_reference(

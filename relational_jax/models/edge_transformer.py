@@ -77,7 +77,8 @@ class ETConfig:
     ablation: 'none', 'value' or 'attention' (paper sec. 4.5).
     chunk_size: pivots per chunk of the triangular attention's online
       softmax (None: all at once).
-    impl: 'chunked', 'pallas' or 'reference' (see `TriangularAttention`).
+    impl: 'chunked', 'pallas', 'pallas_fused' or 'reference' (see
+      `TriangularAttention`).
     layout: 'paper' (eq. 3) or 'released_code' (module docstring).
     ffn_chunk_size: rows per block of the row-chunked, rematerialised FFN
       (None: one block); see `EdgeTransformerLayer`.

@@ -128,11 +128,11 @@ class ETSeq2SeqConfig:
           "incremental decoder caches V^2), got "
           f"{self.et.ablation!r}."
       )
-    if self.et.impl == "pallas":
+    if self.et.impl.startswith("pallas"):
       raise ValueError(
           "ETSeq2SeqConfig needs et.impl in ['chunked', "
           "'reference']: the decoder's causal masking is not "
-          "supported by impl='pallas'."
+          f"supported by impl={self.et.impl!r}."
       )
 
   @property

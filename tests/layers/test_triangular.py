@@ -276,16 +276,17 @@ def test_bf16_input_close_to_fp32():
   )
 
 
+@pytest.mark.parametrize("impl", ["pallas", "pallas_fused"])
 @pytest.mark.parametrize("ablation", ["none", "value", "attention"])
 @pytest.mark.slow
-def test_pallas_interpret_matches_chunked(ablation):
+def test_pallas_interpret_matches_chunked(ablation, impl):
   n = 5  # Padded to 8 by the 4 x 4 tiles.
   x = _x(12, b=1, n=n)
   mask = jnp.array([[True, True, False, True, True]])
   chunked = TriangularAttention(num_heads=H, ablation=ablation, chunk_size=2)
-  pallas = chunked.clone(impl="pallas", pallas_block_size=4, interpret=True)
+  pallas = chunked.clone(impl=impl, pallas_block_size=4, interpret=True)
   params = _init(chunked, x, mask)
-  if ablation == "none":  # Values and gradients (the backward is shared).
+  if ablation == "none" or impl == "pallas_fused":  # Values and gradients.
     f = lambda m, x: jnp.sum(m.apply(params, x, mask) ** 2)
     run = lambda m: jax.jit(jax.value_and_grad(functools.partial(f, m)))(x)
   else:

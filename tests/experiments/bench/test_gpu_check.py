@@ -190,9 +190,10 @@ def test_quick_runs_every_part_end_to_end(tmp_path):
   highest = parts["precision"]["cases"]["pivotal_fn"]["highest"]
   assert max(e["max_abs"] for e in highest["outputs"].values()) < 1e-5
   assert parts["triangular_pallas"]["interpret"] is True
-  for cell in parts["triangular_pallas"]["sizes"].values():
-    assert max(e["rel"] for e in cell["pallas_vs_xla_highest"].values()) < 1e-4
-  for cell in parts["pivotal_pallas"]["sizes"].values():
+  for cell in [
+      *parts["triangular_pallas"]["sizes"].values(),
+      *parts["pivotal_pallas"]["sizes"].values(),
+  ]:
     for variant in ("pallas", "pallas_fused"):
       errors = cell[f"{variant}_vs_xla_highest"].values()
       assert max(e["rel"] for e in errors) < 1e-4, variant
