@@ -240,7 +240,7 @@ def _dq_kernel(
   )
 
 
-def _dkv_il_kernel(
+def _dkv_kernel(
     qs_ref,
     k_il_ref,
     k_lj_ref,
@@ -254,112 +254,70 @@ def _dkv_il_kernel(
     dk_ref,
     dv_ref,
     *,
-    num_cols,
+    stream,
+    num_streamed,
     softmax_cap,
     mask_value,
 ):
-  """One (b, h, i-block, l-block) tile: dk_il = sum_j dt_ijl qs_ij and
-  dv_il = sum_j p_ijl dy_ij, streaming the columns j.
+  """The keys' and values' gradients of one tile, streaming a pair axis:
 
-  Refs: qs_ref, dy_ref IxJxK (the tile's rows, every column); k_il_ref,
-  v_il_ref IxLxK (the tile); k_lj_ref, v_lj_ref LxJxK (the tile's pivots,
-  every column); node_ref L; m_ref, l_ref, delta_ref IxJ; out dk_ref,
-  dv_ref IxLxK, fp32.
+    stream='j', an (i, l) tile:  dk_il = sum_j dt_ijl qs_ij,
+                                 dv_il = sum_j p_ijl dy_ij;
+    stream='i', an (l, j) tile:  dk_lj = sum_i dt_ijl qs_ij,
+                                 dv_lj = sum_i p_ijl dy_ij.
+
+  Refs (b and h squeezed): qs_ref, dy_ref IxJxK and m_ref, l_ref, delta_ref
+  IxJ (the tile's rows, every column; or every row, the tile's columns);
+  k_il_ref, v_il_ref IxLxK and k_lj_ref, v_lj_ref LxJxK (one pair the tile,
+  the other every streamed index of the tile's pivots); node_ref L; out
+  dk_ref, dv_ref the tile (AxBxK), fp32. Every operand is read in the
+  tile's layout A x B (x K), the streamed index's axis of size 1, so one
+  body serves both.
   """
-  bi, bl, kp = dk_ref.shape
-  k_il_IxLxK = k_il_ref[...].astype(jnp.float32)
-  v_il_IxLxK = v_il_ref[...].astype(jnp.float32)
-  real_1xL = node_ref[...].reshape(1, bl) > 0
+  a, c, kp = dk_ref.shape
 
-  def body(j, carry):
-    dk_IxLxK, dv_IxLxK = carry
-    qs_IxK = qs_ref[:, pl.ds(j, 1), :].reshape(bi, kp).astype(jnp.float32)
-    dy_IxK = dy_ref[:, pl.ds(j, 1), :].reshape(bi, kp).astype(jnp.float32)
-    k_lj_LxK = k_lj_ref[:, pl.ds(j, 1), :].reshape(bl, kp).astype(jnp.float32)
-    v_lj_LxK = v_lj_ref[:, pl.ds(j, 1), :].reshape(bl, kp).astype(jnp.float32)
-    m_Ix1 = m_ref[:, pl.ds(j, 1)]
-    l_Ix1 = l_ref[:, pl.ds(j, 1)]
-    delta_Ix1 = delta_ref[:, pl.ds(j, 1)]
-    t_IxL = jnp.sum(qs_IxK[:, None, :] * k_il_IxLxK, axis=-1) + jnp.sum(
-        qs_IxK[:, None, :] * k_lj_LxK[None, :, :], axis=-1
-    )
-    p_IxL = _weights(t_IxL, m_Ix1, l_Ix1, real_1xL, softmax_cap, mask_value)
-    dw_IxL = jnp.sum(dy_IxK[:, None, :] * v_il_IxLxK, axis=-1) + jnp.sum(
-        dy_IxK[:, None, :] * v_lj_LxK[None, :, :], axis=-1
-    )
-    dt_IxL = _ds(t_IxL, p_IxL, dw_IxL, delta_Ix1, real_1xL, softmax_cap)
-    return (
-        dk_IxLxK + dt_IxL[..., None] * qs_IxK[:, None, :],
-        dv_IxLxK + p_IxL[..., None] * dy_IxK[:, None, :],
-    )
+  def at(ref, axis, x):  # ref with index x of `axis` kept as a size-1 axis
+    index = [slice(None)] * len(ref.shape)
+    index[axis] = pl.ds(x, 1)
+    return ref[tuple(index)]
 
-  zeros = jnp.zeros((bi, bl, kp), jnp.float32)
+  if stream == "j":  # A x B = I x L
+    own_k, own_v, other_k, other_v = k_il_ref, v_il_ref, k_lj_ref, v_lj_ref
+    pair = lambda ref, x: at(ref, 1, x)  # -> I x 1 (x K)
+    other = lambda ref, x: at(ref, 1, x).reshape(1, c, kp)
+    real = node_ref[...].reshape(1, c) > 0
+  else:  # A x B = L x J
+    own_k, own_v, other_k, other_v = k_lj_ref, v_lj_ref, k_il_ref, v_il_ref
+    pair = lambda ref, x: at(ref, 0, x)  # -> 1 x J (x K)
+    other = lambda ref, x: at(ref, 0, x).reshape(a, 1, kp)
+    real = node_ref[...].reshape(a, 1) > 0
+  own_k = own_k[...].astype(jnp.float32)
+  own_v = own_v[...].astype(jnp.float32)
+  f32 = lambda x: x.astype(jnp.float32)
+
+  def body(x, carry):
+    dk, dv = carry
+    qs, dy = f32(pair(qs_ref, x)), f32(pair(dy_ref, x))
+    t = jnp.sum(qs * own_k, axis=-1) + jnp.sum(
+        qs * f32(other(other_k, x)), axis=-1
+    )
+    p = _weights(
+        t, pair(m_ref, x), pair(l_ref, x), real, softmax_cap, mask_value
+    )
+    dw = jnp.sum(dy * own_v, axis=-1) + jnp.sum(
+        dy * f32(other(other_v, x)), axis=-1
+    )
+    dt = _ds(t, p, dw, pair(delta_ref, x), real, softmax_cap)
+    return dk + dt[..., None] * qs, dv + p[..., None] * dy
+
+  zeros = jnp.zeros((a, c, kp), jnp.float32)
   dk_ref[...], dv_ref[...] = jax.lax.fori_loop(
-      0, num_cols, body, (zeros, zeros)
-  )
-
-
-def _dkv_lj_kernel(
-    qs_ref,
-    k_il_ref,
-    k_lj_ref,
-    v_il_ref,
-    v_lj_ref,
-    node_ref,
-    dy_ref,
-    m_ref,
-    l_ref,
-    delta_ref,
-    dk_ref,
-    dv_ref,
-    *,
-    num_rows,
-    softmax_cap,
-    mask_value,
-):
-  """One (b, h, l-block, j-block) tile: dk_lj = sum_i dt_ijl qs_ij and
-  dv_lj = sum_i p_ijl dy_ij, streaming the rows i.
-
-  Refs: qs_ref, dy_ref IxJxK (every row, the tile's columns); k_il_ref,
-  v_il_ref IxLxK (every row, the tile's pivots); k_lj_ref, v_lj_ref LxJxK
-  (the tile); node_ref L; m_ref, l_ref, delta_ref IxJ; out dk_ref, dv_ref
-  LxJxK, fp32.
-  """
-  bl, bj, kp = dk_ref.shape
-  k_lj_LxJxK = k_lj_ref[...].astype(jnp.float32)
-  v_lj_LxJxK = v_lj_ref[...].astype(jnp.float32)
-  real_Lx1 = node_ref[...].reshape(bl, 1) > 0
-
-  def body(i, carry):
-    dk_LxJxK, dv_LxJxK = carry
-    qs_JxK = qs_ref[pl.ds(i, 1), :, :].reshape(bj, kp).astype(jnp.float32)
-    dy_JxK = dy_ref[pl.ds(i, 1), :, :].reshape(bj, kp).astype(jnp.float32)
-    k_il_LxK = k_il_ref[pl.ds(i, 1), :, :].reshape(bl, kp).astype(jnp.float32)
-    v_il_LxK = v_il_ref[pl.ds(i, 1), :, :].reshape(bl, kp).astype(jnp.float32)
-    m_1xJ = m_ref[pl.ds(i, 1), :]
-    l_1xJ = l_ref[pl.ds(i, 1), :]
-    delta_1xJ = delta_ref[pl.ds(i, 1), :]
-    t_LxJ = jnp.sum(
-        k_il_LxK[:, None, :] * qs_JxK[None, :, :], axis=-1
-    ) + jnp.sum(k_lj_LxJxK * qs_JxK[None, :, :], axis=-1)
-    p_LxJ = _weights(t_LxJ, m_1xJ, l_1xJ, real_Lx1, softmax_cap, mask_value)
-    dw_LxJ = jnp.sum(
-        v_il_LxK[:, None, :] * dy_JxK[None, :, :], axis=-1
-    ) + jnp.sum(v_lj_LxJxK * dy_JxK[None, :, :], axis=-1)
-    dt_LxJ = _ds(t_LxJ, p_LxJ, dw_LxJ, delta_1xJ, real_Lx1, softmax_cap)
-    return (
-        dk_LxJxK + dt_LxJ[..., None] * qs_JxK[None, :, :],
-        dv_LxJxK + p_LxJ[..., None] * dy_JxK[None, :, :],
-    )
-
-  zeros = jnp.zeros((bl, bj, kp), jnp.float32)
-  dk_ref[...], dv_ref[...] = jax.lax.fori_loop(
-      0, num_rows, body, (zeros, zeros)
+      0, num_streamed, body, (zeros, zeros)
   )
 
 
 def backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
-  """`pivotal._backward` by the three kernels above (no attn_mask, no dropout):
+  """`pivotal._backward` by the kernels above, over three tilings (no attn_mask, no dropout):
   the same cotangents, from the forward's y and fp32 statistics (m, l).
 
   Padding as `forward`: padded rows, columns and pivots are
@@ -411,76 +369,65 @@ def backward(static, q, k_il, k_lj, v_il, v_lj, mask, node, rng, y, stats, dy):
   kernel_options = dict(
       softmax_cap=static.softmax_cap, mask_value=static.mask_value
   )
-  # dq: (i, j) tiles.
+
+  def call(kernel, tiles, out_axes, in_specs, out_spec, outputs):
+    """`kernel` over (b, h) x `tiles`, `outputs` fp32 arrays B x H x
+    `out_axes` x K."""
+    return pl.pallas_call(
+        kernel,
+        out_shape=(jax.ShapeDtypeStruct((b, h, *out_axes, kp), fp32),)
+        * outputs,
+        grid=(b, h, *tiles),
+        in_specs=in_specs,
+        out_specs=(out_spec,) * outputs,
+        interpret=static.interpret,
+    )(*operands)
+
+  # dq: (i, j) tiles, every pivot.
   ij = spec((bi, bj, kp), lambda i, j: (i, j, 0))
   ij_stats = spec((bi, bj), lambda i, j: (i, j))
-  dq = pl.pallas_call(
+  rows_pivots = spec((bi, pl_, kp), lambda i, j: (i, 0, 0))
+  pivots_cols = spec((pl_, bj, kp), lambda i, j: (0, j, 0))
+  (dq,) = call(
       functools.partial(_dq_kernel, num_pivots=num_l, **kernel_options),
-      out_shape=jax.ShapeDtypeStruct((b, h, pi, pj, kp), fp32),
-      grid=(b, h, pi // bi, pj // bj),
-      in_specs=[
-          ij,
-          spec((bi, pl_, kp), lambda i, j: (i, 0, 0)),
-          spec((pl_, bj, kp), lambda i, j: (0, j, 0)),
-          spec((bi, pl_, kp), lambda i, j: (i, 0, 0)),
-          spec((pl_, bj, kp), lambda i, j: (0, j, 0)),
-          node_spec(pl_, lambda i, j: 0),
-          ij,
-          ij_stats,
-          ij_stats,
-          ij_stats,
-      ],
-      out_specs=ij,
-      interpret=static.interpret,
-  )(*operands)
-  # dk_il, dv_il: (i, l) tiles.
-  il = spec((bi, bl, kp), lambda i, l_: (i, l_, 0))
-  rows = spec((bi, pj, kp), lambda i, l_: (i, 0, 0))
-  rows_stats = spec((bi, pj), lambda i, l_: (i, 0))
-  pivots_cols = spec((bl, pj, kp), lambda i, l_: (l_, 0, 0))
-  dk_il, dv_il = pl.pallas_call(
-      functools.partial(_dkv_il_kernel, num_cols=num_j, **kernel_options),
-      out_shape=(jax.ShapeDtypeStruct((b, h, pi, pl_, kp), fp32),) * 2,
-      grid=(b, h, pi // bi, pl_ // bl),
-      in_specs=[
-          rows,
-          il,
-          pivots_cols,
-          il,
-          pivots_cols,
-          node_spec(bl, lambda i, l_: l_),
-          rows,
-          rows_stats,
-          rows_stats,
-          rows_stats,
-      ],
-      out_specs=(il, il),
-      interpret=static.interpret,
-  )(*operands)
-  # dk_lj, dv_lj: (l, j) tiles.
-  lj = spec((bl, bj, kp), lambda l_, j: (l_, j, 0))
-  cols = spec((pi, bj, kp), lambda l_, j: (0, j, 0))
-  cols_stats = spec((pi, bj), lambda l_, j: (0, j))
-  rows_pivots = spec((pi, bl, kp), lambda l_, j: (0, l_, 0))
-  dk_lj, dv_lj = pl.pallas_call(
-      functools.partial(_dkv_lj_kernel, num_rows=num_i, **kernel_options),
-      out_shape=(jax.ShapeDtypeStruct((b, h, pl_, pj, kp), fp32),) * 2,
-      grid=(b, h, pl_ // bl, pj // bj),
-      in_specs=[
-          cols,
-          rows_pivots,
-          lj,
-          rows_pivots,
-          lj,
-          node_spec(bl, lambda l_, j: l_),
-          cols,
-          cols_stats,
-          cols_stats,
-          cols_stats,
-      ],
-      out_specs=(lj, lj),
-      interpret=static.interpret,
-  )(*operands)
+      (pi // bi, pj // bj),
+      (pi, pj),
+      [ij, rows_pivots, pivots_cols, rows_pivots, pivots_cols]
+      + [node_spec(pl_, lambda i, j: 0), ij, ij_stats, ij_stats, ij_stats],
+      ij,
+      1,
+  )
+
+  def keys_and_values(stream):
+    """(dk, dv) of the (i, l) tiles (stream 'j', every column) or the
+    (l, j) tiles (stream 'i', every row); `_dkv_kernel`."""
+    if stream == "j":
+      tile = spec((bi, bl, kp), lambda i, l_: (i, l_, 0))
+      pairs = spec((bi, pj, kp), lambda i, l_: (i, 0, 0))
+      stats = spec((bi, pj), lambda i, l_: (i, 0))
+      il, lj = tile, spec((bl, pj, kp), lambda i, l_: (l_, 0, 0))
+      tiles, out_axes, num = (pi // bi, pl_ // bl), (pi, pl_), num_j
+      node_block = node_spec(bl, lambda i, l_: l_)
+    else:
+      tile = spec((bl, bj, kp), lambda l_, j: (l_, j, 0))
+      pairs = spec((pi, bj, kp), lambda l_, j: (0, j, 0))
+      stats = spec((pi, bj), lambda l_, j: (0, j))
+      il, lj = spec((pi, bl, kp), lambda l_, j: (0, l_, 0)), tile
+      tiles, out_axes, num = (pl_ // bl, pj // bj), (pl_, pj), num_i
+      node_block = node_spec(bl, lambda l_, j: l_)
+    return call(
+        functools.partial(
+            _dkv_kernel, stream=stream, num_streamed=num, **kernel_options
+        ),
+        tiles,
+        out_axes,
+        [pairs, il, lj, il, lj, node_block, pairs, stats, stats, stats],
+        tile,
+        2,
+    )
+
+  dk_il, dv_il = keys_and_values("j")
+  dk_lj, dv_lj = keys_and_values("i")
   dq = dq[:, :, :num_i, :num_j, :kk] * static.scale
   return (
       dq.astype(q.dtype),
