@@ -55,7 +55,6 @@ from typing import Any, NamedTuple, Optional, Tuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
 
 from relational_jax.layers import dense as dense_lib
 from relational_jax.layers import online_softmax
@@ -75,6 +74,7 @@ Array = jax.Array
 
 ABLATIONS = ("none", "value", "attention")
 IMPLS = ("chunked", "reference", "pallas", "pallas_fused")
+_PALLAS = ("pallas", "pallas_fused")
 
 # Masked pivots' score (exp(_NEG - m) underflows to exactly 0).
 _NEG = triangular_pallas.MASKED_SCORE
@@ -736,7 +736,7 @@ class TriangularAttention(nn.Module):
             "node_time_BxN must be integer, got dtype "
             f"{jnp.asarray(node_time_BxN).dtype}."
         )
-    if node_time_BxN is not None and self.impl.startswith("pallas"):
+    if node_time_BxN is not None and self.impl in _PALLAS:
       raise ValueError(
           "node_time_BxN (causal masking) is not supported by "
           f"impl={self.impl!r}; use impl='chunked' or 'reference'."
@@ -772,7 +772,7 @@ class TriangularAttention(nn.Module):
           chunk_size=self.chunk_size,
           key_ij=key_ij,
       )
-    elif self.impl.startswith("pallas"):
+    elif self.impl in _PALLAS:
       o_BxNxNxHxK = triangular_attention_pallas(
           q_BxNxLxHxK,
           k,
