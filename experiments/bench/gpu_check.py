@@ -40,7 +40,8 @@ a slow compile can overrun it, which the JSON records):
                      FloydNet, DESIGN.md sec. 1.6) against its chunked path.
   processors         CLRS training at n = 16 (batch 32) and a forward pass at
                      n = 64 of rt, mpnn-512, et and floyd on Bellman-Ford
-                     (`experiments.bench.processors.bench_entry`).
+                     (`experiments.bench.processors.bench_entry`;
+                     --processors: some of them, in a chosen order).
   main_job           the README's main job config (`relational_jax.training.
                      clrs` defaults) at batch 4: seconds per training step,
                      sampling included, and the cost of 80,000 steps.
@@ -141,6 +142,10 @@ QUICK_TESTS = tuple(
 )
 
 
+# experiments.bench.processors' entries the processors part can time.
+PROCESSOR_ENTRIES = ("rt", "mpnn512", "et", "floyd")
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
   """Sizes of every part (`settings()`: the full check or --quick)."""
@@ -166,7 +171,7 @@ class Settings:
   triangular_chunk: int = 8
   pallas_block: int = 16
   iters: int = 5
-  processor_entries: Tuple[str, ...] = ("rt", "mpnn512", "et", "floyd")
+  processor_entries: Tuple[str, ...] = PROCESSOR_ENTRIES
   processor_sizes: Tuple[Tuple[str, int], ...] = (
       ("batch_size", 32),
       ("train_length", 16),
@@ -176,6 +181,18 @@ class Settings:
   )
   main_job_overrides: Tuple[Tuple[str, Any], ...] = (("train.batch_size", 4),)
   main_job_steps: int = 50
+
+
+def with_processors(s: Settings, names: Sequence[str]) -> Settings:
+  """`s` timing the processors `names` in that order (none: as `s` has)."""
+  unknown = [n for n in names if n not in PROCESSOR_ENTRIES]
+  if unknown:
+    raise app.UsageError(
+        f"--processors: unknown {unknown}; valid: {list(PROCESSOR_ENTRIES)}"
+    )
+  if not names:
+    return s
+  return dataclasses.replace(s, processor_entries=tuple(names))
 
 
 def settings(quick: bool, floyd_checkout=None, seed=0) -> Settings:
@@ -1080,7 +1097,9 @@ def main(argv):
   # The pytest subprocess and torch share the GPU with this process.
   os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
   start = time.monotonic()
-  s = settings(FLAGS.quick, FLAGS.floyd_checkout, FLAGS.seed)
+  s = with_processors(
+      settings(FLAGS.quick, FLAGS.floyd_checkout, FLAGS.seed), FLAGS.processors
+  )
   report = {
       "what": "experiments.bench.gpu_check (see its docstring)",
       "command": " ".join(sys.argv),
@@ -1124,6 +1143,12 @@ def define_flags():
       " src/floydnet/functional.py); without it pivotal_torch is skipped.",
   )
   flags.DEFINE_list("parts", list(PARTS), "Parts to run, of those above.")
+  flags.DEFINE_list(
+      "processors",
+      [],
+      "The processors part's entries, in order, of"
+      f" {list(PROCESSOR_ENTRIES)} (default: all; --quick: mpnn512).",
+  )
   flags.DEFINE_float(
       "total_s",
       480.0,

@@ -324,9 +324,9 @@ def combine(
           " summaries: mean, sample sd, min, max over seeds; train_seconds:"
           " training and evaluation wall time, summed over resumptions, on the"
           " machine that ran it; a seed's sittings: each resumed part (started,"
-          " from_step, to_step, code, seconds, cpu_seconds, steps_per_s); a"
-          " seed's validation_windows: the validation curve's mean, min and max"
-          " over each tenth of the run"
+          " from_step, to_step, code, host, seconds, cpu_seconds, steps_per_s);"
+          " a seed's validation_windows: the validation curve's mean, min and"
+          " max over each tenth of the run"
       ),
       "num_runs": len(records),
       "wall_seconds": sum(r["train_seconds"] for r in records.values()),

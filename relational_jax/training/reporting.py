@@ -37,6 +37,25 @@ def code_version() -> Optional[str]:
   return commit + ("+dirty" if dirty else "")
 
 
+def host() -> dict:
+  """Where a sitting ran, as far as it changes the numbers or the speed:
+  JAX's backend and device count, the CPUs this process may use, and
+  `XLA_FLAGS` (XLA:CPU's float path depends on its thread count, so the
+  same code on 1 or 2 cores can differ in the last bits)."""
+  import jax  # pylint: disable=g-import-not-at-top
+
+  try:
+    cpus = len(os.sched_getaffinity(0))
+  except AttributeError:  # not on Linux
+    cpus = os.cpu_count()
+  return {
+      "backend": jax.default_backend(),
+      "devices": jax.device_count(),
+      "cpus": cpus,
+      "xla_flags": os.environ.get("XLA_FLAGS", ""),
+  }
+
+
 def write_json(path: str, value: Any) -> None:
   """Writes `value` as JSON to `path` atomically (a temporary file in the
   same directory, then `os.replace`): a reader never sees half a file."""

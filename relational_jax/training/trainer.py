@@ -156,7 +156,9 @@ class RunRecord:
   best evaluation (None before the first). train_seconds: training wall
   time, summed over resumptions. sittings: one entry per `fit` call that
   trained, in order: {'started' (UTC, ISO 8601), 'from_step', 'to_step',
-  'code' (the git commit that ran it, `reporting.code_version`),
+  'code' (the git commit that ran it, `reporting.code_version`), 'host'
+  (backend, devices, usable CPUs, XLA_FLAGS: `reporting.host`; absent in
+  sittings saved before it),
   'seconds' (wall, evaluations included), 'cpu_seconds' (this process's
   CPU time: all its threads, so up to the core count x the wall time while it
   has the cores; far less while paused or sharing them), 'steps_per_s'
@@ -277,6 +279,7 @@ def fit(
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "from_step": step,
         "code": reporting.code_version(),
+        "host": reporting.host(),
     }
     sitting_started, sitting_cpu = started, time.process_time()
 

@@ -138,6 +138,8 @@ def test_the_record_says_which_steps_ran_in_which_sitting(tmp_path):
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", sitting["started"])
     # The code that ran it: this checkout's commit (None outside git).
     assert sitting["code"] == reporting.code_version()
+    assert sitting["host"] == reporting.host()
+    assert sitting["host"]["cpus"] >= 1
   head = subprocess.run(
       ["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"],
       capture_output=True,

@@ -152,6 +152,19 @@ def test_the_chosen_parts_share_the_total_in_proportion():
   assert some["tests"] > every["tests"]
 
 
+def test_processors_flag_picks_and_orders_entries():
+  from absl import app  # pylint: disable=g-import-not-at-top
+  from experiments.bench import processors as bench_processors  # pylint: disable=g-import-not-at-top
+
+  assert set(gpu_check.PROCESSOR_ENTRIES) <= set(bench_processors.ENTRIES)
+  full = gpu_check.settings(False)
+  assert gpu_check.with_processors(full, []) == full
+  picked = gpu_check.with_processors(full, ["floyd", "et"])
+  assert picked.processor_entries == ("floyd", "et")
+  with pytest.raises(app.UsageError, match=r"unknown \['gnn'\]; valid: "):
+    gpu_check.with_processors(full, ["floyd", "gnn"])
+
+
 def test_quick_settings_name_existing_tests():
   quick = gpu_check.settings(True)
   assert quick.quick and set(quick.test_targets) == set(gpu_check.QUICK_TESTS)
