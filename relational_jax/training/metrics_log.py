@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Mapping
 import numpy as np
 
 from relational_jax.parallel import distributed
+from relational_jax.training import reporting
 
 FILENAME = "metrics.jsonl"
 TENSORBOARD_DIR = "tensorboard"
@@ -47,9 +48,24 @@ def _json_number(value: float):
 
 
 def read(directory: str) -> List[Dict[str, Any]]:
-  """The records of `<directory>/metrics.jsonl`, in order."""
-  with open(os.path.join(directory, FILENAME), encoding="utf-8") as f:
-    return [json.loads(line) for line in f if line.strip()]
+  """The records of `<directory>/metrics.jsonl`, in order. A last line cut
+  short (a process killed while writing it; lines reach the disk in
+  buffer-sized pieces between checkpoints) is left out; a bad line before
+  the last raises ValueError naming it."""
+  path = os.path.join(directory, FILENAME)
+  with open(path, encoding="utf-8") as f:
+    lines = f.read().split("\n")
+  records = []
+  for i, line in enumerate(lines):
+    if not line.strip():
+      continue
+    try:
+      records.append(json.loads(line))
+    except json.JSONDecodeError as e:
+      if i == len(lines) - 1:  # No newline after it: an unfinished line.
+        break
+      raise ValueError(f"{path}, line {i + 1}: not a JSON record ({e}).") from e
+  return records
 
 
 class MetricsLog:
@@ -70,8 +86,7 @@ class MetricsLog:
     path = os.path.join(directory, FILENAME)
     if os.path.exists(path):  # Keep what the restored checkpoint covers.
       kept = [r for r in read(directory) if r["step"] <= step]
-      with open(path, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r) + "\n" for r in kept)
+      reporting.write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
     self._file = open(path, "a", encoding="utf-8")
     if tensorboard:
       try:

@@ -56,22 +56,27 @@ def host() -> dict:
   }
 
 
-def write_json(path: str, value: Any) -> None:
-  """Writes `value` as JSON to `path` atomically (a temporary file in the
-  same directory, then `os.replace`): a reader never sees half a file."""
+def write_text(path: str, text: str) -> None:
+  """Writes `text` to `path` atomically (a temporary file in the same
+  directory, then `os.replace`): a reader never sees half a file."""
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
   fd, tmp = tempfile.mkstemp(
       dir=directory, prefix=".tmp_", suffix=os.path.basename(path)
   )
   try:
-    with os.fdopen(fd, "w") as f:
-      json.dump(value, f, indent=1)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+      f.write(text)
     os.replace(tmp, path)
   except BaseException:
     if os.path.exists(tmp):
       os.remove(tmp)
     raise
+
+
+def write_json(path: str, value: Any) -> None:
+  """Writes `value` as JSON to `path` atomically (`write_text`)."""
+  write_text(path, json.dumps(value, indent=1))
 
 
 def read_json(path: str) -> Any:

@@ -1,6 +1,5 @@
 """relational_jax.training.reporting: a results JSON is never half-written."""
 
-import json
 import os
 
 import pytest
@@ -13,16 +12,29 @@ def test_write_json_replaces_the_file_whole_or_not_at_all(
 ):
   path = str(tmp_path / "results.json")
   reporting.write_json(path, {"step": 1})
-  real_dump = json.dump
+  real_fdopen = os.fdopen
 
-  def dump_then_fail(value, f, **kwargs):  # A crash halfway through.
-    f.write('{"step": ')
-    raise RuntimeError("disk full")
+  class HalfWritten:  # A crash halfway through the write.
 
-  monkeypatch.setattr(json, "dump", dump_then_fail)
+    def __init__(self, f):
+      self.f = f
+
+    def __enter__(self):
+      return self
+
+    def __exit__(self, *exc):
+      self.f.close()
+
+    def write(self, text):
+      self.f.write(text[: len(text) // 2])
+      raise RuntimeError("disk full")
+
+  monkeypatch.setattr(
+      os, "fdopen", lambda *a, **k: HalfWritten(real_fdopen(*a, **k))
+  )
   with pytest.raises(RuntimeError, match="disk full"):
     reporting.write_json(path, {"step": 2})
-  monkeypatch.setattr(json, "dump", real_dump)
+  monkeypatch.setattr(os, "fdopen", real_fdopen)
   # The old results stay readable and no temporary file is left behind.
   assert reporting.read_json(path) == {"step": 1}
   assert os.listdir(tmp_path) == ["results.json"]
