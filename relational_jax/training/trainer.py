@@ -102,6 +102,9 @@ class Task(Protocol):
   # only at an evaluation that becomes the best checkpoint and at the last
   # step (an expensive score read at the best checkpoint only, as a test
   # set scored where validation selects); a `None` attribute: none.
+  # Optional: `selection: str`, what the score measures when a task's setting
+  # chooses it (seq2seq: the selection set); the best is recorded with it,
+  # and a run resumed with another chooses its best anew.
 
 
 def layouts_of(task: Task) -> Sequence[Tuple[Any, Callable]]:
@@ -152,8 +155,9 @@ class RunRecord:
   step: steps trained; complete: step == loop.steps (False after a planned
   stop). losses: per-step training losses. history: one entry per
   evaluation ({'step', 'loss' (mean since the previous evaluation),
-  'train_<metric>', task fields}). best: {'step', 'score', 'entry'} of the
-  best evaluation (None before the first). train_seconds: training wall
+  'train_<metric>', task fields}). best: {'step', 'score', 'entry', 'selection'
+  (the task's, '' without one)} of the best evaluation (None before the
+  first). train_seconds: training wall
   time, summed over resumptions. sittings: one entry per `fit` call that
   trained, in order: {'started' (UTC, ISO 8601), 'from_step', 'to_step',
   'code' (the git commit that ran it, `reporting.code_version`), 'host'
@@ -243,6 +247,7 @@ def fit(
     CorruptCheckpointError: checkpoints exist and none can be restored.
   """
   stop = min(loop.steps, loop.stop_at_step or loop.steps)
+  selection = getattr(task, "selection", "")
   save_every = loop.checkpoint_every or loop.eval_every
   with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
     restored = ckpts.restore(task.abstract_state(), layouts=layouts_of(task))
@@ -258,6 +263,15 @@ def fit(
             f"({skipped['error']}); moved to {skipped['moved_to']}"
         )
       log(f"resumed at step {meta['step']} from {checkpoint_dir}")
+      best = meta["best"]
+      # (A best saved before selections were recorded keeps its place.)
+      if best is not None and best.get("selection", selection) != selection:
+        log(
+            f"the best checkpoint (step {best['step']}) was selected on "
+            f"{best['selection']!r}, this sitting selects on {selection!r}: "
+            "the best is chosen anew from the next evaluation on"
+        )
+        meta["best"] = None
     step = int(meta["step"])
     last_saved = ckpts.latest_step()
     metrics = metrics_log.MetricsLog(
@@ -321,7 +335,12 @@ def fit(
         if evaluate_now:
           entry, score = task.evaluate(state, step)
           best = meta["best"]
-          is_best = score is None or best is None or score > best["score"]
+          is_best = (
+              score is None
+              or best is None
+              or best["score"] is None  # Nothing scored it: no selection.
+              or score > best["score"]
+          )
           evaluate_best = getattr(task, "evaluate_best", None)
           if evaluate_best is not None and (is_best or step == loop.steps):
             entry = {**entry, **evaluate_best(state, step)}
@@ -334,7 +353,12 @@ def fit(
           meta["history"].append(record)
           metrics.evaluation(step, record)
           if is_best:
-            meta["best"] = {"step": step, "score": score, "entry": entry}
+            meta["best"] = {
+                "step": step,
+                "score": score,
+                "entry": entry,
+                "selection": selection,
+            }
           scores = ", ".join(
               f"{k} {v:.4f}"
               for k, v in record.items()

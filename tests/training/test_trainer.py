@@ -1,6 +1,7 @@
 """relational_jax.training.trainer on a toy regression: batches, exact
 resume, best-validation selection, a non-finite loss, fetches, the record."""
 
+import dataclasses
 import os
 import re
 import subprocess
@@ -223,6 +224,39 @@ def test_evaluate_best_scores_new_bests_and_the_last_step_across_a_resume(
   }
 
 
+def test_a_resume_that_changes_the_selection_chooses_the_best_anew(tmp_path):
+  def task(selection, scores):
+    t = _task()
+    t.selection = selection
+    t.evaluate = lambda state, step: ({"val": step}, scores.get(step))
+    return t
+
+  # Selected on nothing (no scores: every evaluation is the best), then on
+  # scores: neither a None best compared with a number nor an old score
+  # compared with a new one.
+  _fit(tmp_path, 12, 4, task("last", {}))
+  logs = []
+  loop = trainer.Loop(12, 2, stop_at_step=8, progress=False)
+  done = trainer.fit(
+      task("val", {6: 0.4, 8: 0.3}), loop, str(tmp_path), logs.append
+  )
+  assert done.best == {
+      "step": 6,
+      "score": 0.4,
+      "entry": {"val": 6},
+      "selection": "val",
+  }
+  assert any(
+      "selected on 'last', this sitting selects on 'val'" in m for m in logs
+  )
+  loop = dataclasses.replace(loop, stop_at_step=0)
+  done = trainer.fit(
+      task("gen", {10: 0.1, 12: 0.2}), loop, str(tmp_path), print
+  )
+  assert (done.best["step"], done.best["selection"]) == (12, "gen")
+  assert _fit(tmp_path / "b", 4).best["selection"] == ""  # Without one.
+
+
 def test_a_non_finite_loss_stops_and_keeps_the_checkpoint(tmp_path):
   with pytest.raises(NonFiniteLossError, match="at step 1;.*no checkpoint"):
     _fit(tmp_path, task=_task(scale=float("nan")))
@@ -290,3 +324,21 @@ def test_a_resume_drops_metrics_past_its_checkpoint(tmp_path):
   steps = [r["step"] for r in metrics_log.read(str(tmp_path))]
   assert steps == [1, 2, 2, 3, 4, 4, 5, 6, 6]  # train, and eval every 2.
   assert 9.0 not in [r.get("loss") for r in metrics_log.read(str(tmp_path))]
+
+
+def test_a_resume_after_a_kill_mid_line_drops_the_cut_line(tmp_path):
+  from relational_jax.training import metrics_log  # pylint: disable=g-import-not-at-top
+
+  _fit(tmp_path, steps=6, stop_at_step=4)
+  path = tmp_path / metrics_log.FILENAME
+  with open(path, "a") as f:  # Killed while writing step 5's line.
+    f.write('{"step": 5, "kind": "train", "lo')
+  assert [r["step"] for r in metrics_log.read(str(tmp_path))][-1] == 4
+  _fit(tmp_path, steps=6)
+  steps = [r["step"] for r in metrics_log.read(str(tmp_path))]
+  assert steps == [1, 2, 2, 3, 4, 4, 5, 6, 6]
+  # A bad line before the last is no cut line: named, not dropped.
+  lines = path.read_text().splitlines(keepends=True)
+  path.write_text("".join(lines[:3] + ['{"step": 3,\n'] + lines[3:]))
+  with pytest.raises(ValueError, match=r"metrics.jsonl, line 4: not a JSON"):
+    metrics_log.read(str(tmp_path))

@@ -249,10 +249,15 @@ def train_one(
   result_path = os.path.join(run_dir, "result.json")
   if os.path.exists(result_path):
     done = reporting.read_json(result_path)
+    # A result written before it recorded `select_on` says what it tested.
+    select_on = done.get(
+        "select_on", "last" if done.get("selected") == "last" else "val"
+    )
     if (
         done.get("complete")
         and done["steps"] == t.steps
         and set(map(str, p.test_lengths)) <= set(done["test"])
+        and select_on == t.select_on
     ):
       log(f"[{algorithm} seed {seed}] already complete, reusing {result_path}")
       return done
@@ -285,6 +290,7 @@ def train_one(
       **done.to_json(),
       "best_val": done.best["score"],
       "best_step": done.best["step"],
+      "select_on": t.select_on,
       "selected": selected,
       "test": test,
       "final_params_fingerprint": _fingerprint(final_params),

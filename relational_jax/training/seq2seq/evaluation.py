@@ -139,9 +139,3 @@ def selection_set(select_on: str, eval_sets: Iterable[str]) -> Optional[str]:
         f"{select_on!r} set; available sets: {eval_sets}."
     )
   return select_on
-
-
-def score_is_better(score: Optional[float], best: Optional[Dict]) -> bool:
-  """Whether a step with `score` (None: select the last step) replaces the
-  `best` record."""
-  return score is None or best is None or score > best["score"]

@@ -465,6 +465,7 @@ class _Task:
         batch_hook,
     )
     self.stream = experiment.batch_stream()
+    self.selection = select or "last"  # What the score measures.
 
   def init_state(self):
     return self.experiment.init_state()

@@ -58,6 +58,22 @@ def test_runs_end_to_end(tmp_path):
       os.path.join(ckpts, "best")
   )
   assert results["config"]["rt"]["head_dim"] == 4
+  assert run["select_on"] == "val" and run["selected"].startswith("val")
+  # Another selection on a finished run: tested again, not the old result.
+  logs = []
+  again = clrs_loop.train_and_evaluate(
+      tiny(train__select_on="last"), workdir, log=logs.append
+  )
+  run = again["algorithms"]["bellman_ford"]["runs"][0]
+  assert (run["select_on"], run["selected"], run["steps"]) == ("last",) * 2 + (
+      2,
+  )
+  assert not any("already complete" in m for m in logs)
+  logs.clear()
+  clrs_loop.train_and_evaluate(
+      tiny(train__select_on="last"), workdir, log=logs.append
+  )
+  assert any("already complete, reusing" in m for m in logs)
 
 
 @pytest.mark.parametrize(
