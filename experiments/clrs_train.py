@@ -32,15 +32,12 @@ from relational_jax.parallel import distributed
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import loop
 
+cli.drop_foreign_flags()  # dm-clrs's --seeds among them: ours is an alias.
 _CONFIG = cli.define_config_flag(
     "config", clrs_config.default_config(), renamed=compat.CLRS_RENAMED_PATHS
 )
-# dm-clrs's clrs_text defines a global `seeds` flag on import: reuse it.
-_ALIASES = {k: v for k, v in clrs_config.LEGACY_NAMES.items()}
-config_lib.define_aliases(
-    {k: v for k, v in _ALIASES.items() if k not in flags.FLAGS},
-    clrs_config.default_config(),
-)
+_ALIASES = dict(clrs_config.LEGACY_NAMES)
+config_lib.define_aliases(_ALIASES, clrs_config.default_config())
 flags.DEFINE_string(
     "workdir",
     "runs/clrs",

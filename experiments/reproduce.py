@@ -47,6 +47,7 @@ from relational_jax.training import errors
 from relational_jax.training import registry
 from relational_jax.training import reporting
 
+cli.drop_foreign_flags()  # dm-clrs's --seeds among them: ours is below.
 flags.DEFINE_boolean("list", False, "List the named reproductions and exit.")
 flags.DEFINE_enum(
     "budget",
@@ -67,10 +68,6 @@ flags.DEFINE_multi_string(
     " transformer.tree_pe_norm=sinusoid); recorded in reproduction.json and its"
     " command.",
 )
-# dm-clrs (imported above, with the CLRS reproductions) defines a --seeds of
-# its own for its clrs_text generator, which never runs here: ours replaces it.
-if "seeds" in flags.FLAGS:
-  delattr(flags.FLAGS, "seeds")
 flags.DEFINE_string(
     "seeds",
     None,

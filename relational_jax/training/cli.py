@@ -36,6 +36,23 @@ EXIT_BAD_INPUT = 2
 _PENDING: List[str] = []
 
 
+# Modules whose absl flags exist only because a library defines them on
+# import and that no main here reads: dm-clrs's clrs_text generator
+# (--seeds, --use_hints, --number_of_samples, --split_name, ...).
+FOREIGN_FLAG_MODULES = ("clrs._src.clrs_text.generate_clrs_text",)
+
+
+def drop_foreign_flags(flag_values=flags.FLAGS) -> None:
+  """Deletes the flags of `FOREIGN_FLAG_MODULES`, so that passing one is an
+  unknown-flag error rather than a value silently ignored. A main calls it
+  after its imports (dm-clrs's among them) and before defining its flags."""
+  by_module = flag_values.flags_by_module_dict()
+  for module in FOREIGN_FLAG_MODULES:
+    for flag in list(by_module.get(module, ())):  # delattr edits the list
+      if flag.name in flag_values and flag_values[flag.name] is flag:
+        delattr(flag_values, flag.name)
+
+
 def program_name() -> str:
   return os.path.splitext(os.path.basename(sys.argv[0] or "main"))[0]
 
@@ -144,7 +161,9 @@ def parse_flags(argv: Sequence[str]) -> List[str]:
 
 def run(main: Callable[[List[str]], None], argv=None) -> None:
   """`absl.app.run(main)` with one-line bad-input errors and a clean
-  console (see the module docstring)."""
+  console (see the module docstring). Flags of `FOREIGN_FLAG_MODULES` are
+  unknown flags (`drop_foreign_flags`)."""
+  drop_foreign_flags()
   init_callbacks = console.NativeCapture("absl.app ran its init callbacks")
 
   def parser(args):

@@ -61,6 +61,13 @@ def assert_one_line_error(proc, *names):
 
 BAD_VALUES = [
     # (module, args, words the line names: the bad value, a valid choice)
+    # dm-clrs's clrs_text flags, read by nothing here: unknown, not ignored.
+    ("experiments.clrs_train", ["--use_hints=false"], ["use_hints"]),
+    (
+        "experiments.clrs_evaluate",
+        ["--number_of_samples=9"],
+        ["number_of_samples"],
+    ),
     (
         "experiments.clrs_train",
         ["--config.rt.no_such=3"],

@@ -38,6 +38,25 @@ def test_unknown_config_field_names_it_and_the_valid_fields():
   assert "config.seeds is a value" in message
 
 
+def test_foreign_flags_are_dropped_and_only_those():
+  from absl import flags  # pylint: disable=g-import-not-at-top
+
+  fv = flags.FlagValues()
+  (foreign,) = cli.FOREIGN_FLAG_MODULES
+  flags.DEFINE_bool("use_hints", False, "", flag_values=fv, module_name=foreign)
+  flags.DEFINE_list("seeds", ["0"], "", flag_values=fv, module_name=foreign)
+  flags.DEFINE_integer("split", 1, "", flag_values=fv, module_name=foreign)
+  flags.DEFINE_string("path", "", "", flag_values=fv, module_name=foreign)
+  flags.DEFINE_string("workdir", "runs", "", flag_values=fv, module_name="ours")
+  delattr(fv, "seeds")  # A main's own --seeds in its place stays.
+  flags.DEFINE_string("seeds", None, "", flag_values=fv, module_name="ours")
+  cli.drop_foreign_flags(fv)
+  assert set(fv) == {"workdir", "seeds"}
+  assert fv["seeds"].default is None
+  with pytest.raises(flags.UnrecognizedFlagError, match="use_hints"):
+    fv(["main", "--use_hints=true"])
+
+
 def test_exit_bad_input_is_one_line_and_status_2(capsys):
   with pytest.raises(SystemExit) as exit_info:
     cli.exit_bad_input("bad value 'x';\nvalid choices are ['a', 'b']")
