@@ -25,5 +25,5 @@ for name in ("rt", "mpnn512"):
   r = json.load(open(f"{out}/{name}.json"))
   for algo, e in r["algorithms"].items():
     print(f"{name:8s} {algo:28s} best val {e['mean_best_val']:.3f}  test n=64 {e['mean_test']['64']:.3f}  "
-          f"train {e['runs'][0]['train_wall_time_s']:.0f}s")
+          f"train {e['runs'][0]['train_seconds']:.0f}s")
 PY

@@ -512,7 +512,8 @@ def run_benchmark(reference: Optional[str], log=print) -> Dict:
               "repository": REPOSITORY,
               "path": reference,
               "commit": (
-                  reference_lib.commit(reference) or FLAGS.floydreference_commit
+                  reference_lib.commit(reference)
+                  or FLAGS.floyd_reference_commit
               ),
           }
           if reference
@@ -586,7 +587,7 @@ def define_flags():
       " authors' entry is skipped.",
   )
   flags.DEFINE_string(
-      "floydreference_commit",
+      "floyd_reference_commit",
       None,
       "Their commit, recorded when the checkout is not a git work tree.",
   )

@@ -46,65 +46,27 @@ flags.DEFINE_string(
 )
 FLAGS = flags.FLAGS
 
-# The configurations compared (in the flat flag names of clrs_train): RT at the paper's tuned size (Table 2), MPNN at
-# its tuned width 512 and at RT's width 192, Triplet-GMPNN (Ibarz et al. 2022),
-# our triangular kinds at RT's width (ET: 3 tied layers, 12 heads x 16) and
-# FloydNet at the same width (3 untied blocks, 12 heads x 16).
+# The configurations compared (in the flat flag names of clrs_train): RT at
+# the paper's tuned size (Table 2), MPNN at its tuned width 512 and at RT's
+# width 192, Triplet-GMPNN (Ibarz et al. 2022), our triangular kinds at RT's
+# width (ET: 3 tied layers, 12 heads x 16) and FloydNet at the same width (3
+# untied blocks, 12 heads x 16; the floyd section of the CLRS config).
+_PAIR_MODEL = dict(
+    hidden_size=192,
+    nb_heads=12,
+    head_size=16,
+    num_layers=3,
+    carry_state=True,
+    ptr_from_edges=True,
+)
+_RT_SIZES = dict(_PAIR_MODEL, node_hidden_size=32)
+_RT_EDGE_SIZES = dict(_RT_SIZES, edge_hidden_size1=16, edge_hidden_size2=8)
 ENTRIES = {
-    "rt": dict(
-        processor_type="rt",
-        hidden_size=192,
-        nb_heads=12,
-        head_size=16,
-        num_layers=3,
-        node_hidden_size=32,
-        edge_hidden_size1=16,
-        edge_hidden_size2=8,
-        carry_state=True,
-        ptr_from_edges=True,
-    ),
-    "rt_no_edge_update": dict(
-        processor_type="rt_no_edge_update",
-        hidden_size=192,
-        nb_heads=12,
-        head_size=16,
-        num_layers=3,
-        node_hidden_size=32,
-        carry_state=True,
-        ptr_from_edges=True,
-    ),
-    "rt_triangular": dict(
-        processor_type="rt_triangular",
-        hidden_size=192,
-        nb_heads=12,
-        head_size=16,
-        num_layers=3,
-        node_hidden_size=32,
-        edge_hidden_size1=16,
-        edge_hidden_size2=8,
-        carry_state=True,
-        ptr_from_edges=True,
-    ),
-    "et": dict(
-        processor_type="et",
-        hidden_size=192,
-        nb_heads=12,
-        head_size=16,
-        num_layers=3,
-        carry_state=True,
-        ptr_from_edges=True,
-    ),
-    # FloydNet (pivotal attention) at ET's width: 3 untied blocks, 12 x 16
-    # (the floyd section of the CLRS config).
-    "floyd": dict(
-        processor_type="floyd",
-        hidden_size=192,
-        nb_heads=12,
-        head_size=16,
-        num_layers=3,
-        carry_state=True,
-        ptr_from_edges=True,
-    ),
+    "rt": dict(processor_type="rt", **_RT_EDGE_SIZES),
+    "rt_no_edge_update": dict(processor_type="rt_no_edge_update", **_RT_SIZES),
+    "rt_triangular": dict(processor_type="rt_triangular", **_RT_EDGE_SIZES),
+    "et": dict(processor_type="et", **_PAIR_MODEL),
+    "floyd": dict(processor_type="floyd", **_PAIR_MODEL),
     "mpnn512": dict(
         processor_type="mpnn",
         hidden_size=512,

@@ -740,9 +740,11 @@ def max_abs_diffs(case, scaled=False):
     )
     if "padding" in inputs:  # compare each graph's real x real block
       lengths = (~inputs["padding"]).sum(axis=1)
-      diffs[name] = max(
-          float(np.max(np.abs(value[b, :m, :m] - reference[b, :m, :m])))
-          for b, m in enumerate(lengths)
+      diffs[name] = float(  # np.max: a NaN in any graph shows.
+          np.max([
+              np.max(np.abs(value[b, :m, :m] - reference[b, :m, :m]))
+              for b, m in enumerate(lengths)
+          ])
       )
     else:
       diffs[name] = float(
