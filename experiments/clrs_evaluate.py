@@ -14,6 +14,7 @@ from absl import flags
 from relational_jax.training import cli
 from relational_jax.training import errors
 from relational_jax.training import reporting
+from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
 
 flags.DEFINE_string(
@@ -52,6 +53,7 @@ def main(argv):
   # A missing work dir or an unreadable config: one line (cli.run), before
   # any checkpoint is opened.
   with errors.user_input((ValueError, FileNotFoundError)):
+    clrs_data.check_lengths(lengths, "--test_lengths")
     config_path = FLAGS.config_json or os.path.join(
         FLAGS.workdir, "config.json"
     )

@@ -178,7 +178,8 @@ def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
   the other `CLRS_RENAMED_PATHS` move (a record that has both spellings keeps
   today's). Last, the processor fields the run's kind never read
   (`clrs.config.unread_processor_fields`: use_ln for et and floyd, the RT
-  kinds' node_readout) take their defaults: earlier versions saved any value
+  kinds' node_readout, nb_triplet_fts for ours, our options for dm-clrs's
+  kinds) take their defaults: earlier versions saved any value
   there and ignored it, today's refuse one that differs.
   """
   import processors  # pylint: disable=g-import-not-at-top  # (imports dm-clrs)

@@ -129,6 +129,16 @@ BAD_VALUES = [
         ["--workdir=/tmp", "--checkpoint=no_such"],
         ["no_such", "best", "latest"],
     ),
+    (
+        "experiments.clrs_evaluate",
+        ["--workdir=/tmp", "--test_lengths=2,64"],
+        ["--test_lengths", ">= 4", "2"],
+    ),
+    (
+        "experiments.clrs_evaluate",
+        ["--workdir=/tmp", "--test_lengths="],
+        ["--test_lengths", "at least one"],
+    ),
 ]
 
 

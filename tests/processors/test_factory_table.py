@@ -117,6 +117,7 @@ def test_a_registered_kind_has_its_clrs_config_section(toy):
   assert set(clrs_loop.unread_paths(config.to_dict())) == {
       "processor.use_ln",  # _ToyConfig has no use_ln.
       "processor.node_readout",
+      "processor.nb_triplet_fts",  # dm-clrs's triplet kinds only.
       "rt",
       "et",
       "floyd",

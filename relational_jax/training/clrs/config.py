@@ -156,12 +156,18 @@ def default_config() -> ConfigDict:
 LEGACY_NAMES = compat.CLRS_FLAT_FLAGS
 
 
-def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
+def apply_legacy(
+    config: ConfigDict, values: dict, strict: bool = True
+) -> ConfigDict:
   """`config` with flat legacy `values` ({LEGACY_NAMES key: value}) set.
 
   A name that maps to several model sections (e.g. `head_size` ->
   rt.head_dim, et.head_dim and floyd.head_dim) sets only the section that
-  `processor_type` reads, so the others keep their defaults."""
+  `processor_type` reads, so the others keep their defaults; where that
+  kind reads none of them (`tied_layers` for 'floyd', `num_layers` for
+  'mpnn') a value other than the default is a ValueError with `strict`
+  (the command line), and left out without (records of earlier versions,
+  which wrote every name)."""
   config = ConfigDict(config.to_dict())
   unknown = sorted(set(values) - set(LEGACY_NAMES))
   if unknown:
@@ -182,8 +188,28 @@ def apply_legacy(config: ConfigDict, values: dict) -> ConfigDict:
           for p in paths
           if p.split(".")[0] not in sections or p.split(".")[0] in in_use
       )
+      if strict and not paths and _differs(config, name, values[name]):
+        kind = values.get("processor_type", config.processor_type)
+        raise ValueError(
+            f"--{name}={values[name]!r} sets {list(targets)}, none of which "
+            f"processor_type={kind!r} reads; the kinds that do: "
+            f"{_kinds_reading(targets)}."
+        )
     config_lib.set_alias(config, name, values[name], paths)
   return config
+
+
+def _differs(config: ConfigDict, name: str, value) -> bool:
+  """Whether legacy `name`'s `value` differs from its first path's value."""
+  trial = ConfigDict(config.to_dict())
+  first = LEGACY_NAMES[name][0]
+  config_lib.set_alias(trial, name, value, (first,))
+  return config_lib.get_path(trial, first) != config_lib.get_path(config, first)
+
+
+def _kinds_reading(paths) -> List[str]:
+  sections = {p.split(".")[0] for p in paths}
+  return [k for k, s in processors.PROCESSORS.items() if s.section in sections]
 
 
 def from_legacy(flat: dict) -> ConfigDict:
@@ -194,7 +220,8 @@ def from_legacy(flat: dict) -> ConfigDict:
       for k, v in flat.items()
       if v is not None and not (k == "edge_size" and v == 0)
   }
-  return apply_legacy(default_config(), values)  # None / 0: the default
+  # None / 0: the default.
+  return apply_legacy(default_config(), values, strict=False)
 
 
 def load(raw: dict) -> ConfigDict:
@@ -272,28 +299,48 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   processor_factory(config)  # Bad sizes or choices fail here, early.
 
 
+# dm-clrs's kinds that read `nb_triplet_fts` (clrs.get_processor_factory).
+CLRS_TRIPLET_KINDS = (
+    "triplet_mpnn",
+    "triplet_pgn",
+    "triplet_pgn_mask",
+    "gpgn",
+    "gpgn_mask",
+    "gmpnn",
+    "triplet_gpgn",
+    "triplet_gpgn_mask",
+    "triplet_gmpnn",
+)
+
+
 def unread_processor_fields(kind: str) -> Dict[str, List[str]]:
-  """{`config.processor` field our kind `kind` never reads: the kinds of ours
-  that read it}: nb_heads / use_ln where its config has no num_heads /
-  use_ln (`ProcessorSpec.arguments`), and the other kinds' processor options
-  (node_readout for the RT kinds); {} for a CLRS kind."""
+  """{`config.processor` field the kind `kind` never reads: the kinds that
+  read it}. Ours: nb_heads / use_ln where its config has no num_heads /
+  use_ln (`ProcessorSpec.arguments`), the other kinds' processor options
+  (node_readout for the RT kinds) and nb_triplet_fts (dm-clrs's triplet
+  kinds only). dm-clrs's kinds: our processor options (graph_vec,
+  node_readout); nb_heads, use_ln and nb_triplet_fts go to dm-clrs's own
+  factory as its run.py passes them."""
+  table = processors.PROCESSORS.items()
+  choices = {name for s in processors.PROCESSORS.values() for name in s.choices}
   spec = processors.PROCESSORS.get(kind)
   if spec is None:
-    return {}
-  table = processors.PROCESSORS.items()
+    return {
+        name: [k for k, s in table if name in s.choices]
+        for name in sorted(choices)
+    }
   out = {}
   for argument in processors.factory.ARGUMENT_FIELDS.values():
     if argument not in spec.arguments():
       out[argument] = [k for k, s in table if argument in s.arguments()]
-  for other in processors.PROCESSORS.values():
-    for name in other.choices:
-      if name not in spec.choices:
-        out[name] = [k for k, s in table if name in s.choices]
+  for name in sorted(choices - set(spec.choices)):
+    out[name] = [k for k, s in table if name in s.choices]
+  out["nb_triplet_fts"] = list(CLRS_TRIPLET_KINDS)
   return out
 
 
 def _check_unread_arguments(config: ConfigDict, defaults: ConfigDict) -> None:
-  """Raises ValueError where a `config.processor` field that our kind
+  """Raises ValueError where a `config.processor` field that the kind
   `config.processor_type` does not read (`unread_processor_fields`) differs
   from its default, naming the kinds that read it."""
   kind = config.processor_type

@@ -63,6 +63,9 @@ def check_algorithm(algorithm: str) -> None:
 
 
 def check_lengths(lengths: Sequence[int], what: str) -> None:
+  """Raises ValueError unless `lengths` names sizes, each of >= 4 nodes."""
+  if not len(lengths):
+    raise ValueError(f"{what} must name at least one size, got none.")
   for n in lengths:
     if int(n) < 4:
       raise ValueError(

@@ -46,6 +46,7 @@ from relational_jax.training import engine
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
+from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training.checkpoints import abstract_like
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
@@ -306,18 +307,19 @@ def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   their own model section (`processors.PROCESSORS`), processor.nb_heads and
   processor.use_ln where their config has num_heads / use_ln (heads: every
   kind of ours; layer norm: the RT kinds, not 'et' and 'floyd'), and only
-  their own processor options (RT: no node_readout); CLRS kinds read no
-  model section; a user's processor factory reads none of them."""
+  their own processor options (RT: no node_readout) and no
+  nb_triplet_fts; CLRS kinds read no model section and none of our
+  processor options; a user's processor factory reads none of them."""
   sections = tuple(clrs_config.model_sections())
   if custom_factory:
     return ("processor",) + sections
   kind = config.get("processor_type")
   spec = processors.PROCESSORS.get(kind)
-  if spec is None:
-    return sections
-  unread = clrs_config.unread_processor_fields(kind)
-  return tuple(f"processor.{name}" for name in unread) + tuple(
-      s for s in sections if s != spec.section
+  unread = tuple(
+      f"processor.{name}" for name in clrs_config.unread_processor_fields(kind)
+  )
+  return unread + tuple(
+      s for s in sections if spec is None or s != spec.section
   )
 
 
@@ -469,7 +471,11 @@ def evaluate_checkpoints(
     processor_factory: Optional[Callable] = None,
 ) -> Dict:
   """Tests the saved checkpoints of every run in `workdir` at `test_lengths`
-  (no training); writes a JSON and a score-versus-size PNG."""
+  (no training); writes a JSON and a score-versus-size PNG. A run's entry
+  says which checkpoint it tested: `which`, or, where none of `which`
+  could be restored ('latest' falls back to 'best'), the one restored
+  instead, with the `skipped` ones (moved to `checkpoints/corrupt/`, as a
+  resumed run moves them)."""
   shapes.check_choice(which, ("best", "latest"), "checkpoint")
   config = load_config(workdir, config_json)
   config.protocol.test_lengths = tuple(int(n) for n in test_lengths)
@@ -488,15 +494,23 @@ def evaluate_checkpoints(
           config, algorithm, seed, run_dir, processor_factory
       )
       task = ClrsTask(model, None, seed, None, config.train)
-      restored = trainer.restore(
-          task.abstract_state(),
-          os.path.join(run_dir, "checkpoints"),
-          which,
-          task.legacy_layouts(),
-      )
+      with ckpt_lib.RunCheckpoints(os.path.join(run_dir, "checkpoints")) as c:
+        restored = c.restore(
+            task.abstract_state(), which, layouts=task.legacy_layouts()
+        )
+        skipped = c.skipped
       if restored is None:
         raise FileNotFoundError(
             f"No {which} checkpoint in {run_dir}/checkpoints/{which}."
+        )
+      # What was tested: `which`, or what its restore fell back to.
+      tested = skipped[-1]["restored_instead"] if skipped else {"which": which}
+      for failure in skipped:
+        log(
+            f"[{algorithm} seed {seed}] {failure['which']} step "
+            f"{failure['step']} could not be restored ({failure['error']}): "
+            f"moved to {failure['moved_to']}; tested {tested['which']} step "
+            f"{restored[1]['step']} instead"
         )
       test = evaluation.test_at_lengths(
           config,
@@ -505,7 +519,13 @@ def evaluate_checkpoints(
           test_lengths,
           lambda m, a=algorithm, s=seed: log(f"[{a} seed {s}] {m}"),
       )
-      runs.append({"seed": seed, "step": restored[1]["step"], "test": test})
+      runs.append({
+          "seed": seed,
+          "checkpoint": tested["which"],
+          "step": restored[1]["step"],
+          "test": test,
+          **({"skipped": skipped} if skipped else {}),
+      })
     results["algorithms"][algorithm] = {
         "runs": runs,
         "mean_test": evaluation.mean_over_runs(runs, test_lengths),

@@ -142,6 +142,18 @@ def test_legacy_names_set_the_floyd_section_only_for_floyd():
   rt = clrs_config.apply_legacy(clrs_config.default_config(), values)
   assert rt.processor.nb_heads == 4 and rt.rt.head_dim == 8
   assert rt.floyd.head_dim == 16
+  # A name no section of the kind takes: refused unless at its default
+  # (the command line), left out of a record of earlier versions.
+  for kind, name, value in (
+      ("floyd", "tied_layers", True),
+      ("mpnn", "num_layers", 5),
+  ):
+    legacy = {"processor_type": kind, name: value}
+    with pytest.raises(ValueError, match=rf"--{name}={value}.*none of which"):
+      clrs_config.apply_legacy(clrs_config.default_config(), legacy)
+    assert clrs_config.from_legacy(legacy).processor_type == kind
+  mpnn = {"processor_type": "mpnn", "num_layers": 3, "head_size": 16}
+  clrs_config.apply_legacy(clrs_config.default_config(), mpnn)
 
 
 def test_old_section_heads_paths_set_processor_nb_heads():

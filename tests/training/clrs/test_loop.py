@@ -114,6 +114,22 @@ def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
     clrs_loop.train_and_evaluate(tiny(**overrides), str(tmp_path))
 
 
+@pytest.mark.parametrize(
+    "kind, field, value",
+    [("mpnn", "graph_vec", "core"), ("et", "nb_triplet_fts", 4)],
+)
+def test_a_processor_field_the_kind_never_reads_is_refused(kind, field, value):
+  config = clrs_config.get_config(
+      {"processor_type": kind, f"processor.{field}": value}
+  )
+  with pytest.raises(
+      ValueError,
+      match=rf"processor.{field}={value!r} is not an option of "
+      rf"processor_type={kind!r}",
+  ):
+    clrs_config.validate(config)
+
+
 def test_unknown_config_path_is_a_clear_error():
   with pytest.raises(ValueError, match=r"unknown config path 'rt.head_size'"):
     clrs_config.get_config({"rt.head_size": 4})
@@ -202,6 +218,23 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(
       "8",
   }
   assert os.path.exists(os.path.join(workdir, "evaluation_ood.png"))
+  [run] = evaluation["algorithms"]["bellman_ford"]["runs"]
+  assert (run["checkpoint"], run["step"]) == (
+      "latest",
+      2,
+  ) and "skipped" not in run
+  # No 'latest' restorable: the entry says it tested 'best' instead.
+  latest = os.path.join(run_dir, "checkpoints", "latest")
+  for step in os.listdir(latest):
+    os.remove(os.path.join(latest, step, "meta", "metadata"))
+  lines = []
+  evaluation = clrs_loop.evaluate_checkpoints(
+      workdir, [5], which="latest", log=lines.append
+  )
+  [run] = evaluation["algorithms"]["bellman_ford"]["runs"]
+  assert run["checkpoint"] == "best" and run["skipped"]
+  assert all(os.path.isdir(f["moved_to"]) for f in run["skipped"])
+  assert any("tested best step" in l for l in lines)
 
 
 def test_evaluate_only_needs_an_existing_directory(tmp_path):
