@@ -10,15 +10,20 @@ rate, w the warmup steps, T the run's steps):
   linear    linear warmup, then linear decay to 0 at T (HuggingFace's
             `get_linear_schedule_with_warmup`, the ET authors' CLUTRR and
             COGS runs);
-  cosine    linear warmup, then cosine decay to 0 at T;
-  noam      lr * min(s / w, sqrt(w / s)), s = c + 1 (peak lr at s = w).
+  cosine    linear warmup, then cosine decay to 0 at T (optax's
+            `warmup_cosine_decay_schedule`);
+  noam      lr * min(s / w, sqrt(w / s)) (peak lr at s = w), s the count as
+            the warmup convention has it: c + 1 or c.
 
 Warmup conventions (`WARMUPS`), as each paper's code has it:
 
   'count'           rate lr * c / w: the first update has rate 0
-                    (HuggingFace's schedules; the ET authors' code);
+                    (HuggingFace's schedules; the ET authors' code; optax's);
   'count_plus_one'  rate lr * (c + 1) / w: the first update has rate lr / w
                     (Csordas et al.'s code).
+
+Every schedule follows the convention given, except 'linear', which is
+HuggingFace's and refuses 'count_plus_one'.
 """
 
 from typing import NamedTuple
@@ -45,17 +50,26 @@ def make_schedule(
   check_choice(schedule, SCHEDULES, "schedule")
   check_choice(warmup, WARMUPS, "warmup")
   w = max(int(warmup_steps), 0)
+  shift = 1.0 if warmup == "count_plus_one" else 0.0
   if schedule == "noam":
     if w < 1:
       raise ValueError(f"schedule='noam' needs warmup_steps >= 1, got {w}.")
-    return lambda count: lr * jnp.minimum(
-        (count + 1.0) / w, jnp.sqrt(w / (count + 1.0))
-    )
+
+    def noam(count):
+      s = count + shift  # At s = 0 ('count'): rate 0.
+      return lr * jnp.minimum(s / w, jnp.sqrt(w / jnp.maximum(s, 1.0)))
+
+    return noam
   if schedule == "cosine":
     if w == 0:
       return optax.cosine_decay_schedule(lr, max(steps, 1))
-    return optax.warmup_cosine_decay_schedule(
+    cosine = optax.warmup_cosine_decay_schedule(
         0.0, lr, w, max(steps, w + 1), 0.0
+    )
+    if not shift:
+      return cosine
+    return lambda count: jnp.where(
+        count < w, lr * jnp.minimum(1.0, (count + shift) / w), cosine(count)
     )
   if warmup == "count_plus_one":
     if schedule == "constant":

@@ -29,6 +29,22 @@ def test_noam_peaks_at_the_warmup_step():
   fn = optim.make_schedule(1.0, "noam", 4, 100)
   rates = _rates(fn, 10)
   assert rates.argmax() == 3 and rates[3] == pytest.approx(1.0)
+  # s = c + 1, or c with 'count': one step later, and rate 0 first.
+  counted = _rates(optim.make_schedule(1.0, "noam", 4, 100, warmup="count"), 11)
+  np.testing.assert_allclose(counted[1:], rates)
+  assert counted[0] == 0.0
+
+
+def test_cosine_warms_up_by_the_convention_then_decays_to_zero():
+  hf = optim.make_schedule(1.0, "cosine", 4, 12, warmup="count")
+  cs = optim.make_schedule(1.0, "cosine", 4, 12, warmup="count_plus_one")
+  decay = 0.5 * (1 + np.cos(np.pi * np.arange(9) / 8))  # c = 4 .. 12
+  np.testing.assert_allclose(
+      _rates(hf, 13), [0, 0.25, 0.5, 0.75, *decay], atol=1e-6
+  )
+  np.testing.assert_allclose(
+      _rates(cs, 13), [0.25, 0.5, 0.75, 1, *decay], atol=1e-6
+  )
 
 
 def test_bad_choices_are_named():
