@@ -237,6 +237,8 @@ def validate(
           "dataset='tsv' needs data_path, a directory with "
           f"train.tsv and any of {sorted(TSV_FILES)[1:]}."
       )
+  if data:
+    _check_unread_data_fields(d, split)
   if model:
     model_config(config)  # The model config's own checks.
   check_choice(t.schedule, SCHEDULES, "schedule")
@@ -267,6 +269,34 @@ def validate(
         "schedule='noam' needs warmup_steps >= 1 (e.g. 4000), "
         f"got {t.warmup_steps}."
     )
+
+
+# Data fields read by some datasets (and splits) only: {field: (datasets,
+# the splits that read it or None for all)}.
+_DATA_FIELD_READERS = {
+    "cutoff": (("scan",), ("length_cutoff",)),
+    "scan_official_order": (("scan",), None),
+    "num_train": (("for2lam",), None),
+    "num_test": (("for2lam",), None),
+    "data_path": (("tsv",), None),
+}
+
+
+def _check_unread_data_fields(d: ConfigDict, split: str) -> None:
+  """Raises ValueError where a data field that `d.dataset` (and `split`)
+  never reads differs from its default."""
+  defaults = default_config().data
+  for name, (datasets, splits) in _DATA_FIELD_READERS.items():
+    reads = d.dataset in datasets and (splits is None or split in splits)
+    if not reads and d[name] != defaults[name]:
+      where = f"dataset {datasets[0]!r}" + (
+          f" with split {splits[0]!r}" if splits else ""
+      )
+      raise ValueError(
+          f"data.{name}={d[name]!r} is read by {where} only, not by "
+          f"dataset={d.dataset!r} split={split!r}; leave it at its default "
+          f"{defaults[name]!r}."
+      )
 
 
 def resume_conflicts(saved: dict, config: ConfigDict) -> dict:

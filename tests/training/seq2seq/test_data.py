@@ -37,9 +37,31 @@ def test_tsv_data_and_a_missing_column(tmp_path):
             "data.dataset": "tsv",
             "data.split": "",
             "data.data_path": str(bad),
+            "data.scan_official_order": True,  # SCAN's only: the default.
         }),
         str(tmp_path / "run"),
     )
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"data.cutoff": 30}, r"data.cutoff=30 is read by dataset 'scan' with"),
+        (
+            {
+                "data.dataset": "cogs",
+                "data.split": "",
+                "data.scan_official_order": True,
+                "data.num_train": 5,
+            },
+            r"data.num_train=5 is read by dataset 'for2lam' only",
+        ),
+    ],
+)
+def test_a_data_field_the_dataset_never_reads_is_refused(overrides, message):
+  config = tiny({"data.split": "simple", **overrides})
+  with pytest.raises(ValueError, match=message):
+    config_lib.validate(config)
 
 
 def test_tsv_gen_categories_are_kept(tmp_path):
