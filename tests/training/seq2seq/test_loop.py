@@ -148,6 +148,7 @@ def test_cogs_trains_and_evaluates(tmp_path):
       tiny({
           "data.dataset": "cogs",
           "data.split": "",
+          "data.scan_official_order": True,  # SCAN's only: the default.
           "train.steps": 2,
           "train.eval_every": 2,
       }),
