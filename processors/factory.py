@@ -24,7 +24,19 @@ from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.floyd import FloydConfig
 from relational_jax.models.relational_transformer import RTConfig
 
-# The processor kinds of dm-clrs 2.0.3 (`clrs._src.processors.get_processor_factory`).
+# The processor kinds of dm-clrs 2.0.3 (`clrs._src.processors.get_processor_factory`);
+# the last nine, `CLRS_TRIPLET_KINDS`, are those it gives nb_triplet_fts.
+CLRS_TRIPLET_KINDS = (
+    "triplet_mpnn",
+    "triplet_pgn",
+    "triplet_pgn_mask",
+    "gpgn",
+    "gpgn_mask",
+    "gmpnn",
+    "triplet_gpgn",
+    "triplet_gpgn_mask",
+    "triplet_gmpnn",
+)
 CLRS_KINDS = (
     "deepsets",
     "gat",
@@ -36,16 +48,7 @@ CLRS_KINDS = (
     "mpnn",
     "pgn",
     "pgn_mask",
-    "triplet_mpnn",
-    "triplet_pgn",
-    "triplet_pgn_mask",
-    "gpgn",
-    "gpgn_mask",
-    "gmpnn",
-    "triplet_gpgn",
-    "triplet_gpgn_mask",
-    "triplet_gmpnn",
-)
+) + CLRS_TRIPLET_KINDS
 
 # Config fields that come from `get_processor_factory`'s own arguments, not
 # from options, where the config has them: {config field: argument}

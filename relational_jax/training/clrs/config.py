@@ -299,20 +299,6 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   processor_factory(config)  # Bad sizes or choices fail here, early.
 
 
-# dm-clrs's kinds that read `nb_triplet_fts` (clrs.get_processor_factory).
-CLRS_TRIPLET_KINDS = (
-    "triplet_mpnn",
-    "triplet_pgn",
-    "triplet_pgn_mask",
-    "gpgn",
-    "gpgn_mask",
-    "gmpnn",
-    "triplet_gpgn",
-    "triplet_gpgn_mask",
-    "triplet_gmpnn",
-)
-
-
 def unread_processor_fields(kind: str) -> Dict[str, List[str]]:
   """{`config.processor` field the kind `kind` never reads: the kinds that
   read it}. Ours: nb_heads / use_ln where its config has no num_heads /
@@ -335,7 +321,7 @@ def unread_processor_fields(kind: str) -> Dict[str, List[str]]:
       out[argument] = [k for k, s in table if argument in s.arguments()]
   for name in sorted(choices - set(spec.choices)):
     out[name] = [k for k, s in table if name in s.choices]
-  out["nb_triplet_fts"] = list(CLRS_TRIPLET_KINDS)
+  out["nb_triplet_fts"] = list(processors.factory.CLRS_TRIPLET_KINDS)
   return out
 
 
