@@ -237,7 +237,6 @@ def validate(
           "dataset='tsv' needs data_path, a directory with "
           f"train.tsv and any of {sorted(TSV_FILES)[1:]}."
       )
-  if data:
     _check_unread_data_fields(d, split)
   if model:
     model_config(config)  # The model config's own checks.
