@@ -255,12 +255,12 @@ def check_and_save(
     resumable: Tuple[str, ...],
     defaults: Optional[ConfigDict] = None,
     conflicts: Optional[Callable[[Dict], Dict[str, Tuple]]] = None,
+    save: bool = True,
 ) -> None:
   """Refuses a work dir whose `config.json` differs from `config` outside
   the path prefixes `resumable` (`resume_conflicts`, with `defaults`; or
-  `conflicts(saved record)`, a task's own comparison); then saves `config`
-  there (process 0)."""
-  from relational_jax.parallel import distributed  # pylint: disable=g-import-not-at-top
+  `conflicts(saved record)`, a task's own comparison); then, with `save`,
+  saves `config` there (`save_config`)."""
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
 
   path = os.path.join(workdir, "config.json")
@@ -277,8 +277,18 @@ def check_and_save(
     else:
       changed = conflicts(saved)
     raise_resume_conflicts(changed, path, resumable)
-  if distributed.is_primary():  # Every process checked; one writes.
-    reporting.write_json(path, current)
+  if save:
+    save_config(config, workdir)
+
+
+def save_config(config: ConfigDict, workdir: str) -> None:
+  """Writes `config`'s record to `<workdir>/config.json` (process 0: every
+  process checked it; one writes)."""
+  from relational_jax.parallel import distributed  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
+
+  if distributed.is_primary():
+    reporting.write_json(os.path.join(workdir, "config.json"), to_dict(config))
 
 
 # Aliases: older flag names that set one or more config paths.

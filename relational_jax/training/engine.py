@@ -42,6 +42,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import config as config_lib
+from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
 
@@ -73,24 +74,35 @@ class Built:
   record_only: bool = False
 
 
-def check_config(task, config: ConfigDict, workdir: str, **options) -> None:
+def check_config(
+    task, config: ConfigDict, workdir: str, *, save: bool = True, **options
+) -> None:
   """Validates `config` (`task.validate`), refuses a `workdir` whose
   config.json differs from it in a field a resumed run may not change (the
   task's `resume_conflicts`, else `RESUMABLE_CHANGES` and
-  `saved_defaults()`), and saves it there (process 0)."""
+  `saved_defaults()`; and `train.steps` under a schedule that decays over
+  them: `optim.check_resumed_steps`), and, with `save`, saves it there
+  (process 0)."""
   task.validate(config, **options)
   os.makedirs(workdir, exist_ok=True)
   own = getattr(task, "resume_conflicts", None)
-  if own is None:
-    conflicts, defaults = None, task.saved_defaults()
-  else:
-    conflicts, defaults = (lambda saved: own(saved, config, **options)), None
+  resumable = tuple(task.RESUMABLE_CHANGES)
+  defaults = None if own else task.saved_defaults()
+
+  def conflicts(saved: Dict) -> Dict:
+    if "schedule" in config.get("train", {}):  # `optim`'s train fields.
+      optim.check_resumed_steps(saved.get("train", {}), config.train)
+    if own is not None:
+      return own(saved, config, **options)
+    return config_lib.resume_conflicts(
+        saved,
+        config_lib.to_dict(config),
+        free=resumable,
+        defaults=None if defaults is None else config_lib.to_dict(defaults),
+    )
+
   config_lib.check_and_save(
-      config,
-      workdir,
-      tuple(task.RESUMABLE_CHANGES),
-      defaults=defaults,
-      conflicts=conflicts,
+      config, workdir, resumable, conflicts=conflicts, save=save
   )
 
 
@@ -133,7 +145,7 @@ def run(
   t = config.train
   if log is None:
     log = print if t.progress else (lambda message: None)
-  check_config(task, config, workdir, **options)
+  check_config(task, config, workdir, save=False, **options)
   mesh = mesh_lib.mesh_of_first(t.devices)
   num_devices = mesh_lib.num_data_shards(mesh)
   mesh_lib.check_divisible(t.batch_size, num_devices)
@@ -141,6 +153,7 @@ def run(
       t.eval_batch_size or t.batch_size, num_devices, "eval batch size"
   )
   built = task.build(config, mesh, workdir, log, **options)
+  config_lib.save_config(config, workdir)  # Once the data and model built.
   done, state, selected = fit(
       built.task,
       trainer.loop_of(t, built.description),

@@ -32,10 +32,13 @@ import jax.numpy as jnp
 import optax
 
 from relational_jax.layers.shapes import check_choice
+from relational_jax.training import errors
 
 SCHEDULES = ("constant", "linear", "cosine", "noam")
 WARMUPS = ("count", "count_plus_one")
 OPTIMIZERS = ("adam", "adamw")
+# The schedules that decay over the run's steps T (`train.steps`).
+DECAYING = ("linear", "cosine")
 
 
 def make_schedule(
@@ -152,3 +155,19 @@ def make_optimizer(train) -> optax.GradientTransformation:
   if s.clip > 0:
     return optax.chain(optax.clip_by_global_norm(s.clip), opt)
   return opt
+
+
+def check_resumed_steps(saved_train, train) -> None:
+  """Raises `errors.UserError` where a run saved with `train` section record
+  `saved_train` (a dict) is resumed with another `train.steps` while its
+  schedule decays over them (`DECAYING`): the resumed run would follow
+  neither config's schedule. With 'constant' or 'noam' more steps extend
+  the run exactly."""
+  before = saved_train.get("steps", train.steps)
+  if train.schedule in DECAYING and before != train.steps:
+    raise errors.UserError(
+        f"train.steps: saved {before}, now {train.steps}; schedule "
+        f"{train.schedule!r} decays over train.steps, so the resumed run "
+        "would follow neither schedule. Use a new work directory, or "
+        f"train.steps={before}."
+    )

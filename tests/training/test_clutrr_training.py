@@ -122,6 +122,12 @@ def _leaves(tree):
         ),
         ("head.layers", 3, "head.layers must be 1 or 2"),
         ("head.rt_readout", "pool", "rt_readout"),
+        (
+            "head.rt_node_init",
+            "learned",
+            r"head.rt_node_init='learned' is read by model 'rt' only, not by "
+            r"model='edge_transformer'",
+        ),
         ("edge_transformer.ablation", "keys", "ablation"),
         ("rat.num_heads", 7, "must divide d_model"),
         ("floyd.norm", "batchnorm", "norm 'batchnorm' is not supported"),

@@ -92,8 +92,9 @@ DATA_DERIVED = (
     "max_tgt_len",
     "pad_id",
 )
-# Config paths that may change when a run is resumed (`train.steps` may grow;
-# with schedule='cosine' that stretches the remaining decay). Every other
+# Config paths that may change when a run is resumed (`train.steps` may grow
+# under a schedule that does not decay over it: `optim.check_resumed_steps`,
+# which the engine runs). Every other
 # path of config.data, config.model, the selected model section and
 # config.train must stay as saved.
 # data.data_dir is fixed too: another directory can hold other data (the

@@ -586,8 +586,8 @@ def build(
   experiment = Experiment(
       config, mesh, model=model, data=data, optimizer=optimizer
   )
+  select = experiment.selection_set()  # Before anything is written.
   _save_or_check_vocabs(experiment, workdir)
-  select = experiment.selection_set()
   log(
       f"{experiment.data.description}: {len(experiment.train_set)} train, "
       + ", ".join(f"{len(v)} {k}" for k, v in experiment.eval_sets.items())

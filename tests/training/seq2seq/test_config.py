@@ -167,8 +167,12 @@ def test_default_config_layout_and_models():
     ],
 )
 def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
+  """Refused before anything is written: no config.json or vocabularies
+  for the next run to conflict with."""
+  workdir = tmp_path / "run"
   with pytest.raises(ValueError, match=message):
-    seq2seq.train_and_evaluate(tiny(overrides), str(tmp_path / "run"))
+    seq2seq.train_and_evaluate(tiny(overrides), str(workdir))
+  assert not workdir.exists() or not list(workdir.iterdir())
 
 
 def test_unknown_path_is_a_clear_error():

@@ -1,0 +1,55 @@
+"""The engine's resume check (`engine.check_config`) on a stand-in task."""
+
+import json
+import types
+
+import pytest
+
+from relational_jax.training import config as config_lib
+from relational_jax.training import engine
+from relational_jax.training import errors
+
+
+def _task():
+  return types.SimpleNamespace(
+      validate=lambda config: None,
+      RESUMABLE_CHANGES=("train.steps", "train.progress"),
+      saved_defaults=lambda: None,
+  )
+
+
+def _config(schedule, steps):
+  return config_lib.ConfigDict(
+      dict(train=dict(schedule=schedule, steps=steps, progress=False))
+  )
+
+
+@pytest.mark.parametrize("schedule", ["linear", "cosine"])
+def test_a_decaying_schedule_refuses_other_steps_on_resume(tmp_path, schedule):
+  """A schedule that decays over train.steps: a resume with another count
+  would follow neither schedule; refused, naming both counts, config.json
+  kept."""
+  engine.check_config(_task(), _config(schedule, 100), str(tmp_path))
+  saved = (tmp_path / "config.json").read_text()
+  with pytest.raises(
+      errors.UserError,
+      match=rf"train.steps: saved 100, now 200; schedule '{schedule}' decays",
+  ):
+    engine.check_config(_task(), _config(schedule, 200), str(tmp_path))
+  assert (tmp_path / "config.json").read_text() == saved
+  engine.check_config(_task(), _config(schedule, 100), str(tmp_path))
+
+
+@pytest.mark.parametrize("schedule", ["constant", "noam"])
+def test_a_flat_schedule_lets_a_resumed_run_grow(tmp_path, schedule):
+  engine.check_config(_task(), _config(schedule, 100), str(tmp_path))
+  engine.check_config(_task(), _config(schedule, 200), str(tmp_path))
+  saved = json.loads((tmp_path / "config.json").read_text())
+  assert saved["train"]["steps"] == 200
+
+
+def test_check_without_save_writes_nothing(tmp_path):
+  engine.check_config(
+      _task(), _config("constant", 1), str(tmp_path), save=False
+  )
+  assert not (tmp_path / "config.json").exists()
