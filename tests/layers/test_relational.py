@@ -13,6 +13,7 @@ from relational_jax.layers.relational import RelationalAttention
 from relational_jax.layers.relational import RelationalTransformerLayer
 from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
+from tests.layers.test_triangular import naive_triangular_attention
 
 B, N, D, E, H = 2, 5, 8, 6, 2
 K = D // H
@@ -39,6 +40,17 @@ def _layer_norm(p, x, eps=1e-5):
   mu, var = x.mean(), x.var()
   return (x - mu) / np.sqrt(var + eps) * np.asarray(p["scale"]) + np.asarray(
       p["bias"]
+  )
+
+
+def _perturbed(params, seed=11):
+  """`params` plus noise in every leaf: the references then see nonzero
+  biases and LayerNorm offsets and scales other than 1, as trained ones."""
+  leaves, tree = jax.tree_util.tree_flatten(params)
+  keys = jax.random.split(jax.random.PRNGKey(seed), len(leaves))
+  return jax.tree_util.tree_unflatten(
+      tree,
+      [x + 0.3 * jax.random.normal(k, x.shape) for x, k in zip(leaves, keys)],
   )
 
 
@@ -80,7 +92,9 @@ def test_relational_attention_matches_loop_reference(use_mask, use_edges):
   nodes, edges, adjacency = _inputs()
   mask = adjacency if use_mask else None
   layer = RelationalAttention(num_heads=H, use_edges=use_edges)
-  params = layer.init(jax.random.PRNGKey(1), nodes, edges, mask)["params"]
+  params = _perturbed(
+      layer.init(jax.random.PRNGKey(1), nodes, edges, mask)["params"]
+  )
   got = layer.apply({"params": params}, nodes, edges, mask)
   want = naive_relational_attention(
       params,
@@ -96,7 +110,7 @@ def test_node_update_matches_loop_reference():
   nodes, _, _ = _inputs()
   m = jax.random.normal(jax.random.PRNGKey(5), (B, N, D))
   layer = NodeUpdate(ffn_dim=3)
-  params = layer.init(jax.random.PRNGKey(2), m, nodes)["params"]
+  params = _perturbed(layer.init(jax.random.PRNGKey(2), m, nodes)["params"])
   got = layer.apply({"params": params}, m, nodes)
   for b, i in itertools.product(range(B), range(N)):
     u = _layer_norm(
@@ -110,11 +124,19 @@ def test_node_update_matches_loop_reference():
     np.testing.assert_allclose(got[b, i], want, rtol=1e-4, atol=1e-5)
 
 
-def test_edge_update_matches_loop_reference():
+@pytest.mark.parametrize("triangular_heads", [0, 2])
+def test_edge_update_matches_loop_reference(triangular_heads):
+  """RT eq. 5-7; with triangular heads (rt_triangular) the Edge
+  Transformer's triangular attention of e (ET eq. 4-9, its own loop
+  reference) joins the residual: u_ij = LN(m_ij W_5 + TA(e)_ij + e_ij). A
+  padded node (mask False) is no pivot of TA."""
   nodes, edges, _ = _inputs()
-  layer = EdgeUpdate(msg_dim=4, ffn_dim=3)
-  params = layer.init(jax.random.PRNGKey(3), edges, nodes)["params"]
-  got = layer.apply({"params": params}, edges, nodes)
+  node_mask = jnp.arange(N)[None].repeat(B, 0) < jnp.array([[N], [N - 2]])
+  layer = EdgeUpdate(
+      msg_dim=4, ffn_dim=3, triangular_heads=triangular_heads, chunk_size=2
+  )
+  params = _perturbed(layer.init(jax.random.PRNGKey(3), edges, nodes)["params"])
+  got = layer.apply({"params": params}, edges, nodes, node_mask_BxN=node_mask)
   # W_4 of eq. 6 as one matrix acting on the concatenation [e_ij, e_ji, n_i, n_j].
   w4 = np.concatenate(
       [
@@ -125,17 +147,42 @@ def test_edge_update_matches_loop_reference():
   )
   b4 = np.asarray(params["w4_e_ij"]["bias"])
   e, n = np.asarray(edges), np.asarray(nodes)
+  ta = np.zeros_like(e)
+  if triangular_heads:
+    ta = np.asarray(
+        naive_triangular_attention(
+            {"params": params["triangular"]},
+            edges,
+            node_mask,
+            triangular_heads,
+            "none",
+        )
+    )
   for b, i, j in itertools.product(range(B), range(N), range(N)):
     cat = np.concatenate([e[b, i, j], e[b, j, i], n[b, i], n[b, j]])
     m = np.maximum(cat @ w4 + b4, 0)
     u = _layer_norm(
-        params["ln_1"]["LayerNorm_0"], _dense(params["w5"], m) + e[b, i, j]
+        params["ln_1"]["LayerNorm_0"],
+        _dense(params["w5"], m) + ta[b, i, j] + e[b, i, j],
     )
     f = np.maximum(_dense(params["w6"], u), 0)
     want = _layer_norm(
         params["ln_2"]["LayerNorm_0"], _dense(params["w7"], f) + u
     )
     np.testing.assert_allclose(got[b, i, j], want, rtol=1e-4, atol=1e-5)
+
+
+def test_triangular_edge_update_chunked_equals_unchunked():
+  """rt_triangular's pivot chunking changes no value: chunks of 1 and 2
+  against one chunk of all N pivots."""
+  nodes, edges, _ = _inputs()
+  make = lambda c: EdgeUpdate(4, 3, triangular_heads=2, chunk_size=c)
+  variables = make(N).init(jax.random.PRNGKey(3), edges, nodes)
+  full = make(N).apply(variables, edges, nodes)
+  for chunk in (1, 2):
+    np.testing.assert_allclose(
+        make(chunk).apply(variables, edges, nodes), full, rtol=1e-5, atol=1e-5
+    )
 
 
 def test_layer_updates_nodes_before_edges():
@@ -184,9 +231,14 @@ def test_stack_is_node_permutation_equivariant():
 
 
 @pytest.mark.slow
-def test_padding_does_not_change_real_nodes():
+@pytest.mark.parametrize(
+    "options", [{}, dict(triangular_heads=2, chunk_size=2)], ids=["rt", "tri"]
+)
+def test_padding_does_not_change_real_nodes(options):
+  """Garbage in padded node slots changes no real node or edge (with
+  triangular heads: padded nodes are no pivots)."""
   nodes, edges, _ = _inputs()
-  model = _stack()
+  model = _stack(**options)
   variables = model.init(jax.random.PRNGKey(0), nodes, edges)
   out_n, out_e = model.apply(variables, nodes, edges)
   pad = 3
