@@ -127,6 +127,8 @@ class ProcessorSpec:
 
 # RTConfig fields that an RT kind fixes or leaves at their defaults.
 RT_KIND_FIELDS = ("use_edges", "edge_update")
+# RTConfig fields of the edge update alone (the widths of W_4 and W_6).
+RT_EDGE_UPDATE_FIELDS = ("edge_msg_dim", "edge_ffn_dim")
 # RTConfig fields of the triangular edge attention ('rt_triangular' only).
 RT_TRIANGULAR_FIELDS = ("chunk_size", "triangular_heads")
 _PAIR_STATE_CHOICES = {
@@ -138,28 +140,37 @@ _PAIR_STATE_CHOICES = {
 _PAIR_STATE_RUN_DEFAULTS = {"head_dim": 16, "num_layers": 3}
 
 
-def _rt(triangular: bool = False, **fixed) -> ProcessorSpec:
+def _rt(
+    triangular: bool = False, unread: Tuple[str, ...] = (), **fixed
+) -> ProcessorSpec:
   """An RT kind: RTConfig with `fixed`; the triangular edge attention's
-  fields are options of 'rt_triangular' only."""
+  fields are options of 'rt_triangular' only; `unread`: the RTConfig fields
+  `fixed` leaves unread (no option of the kind)."""
   return ProcessorSpec(
       RelationalTransformerProcessor,
       RTConfig,
       section="rt",
       family="RT",
-      withheld=RT_KIND_FIELDS + (() if triangular else RT_TRIANGULAR_FIELDS),
+      withheld=RT_KIND_FIELDS
+      + (() if triangular else RT_TRIANGULAR_FIELDS)
+      + unread,
       fixed=fixed,
       choices={"graph_vec": GRAPH_VEC_CHOICES},
       heads_default=("triangular_heads",) if triangular else (),
   )
 
 
-def _pair_state(processor, config, section, family) -> ProcessorSpec:
-  """A pair-state kind (`processors.pair_state`): `config`'s stack."""
+def _pair_state(
+    processor, config, section, family, unread: Tuple[str, ...] = ()
+) -> ProcessorSpec:
+  """A pair-state kind (`processors.pair_state`): `config`'s stack;
+  `unread`: config fields the processor never reads (no options)."""
   return ProcessorSpec(
       processor,
       config,
       section=section,
       family=family,
+      withheld=unread,
       choices=_PAIR_STATE_CHOICES,
       run_defaults=_PAIR_STATE_RUN_DEFAULTS,
   )
@@ -168,15 +179,28 @@ def _pair_state(processor, config, section, family) -> ProcessorSpec:
 # Our kinds. A new processor: its module under processors/ and one entry.
 PROCESSORS: Dict[str, ProcessorSpec] = {
     "rt": _rt(),
-    "rt_no_edge_update": _rt(edge_update=False),
-    "transformer": _rt(use_edges=False, edge_update=False),
+    # The RT paper's ablations: only the edge update reads the edge widths,
+    # and without edges E sizes nothing.
+    "rt_no_edge_update": _rt(unread=RT_EDGE_UPDATE_FIELDS, edge_update=False),
+    "transformer": _rt(
+        unread=RT_EDGE_UPDATE_FIELDS + ("edge_dim",),
+        use_edges=False,
+        edge_update=False,
+    ),
     # RT whose edge update also attends over triangles; triangular_heads
     # defaults to nb_heads.
     "rt_triangular": _rt(triangular=True),
     # The Edge Transformer (Bergen et al. 2021) over the pair state.
     "et": _pair_state(EdgeTransformerProcessor, ETConfig, "et", "ET"),
     # FloydNet (Yu, Zeng & Ye 2026): pivotal attention over the pair state.
-    "floyd": _pair_state(FloydProcessor, FloydConfig, "floyd", "FloydNet"),
+    # CLRS graphs are unpadded: FloydConfig's padding option is unread.
+    "floyd": _pair_state(
+        FloydProcessor,
+        FloydConfig,
+        "floyd",
+        "FloydNet",
+        unread=("zero_padded_pairs",),
+    ),
 }
 
 
@@ -264,19 +288,14 @@ def get_processor_factory(
     nb_triplet_fts: used by CLRS triplet kinds only (part of the CLRS contract).
     nb_heads: attention heads (CLRS GAT kinds; ours: the config's num_heads,
       default 12).
-    **options: for our kinds, `graph_vec` ('cat' | 'core') and, by the same
-      names, any field of the model config: for the RT kinds an `RTConfig`
-      field (num_layers, head_dim, node_ffn_dim, edge_msg_dim, edge_ffn_dim,
-      edge_dim, tied, use_adjacency, dropout_rate, ln_epsilon;
-      'rt_triangular' also triangular_heads, chunk_size), for 'et' an
-      `ETConfig` field (num_layers, head_dim, ffn_dim, tied, ablation,
-      chunk_size, impl, layout, ffn_chunk_size, dropout_rate, ln_epsilon)
-      and the processor option `node_readout` ('diagonal' | 'rowcol'), for
-      'floyd' a `FloydConfig` field (num_layers, head_dim,
-      ffn_expansion_ratio, dropout_rate, use_bias, norm_position,
-      activation, norm, symmetric_mix, use_ffn, softmax_cap, chunk_size,
-      ln_epsilon, zero_padded_pairs) and `node_readout`
-      (`PROCESSORS[kind].options()`). CLRS kinds take no options.
+    **options: for our kinds, by name, the fields of the kind's model config
+      that it reads (`RTConfig` for the RT kinds, `ETConfig` for 'et',
+      `FloydConfig` for 'floyd'; not num_heads and use_ln, the arguments
+      above) and its processor options: `graph_vec` ('cat' | 'core') and,
+      for 'et' and 'floyd', `node_readout` ('diagonal' | 'rowcol').
+      `PROCESSORS[kind].options()` lists them; a field the kind does not
+      read (e.g. edge_msg_dim for 'rt_no_edge_update') is refused. CLRS
+      kinds take no options.
 
   Raises:
     ValueError: unknown kind, unknown option, or an option given to a CLRS kind.

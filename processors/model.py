@@ -33,9 +33,12 @@ class CarryModel(baselines.BaselineModel):
 
   Args:
     *args, **kwargs: as `clrs.models.BaselineModel`.
-    ptr_from_edges: decode node pointers from edge vectors only.
+    ptr_from_edges: decode node pointers from edge vectors only (the
+      processor's edge hiddens; one that returns none is an error).
     carry_state: carry our processors' edge and graph hiddens (False gives
-      stock CLRS behaviour on the mesh).
+      stock CLRS behaviour on the mesh; a processor that carries no state,
+      as dm-clrs's kinds, needs False: True is then an error at the first
+      trace).
     decode_previous_hiddens: with carried state, edge and graph decoders
       also read the previous step's hidden (the RT authors' nets.py; see
       `processors.nets`).

@@ -132,6 +132,13 @@ class CarryNet(nets.Net):
     carries = self.carry_state and getattr(
         self.processor, "carries_state", False
     )
+    if self.carry_state and not carries:
+      raise ValueError(
+          "carry_state=True, but the processor "
+          f"{type(self.processor).__name__} carries no state (a "
+          "`processors.CarryingProcessor` does: our kinds); set "
+          "carry_state=False and ptr_from_edges=False for it."
+      )
     node_h, edge_h, graph_h = (
         state["node"],
         state.get("edge"),
@@ -200,6 +207,13 @@ class CarryNet(nets.Net):
         for name, dec in decs.items()
         if isinstance(dec, EdgePointerDecoder)
     ]
+    if edge_ptr_names and nxt_edge is None:
+      raise ValueError(
+          "ptr_from_edges=True decodes node pointers from the processor's "
+          f"edge hiddens, but {type(self.processor).__name__} "
+          f"({self.processor.name!r}) returns none; set ptr_from_edges=False "
+          "for it."
+      )
     stock_decs = {k: v for k, v in decs.items() if k not in edge_ptr_names}
     hint_preds, output_preds = decoders.decode_fts(
         decoders=stock_decs,

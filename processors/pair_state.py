@@ -45,7 +45,8 @@ class PairStateProcessor(CarryingProcessor):
   stack (`stack_module`).
 
   The config must have `edge_width` (D, the pair state's and the carried
-  edge hidden's width) and `dropout_rate`; the stack is called as
+  edge hidden's width) and `dropout_rate` (and may have
+  `attention_dropout_rate`: training draws dropout when either is > 0); the stack is called as
   `stack(x_BxUxUxD, deterministic=...)` and returns the new BxUxUxD pair
   state, drawing dropout from the 'dropout' rng.
   """
@@ -116,7 +117,8 @@ class PairStateProcessor(CarryingProcessor):
       ]
 
     stack = hk.experimental.flax.lift(self.stack_module(), name="stack")
-    deterministic = not (is_training and cfg.dropout_rate > 0.0)
+    rates = (cfg.dropout_rate, getattr(cfg, "attention_dropout_rate", 0.0))
+    deterministic = not (is_training and max(rates) > 0.0)
     kwargs = {} if deterministic else {"rngs": {"dropout": hk.next_rng_key()}}
     x_BxUxUxD = stack(x_BxUxUxD, deterministic=deterministic, **kwargs)
 

@@ -179,7 +179,10 @@ def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
   today's). Last, the processor fields the run's kind never read
   (`clrs.config.unread_processor_fields`: use_ln for et and floyd, the RT
   kinds' node_readout, nb_triplet_fts for ours, our options for dm-clrs's
-  kinds) take their defaults: earlier versions saved any value
+  kinds) take their defaults, and so do the fields of the kind's model
+  section that it withholds (`ProcessorSpec.withheld`: e.g. edge_msg_dim
+  for 'rt_no_edge_update'; dropped where today's section lacks them, as
+  floyd's zero_padded_pairs): earlier versions saved any value
   there and ignored it, today's refuse one that differs.
   """
   import processors  # pylint: disable=g-import-not-at-top  # (imports dm-clrs)
@@ -206,9 +209,18 @@ def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
     new_section, new_name = new.split(".")
     out.setdefault(new_section, {}).setdefault(new_name, value)
   unread = clrs_config.unread_processor_fields(out.get("processor_type"))
-  defaults = clrs_config.default_config().processor
+  defaults = clrs_config.default_config()
   for name in set(unread) & set(out.get("processor", {})):
-    out["processor"][name] = defaults[name]
+    out["processor"][name] = defaults.processor[name]
+  # Model-section fields the kind withholds (never read): their defaults,
+  # or gone where today's section has none.
+  section = out.get(spec.section) if spec is not None else None
+  if isinstance(section, dict):
+    for name in set(spec.withheld) & set(section):
+      if name in defaults[spec.section]:
+        section[name] = defaults[spec.section][name]
+      else:
+        del section[name]
   return out
 
 

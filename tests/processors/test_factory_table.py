@@ -47,8 +47,13 @@ def test_each_kind_takes_its_config_fields_as_options():
       "ln_epsilon", "init", "graph_vec",
   }  # fmt: skip
   options = {k: set(s.options()) for k, s in processors.PROCESSORS.items()}
-  assert options["rt"] == options["rt_no_edge_update"] == rt
-  assert options["transformer"] == rt
+  assert options["rt"] == rt
+  # The ablations refuse what they never read: the edge update's widths,
+  # and without edges their width.
+  edge_update = {"edge_msg_dim", "edge_ffn_dim"}
+  assert options["rt_no_edge_update"] == rt - edge_update
+  assert options["transformer"] == rt - edge_update - {"edge_dim"}
+  assert "zero_padded_pairs" not in options["floyd"]  # CLRS: no padding.
   assert options["rt_triangular"] == rt | {"chunk_size", "triangular_heads"}
   assert {"node_readout", "graph_vec", "ablation"} <= options["et"]
   assert "num_heads" not in options["et"] | options["floyd"]
@@ -61,6 +66,13 @@ def test_each_kind_takes_its_config_fields_as_options():
     )
   with pytest.raises(ValueError, match=r"Unknown option\(s\) \['chunk_size'\]"):
     processors.get_processor_factory("rt", True, 8, chunk_size=2)
+  for kind, option in (
+      ("rt_no_edge_update", dict(edge_msg_dim=64)),
+      ("transformer", dict(edge_dim=6)),
+      ("floyd", dict(zero_padded_pairs=False)),
+  ):
+    with pytest.raises(ValueError, match=rf"\[{list(option)[0]!r}\]"):
+      processors.get_processor_factory(kind, True, 8, **option)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -101,7 +101,7 @@ def test_option_errors_name_the_valid_options():
           r"'dropout_rate', 'ffn_expansion_ratio', 'graph_vec', 'head_dim', "
           r"'impl', 'ln_epsilon', 'node_readout', 'norm', 'norm_position', "
           r"'num_layers', 'softmax_cap', 'symmetric_mix', 'use_bias', "
-          r"'use_ffn', 'zero_padded_pairs'\]"
+          r"'use_ffn'\]"
       ),
   ):
     make(depth=2, tied=True)

@@ -17,7 +17,13 @@ ET_TINY = dict(num_layers=2, head_dim=4, chunk_size=3)
 
 
 def _tiny(kind):
-  return ET_TINY if kind == "et" else TINY
+  """The tiny sizes the kind reads (the RT ablations have no edge update)."""
+  sizes = ET_TINY if kind == "et" else TINY
+  return {
+      k: v
+      for k, v in sizes.items()
+      if k in processors.PROCESSORS[kind].options()
+  }
 
 
 def _inputs(seed=0):
@@ -272,3 +278,26 @@ def test_options_are_config_field_names(kind, options):
   if kind == "et":
     ffn = [v for k, v in params.items() if k.endswith("ffn_hidden")]
     assert ffn and ffn[0]["kernel"].shape == (width, 5)
+
+
+@pytest.mark.parametrize(
+    "kind, rates",
+    [
+        ("et", dict(attention_dropout_rate=0.5)),  # Weights only.
+        ("et", dict(dropout_rate=0.5)),
+        ("rt", dict(dropout_rate=0.5)),
+    ],
+)
+def test_dropout_draws_in_training_only(kind, rates):
+  """Any dropout rate > 0 (ET's attention-weight dropout alone too) makes
+  training draw masks from the rng; evaluation is deterministic."""
+  args = _inputs()
+  t = _transform(kind, **_tiny(kind), **rates)
+  params = t.init(jax.random.PRNGKey(0), *args)
+  train = lambda seed: t.apply(
+      params, jax.random.PRNGKey(seed), *args, is_training=True
+  )[0]
+  assert not np.allclose(train(1), train(2))
+  np.testing.assert_array_equal(
+      t.apply(params, None, *args)[0], t.apply(params, None, *args)[0]
+  )

@@ -270,6 +270,12 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
         "ptr_from_edges=True needs carry_state=True (stock CLRS "
         "BaselineModel cannot decode pointers from edges)."
     )
+  if not (m.carry_state or m.decode_previous_hiddens):
+    raise ValueError(
+        "model.decode_previous_hiddens=False changes what decoders read of "
+        "carried hiddens; with carry_state=False there are none. Leave it "
+        "at its default True."
+    )
   if custom_factory:
     return
   kind = config.processor_type
@@ -296,6 +302,14 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
           f"processor_type={kind!r}."
       )
   _check_unread_arguments(config, defaults)
+  if kind in processors.CLRS_KINDS and m.carry_state:
+    raise ValueError(
+        f"model.carry_state=True, but processor_type={kind!r} (a dm-clrs "
+        "kind) carries no edge or graph hidden between steps and returns no "
+        "edges to decode pointers from: set model.carry_state=False and "
+        "model.ptr_from_edges=False (--nocarry_state --noptr_from_edges), "
+        "dm-clrs's own network."
+    )
   processor_factory(config)  # Bad sizes or choices fail here, early.
 
 

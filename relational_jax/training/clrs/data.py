@@ -82,10 +82,10 @@ def sample_lengths(algorithm: str, lengths: Sequence[int]) -> List[int]:
 
 
 def sampler_kwargs(algorithm: str, split: str) -> Dict:
-  """Extra sampler arguments as CLRS run.py: edge probabilities for training
-  and validation graphs (halved for the algorithms with long trajectories),
-  and a needle of random length up to 8 for training string matchers. Test
-  samplers use the CLRS defaults."""
+  """Extra sampler arguments as CLRS run.py, for training and validation
+  samplers alike: edge probabilities (halved for the algorithms with long
+  trajectories) and a needle of random length up to 8 (read by the string
+  matchers). Test samplers use the CLRS defaults."""
   if split == "test":
     return {}
   p = tuple(0.1 + 0.1 * i for i in range(9))

@@ -115,6 +115,38 @@ def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
 
 
 @pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            {"processor_type": "mpnn"},
+            r"model.carry_state=True, but processor_type='mpnn' \(a dm-clrs "
+            r"kind\) carries no edge or graph hidden.*--nocarry_state "
+            r"--noptr_from_edges",
+        ),
+        (
+            {
+                "processor_type": "mpnn",
+                "model.carry_state": False,
+                "model.ptr_from_edges": False,
+                "model.decode_previous_hiddens": False,
+            },
+            r"decode_previous_hiddens=False .* with carry_state=False",
+        ),
+    ],
+)
+def test_a_model_option_the_processor_cannot_use_is_refused(overrides, message):
+  with pytest.raises(ValueError, match=message):
+    clrs_config.validate(clrs_config.get_config(overrides))
+  clrs_config.validate(  # dm-clrs's own network: fine.
+      clrs_config.get_config({
+          "processor_type": "mpnn",
+          "model.carry_state": False,
+          "model.ptr_from_edges": False,
+      })
+  )
+
+
+@pytest.mark.parametrize(
     "kind, field, value",
     [("mpnn", "graph_vec", "core"), ("et", "nb_triplet_fts", 4)],
 )
