@@ -1,5 +1,6 @@
 """Tests for relational_jax.layers.relation_aware (Graph2Graph eq. 3-4)."""
 
+import itertools
 import math
 
 import jax
@@ -106,7 +107,7 @@ def test_pairwise_edge_scorer_matches_pairwise_formula(kind):
   assert got.shape == (2, 4, 4, 3)
   p = jax.tree.map(np.asarray, params)
   hn = np.asarray(h)
-  for b, i, j in [(0, 1, 2), (1, 3, 0), (1, 2, 2)]:
+  for b, i, j in itertools.product(range(2), range(4), range(4)):
     pair = np.concatenate([hn[b, i], hn[b, j]])
     w1 = np.concatenate([p["first"]["kernel"], p["second"]["kernel"]])
     if kind == "mlp":
@@ -116,6 +117,19 @@ def test_pairwise_edge_scorer_matches_pairwise_formula(kind):
       bilinear = np.einsum("d,lde,e->l", hn[b, i], p["bilinear"], hn[b, j])
       want = bilinear + pair @ w1 + p["first"]["bias"]
     np.testing.assert_allclose(got[b, i, j], want, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "biaffine"])
+def test_pairwise_edge_scorer_is_permutation_equivariant(kind):
+  """Scores of the permuted tokens are the permuted scores: P S P^T."""
+  h = jax.random.normal(jax.random.key(1), (2, 5, 6))
+  scorer = relation_aware.PairwiseEdgeScorer(3, kind=kind, hidden_dim=5)
+  params = {"params": random_params(scorer, h, seed=3)}
+  perm = np.random.RandomState(0).permutation(5)
+  out = scorer.apply(params, h)
+  np.testing.assert_allclose(
+      scorer.apply(params, h[:, perm]), out[:, perm][:, :, perm], atol=1e-5
+  )
 
 
 def test_bad_scorer_kind_raises():

@@ -301,3 +301,18 @@ def test_dropout_draws_in_training_only(kind, rates):
   np.testing.assert_array_equal(
       t.apply(params, None, *args)[0], t.apply(params, None, *args)[0]
   )
+
+
+@pytest.mark.parametrize("kind", sorted(processors.PROCESSORS))
+@pytest.mark.slow
+def test_jit_equals_eager(kind):
+  args = _inputs()
+  t = _transform(kind, graph_vec="core", **_tiny(kind))
+  params = t.init(jax.random.PRNGKey(0), *args)
+  eager = t.apply(params, None, *args)
+  jitted = jax.jit(t.apply)(params, None, *args)
+  for a, b in zip(eager, jitted):
+    if a is None:
+      assert b is None
+    else:
+      np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
