@@ -69,6 +69,8 @@ CLRS_ARGS = [
     # The processor does not matter here; the MPNN baseline compiles in
     # half the time of a one-layer RT.
     "--config.processor_type=mpnn",
+    "--config.model.carry_state=False",  # dm-clrs's own network.
+    "--config.model.ptr_from_edges=False",
     "--config.model.hidden_dim=16",
 ]
 SEQ2SEQ_STEPS = 24
