@@ -30,6 +30,13 @@ References (check them out anywhere, e.g. under /tmp/peers):
       softmax_cap, scale, a non-square case) and src/floydnet/transformer.py
       (`PivotalAttentionBlock` in four option sets: outputs, input and
       parameter gradients). Same python as ET.
+  G2G: github.com/alirezamshi-zz/G2GTr (PyTorch; Mohammadshahi & Henderson
+      2020): the graph-input attention `BertGraphSelfAttention`
+      (senttr/parser/utils/graph.py) and `BertSelfAttention` with
+      graph_input (statetr/model.py), each followed by the output map that
+      begins BERT's BertSelfOutput, with a padding mask; and the Relation
+      classifier `Classifier` (senttr/parser/parser.py) on every token pair.
+      Outputs, input and parameter gradients. Same python as ET.
 
 RT net (--rt_net_reference, run in their Python, e.g. /tmp/rtvenv: it
 imports their whole clrs package, TensorFlow included): their BaselineModel
@@ -41,6 +48,7 @@ Usage (see scripts/make_peer_goldens.sh for the whole recipe):
   /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --et_reference=/tmp/peers/et
   /tmp/rtvenv/bin/python scripts/make_peer_goldens.py --rt_net_reference=/tmp/peers/rt
   /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --floyd_reference=/tmp/peers/floyd
+  /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --g2g_reference=/tmp/peers/g2g
   python scripts/make_peer_goldens.py --record    # ours vs theirs -> README.json
 
 Compatibility shims (nothing in the reference checkouts is edited):
@@ -57,6 +65,16 @@ Compatibility shims (nothing in the reference checkouts is edited):
       attention, layer and encoder classes use neither.
   FloydNet: none; their src/ goes first on sys.path and their floydnet
       package is imported as it is.
+  G2G: their modules import old `transformers` (2.x: modeling_bert, ...),
+      `pytorch_pretrained_bert`, allennlp and, in statetr/file_utils.py,
+      boto3 / requests, for BERT pretrained-model loading and training only.
+      We register stub modules for those names (placeholders that raise if
+      called; `PreTrainedModel` = torch.nn.Module, `add_start_docstrings` a
+      no-op decorator; senttr's parser.utils.base / .scalar_mix and
+      statetr's file_utils stubbed; bare `parser` / `parser.utils` packages
+      with __path__ into the checkout so their __init__.py files, which
+      import the data pipeline, are not run) and load graph.py, parser.py,
+      statetr/utils.py and statetr/model.py from the checkout unchanged.
 """
 
 import argparse
@@ -79,6 +97,7 @@ RT_URL = "https://github.com/CameronDiao/relational-transformer"
 ET_URL = "https://github.com/bergen/EdgeTransformer"
 CS_URL = "https://github.com/RobertCsordas/transformer_generalization"
 FLOYD_URL = "https://github.com/ocx-lab/FloydNet"
+G2G_URL = "https://github.com/alirezamshi-zz/G2GTr"
 MAX_BYTES = 200_000
 
 FETCH_HELP = f"""\
@@ -1212,6 +1231,223 @@ def make_floyd(reference, commit):
 
 
 # ----------------------------------------------------------------------------
+# G2G: the Graph2Graph Transformer authors' PyTorch code (numpy + torch only).
+# ----------------------------------------------------------------------------
+
+G2G_SHIM = (
+    "stub modules for transformers (2.x names), pytorch_pretrained_bert, "
+    "senttr's parser.utils.base / parser.utils.scalar_mix and statetr's "
+    "file_utils (BERT loading and training only; PreTrainedModel = "
+    "torch.nn.Module, add_start_docstrings a no-op); bare parser / "
+    "parser.utils packages with __path__ into senttr/; graph.py, parser.py, "
+    "statetr/utils.py and statetr/model.py loaded unchanged"
+)
+# B x N tokens of width D = H x K, their 3 relation ids; the second sentence
+# has 3 real tokens of 5. Y relation labels for the classifier.
+G2G_SIZES = dict(batch=2, nodes=5, width=8, heads=2, relations=3, labels=6)
+
+
+class _StubModule(types.ModuleType):
+  """A module whose every public name is a placeholder that raises."""
+
+  def __getattr__(self, name):
+    if name.startswith("__"):
+      raise AttributeError(name)
+
+    def unavailable(*args, **kwargs):
+      raise RuntimeError(f"stub {self.__name__}.{name} called")
+
+    return unavailable
+
+
+def _import_g2g(reference):
+  root = pathlib.Path(reference).resolve()
+  senttr, statetr = root / "senttr", root / "statetr"
+  for source in (
+      senttr / "parser" / "utils" / "graph.py",
+      senttr / "parser" / "parser.py",
+      statetr / "model.py",
+      statetr / "utils.py",
+  ):
+    if not source.exists():
+      raise SystemExit(
+          f"{source} not found: is --g2g_reference a checkout of {G2G_URL}?"
+      )
+  import torch  # pylint: disable=g-import-not-at-top
+
+  for name in (
+      "transformers",
+      "transformers.modeling_bert",
+      "transformers.configuration_bert",
+      "transformers.file_utils",
+      "transformers.modeling_utils",
+      "pytorch_pretrained_bert",
+      "pytorch_pretrained_bert.modeling",
+      "parser.utils.base",
+      "parser.utils.scalar_mix",
+      "file_utils",
+  ):
+    sys.modules[name] = _StubModule(name)
+  sys.modules["transformers.modeling_utils"].PreTrainedModel = torch.nn.Module
+  sys.modules["transformers.file_utils"].add_start_docstrings = (
+      lambda *docs: lambda obj: obj
+  )
+  for name, path in (
+      ("parser", senttr / "parser"),
+      ("parser.utils", senttr / "parser" / "utils"),
+  ):
+    package = types.ModuleType(name)
+    package.__path__ = [str(path)]
+    sys.modules[name] = package
+
+  def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+  graph = load("parser.utils.graph", senttr / "parser" / "utils" / "graph.py")
+  parser = load("parser.parser", senttr / "parser" / "parser.py")
+  load("utils", statetr / "utils.py")  # statetr/model.py: `from utils import`
+  statetr_model = load("g2g_statetr_model", statetr / "model.py")
+  return torch, graph, parser, statetr_model
+
+
+def make_g2g(reference, commit):
+  """Their graph-input attention (both parsers' copies) and Relation
+  classifier on seeded random inputs and parameters: outputs and the
+  gradients of sum(y * dy) for the (float) input and every parameter.
+
+  Attention: their self-attention module followed by a torch.nn.Linear
+  named `output.dense`, the first map of the BERT BertSelfOutput that
+  follows it in their layer (its dropout and residual LayerNorm are the
+  layer's, not the attention's). Parameter names are those of their
+  attention block (`self.*`, `output.dense.*`). The padding mask is made as
+  their BERT models make it: (1 - mask[:, None, None, :]) * -10000.0.
+  statetr's relation tables have padding_idx=0 (row 0 starts at zero and
+  gets no gradient), so their gradients are left out of that golden.
+  Classifier: their `Classifier(2 D, D, Y)` (as their Parser builds
+  `mlp_rel`) on [h_i; h_j] for every pair (i, j)."""
+  torch, graph, parser, statetr_model = _import_g2g(reference)
+  torch.manual_seed(0)
+  torch.set_num_threads(1)
+  rng = np.random.default_rng(20260412)
+  sizes = G2G_SIZES
+  b, n, d, h = sizes["batch"], sizes["nodes"], sizes["width"], sizes["heads"]
+  dropout = 0.1  # eval() must switch it off
+  cases = {}
+
+  def normal(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+  def randomise(module):
+    params = {}
+    with torch.no_grad():
+      for name, p in module.named_parameters():
+        value = _random_like(rng, name, tuple(p.shape))
+        p.copy_(torch.from_numpy(value))
+        params[name] = value
+    return params
+
+  def meta_for(function, **extra):
+    return dict(
+        reference="g2g",
+        repository=G2G_URL,
+        commit=commit,
+        function=function,
+        sizes=sizes,
+        eval_mode=True,
+        # No LayerNorm in these goldens (their BERT layers' own is 1e-12).
+        layer_norm_epsilon=None,
+        shim=G2G_SHIM,
+        **extra,
+    )
+
+  mask = np.ones((b, n), bool)
+  mask[1, 3:] = False
+  config = types.SimpleNamespace(
+      hidden_size=d,
+      num_attention_heads=h,
+      attention_probs_dropout_prob=dropout,
+      output_attentions=False,  # senttr
+      layernorm_key=False,  # both; their default and run scripts'
+      layernorm_value=False,  # senttr
+      graph_input=True,  # statetr
+  )
+  for name, function, build, call, skip in (
+      (
+          "g2g_attention",
+          (
+              "senttr/parser/utils/graph.py BertGraphSelfAttention + "
+              "output.dense (padded)"
+          ),
+          lambda: graph.BertGraphSelfAttention(config),
+          lambda m, x, ext, arc: m(x, ext, None, None, None, arc)[0],
+          (),
+      ),
+      (
+          "g2g_statetr_attention",
+          (
+              "statetr/model.py BertSelfAttention(graph_input=True) + "
+              "output.dense (padded)"
+          ),
+          lambda: statetr_model.BertSelfAttention(config),
+          lambda m, x, ext, arc: m(x, ext, arc),
+          ("self.dp_relation_k.weight", "self.dp_relation_v.weight"),
+      ),
+  ):
+    block = torch.nn.Module()
+    block.add_module("self", build())
+    block.add_module("output", torch.nn.Module())
+    block.output.add_module("dense", torch.nn.Linear(d, d))
+    block.eval()
+    params = randomise(block)
+    inputs = {
+        "x": normal(b, n, d),
+        "relations": rng.integers(0, sizes["relations"], (b, n, n)),
+        "mask": mask,
+        "dy": normal(b, n, d),
+    }
+    x = torch.from_numpy(inputs["x"]).requires_grad_(True)
+    ext = (1.0 - torch.from_numpy(mask).float()[:, None, None, :]) * -10000.0
+    arc = torch.from_numpy(inputs["relations"]).long()
+    y = block.output.dense(call(block.self, x, ext, arc))
+    (y * torch.from_numpy(inputs["dy"])).sum().backward()
+    outputs = {"y": y.detach().numpy(), "grad/x": x.grad.numpy()}
+    for pname, p in block.named_parameters():
+      if pname not in skip:
+        outputs[f"grad/{pname}"] = p.grad.numpy()
+    inputs["relations"] = inputs["relations"].astype(np.int32)
+    meta = meta_for(function, config_dropout=dropout, grads_left_out=skip)
+    _save(name, meta, inputs, params, outputs)
+    cases[name] = {"function": function}
+
+  classifier = parser.Classifier(2 * d, d, sizes["labels"])
+  classifier.eval()
+  params = randomise(classifier)
+  inputs = {"h": normal(b, n, d), "dy": normal(b, n, n, sizes["labels"])}
+  hid = torch.from_numpy(inputs["h"]).requires_grad_(True)
+  pairs = torch.cat(
+      (
+          hid[:, :, None, :].expand(b, n, n, d),
+          hid[:, None, :, :].expand(b, n, n, d),
+      ),
+      dim=-1,
+  )
+  y = classifier(pairs)
+  (y * torch.from_numpy(inputs["dy"])).sum().backward()
+  outputs = {"y": y.detach().numpy(), "grad/h": hid.grad.numpy()}
+  for pname, p in classifier.named_parameters():
+    outputs[f"grad/{pname}"] = p.grad.numpy()
+  function = "senttr/parser/parser.py Classifier(2 D, D, Y) on [h_i; h_j]"
+  meta = meta_for(function, config_dropout=0.0, grads_left_out=())
+  _save("g2g_relation_classifier", meta, inputs, params, outputs)
+  cases["g2g_relation_classifier"] = {"function": function}
+  _update_readme("g2g", G2G_URL, commit, cases, G2G_SHIM)
+
+
+# ----------------------------------------------------------------------------
 # --record: ours vs theirs (main python), into README.json.
 # ----------------------------------------------------------------------------
 
@@ -1277,6 +1513,7 @@ def main():
   parser.add_argument("--et_reference", help=f"checkout of {ET_URL}")
   parser.add_argument("--cs_reference", help=f"checkout of {CS_URL}")
   parser.add_argument("--floyd_reference", help=f"checkout of {FLOYD_URL}")
+  parser.add_argument("--g2g_reference", help=f"checkout of {G2G_URL}")
   parser.add_argument(
       "--commit", help="commit of the checkout, if not a git work tree"
   )
@@ -1292,6 +1529,7 @@ def main():
       or args.et_reference
       or args.cs_reference
       or args.floyd_reference
+      or args.g2g_reference
       or args.record
   ):
     print(FETCH_HELP, file=sys.stderr)
@@ -1310,6 +1548,8 @@ def main():
     make_floyd(
         args.floyd_reference, _commit_of(args.floyd_reference, args.commit)
     )
+  if args.g2g_reference:
+    make_g2g(args.g2g_reference, _commit_of(args.g2g_reference, args.commit))
   if args.record:
     record()
   return 0

@@ -7,7 +7,7 @@ tests/fidelity/goldens/*.npz (`GOLDEN_DIR`; goldens/README.json names the
 reference commits and the differences last measured). `load(case)` reads
 one; `RUNNERS[case](meta, inputs, params)` maps their parameters onto our
 parameter trees with the library's converters (`relational_jax.interop`:
-rt_haiku, et_torch, csordas_torch, floyd_torch, where the mapping is
+rt_haiku, et_torch, csordas_torch, floyd_torch, g2g_torch, where the mapping is
 documented) and runs ours; `max_abs_diffs(case)` compares the two in fp32
 (`TOLERANCE`, `RT_NET_TOLERANCE`). Used by tests/fidelity/test_peer_goldens.py
 (ours equals the authors' code, case by case), by
@@ -26,7 +26,13 @@ chunked) and FloydNet block (`relational_jax.models.floyd.
 PivotalAttentionBlock`) against the FloydNet authors' PyTorch
 `pivotal_attention` and `PivotalAttentionBlock` (github.com/ocx-lab/FloydNet),
 outputs and the gradients of sum(y * dy) for every input, mask and parameter
-(pivotal_*); and our whole CLRS model (processors.CarryModel configured by
+(pivotal_*); our relation-aware attention and pairwise edge scorer
+(`relational_jax.layers.relation_aware`, with the options that give the
+released code's function, `g2g_torch.ATTENTION_OPTIONS` / `SCORER_OPTIONS`)
+against the Graph2Graph Transformer authors' graph-input attention (both of
+their parsers' copies) and Relation classifier
+(github.com/alirezamshi-zz/G2GTr; outputs and every gradient, g2g_*); and
+our whole CLRS model (processors.CarryModel configured by
 experiments/compare/clrs_rt.py's our_config) against their BaselineModel
 (rt_net_*: training loss and every gradient, with teacher forcing and with
 noisy teacher forcing under a fixed force mask, and evaluation predictions;
@@ -54,10 +60,13 @@ import numpy as np
 from relational_jax.interop import csordas_torch
 from relational_jax.interop import et_torch
 from relational_jax.interop import floyd_torch
+from relational_jax.interop import g2g_torch
 from relational_jax.interop import rt_haiku
 from relational_jax.interop import select
 from relational_jax.interop import to_authors
 from relational_jax.layers.pivotal import pivotal_attention
+from relational_jax.layers.relation_aware import PairwiseEdgeScorer
+from relational_jax.layers.relation_aware import RelationAwareAttention
 from relational_jax.layers.relational import RelationalTransformerLayer
 from relational_jax.layers.triangular import TriangularAttention
 from relational_jax.models.edge_transformer import EdgeTransformer
@@ -110,7 +119,14 @@ PIVOTAL_CASES = (
     "pivotal_block_pre_affine_silu_no_mix",
     "pivotal_block_post_none_no_ffn",
 )
-CASES = RT_CASES + ET_CASES + CS_CASES + RT_NET_CASES + PIVOTAL_CASES
+G2G_CASES = (
+    "g2g_attention",
+    "g2g_statetr_attention",
+    "g2g_relation_classifier",
+)
+CASES = (
+    RT_CASES + ET_CASES + CS_CASES + RT_NET_CASES + PIVOTAL_CASES + G2G_CASES
+)
 
 
 def available_cases():
@@ -688,6 +704,87 @@ def _run_pivotal_block(meta, inputs, params):
   return out
 
 
+# ----------------------------------------------------------------------------
+# G2G (PyTorch reference, senttr/parser/utils/graph.py, statetr/model.py,
+# senttr/parser/parser.py): RelationAwareAttention and PairwiseEdgeScorer
+# with the released code's options, their parameters by
+# relational_jax.interop.g2g_torch; gradients of sum(y * dy) by jax.vjp,
+# the parameters' under their names (statetr's relation tables left out:
+# padding_idx=0 gives their row 0 no gradient).
+# ----------------------------------------------------------------------------
+
+
+def _vjp_outputs(apply, ours, x, x_name, dy, convert, params, left_out=()):
+  y, vjp = jax.vjp(apply, ours, x)
+  grad_params, grad_x = vjp(jnp.asarray(dy))
+  out = {"y": y, f"grad/{x_name}": grad_x}
+  for name, value in to_authors(convert, params, grad_params, ".").items():
+    if name not in left_out:
+      out[f"grad/{name}"] = value
+  return out
+
+
+def _run_g2g_attention(meta, inputs, params):
+  sizes = meta["sizes"]
+  attention = RelationAwareAttention(
+      d_model=sizes["width"],
+      num_heads=sizes["heads"],
+      num_relations=sizes["relations"],
+      dropout_rate=DROPOUT,
+      **g2g_torch.ATTENTION_OPTIONS,
+  )
+  x = jnp.asarray(inputs["x"])
+  relations = jnp.asarray(inputs["relations"])
+  mask = jnp.asarray(inputs["mask"])
+  convert = lambda p: g2g_torch.convert_attention(p, sizes["heads"])
+  ours = convert(params)
+  _check_tree(
+      ours,
+      attention.init(jax.random.PRNGKey(0), x, relations, mask)["params"],
+      "RelationAwareAttention",
+  )
+  apply = lambda p, x: attention.apply(
+      {"params": p}, x, relations, mask, deterministic=True
+  )
+  return _vjp_outputs(
+      apply,
+      jax.tree_util.tree_map(jnp.asarray, ours),
+      x,
+      "x",
+      inputs["dy"],
+      convert,
+      params,
+      meta["grads_left_out"],
+  )
+
+
+def _run_g2g_classifier(meta, inputs, params):
+  sizes = meta["sizes"]
+  scorer = PairwiseEdgeScorer(
+      num_labels=sizes["labels"],
+      hidden_dim=sizes["width"],
+      **g2g_torch.SCORER_OPTIONS,
+  )
+  h = jnp.asarray(inputs["h"])
+  convert = g2g_torch.convert_relation_classifier
+  ours = convert(params)
+  _check_tree(
+      ours,
+      scorer.init(jax.random.PRNGKey(0), h)["params"],
+      "PairwiseEdgeScorer",
+  )
+  apply = lambda p, h: scorer.apply({"params": p}, h)
+  return _vjp_outputs(
+      apply,
+      jax.tree_util.tree_map(jnp.asarray, ours),
+      h,
+      "h",
+      inputs["dy"],
+      convert,
+      params,
+  )
+
+
 RUNNERS = {
     "rt_layer": _run_rt_layer,
     "rt_layer_no_edge_update": _run_rt_layer,
@@ -711,6 +808,9 @@ RUNNERS = {
         for c in PIVOTAL_CASES
         if c.startswith("pivotal_block")
     },
+    "g2g_attention": _run_g2g_attention,
+    "g2g_statetr_attention": _run_g2g_attention,
+    "g2g_relation_classifier": _run_g2g_classifier,
 }
 
 

@@ -28,6 +28,13 @@ numpy array and returns our parameter tree, ready for `module.apply`:
                   `convert_block` -> models.floyd.PivotalAttentionBlock,
                   `convert_stack` -> FloydTransformer(FloydConfig) (their
                   model's `blocks.{l}`).
+  g2g_torch       the Graph2Graph Transformer authors' PyTorch state dicts
+                  (github.com/alirezamshi-zz/G2GTr):
+                  `convert_attention` -> layers.relation_aware.
+                  RelationAwareAttention (with `ATTENTION_OPTIONS`, their
+                  graph-input BERT attention),
+                  `convert_relation_classifier` -> PairwiseEdgeScorer (with
+                  `SCORER_OPTIONS`, their Relation classifier).
   common          `flatten`, `select` (one sub-module of a checkpoint) and
                   `to_authors` (our tree, e.g. gradients, back under their
                   names).
@@ -46,6 +53,7 @@ from relational_jax.interop import common
 from relational_jax.interop import csordas_torch
 from relational_jax.interop import et_torch
 from relational_jax.interop import floyd_torch
+from relational_jax.interop import g2g_torch
 from relational_jax.interop import rt_haiku
 from relational_jax.interop.common import flatten
 from relational_jax.interop.common import select
@@ -56,6 +64,7 @@ __all__ = [
     "csordas_torch",
     "et_torch",
     "floyd_torch",
+    "g2g_torch",
     "rt_haiku",
     "flatten",
     "select",

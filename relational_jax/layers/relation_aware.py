@@ -23,6 +23,12 @@ import jax.numpy as jnp
 from relational_jax.layers import shapes
 
 SCORERS = ("mlp", "biaffine")
+# The hidden activation of kind='mlp'. [MH20] eq. 5 says "MLPs with one
+# hidden layer"; their released classifiers use nn.LeakyReLU() (slope 0.01).
+SCORER_ACTIVATIONS = {
+    "relu": jax.nn.relu,
+    "leaky_relu": lambda x: jax.nn.leaky_relu(x, negative_slope=0.01),
+}
 
 
 def relations_from_parents(parents_BxN, mask_BxN=None):
@@ -56,12 +62,27 @@ class RelationAwareAttention(nn.Module):
   output map. W^L_1, W^L_2 are R x H x K tables. Neither term materialises a
   BxNxNxHxK tensor: the key term projects each query onto the R relation
   keys and gathers, the value term sums attention per relation id.
+
+  The defaults are the paper's equations. The authors' released code
+  (github.com/alirezamshi-zz/G2GTr, senttr/parser/utils/graph.py
+  `BertGraphSelfAttention`, statetr/model.py `BertSelfAttention`) computes
+  a different function; three options give it
+  (`relational_jax.interop.g2g_torch.ATTENTION_OPTIONS`):
+    qkv_bias=True             biased query, key and value maps (nn.Linear).
+    scale_relation_keys=False e_ij = q_i.k_j / sqrt(d) + q_i.W^L_1[r_ij]: the
+                              relation term is added after the scaling, not
+                              inside it as in eq. 3.
+    shared_relations=True     W^L_1, W^L_2 are R x K tables shared by all
+                              heads (their nn.Embedding(3, head_size)).
   """
 
   d_model: int
   num_heads: int
   num_relations: int
   dropout_rate: float = 0.0
+  qkv_bias: bool = False
+  scale_relation_keys: bool = True
+  shared_relations: bool = False
 
   def setup(self):
     if self.num_relations <= 0:
@@ -72,15 +93,26 @@ class RelationAwareAttention(nn.Module):
         self.d_model, self.num_heads, "d_model"
     )
     hk = (self.num_heads, self.head_dim)
-    self.query = nn.DenseGeneral(hk, use_bias=False, name="query")
-    self.key = nn.DenseGeneral(hk, use_bias=False, name="key")
-    self.value = nn.DenseGeneral(hk, use_bias=False, name="value")
+    bias = self.qkv_bias
+    self.query = nn.DenseGeneral(hk, use_bias=bias, name="query")
+    self.key = nn.DenseGeneral(hk, use_bias=bias, name="key")
+    self.value = nn.DenseGeneral(hk, use_bias=bias, name="value")
     rel_init = nn.initializers.normal(stddev=1.0 / math.sqrt(self.head_dim))
     rel_shape = (self.num_relations,) + hk
-    self.rel_key_RxHxK = self.param("rel_key", rel_init, rel_shape)  # W^L_1
-    self.rel_value_RxHxK = self.param("rel_value", rel_init, rel_shape)  # W^L_2
+    if self.shared_relations:  # R x K, the same for every head.
+      rel_shape = (self.num_relations, self.head_dim)
+    self.rel_key = self.param("rel_key", rel_init, rel_shape)  # W^L_1
+    self.rel_value = self.param("rel_value", rel_init, rel_shape)  # W^L_2
     self.out = nn.DenseGeneral(self.d_model, axis=(-2, -1), name="out")
     self.dropout = nn.Dropout(self.dropout_rate)
+
+  def _per_head(self, table):
+    """An R x H x K view of a relation table (R x K when shared)."""
+    if not self.shared_relations:
+      return table
+    return jnp.broadcast_to(
+        table[:, None, :], (self.num_relations, self.num_heads, self.head_dim)
+    )
 
   def __call__(
       self, x_BxNxD, relations_BxNxN, mask_BxN=None, deterministic: bool = True
@@ -95,13 +127,18 @@ class RelationAwareAttention(nn.Module):
     v_BxNxHxK = self.value(x_BxNxD)
 
     # eq. 3: q_i . k_j  +  q_i . W^L_1[r_ij].
+    rel_key_RxHxK = self._per_head(self.rel_key)
     content_BxHxNxN = jnp.einsum("bihk,bjhk->bhij", q_BxNxHxK, k_BxNxHxK)
-    q_rel_BxHxNxR = jnp.einsum("bihk,rhk->bhir", q_BxNxHxK, self.rel_key_RxHxK)
+    q_rel_BxHxNxR = jnp.einsum("bihk,rhk->bhir", q_BxNxHxK, rel_key_RxHxK)
     rel_BxHxNxN = jnp.broadcast_to(
         relations_BxNxN[:, None], (num_b, self.num_heads, num_n, num_n)
     )
     relation_BxHxNxN = jnp.take_along_axis(q_rel_BxHxNxR, rel_BxHxNxN, axis=-1)
-    e_BxHxNxN = (content_BxHxNxN + relation_BxHxNxN) / math.sqrt(self.head_dim)
+    root_d = math.sqrt(self.head_dim)
+    if self.scale_relation_keys:  # eq. 3
+      e_BxHxNxN = (content_BxHxNxN + relation_BxHxNxN) / root_d
+    else:  # the released code: the relation term unscaled
+      e_BxHxNxN = content_BxHxNxN / root_d + relation_BxHxNxN
     if mask_BxN is not None:
       e_BxHxNxN = jnp.where(
           mask_BxN[:, None, None, :].astype(bool),
@@ -118,7 +155,7 @@ class RelationAwareAttention(nn.Module):
     )
     alpha_BxHxNxR = jnp.einsum("bhij,bijr->bhir", alpha_BxHxNxN, onehot_BxNxNxR)
     z_BxNxHxK = z_BxNxHxK + jnp.einsum(
-        "bhir,rhk->bihk", alpha_BxHxNxR, self.rel_value_RxHxK
+        "bhir,rhk->bihk", alpha_BxHxNxR, self._per_head(self.rel_value)
     )
     return self.out(z_BxNxHxK)
 
@@ -127,7 +164,10 @@ class PairwiseEdgeScorer(nn.Module):
   """Edge-label logits from the two tokens' output embeddings ([MH20] 3.3).
 
   kind='mlp' (the one-hidden-layer classifier of [MH20] eq. 5):
-    s_ij = W_2 ReLU(W_1 [h_i; h_j] + b_1) + b_2
+    s_ij = W_2 act(W_1 [h_i; h_j] + b_1) + b_2
+  with act = ReLU (activation='relu', default) or LeakyReLU with slope 0.01
+  (activation='leaky_relu': the authors' released Relation classifier,
+  senttr/parser/parser.py `Classifier`, statetr/model.py `LabelClassifier`).
   kind='biaffine' ([DM17]):
     s_ijl = h_i^T U_l h_j + w_l . [h_i; h_j] + b_l
   Returns BxNxNxY logits for the directed pair (i, j).
@@ -136,10 +176,19 @@ class PairwiseEdgeScorer(nn.Module):
   num_labels: int
   kind: str = "mlp"
   hidden_dim: int = 64
+  activation: str = "relu"  # kind='mlp' only; one of SCORER_ACTIVATIONS.
 
   @nn.compact
   def __call__(self, h_BxNxD):
     shapes.check_choice(self.kind, SCORERS, "edge scorer kind")
+    shapes.check_choice(
+        self.activation, SCORER_ACTIVATIONS, "edge scorer activation"
+    )
+    if self.kind != "mlp" and self.activation != "relu":
+      raise ValueError(
+          f"activation={self.activation!r} applies to kind='mlp' only; "
+          f"kind={self.kind!r} has no hidden layer."
+      )
     shapes.check_shape(h_BxNxD, ("B", "N", "D"), "hiddens")
     if self.num_labels <= 0:
       raise ValueError(f"num_labels must be positive, got {self.num_labels}.")
@@ -149,7 +198,7 @@ class PairwiseEdgeScorer(nn.Module):
       tail_BxNxF = nn.Dense(self.hidden_dim, use_bias=False, name="second")(
           h_BxNxD
       )
-      hid_BxNxNxF = jax.nn.relu(
+      hid_BxNxNxF = SCORER_ACTIVATIONS[self.activation](
           head_BxNxF[:, :, None, :] + tail_BxNxF[:, None, :, :]
       )
       return nn.Dense(self.num_labels, name="out")(hid_BxNxNxF)

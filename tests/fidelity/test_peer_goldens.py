@@ -4,7 +4,10 @@ Our RT layer, stack and CLRS processor equal the RT authors' Haiku code, our
 ET triangular attention, layer and stacks the ET authors' PyTorch code, our
 seq2seq Transformer Csordas et al.'s TransformerEncDecModel, our pivotal
 attention and FloydNet block the FloydNet authors' PyTorch code (outputs and
-gradients), to TOLERANCE max abs difference in fp32, and our whole CLRS model
+gradients), our relation-aware attention and pairwise edge scorer (with the
+released code's options) the Graph2Graph authors' PyTorch graph-input
+attention and Relation classifier (outputs and gradients), to TOLERANCE max
+abs difference in fp32, and our whole CLRS model
 their BaselineModel (rt_net_*, scaled differences, RT_NET_TOLERANCE). CI has
 neither torch nor the reference checkouts: the goldens (tests/fidelity/
 goldens), how each is loaded and how ours runs on it are
@@ -56,16 +59,18 @@ def test_all_goldens_present():
       not missing
   ), f"goldens missing: {missing}; regenerate with scripts/make_peer_goldens.sh"
   readme = json.loads((GOLDEN_DIR / "README.json").read_text())
-  for side in ("rt", "et", "cs", "floyd"):
+  for side in ("rt", "et", "cs", "floyd", "g2g"):
     assert len(readme["references"][side]["commit"]) == 40
 
 
 def test_layer_norm_epsilon_is_the_references():
   """Both references normalise with epsilon 1e-5 (hk.LayerNorm and
-  torch.nn.LayerNorm defaults); so must our defaults."""
+  torch.nn.LayerNorm defaults); so must our defaults. The g2g_* goldens hold
+  no LayerNorm (None; their BERT layers' own epsilon is 1e-12)."""
   for case in CASES:
     if (GOLDEN_DIR / f"{case}.npz").exists():
-      assert load(case)[0]["layer_norm_epsilon"] == 1e-5
+      epsilon = load(case)[0]["layer_norm_epsilon"]
+      assert epsilon == (None if case.startswith("g2g_") else 1e-5), case
   assert RTConfig().ln_epsilon == 1e-5
   assert RelationalTransformerLayer.ln_epsilon == 1e-5
   assert ETConfig().ln_epsilon == 1e-5
@@ -81,7 +86,9 @@ def test_layer_norm_epsilon_is_the_references():
 )
 def test_ours_equals_the_authors_code(case):
   meta, _, _, _ = load(case)
-  if meta["reference"] == "et" or case.startswith("pivotal_block"):
+  if meta["reference"] == "et" or case.startswith(
+      ("pivotal_block", "g2g_attention", "g2g_statetr_attention")
+  ):
     assert meta["eval_mode"] and meta["config_dropout"] > 0.0
   whole_net = case in RT_NET_CASES
   diffs = max_abs_diffs(case, scaled=whole_net)

@@ -31,40 +31,99 @@ def _inputs(num_b=2, num_n=5, d_model=8, num_relations=4, seed=0):
   return jnp.asarray(x), jnp.asarray(rel), jnp.asarray(mask)
 
 
-def _naive(params, x, rel, mask, num_heads):
+def _naive(params, x, rel, mask, num_heads, scale_relation_keys=True):
   """e_ij = (x_i W^Q)(x_j W^K + p_ij W^L_1)^T / sqrt(d),
-  z_i = sum_j alpha_ij (x_j W^V + p_ij W^L_2), with loops over i, j."""
+  z_i = sum_j alpha_ij (x_j W^V + p_ij W^L_2), with loops over i, j; with
+  scale_relation_keys=False the released G2GTr code's
+  e_ij = (x_i W^Q)(x_j W^K)^T / sqrt(d) + (x_i W^Q)(p_ij W^L_1)^T. Biases of
+  the q / k / v maps and R x K (shared) tables are used where present."""
   p = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
   x, rel, mask = np.asarray(x, np.float64), np.asarray(rel), np.asarray(mask)
   num_b, num_n, d_model = x.shape
   head_dim = d_model // num_heads
+  rel_key, rel_value = p["rel_key"], p["rel_value"]
+  if rel_key.ndim == 2:  # one R x K table for every head
+    rel_key = np.repeat(rel_key[:, None], num_heads, axis=1)
+    rel_value = np.repeat(rel_value[:, None], num_heads, axis=1)
   out = np.zeros_like(x)
   for b in range(num_b):
     z = np.zeros((num_n, num_heads, head_dim))
     for h in range(num_heads):
       wq, wk, wv = (p[n]["kernel"][:, h, :] for n in ("query", "key", "value"))
+      bq, bk, bv = (
+          p[n]["bias"][h] if "bias" in p[n] else 0.0
+          for n in ("query", "key", "value")
+      )
       for i in range(num_n):
+        q_i = x[b, i] @ wq + bq
         e = np.full(num_n, -np.inf)
         for j in range(num_n):
           if mask[b, j]:
-            key_ij = x[b, j] @ wk + p["rel_key"][rel[b, i, j], h]
-            e[j] = (x[b, i] @ wq) @ key_ij / math.sqrt(head_dim)
+            k_j = x[b, j] @ wk + bk
+            r_ij = rel_key[rel[b, i, j], h]
+            if scale_relation_keys:
+              e[j] = q_i @ (k_j + r_ij) / math.sqrt(head_dim)
+            else:
+              e[j] = q_i @ k_j / math.sqrt(head_dim) + q_i @ r_ij
         alpha = np.exp(e - e.max())
         alpha /= alpha.sum()
         for j in range(num_n):
-          value_ij = x[b, j] @ wv + p["rel_value"][rel[b, i, j], h]
+          value_ij = x[b, j] @ wv + bv + rel_value[rel[b, i, j], h]
           z[i, h] += alpha[j] * value_ij
     out[b] = np.einsum("nhk,hkd->nd", z, p["out"]["kernel"]) + p["out"]["bias"]
   return out
 
 
-def test_relation_aware_attention_matches_naive_loop():
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        dict(scale_relation_keys=False),
+        # The released G2GTr code's function (g2g_torch.ATTENTION_OPTIONS).
+        dict(qkv_bias=True, scale_relation_keys=False, shared_relations=True),
+    ],
+    ids=["paper", "unscaled_relation_keys", "released_code"],
+)
+def test_relation_aware_attention_matches_naive_loop(options):
   x, rel, mask = _inputs()
-  attn = relation_aware.RelationAwareAttention(8, 2, num_relations=4)
+  attn = relation_aware.RelationAwareAttention(8, 2, num_relations=4, **options)
   params = random_params(attn, x, rel, mask)
+  if options.get("shared_relations"):
+    assert params["rel_key"].shape == (4, 4)  # R x K
+  if options.get("qkv_bias"):
+    assert params["query"]["bias"].shape == (2, 4)
   got = jit(attn.apply)({"params": params}, x, rel, mask)
+  want = _naive(
+      params, x, rel, mask, 2, options.get("scale_relation_keys", True)
+  )
+  np.testing.assert_allclose(np.asarray(got), want, atol=1e-4)
+
+
+def test_shared_relations_equal_per_head_copies():
+  """shared_relations=True is the per-head module with every head's table
+  the same; the paper's scaling and the released code's differ."""
+  x, rel, mask = _inputs(seed=2)
+  shared = relation_aware.RelationAwareAttention(
+      8, 2, num_relations=4, shared_relations=True
+  )
+  per_head = relation_aware.RelationAwareAttention(8, 2, num_relations=4)
+  params = random_params(shared, x, rel, mask, seed=4)
+  tiled = {
+      **params,
+      "rel_key": jnp.repeat(params["rel_key"][:, None], 2, axis=1),
+      "rel_value": jnp.repeat(params["rel_value"][:, None], 2, axis=1),
+  }
+  got = shared.apply({"params": params}, x, rel, mask)
   np.testing.assert_allclose(
-      np.asarray(got), _naive(params, x, rel, mask, 2), atol=1e-4
+      got, per_head.apply({"params": tiled}, x, rel, mask), atol=1e-6
+  )
+  unscaled = relation_aware.RelationAwareAttention(
+      8, 2, num_relations=4, scale_relation_keys=False
+  )
+  assert not np.allclose(
+      unscaled.apply({"params": tiled}, x, rel, mask),
+      per_head.apply({"params": tiled}, x, rel, mask),
+      atol=1e-3,
   )
 
 
@@ -96,11 +155,14 @@ def test_relations_from_parents():
   np.testing.assert_array_equal(rel[0], want)
 
 
-@pytest.mark.parametrize("kind", ["mlp", "biaffine"])
-def test_pairwise_edge_scorer_matches_pairwise_formula(kind):
+@pytest.mark.parametrize(
+    "kind,activation",
+    [("mlp", "relu"), ("mlp", "leaky_relu"), ("biaffine", "relu")],
+)
+def test_pairwise_edge_scorer_matches_pairwise_formula(kind, activation):
   h = jax.random.normal(jax.random.key(0), (2, 4, 6))
   scorer = relation_aware.PairwiseEdgeScorer(
-      num_labels=3, kind=kind, hidden_dim=5
+      num_labels=3, kind=kind, hidden_dim=5, activation=activation
   )
   params = random_params(scorer, h)
   got = np.asarray(jit(scorer.apply)({"params": params}, h))
@@ -111,7 +173,9 @@ def test_pairwise_edge_scorer_matches_pairwise_formula(kind):
     pair = np.concatenate([hn[b, i], hn[b, j]])
     w1 = np.concatenate([p["first"]["kernel"], p["second"]["kernel"]])
     if kind == "mlp":
-      hidden = np.maximum(pair @ w1 + p["first"]["bias"], 0)
+      pre = pair @ w1 + p["first"]["bias"]
+      slope = 0.01 if activation == "leaky_relu" else 0.0  # nn.LeakyReLU()
+      hidden = np.where(pre > 0, pre, slope * pre)
       want = hidden @ p["out"]["kernel"] + p["out"]["bias"]
     else:
       bilinear = np.einsum("d,lde,e->l", hn[b, i], p["bilinear"], hn[b, j])
@@ -136,3 +200,15 @@ def test_bad_scorer_kind_raises():
   scorer = relation_aware.PairwiseEdgeScorer(num_labels=2, kind="dot")
   with pytest.raises(ValueError, match="edge scorer kind 'dot'.*mlp"):
     scorer.init(jax.random.key(0), jnp.zeros((1, 2, 4)))
+
+
+def test_bad_scorer_activation_raises():
+  h = jnp.zeros((1, 2, 4))
+  scorer = relation_aware.PairwiseEdgeScorer(num_labels=2, activation="gelu")
+  with pytest.raises(ValueError, match="edge scorer activation 'gelu'"):
+    scorer.init(jax.random.key(0), h)
+  scorer = relation_aware.PairwiseEdgeScorer(
+      num_labels=2, kind="biaffine", activation="leaky_relu"
+  )
+  with pytest.raises(ValueError, match="kind='mlp' only"):
+    scorer.init(jax.random.key(0), h)
