@@ -15,6 +15,7 @@ import pytest
 from relational_jax.layers import pivotal
 from relational_jax.layers.pivotal import PivotalAttention
 from relational_jax.layers.pivotal import pivotal_attention
+from tests.layers.impls import IMPLS
 
 B, H, N, K = 2, 2, 5, 4
 NAMES = ("q_ik", "k_ij", "k_jk", "v_ij", "v_jk")
@@ -417,22 +418,11 @@ def test_module_init_as_the_authors():
     assert not np.asarray(leaf).any()
 
 
-# Every implementation: the Pallas kernels in interpret mode (blocks of 4
-# pivots, so N = 5 has a ragged last block).
-_IMPLS = {
-    "chunked": {},
-    "pallas": dict(impl="pallas", pallas_block_size=4, interpret=True),
-    "pallas_fused": dict(
-        impl="pallas_fused", pallas_block_size=4, interpret=True
-    ),
-}
-
-
-@pytest.mark.parametrize("impl", sorted(_IMPLS))
+@pytest.mark.parametrize("impl", sorted(IMPLS))
 def test_padded_nodes_change_nothing_for_real_pairs(impl):
   """A graph of 3 real nodes padded to 5 (padding holding anything) gives
   the real pairs the outputs of the unpadded 3-node graph."""
-  module = PivotalAttention(num_heads=H, chunk_size=2, **_IMPLS[impl])
+  module = PivotalAttention(num_heads=H, chunk_size=2, **IMPLS[impl])
   x = _x()
   params = _random_params(module, x)
   node_mask = jnp.array([[True] * N, [True] * 3 + [False] * 2])
@@ -467,9 +457,9 @@ def test_node_mask_equals_their_pair_mask_on_real_pairs():
   )
 
 
-@pytest.mark.parametrize("impl", sorted(_IMPLS))
+@pytest.mark.parametrize("impl", sorted(IMPLS))
 def test_node_permutation_equivariance(impl):
-  module = PivotalAttention(num_heads=H, chunk_size=2, **_IMPLS[impl])
+  module = PivotalAttention(num_heads=H, chunk_size=2, **IMPLS[impl])
   x = _x()
   params = _random_params(module, x)
   perm = np.array([3, 0, 4, 1, 2])

@@ -9,6 +9,7 @@ import pytest
 
 from relational_jax.layers import triangular
 from relational_jax.layers.triangular import TriangularAttention
+from tests.layers.impls import IMPLS
 
 B, N, D, H = 2, 4, 6, 2
 
@@ -189,20 +190,10 @@ def test_chunked_equals_unchunked():
     _assert_trees_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
-# Every implementation: the Pallas kernels in interpret mode, tiles of 4.
-_IMPLS = {
-    "chunked": {},
-    "pallas": dict(impl="pallas", pallas_block_size=4, interpret=True),
-    "pallas_fused": dict(
-        impl="pallas_fused", pallas_block_size=4, interpret=True
-    ),
-}
-
-
-@pytest.mark.parametrize("impl", sorted(_IMPLS))
+@pytest.mark.parametrize("impl", sorted(IMPLS))
 def test_node_permutation_equivariance(impl):
   x = _x(6)
-  module = TriangularAttention(num_heads=H, chunk_size=3, **_IMPLS[impl])
+  module = TriangularAttention(num_heads=H, chunk_size=3, **IMPLS[impl])
   params = _init(module, x)
   perm = np.array([2, 0, 3, 1])
   x_perm = x[:, perm][:, :, perm]  # P X P^T
@@ -214,14 +205,14 @@ def test_node_permutation_equivariance(impl):
   )
 
 
-@pytest.mark.parametrize("impl", sorted(_IMPLS))
+@pytest.mark.parametrize("impl", sorted(IMPLS))
 def test_masked_pivots_change_nothing_for_real_nodes(impl):
   n_real, n_pad = 3, 5
   x_real = _x(7, n=n_real)
   garbage = 100.0 * _x(8, n=n_pad)
   x_pad = garbage.at[:, :n_real, :n_real].set(x_real)
   mask = jnp.arange(n_pad)[None, :].repeat(B, 0) < n_real
-  module = TriangularAttention(num_heads=H, chunk_size=2, **_IMPLS[impl])
+  module = TriangularAttention(num_heads=H, chunk_size=2, **IMPLS[impl])
   params = _init(module, x_real)
   # Gradients reach the real block only through real pivots.
   out_pad, grad_pad = jax.jit(

@@ -1,0 +1,12 @@
+"""The implementations of the pivot-axis attentions (triangular and
+pivotal), for property tests run over each: module options by name, the
+Pallas kernels in interpret mode with blocks of 4 pivots (so N = 5 has a
+ragged last block)."""
+
+IMPLS = {
+    "chunked": {},
+    "pallas": dict(impl="pallas", pallas_block_size=4, interpret=True),
+    "pallas_fused": dict(
+        impl="pallas_fused", pallas_block_size=4, interpret=True
+    ),
+}
