@@ -23,8 +23,11 @@ References (check them out anywhere, e.g. under /tmp/peers):
       (`EdgeAttention`, `EdgeTransformerLayer` with layernorm_pos='pre',
       `EdgeTransformerEncoder`, biased projections) and clutrr/model.py
       (`EdgeAttention` without biases, `EdgeTransformerEncoder` with label
-      embedding, padding mask and `share_layers`). Runs under a python with
-      numpy + torch only (e.g. /tmp/torchvenv/bin/python).
+      embedding, padding mask and `share_layers`), and their CLUTRR RAT
+      baseline, clutrr/rat.py (`RAT` as train.py builds it for
+      --model_type=rat: tied and untied, a padded batch; logits, loss and
+      the gradient of every parameter, rat_clutrr*). Runs under a python
+      with numpy + torch only (e.g. /tmp/torchvenv/bin/python).
   FloydNet: github.com/ocx-lab/FloydNet (PyTorch): src/floydnet/functional.py
       (`pivotal_attention`: outputs and gradients, boolean / additive masks,
       softmax_cap, scale, a non-square case) and src/floydnet/transformer.py
@@ -50,6 +53,9 @@ Usage (see scripts/make_peer_goldens.sh for the whole recipe):
   /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --floyd_reference=/tmp/peers/floyd
   /tmp/torchvenv/bin/python scripts/make_peer_goldens.py --g2g_reference=/tmp/peers/g2g
   python scripts/make_peer_goldens.py --record    # ours vs theirs -> README.json
+  # --cases=PATTERN[,PATTERN]: write / record only the goldens whose names
+  # match (fnmatch), e.g. --cases='rat_clutrr*'; the others are left as
+  # they are (their README.json entries too).
 
 Compatibility shims (nothing in the reference checkouts is edited):
   RT: importing `clrs._src.processors` from their checkout would run their
@@ -58,11 +64,13 @@ Compatibility shims (nothing in the reference checkouts is edited):
       and `clrs._src.base_modules` whose __path__ points into their checkout,
       so only processors.py and base_modules/*.py are executed. Their code
       otherwise runs unchanged with jax 0.10 / haiku 0.0.17.
-  ET: cogs/model.py and clutrr/model.py import `transformers` (T5 classes and
-      a LR schedule) and `pytorch_lightning` at module level for their
-      training wrappers only. We register stub modules for both (the
-      LightningModule stub is torch.nn.Module) before importing them; the
-      attention, layer and encoder classes use neither.
+  ET: cogs/model.py, clutrr/model.py and clutrr/rat.py import `transformers`
+      (T5 classes and a LR schedule) and `pytorch_lightning` at module level
+      for their training wrappers only. We register stub modules for both
+      (the LightningModule stub is torch.nn.Module, with a no-op
+      save_hyperparameters for RAT.__init__) before importing them; the
+      attention, layer, encoder classes and RAT's forward and loss
+      (`_calculate_loss`) use neither.
   FloydNet: none; their src/ goes first on sys.path and their floydnet
       package is imported as it is.
   G2G: their modules import old `transformers` (2.x: modeling_bert, ...),
@@ -79,6 +87,7 @@ Compatibility shims (nothing in the reference checkouts is edited):
 
 import argparse
 import datetime
+import fnmatch
 import importlib
 import json
 import os
@@ -99,6 +108,15 @@ CS_URL = "https://github.com/RobertCsordas/transformer_generalization"
 FLOYD_URL = "https://github.com/ocx-lab/FloydNet"
 G2G_URL = "https://github.com/alirezamshi-zz/G2GTr"
 MAX_BYTES = 200_000
+# --cases: fnmatch patterns of the goldens to write and record (None: all).
+CASE_PATTERNS = None
+
+
+def _selected(name):
+  return CASE_PATTERNS is None or any(
+      fnmatch.fnmatchcase(name, pattern) for pattern in CASE_PATTERNS
+  )
+
 
 FETCH_HELP = f"""\
 Nothing to do: pass --rt_reference=DIR and/or --et_reference=DIR (or --record).
@@ -160,6 +178,9 @@ def _random_like(rng, name, shape):
 
 
 def _save(name, meta, inputs, params, outputs):
+  if not _selected(name):
+    print(f"skipped {name} (not in --cases)")
+    return None
   GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
   arrays = {"meta": np.array(json.dumps(meta, sort_keys=True))}
   for prefix, group in (
@@ -184,6 +205,9 @@ def _save(name, meta, inputs, params, outputs):
 
 
 def _update_readme(side, url, commit, cases, shims):
+  cases = {case: info for case, info in cases.items() if _selected(case)}
+  if not cases:
+    return
   readme = json.loads(README_JSON.read_text()) if README_JSON.exists() else {}
   readme.setdefault(
       "about",
@@ -610,6 +634,26 @@ ET_SHIM = (
     "torch.nn.Module) registered before importing cogs/model.py and "
     "clutrr/model.py; used only by their training wrappers"
 )
+ET_RAT_SHIM = (
+    "stub modules transformers and pytorch_lightning (LightningModule = "
+    "torch.nn.Module with a no-op save_hyperparameters) registered before "
+    "importing clutrr/rat.py; RAT's forward and _calculate_loss use neither"
+)
+# Their RAT as clutrr/train.py builds it for --model_type=rat (defaults:
+# update_relations off, zero_init on), at small sizes: edge_types = 21
+# (their embedding has edge_types + 1 = 22 rows, our NUM_EDGE_LABELS) and
+# target_size = 21 (our NUM_RELATIONS), so ids need no mapping.
+ET_RAT_SIZES = dict(
+    batch=3,
+    nodes=5,
+    lengths=(5, 3, 4),
+    width=8,
+    heads=2,
+    ff_factor=4,
+    num_layers=2,
+    edge_types=21,
+    target_size=21,
+)
 
 
 def _import_et(reference):
@@ -629,7 +673,15 @@ def _import_et(reference):
   transformers.T5EncoderModel = transformers.T5Config = unavailable
   transformers.get_linear_schedule_with_warmup = unavailable
   lightning = types.ModuleType("pytorch_lightning")
-  lightning.LightningModule = torch.nn.Module
+
+  class LightningModule(torch.nn.Module):
+    """torch.nn.Module; rat.py's RAT.__init__ calls save_hyperparameters,
+    which only records the config in Lightning."""
+
+    def save_hyperparameters(self, *args, **kwargs):
+      del args, kwargs
+
+  lightning.LightningModule = LightningModule
   sys.modules.setdefault("transformers", transformers)
   sys.modules.setdefault("pytorch_lightning", lightning)
 
@@ -815,6 +867,106 @@ def make_et(reference, commit):
     )
     cases[name] = {"function": meta["function"]}
   _update_readme("et", ET_URL, commit, cases, ET_SHIM)
+
+
+def make_et_rat(reference, commit):
+  """Their CLUTRR RAT (clutrr/rat.py) on a padded batch: logits, their loss
+  (`RAT._calculate_loss`: CrossEntropyLoss, mean) and the gradient of that
+  loss for every parameter that gets one (those read only with
+  update_relations, and share_layers' unused clones, get none); tied
+  (share_layers=True, their default) and untied. Built with dropout 0.1,
+  run in eval()."""
+  torch, _, _ = _import_et(reference)
+  source = pathlib.Path(reference).resolve() / "clutrr" / "rat.py"
+  if not source.exists():
+    raise SystemExit(
+        f"{source} not found: is --et_reference a checkout of {ET_URL}?"
+    )
+  spec = importlib.util.spec_from_file_location("et_clutrr_rat", source)
+  rat = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(rat)
+  torch.manual_seed(0)
+  torch.set_num_threads(1)
+  rng = np.random.default_rng(20260413)
+  sizes = ET_RAT_SIZES
+  b, n, d = sizes["batch"], sizes["nodes"], sizes["width"]
+  dropout = 0.1  # eval() must switch it off
+  lengths = np.array(sizes["lengths"])
+  padding = np.arange(n)[None, :] >= lengths[:, None]  # their masks
+  # Fact labels 1..edge_types on about half the real pairs, 0 (their "no
+  # edge") elsewhere and on padding, as their collate builds them.
+  labels = rng.integers(1, sizes["edge_types"] + 1, (b, n, n))
+  labels[rng.random((b, n, n)) < 0.5] = 0
+  labels[padding[:, :, None] | padding[:, None, :]] = 0
+  query = np.stack(
+      [rng.choice(m, size=2, replace=False) for m in lengths]
+  ).astype(np.int64)
+  targets = rng.integers(0, sizes["target_size"], (b,))
+  inputs = {
+      "labels": labels.astype(np.int32),
+      "padding_mask": padding,  # True = padded node (their `masks`)
+      "query": query.astype(np.int32),
+      "query_labels": targets.astype(np.int32),
+  }
+  cases = {}
+  for name, share in (("rat_clutrr", True), ("rat_clutrr_untied", False)):
+    config = types.SimpleNamespace(
+        update_relations=False,  # train.py default: the plain RAT
+        zero_init=True,  # train.py default: nodes start at zero
+        num_heads=sizes["heads"],
+        dropout=dropout,
+        dim=d,
+        ff_factor=sizes["ff_factor"],
+        edge_types=sizes["edge_types"],
+        share_layers=share,
+        num_message_rounds=sizes["num_layers"],
+        target_size=sizes["target_size"],
+    )
+    model = rat.RAT(config)
+    model.eval()
+    params = {}
+    with torch.no_grad():
+      for pname, p in model.named_parameters():
+        value = _random_like(rng, pname, tuple(p.shape))
+        p.copy_(torch.from_numpy(value))
+        params[pname] = value
+    batch = {
+        "batched_graphs": torch.from_numpy(labels).long(),
+        "masks": torch.from_numpy(padding),
+        "query_edges": torch.cat(
+            (torch.arange(b)[:, None], torch.from_numpy(query)), dim=1
+        ),
+        "query_labels": torch.from_numpy(targets).long(),
+    }
+    loss, logits = model._calculate_loss(batch)  # pylint: disable=protected-access
+    loss.backward()
+    outputs = {"logits": logits.detach().numpy(), "loss": loss.detach().numpy()}
+    no_grad = []
+    for pname, p in model.named_parameters():
+      if p.grad is None:
+        no_grad.append(pname)
+      else:
+        outputs[f"grad/{pname}"] = p.grad.numpy()
+    function = (
+        f"clutrr/rat.py RAT._calculate_loss (share_layers={share}, "
+        f"{sizes['num_layers']} message rounds, update_relations=False, "
+        "zero_init=True, padded batch)"
+    )
+    meta = dict(
+        reference="et",
+        repository=ET_URL,
+        commit=commit,
+        function=function,
+        sizes={**sizes, "tied": share},
+        eval_mode=True,
+        config_dropout=dropout,
+        layer_norm_epsilon=1e-5,
+        shim=ET_RAT_SHIM,
+        no_grad=no_grad,
+    )
+    _save(name, meta, inputs, params, outputs)
+    cases[name] = {"function": function}
+  _update_readme("et_rat", ET_URL, commit, cases, ET_RAT_SHIM)
 
 
 # ----------------------------------------------------------------------------
@@ -1461,6 +1613,8 @@ def record():
   goldens = readme.setdefault("goldens", {})
   rows = []
   for case in fidelity.available_cases():
+    if not _selected(case):
+      continue
     diffs = fidelity.max_abs_diffs(case)
     if case in fidelity.RT_NET_CASES:
       # Whole-net goldens: per group (loss, grad/*, eval_hint/*, ...), the
@@ -1518,11 +1672,21 @@ def main():
       "--commit", help="commit of the checkout, if not a git work tree"
   )
   parser.add_argument(
+      "--cases",
+      help=(
+          "comma-separated fnmatch patterns: write and record only the "
+          "goldens whose names match (default: all)"
+      ),
+  )
+  parser.add_argument(
       "--record",
       action="store_true",
       help="measure ours vs each golden; write README.json",
   )
   args = parser.parse_args()
+  global CASE_PATTERNS
+  if args.cases:
+    CASE_PATTERNS = [c.strip() for c in args.cases.split(",") if c.strip()]
   if not (
       args.rt_reference
       or args.rt_net_reference
@@ -1541,7 +1705,9 @@ def main():
         args.rt_net_reference, _commit_of(args.rt_net_reference, args.commit)
     )
   if args.et_reference:
-    make_et(args.et_reference, _commit_of(args.et_reference, args.commit))
+    commit = _commit_of(args.et_reference, args.commit)
+    make_et(args.et_reference, commit)
+    make_et_rat(args.et_reference, commit)
   if args.cs_reference:
     make_cs(args.cs_reference, _commit_of(args.cs_reference, args.commit))
   if args.floyd_reference:

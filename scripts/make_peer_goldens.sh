@@ -34,6 +34,7 @@ JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --rt_reference="$RT_REF
 # Their whole CLRS model needs their package's Python (see experiments/compare/clrs_rt.py).
 RT_PYTHON=${RT_PYTHON:-/tmp/rtvenv/bin/python}
 JAX_PLATFORMS=cpu "$RT_PYTHON" scripts/make_peer_goldens.py --rt_net_reference="$RT_REF" ${RT_COMMIT:+--commit=$RT_COMMIT}
+# ET: their Edge Transformer (cogs/, clutrr/model.py) and CLUTRR RAT baseline (clutrr/rat.py).
 "$TORCH_PYTHON" scripts/make_peer_goldens.py --et_reference="$ET_REF" ${ET_COMMIT:+--commit=$ET_COMMIT}
 "$TORCH_PYTHON" scripts/make_peer_goldens.py --cs_reference="$CS_REF" ${CS_COMMIT:+--commit=$CS_COMMIT}
 "$TORCH_PYTHON" scripts/make_peer_goldens.py --floyd_reference="$FLOYD_REF" ${FLOYD_COMMIT:+--commit=$FLOYD_COMMIT}

@@ -31,7 +31,10 @@ outputs and the gradients of sum(y * dy) for every input, mask and parameter
 released code's function, `g2g_torch.ATTENTION_OPTIONS` / `SCORER_OPTIONS`)
 against the Graph2Graph Transformer authors' graph-input attention (both of
 their parsers' copies) and Relation classifier
-(github.com/alirezamshi-zz/G2GTr; outputs and every gradient, g2g_*); and
+(github.com/alirezamshi-zz/G2GTr; outputs and every gradient, g2g_*); our
+CLUTRR RAT (`relational_jax.models.clutrr.ClutrrRAT`, tied and untied)
+against the ET authors' RAT baseline (clutrr/rat.py; logits, loss and every
+parameter's gradient, rat_clutrr*); and
 our whole CLRS model (processors.CarryModel configured by
 experiments/compare/clrs_rt.py's our_config) against their BaselineModel
 (rt_net_*: training loss and every gradient, with teacher forcing and with
@@ -69,6 +72,8 @@ from relational_jax.layers.relation_aware import PairwiseEdgeScorer
 from relational_jax.layers.relation_aware import RelationAwareAttention
 from relational_jax.layers.relational import RelationalTransformerLayer
 from relational_jax.layers.triangular import TriangularAttention
+from relational_jax.models.clutrr import ClutrrRAT
+from relational_jax.models.clutrr import RATConfig
 from relational_jax.models.edge_transformer import EdgeTransformer
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeTransformerLayer
@@ -124,8 +129,15 @@ G2G_CASES = (
     "g2g_statetr_attention",
     "g2g_relation_classifier",
 )
+RAT_CASES = ("rat_clutrr", "rat_clutrr_untied")
 CASES = (
-    RT_CASES + ET_CASES + CS_CASES + RT_NET_CASES + PIVOTAL_CASES + G2G_CASES
+    RT_CASES
+    + ET_CASES
+    + CS_CASES
+    + RT_NET_CASES
+    + PIVOTAL_CASES
+    + G2G_CASES
+    + RAT_CASES
 )
 
 
@@ -785,6 +797,114 @@ def _run_g2g_classifier(meta, inputs, params):
   )
 
 
+# ----------------------------------------------------------------------------
+# The ET authors' CLUTRR RAT (clutrr/rat.py) -> our ClutrrRAT (defaults but
+# for the golden's sizes): relational_jax.interop.et_torch.
+# convert_clutrr_rat. Logits, their loss (mean cross-entropy) and its
+# gradients under their names: the relation tables' by the VJP of
+# et_torch.rat_relation_table (embedding and the two maps), every other
+# parameter's by to_authors.
+# ----------------------------------------------------------------------------
+
+
+def _run_rat_clutrr(meta, inputs, params):
+  """Their mask drops pairs with a padded node on either side (a padded
+  node's row attends uniformly), ours padded keys only: equal on every real
+  node, and the head reads real nodes only, so logits and gradients are
+  compared whole."""
+  sizes = meta["sizes"]
+  assert sizes["ff_factor"] == 4, "ours: ffn_dim=None is 4 x D"
+  config = RATConfig(
+      num_layers=sizes["num_layers"],
+      num_heads=sizes["heads"],
+      d_model=sizes["width"],
+      tied=sizes["tied"],
+      dropout_rate=DROPOUT,
+  )
+  model = ClutrrRAT(config)
+  labels = jnp.asarray(inputs["labels"])
+  query = jnp.asarray(inputs["query"])
+  node_mask = jnp.asarray(~inputs["padding_mask"])
+  targets = jnp.asarray(inputs["query_labels"])
+  convert = lambda p: et_torch.convert_clutrr_rat(p, config)
+  ours = convert(params)
+  _check_tree(
+      ours,
+      model.init(jax.random.PRNGKey(0), labels, query, node_mask)["params"],
+      "ClutrrRAT",
+  )
+  names = et_torch.RAT_RELATION_NAMES
+  layers = [k for k in ours if k != "head"]
+
+  def tables(embedding, key_w, key_b, value_w, value_b):
+    return (
+        et_torch.rat_relation_table(embedding, key_w, key_b, config.num_heads),
+        et_torch.rat_relation_table(
+            embedding, value_w, value_b, config.num_heads
+        ),
+    )
+
+  def loss_fn(tree, relation_params):
+    rel_key, rel_value = tables(*relation_params)
+    tree = {
+        k: (
+            v
+            if k == "head"
+            else {
+                **v,
+                "attention": {
+                    **v["attention"],
+                    "rel_key": rel_key,
+                    "rel_value": rel_value,
+                },
+            }
+        )
+        for k, v in tree.items()
+    }
+    logits = model.apply(
+        {"params": tree}, labels, query, node_mask, deterministic=True
+    )
+    log_p = jax.nn.log_softmax(logits)
+    loss = -jnp.mean(jnp.take_along_axis(log_p, targets[:, None], axis=1))
+    return loss, logits
+
+  def strip(tree):  # our tree without the composed relation tables
+    return {
+        k: (
+            v
+            if k == "head"
+            else {
+                **v,
+                "attention": {
+                    a: w
+                    for a, w in v["attention"].items()
+                    if a not in ("rel_key", "rel_value")
+                },
+            }
+        )
+        for k, v in tree.items()
+    }
+
+  relation_params = tuple(jnp.asarray(params[n]) for n in names)
+  # The converter's tables are rat_relation_table's (identity label rows).
+  for layer in layers:
+    for name, table in zip(("rel_key", "rel_value"), tables(*relation_params)):
+      np.testing.assert_allclose(
+          ours[layer]["attention"][name], table, rtol=0, atol=1e-6
+      )
+  (loss, logits), (grad_tree, grad_relation) = jax.value_and_grad(
+      loss_fn, argnums=(0, 1), has_aux=True
+  )(jax.tree_util.tree_map(jnp.asarray, ours), relation_params)
+  out = {"logits": logits, "loss": loss}
+  for name, value in to_authors(
+      lambda p: strip(convert(p)), params, strip(grad_tree), "."
+  ).items():
+    out[f"grad/{name}"] = value
+  for name, value in zip(names, grad_relation):
+    out[f"grad/{name}"] = value
+  return out
+
+
 RUNNERS = {
     "rt_layer": _run_rt_layer,
     "rt_layer_no_edge_update": _run_rt_layer,
@@ -811,6 +931,8 @@ RUNNERS = {
     "g2g_attention": _run_g2g_attention,
     "g2g_statetr_attention": _run_g2g_attention,
     "g2g_relation_classifier": _run_g2g_classifier,
+    "rat_clutrr": _run_rat_clutrr,
+    "rat_clutrr_untied": _run_rat_clutrr,
 }
 
 

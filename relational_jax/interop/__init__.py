@@ -17,7 +17,9 @@ numpy array and returns our parameter tree, ready for `module.apply`:
                   `convert_stack` -> EdgeTransformer(ETConfig),
                   `convert_graph_encoder` (clutrr) and
                   `convert_sequence_encoder` (cogs) -> the 'embed' and 'et'
-                  parameters of our CLUTRR / COGS graph models.
+                  parameters of our CLUTRR / COGS graph models,
+                  `convert_clutrr_rat` (their clutrr/rat.py RAT) ->
+                  models.clutrr.ClutrrRAT.
   csordas_torch   Csordas et al.'s PyTorch state dicts
                   (github.com/RobertCsordas/transformer_generalization):
                   `convert_attention` -> (Relative)MultiHeadAttention,

@@ -28,6 +28,21 @@ bias. Stacks: layers.{l} -> layer_{l} (untied); tied (their share_layers)
 applies layers.0 every round: layers.0 -> layer, and the other clones, kept
 in their state dict but never applied, are dropped.
 Inputs: clutrr's embedding.weight -> our GraphEdgeEmbedding label table.
+RAT (their CLUTRR baseline, clutrr/rat.py, `RAT` with update_relations=False
+and zero_init=True, their train.py defaults) -> our `ClutrrRAT(RATConfig)`,
+`convert_clutrr_rat`. Their relation keys / values are an embedding then a
+biased linear map, computed once and read by every layer (encoder
+`embedding`, `relation_key_map`, `relation_value_map`); ours are tables:
+  rel_key[r] = embedding[r] @ relation_key_map.weight.T + relation_key_map.bias
+split head-major into H x K (`rat_relation_table`), rel_value likewise, the
+same tables in every layer. Per layer: rel_attention.linears.0/1/2 -> query /
+key / value (biased: RATConfig.qkv_bias=True), linears.3 -> out, norm1 /
+norm2 / linear1 / linear2 as the ET layer. decoder2vocab.0 / .3 (their
+get_mlp(2 D, Y)) -> head/hidden / head/logits. Dropped: each layer's
+rel_attention.relation_key_map / relation_value_map / left_linear /
+right_linear, linear_graph1/2 and norm_graph1/2 (built always, used only with
+update_relations=True, which has the same names: such a state dict is not
+ours to convert), and with share_layers the unused clones layers.1.. .
 cogs' 'relational' input, x_ij = rel(M + clip(j - i, -M, M)) + [i == j]
 word_emb(t_i) with M = 16: ours indexes the offset i - j by row
 (i - j) + M, so our row m is their row 2M - m; their last two rows (source /
@@ -40,6 +55,9 @@ import numpy as np
 
 from relational_jax.interop.common import Reader
 from relational_jax.layers.triangular import ABLATIONS
+from relational_jax.models.clutrr import NUM_EDGE_LABELS
+from relational_jax.models.clutrr import NUM_RELATIONS
+from relational_jax.models.clutrr import RATConfig
 from relational_jax.models.edge_transformer import ETConfig
 
 __all__ = [
@@ -48,6 +66,9 @@ __all__ = [
     "convert_stack",
     "convert_graph_encoder",
     "convert_sequence_encoder",
+    "convert_clutrr_rat",
+    "rat_relation_table",
+    "RAT_RELATION_NAMES",
 ]
 
 Params = Mapping[str, Any]
@@ -327,6 +348,180 @@ def convert_sequence_encoder(
           "token": {"embedding": token_embedding},
       },
       "et": _stack(reader, "", config),
+  }
+  reader.finish()
+  return tree
+
+
+# ----------------------------------------------------------------------------
+# RAT (clutrr/rat.py) -> models.clutrr.ClutrrRAT.
+# ----------------------------------------------------------------------------
+
+# Their parameters behind our relation tables (rel_key, rel_value): a
+# product, not a slice, so `common.to_authors` cannot map gradients back to
+# them; use `rat_relation_table`'s VJP (experiments/compare/goldens.py does).
+RAT_RELATION_NAMES = (
+    "encoder.embedding.weight",
+    "encoder.relation_key_map.weight",
+    "encoder.relation_key_map.bias",
+    "encoder.relation_value_map.weight",
+    "encoder.relation_value_map.bias",
+)
+# Built in every layer, read only with update_relations=True.
+_RAT_UNUSED = (
+    "rel_attention.relation_key_map.",
+    "rel_attention.relation_value_map.",
+    "rel_attention.left_linear.",
+    "rel_attention.right_linear.",
+    "linear_graph1.",
+    "linear_graph2.",
+    "norm_graph1.",
+    "norm_graph2.",
+)
+
+
+def rat_relation_table(embedding, weight, bias, num_heads):
+  """Their relation keys (or values) per label -> our R x H x K table.
+
+  embedding @ weight.T + bias (R x D; their `relation_key_map` of the label
+  embedding, rat.py `RelationTransformerEncoder.forward`), split head-major
+  as their `graphs_k.view(..., num_heads, d_k)`. Numpy or jax arrays (the
+  golden runner differentiates it)."""
+  table = embedding @ weight.T + bias
+  return table.reshape(table.shape[0], num_heads, table.shape[1] // num_heads)
+
+
+def _biased(reader, name, rows, cols, out_shape=None, in_shape=None):
+  kernel = reader.take(f"{name}.weight", (rows, cols)).T
+  bias = reader.take(f"{name}.bias", (kernel.shape[1],))
+  if in_shape is not None:
+    kernel = kernel.reshape(tuple(in_shape) + kernel.shape[1:])
+  if out_shape is not None:
+    kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
+    bias = bias.reshape(out_shape)
+  return {"kernel": kernel, "bias": bias}
+
+
+def _rows(what, rows, size, available):
+  if rows is None:
+    if size != available:
+      raise ValueError(
+          f"RAT: {what} has {available} rows, ours {size}; pass "
+          f"{what}_rows (their row of each of our ids)"
+      )
+    return np.arange(size)
+  rows = np.asarray(rows)
+  if (
+      rows.shape != (size,)
+      or not np.issubdtype(rows.dtype, np.integer)
+      or rows.min() < 0
+      or rows.max() >= available
+  ):
+    raise ValueError(
+        f"RAT: {what}_rows must be {size} ints in [0, {available}), got "
+        f"{rows.tolist()}"
+    )
+  return rows
+
+
+def convert_clutrr_rat(
+    state_dict: Params,
+    config: RATConfig,
+    *,
+    label_rows=None,
+    class_rows=None,
+) -> dict:
+  """Their CLUTRR `RAT` (clutrr/rat.py) -> our `ClutrrRAT(config)`'s params.
+
+  Args:
+    state_dict: their whole model's state dict ('encoder.embedding.weight',
+      'encoder.relation_key_map.*', 'encoder.layers.{l}.*',
+      'decoder2vocab.*'), a RAT with update_relations=False (their default;
+      the same names with update_relations=True compute another function)
+      and zero_init=True (their default).
+    config: our RATConfig: num_layers (their num_message_rounds), num_heads,
+      d_model (their dim), ffn_dim (their ff_factor x dim; None is 4 dim),
+      tied (their share_layers) as theirs; qkv_bias=True (their biased
+      maps; the default).
+    label_rows: their embedding row of each of our NUM_EDGE_LABELS label ids
+      (their train.py numbers the facts' labels 1.. in the order of a Python
+      set and uses 0 for "no edge" and padding, ours `NO_EDGE`); None: the
+      same ids, their table having exactly NUM_EDGE_LABELS rows.
+    class_rows: their output of each of our NUM_RELATIONS classes; None:
+      the same ids, NUM_RELATIONS outputs.
+
+  Returns:
+    The 'params' collection of `ClutrrRAT(config, head_layers=2)` (their
+    get_mlp head is our two-layer head).
+
+  Raises:
+    ValueError: a missing or unexpected key, a shape that does not fit the
+      config, qkv_bias=False, or bad label_rows / class_rows.
+  """
+  if not isinstance(config, RATConfig):
+    raise ValueError(
+        f"config must be a RATConfig, got {type(config).__name__}."
+    )
+  if not config.qkv_bias:
+    raise ValueError(
+        "their query / key / value maps are biased (rat.py "
+        "RelationAttention.linears): convert to RATConfig(qkv_bias=True)"
+    )
+  reader = Reader(state_dict, "ET clutrr RAT", ".")
+  d, heads = config.d_model, config.num_heads
+  k = d // heads
+  ffn = config.ffn_dim or 4 * d
+  embedding = reader.take("encoder.embedding.weight", (None, d))
+  embedding = embedding[
+      _rows("label", label_rows, NUM_EDGE_LABELS, embedding.shape[0])
+  ]
+  tables = {
+      ours: rat_relation_table(
+          embedding,
+          reader.take(f"encoder.{theirs}.weight", (d, d)),
+          reader.take(f"encoder.{theirs}.bias", (d,)),
+          heads,
+      )
+      for ours, theirs in (
+          ("rel_key", "relation_key_map"),
+          ("rel_value", "relation_value_map"),
+      )
+  }
+
+  def layer(i):
+    prefix = f"encoder.layers.{i}."
+    linear = f"{prefix}rel_attention.linears."
+    attention = {
+        role: _biased(reader, f"{linear}{j}", d, d, out_shape=(heads, k))
+        for j, role in enumerate(("query", "key", "value"))
+    }
+    attention["out"] = _biased(reader, f"{linear}3", d, d, in_shape=(heads, k))
+    attention.update({name: t.copy() for name, t in tables.items()})
+    reader.drop_if(
+        lambda n: n.startswith(tuple(prefix + u for u in _RAT_UNUSED))
+    )
+    return {
+        "attention": attention,
+        "ln_attention": _layer_norm(reader, f"{prefix}norm1", d),
+        "ffn_hidden": _biased(reader, f"{prefix}linear1", ffn, d),
+        "ffn_out": _biased(reader, f"{prefix}linear2", d, ffn),
+        "ln_ffn": _layer_norm(reader, f"{prefix}norm2", d),
+    }
+
+  if config.tied:
+    tree = {"layer": layer(0)}
+    clones = tuple(f"encoder.layers.{i}." for i in range(1, config.num_layers))
+    reader.drop_if(lambda name: name.startswith(clones))
+  else:
+    tree = {f"layer_{i}": layer(i) for i in range(config.num_layers)}
+  out = reader.take("decoder2vocab.3.weight", (None, 2 * d))
+  rows = _rows("class", class_rows, NUM_RELATIONS, out.shape[0])
+  tree["head"] = {
+      "hidden": _biased(reader, "decoder2vocab.0", 2 * d, 2 * d),
+      "logits": {
+          "kernel": out[rows].T,
+          "bias": reader.take("decoder2vocab.3.bias", (out.shape[0],))[rows],
+      },
   }
   reader.finish()
   return tree

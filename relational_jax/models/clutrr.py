@@ -92,6 +92,11 @@ class RATConfig:
     tied: one layer's weights applied num_layers times (authors' default).
     dropout_rate: on attention weights, attention output and FFN.
     ln_epsilon: LayerNorm epsilon (1e-5 as PyTorch).
+    qkv_bias: biased query, key and value maps, as the authors' `rat.py`
+      (`RelationAttention.linears`, nn.Linear). False: unbiased, the model of
+      our CLUTRR RAT runs recorded before this option (docs/results.md).
+      Only the query bias changes the function: a key bias adds q_i.b to
+      every score of row i, a value bias the constant W^O b to the output.
   """
 
   num_layers: int = 8
@@ -101,6 +106,7 @@ class RATConfig:
   tied: bool = True
   dropout_rate: float = 0.0
   ln_epsilon: float = 1e-5
+  qkv_bias: bool = True
 
   def __post_init__(self):
     for name in ("num_layers", "num_heads", "d_model"):
@@ -128,6 +134,10 @@ class RATConfig:
     if not self.ln_epsilon > 0.0:
       raise ValueError(
           f"RATConfig.ln_epsilon must be positive, got {self.ln_epsilon}."
+      )
+    if not isinstance(self.qkv_bias, bool):
+      raise ValueError(
+          f"RATConfig.qkv_bias must be a bool, got {self.qkv_bias!r}."
       )
 
 
@@ -217,6 +227,7 @@ class _RATLayer(nn.Module):
         num_heads=cfg.num_heads,
         num_relations=NUM_EDGE_LABELS,
         dropout_rate=cfg.dropout_rate,
+        qkv_bias=cfg.qkv_bias,
         name="attention",
     )(n_BxNxD, labels_BxNxN, node_mask_BxN, deterministic)
     n_BxNxD = nn.LayerNorm(epsilon=cfg.ln_epsilon, name="ln_attention")(
@@ -236,8 +247,15 @@ class ClutrrRAT(nn.Module):
   logits from [n_a; n_b].
 
   The relation key/value embeddings (W^L_1, W^L_2 of `RelationAwareAttention`,
-  one table per layer) are the authors' "embedding, then a linear map" with
-  the two composed (a linear map of an embedding table is an embedding table).
+  R x H x K, one table per layer) are the authors' "embedding, then a biased
+  linear map" (`rat.py`, `RelationTransformerEncoder`: E[r] W^T + b, split
+  head-major) with the two composed (a linear map of an embedding table is
+  an embedding table). The function is theirs (tests/fidelity, `rat_clutrr*`;
+  `interop.et_torch.convert_clutrr_rat`); the parametrisation is not: they
+  train E, W and b (Xavier-uniform E and W), ours the composed tables, and
+  their two maps are computed once and shared by all layers, so untied
+  (tied=False) ours has a key and a value table per layer where theirs has
+  one for the stack.
   """
 
   config: RATConfig

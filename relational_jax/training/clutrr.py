@@ -289,10 +289,27 @@ def validate(config: ConfigDict) -> None:
 def saved_defaults() -> ConfigDict:
   """What a run saved before a config field existed did, per field (the
   resume check compares those fields as these values): `default_config()`,
-  except that such runs generated 'sound' data."""
+  except that such runs generated 'sound' data and their RAT had unbiased
+  query, key and value maps."""
   c = default_config()
   c.protocol.closure = "sound"
+  c.rat.qkv_bias = False
   return c
+
+
+def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
+  """{path: (saved, now)} of the fields that forbid resuming a run saved
+  with config record `saved` under `config`: those outside
+  RESUMABLE_CHANGES, ignoring the model sections `config.model` does not
+  select; a field added since the run was saved counts as its
+  `saved_defaults()` value."""
+  unused = tuple(m for m in MODELS if m != config.model)
+  return config_lib.resume_conflicts(
+      saved,
+      config_lib.to_dict(config),
+      free=tuple(RESUMABLE_CHANGES) + unused,
+      defaults=config_lib.to_dict(saved_defaults()),
+  )
 
 
 def results_path(config: ConfigDict, workdir: str) -> str:

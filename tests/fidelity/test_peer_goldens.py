@@ -6,7 +6,8 @@ seq2seq Transformer Csordas et al.'s TransformerEncDecModel, our pivotal
 attention and FloydNet block the FloydNet authors' PyTorch code (outputs and
 gradients), our relation-aware attention and pairwise edge scorer (with the
 released code's options) the Graph2Graph authors' PyTorch graph-input
-attention and Relation classifier (outputs and gradients), to TOLERANCE max
+attention and Relation classifier (outputs and gradients), our CLUTRR RAT
+the ET authors' RAT baseline (logits, loss and gradients), to TOLERANCE max
 abs difference in fp32, and our whole CLRS model
 their BaselineModel (rt_net_*, scaled differences, RT_NET_TOLERANCE). CI has
 neither torch nor the reference checkouts: the goldens (tests/fidelity/
@@ -59,7 +60,7 @@ def test_all_goldens_present():
       not missing
   ), f"goldens missing: {missing}; regenerate with scripts/make_peer_goldens.sh"
   readme = json.loads((GOLDEN_DIR / "README.json").read_text())
-  for side in ("rt", "et", "cs", "floyd", "g2g"):
+  for side in ("rt", "et", "cs", "floyd", "g2g", "et_rat"):
     assert len(readme["references"][side]["commit"]) == 40
 
 

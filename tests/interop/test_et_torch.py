@@ -1,4 +1,5 @@
-"""relational_jax.interop.et_torch on the ET authors' parameters (goldens)."""
+"""relational_jax.interop.et_torch on the ET authors' parameters (goldens):
+their Edge Transformer (cogs, clutrr) and their CLUTRR RAT baseline."""
 
 import dataclasses
 
@@ -6,9 +7,13 @@ import jax
 import numpy as np
 import pytest
 
+from relational_jax.data.clutrr import NUM_EDGE_LABELS
+from relational_jax.data.clutrr import NUM_RELATIONS
 from relational_jax.interop import et_torch
 from relational_jax.interop import to_authors
 from relational_jax.layers.triangular import TriangularAttention
+from relational_jax.models.clutrr import ClutrrRAT
+from relational_jax.models.clutrr import RATConfig
 from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeTransformer
@@ -203,3 +208,151 @@ def test_config_mismatches_raise():
         },
         3,
     )
+
+
+# ----------------------------------------------------------------------------
+# Their CLUTRR RAT (clutrr/rat.py) -> ClutrrRAT.
+# ----------------------------------------------------------------------------
+
+
+def _rat(meta, **overrides):
+  sizes = meta["sizes"]
+  config = RATConfig(
+      num_layers=sizes["num_layers"],
+      num_heads=sizes["heads"],
+      d_model=sizes["width"],
+      tied=sizes["tied"],
+  )
+  return dataclasses.replace(config, **overrides)
+
+
+def _rat_args(inputs):
+  return (
+      inputs["labels"],
+      inputs["query"],
+      ~inputs["padding_mask"],
+  )
+
+
+def _without_tables(tree):
+  return {
+      k: (
+          v
+          if k == "head"
+          else {
+              **v,
+              "attention": {
+                  a: w
+                  for a, w in v["attention"].items()
+                  if a not in ("rel_key", "rel_value")
+              },
+          }
+      )
+      for k, v in tree.items()
+  }
+
+
+@pytest.mark.parametrize("case", ["rat_clutrr", "rat_clutrr_untied"])
+def test_clutrr_rat_matches_our_init(case):
+  meta, inputs, params = goldens.load(case)
+  config = _rat(meta)
+  converted = et_torch.convert_clutrr_rat(params, config)
+  init = jax.eval_shape(ClutrrRAT(config).init, KEY, *_rat_args(inputs))
+  goldens.assert_same_shapes(converted, init["params"])
+  # Every layer reads the one pair of tables their encoder computes.
+  heads = config.num_heads
+  key = et_torch.rat_relation_table(
+      params["encoder.embedding.weight"],
+      params["encoder.relation_key_map.weight"],
+      params["encoder.relation_key_map.bias"],
+      heads,
+  )
+  layers = [k for k in converted if k != "head"]
+  assert layers == (["layer"] if config.tied else ["layer_0", "layer_1"])
+  for layer in layers:
+    np.testing.assert_array_equal(converted[layer]["attention"]["rel_key"], key)
+  # Everything else is a slice: it maps back to their values unchanged;
+  # what is left is the relation parameters, the update_relations-only
+  # modules and, tied, the unused clone.
+  convert = lambda p: _without_tables(et_torch.convert_clutrr_rat(p, config))
+  back = to_authors(convert, params, convert(params), ".")
+  for name, value in back.items():
+    np.testing.assert_array_equal(value, params[name], err_msg=name)
+  left = set(params) - set(back) - set(et_torch.RAT_RELATION_NAMES)
+  assert left == set(meta["no_grad"])  # exactly the parameters they never read
+
+
+def test_clutrr_rat_label_and_class_rows():
+  """label_rows / class_rows: their ids in another order compute the same."""
+  meta, inputs, params = goldens.load("rat_clutrr")
+  config = _rat(meta)
+  model = ClutrrRAT(config)
+  want = model.apply(
+      {"params": et_torch.convert_clutrr_rat(params, config)},
+      *_rat_args(inputs),
+  )
+  rng = np.random.default_rng(0)
+  label_perm = rng.permutation(NUM_EDGE_LABELS)  # our id -> their row
+  class_perm = rng.permutation(NUM_RELATIONS)
+  # Their row t holds our id `ours_of[t]`.
+  ours_of = np.argsort(label_perm)
+  got = model.apply(
+      {
+          "params": et_torch.convert_clutrr_rat(
+              params, config, label_rows=label_perm, class_rows=class_perm
+          )
+      },
+      ours_of[inputs["labels"]],
+      inputs["query"],
+      ~inputs["padding_mask"],
+  )
+  np.testing.assert_allclose(got, np.asarray(want)[:, class_perm], atol=1e-6)
+
+
+def test_clutrr_rat_errors_are_named():
+  meta, _, params = goldens.load("rat_clutrr_untied")
+  config = _rat(meta)
+  name = "encoder.layers.1.rel_attention.linears.0.bias"
+  with pytest.raises(ValueError, match=r"missing key.*linears\.0\.bias"):
+    et_torch.convert_clutrr_rat(goldens.without(params, name), config)
+  with pytest.raises(ValueError, match=r"missing key.*relation_value_map"):
+    et_torch.convert_clutrr_rat(
+        goldens.without(params, "encoder.relation_value_map.bias"), config
+    )
+  with pytest.raises(ValueError, match=r"missing key.*decoder2vocab\.0"):
+    et_torch.convert_clutrr_rat(
+        goldens.without(params, "decoder2vocab.0.weight"), config
+    )
+  extra = dict(params, **{"encoder.pe.pe": np.zeros((1, 8), np.float32)})
+  with pytest.raises(ValueError, match=r"unexpected.*encoder\.pe\.pe"):
+    et_torch.convert_clutrr_rat(extra, config)
+  # Untied with one layer: their second layer is not ours.
+  with pytest.raises(ValueError, match=r"unexpected.*encoder\.layers\.1\."):
+    et_torch.convert_clutrr_rat(
+        params, dataclasses.replace(config, num_layers=1)
+    )
+  # Tied, the clones up to num_layers are dropped, a layer beyond is not.
+  tied = dataclasses.replace(config, tied=True)
+  assert set(et_torch.convert_clutrr_rat(params, tied)) == {"layer", "head"}
+  with pytest.raises(ValueError, match=r"unexpected.*encoder\.layers\.1\."):
+    et_torch.convert_clutrr_rat(params, dataclasses.replace(tied, num_layers=1))
+  with pytest.raises(ValueError, match="qkv_bias=True"):
+    et_torch.convert_clutrr_rat(
+        params, dataclasses.replace(config, qkv_bias=False)
+    )
+  with pytest.raises(ValueError, match=r"linear1\.weight.*shape"):
+    et_torch.convert_clutrr_rat(params, dataclasses.replace(config, ffn_dim=16))
+  with pytest.raises(ValueError, match="RATConfig"):
+    et_torch.convert_clutrr_rat(params, _config({**meta["sizes"], "width": 8}))
+  small = dict(
+      params,
+      **{"encoder.embedding.weight": params["encoder.embedding.weight"][:20]},
+  )
+  with pytest.raises(ValueError, match="pass label_rows"):
+    et_torch.convert_clutrr_rat(small, config)
+  with pytest.raises(ValueError, match="label_rows must be"):
+    et_torch.convert_clutrr_rat(
+        small, config, label_rows=np.arange(NUM_EDGE_LABELS)
+    )
+  with pytest.raises(ValueError, match="class_rows must be"):
+    et_torch.convert_clutrr_rat(params, config, class_rows=[0, 1])
