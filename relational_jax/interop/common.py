@@ -142,6 +142,47 @@ class Reader:
       )
 
 
+LINEAR_BIAS = ("required", "optional", "none")
+
+
+def torch_linear(
+    reader: Reader,
+    name: str,
+    rows: Optional[int] = None,
+    cols: Optional[int] = None,
+    *,
+    bias: str = "required",
+    in_shape: Optional[Sequence[int]] = None,
+    out_shape: Optional[Sequence[int]] = None,
+) -> dict[str, np.ndarray]:
+  """The torch.nn.Linear `name` (`name.weight`, out x in = rows x cols, None
+  matching any size) as our Dense / DenseGeneral tree: kernel weight.T,
+  reshaped to in_shape + (out,) or (in,) + out_shape; the bias (`bias`:
+  'required', 'optional' (zeros where absent) or 'none' (no bias entry))
+  reshaped to out_shape."""
+  if bias not in LINEAR_BIAS:
+    raise ValueError(f"bias must be one of {LINEAR_BIAS}, got {bias!r}.")
+  weight = reader.take(f"{name}.weight", (rows, cols))
+  out_features = weight.shape[0]
+  kernel = weight.T
+  if in_shape is not None:
+    kernel = kernel.reshape(tuple(in_shape) + (out_features,))
+  if out_shape is not None:
+    kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
+  tree = {"kernel": kernel}
+  if bias != "none":
+    shape = (out_features,)
+    b = (
+        reader.take(f"{name}.bias", shape)
+        if bias == "required"
+        else reader.take_optional(
+            f"{name}.bias", np.zeros(shape, weight.dtype), shape
+        )
+    )
+    tree["bias"] = b if out_shape is None else b.reshape(tuple(out_shape))
+  return tree
+
+
 def to_authors(
     convert: Callable[[dict[str, np.ndarray]], Any],
     authors_params: Params,

@@ -31,6 +31,7 @@ helper) and each relative attention's sinusoid table '*.pos_encoding'.
 from typing import Any, Mapping
 
 from relational_jax.interop.common import Reader
+from relational_jax.interop.common import torch_linear
 from relational_jax.models.seq2seq import Seq2SeqConfig
 
 __all__ = ["convert_attention", "convert_model"]
@@ -80,14 +81,6 @@ def _attention(reader, prefix, num_heads, relative, width=None):
   return tree
 
 
-def _dense(reader, name, rows=None, cols=None):
-  weight = reader.take(f"{name}.weight", (rows, cols))
-  return {
-      "kernel": weight.T,
-      "bias": reader.take(f"{name}.bias", (weight.shape[0],)),
-  }
-
-
 def _layer_norm(reader, name, width):
   return {
       "scale": reader.take(f"{name}.weight", (width,)),
@@ -97,8 +90,8 @@ def _layer_norm(reader, name, width):
 
 def _feed_forward(reader, prefix, d, ffn):
   return {
-      "hidden": _dense(reader, f"{prefix}linear1", ffn, d),
-      "out": _dense(reader, f"{prefix}linear2", d, ffn),
+      "hidden": torch_linear(reader, f"{prefix}linear1", ffn, d),
+      "out": torch_linear(reader, f"{prefix}linear2", d, ffn),
   }
 
 
@@ -223,6 +216,8 @@ def convert_model(state_dict: Params, config: Seq2SeqConfig) -> dict:
         "output_map.bias", (config.tgt_vocab_size,)
     )
   else:
-    decoder["out"] = _dense(reader, "output_map", config.tgt_vocab_size, d)
+    decoder["out"] = torch_linear(
+        reader, "output_map", config.tgt_vocab_size, d
+    )
   reader.finish()
   return {"encoder": encoder, "decoder": decoder}

@@ -54,6 +54,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 
 from relational_jax.interop.common import Reader
+from relational_jax.interop.common import torch_linear
 from relational_jax.layers.triangular import ABLATIONS
 from relational_jax.models.clutrr import NUM_EDGE_LABELS
 from relational_jax.models.clutrr import NUM_RELATIONS
@@ -87,20 +88,16 @@ _COGS_UNUSED = (
 
 
 def _dense(reader, name, out_shape=None, in_shape=None, rows=None, cols=None):
-  weight = reader.take(f"{name}.weight", (rows, cols))
-  out_features = weight.shape[0]
-  kernel = weight.T
-  if in_shape is not None:
-    kernel = kernel.reshape(tuple(in_shape) + (out_features,))
-  if out_shape is not None:
-    kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
-  bias = reader.take_optional(
-      f"{name}.bias", np.zeros((out_features,), weight.dtype), (out_features,)
+  """Their Linear layers, bias optional (their CLUTRR maps have none)."""
+  return torch_linear(
+      reader,
+      name,
+      rows,
+      cols,
+      bias="optional",
+      in_shape=in_shape,
+      out_shape=out_shape,
   )
-  return {
-      "kernel": kernel,
-      "bias": bias.reshape(out_shape) if out_shape is not None else bias,
-  }
 
 
 def _layer_norm(reader, name, width):
@@ -391,17 +388,6 @@ def rat_relation_table(embedding, weight, bias, num_heads):
   return table.reshape(table.shape[0], num_heads, table.shape[1] // num_heads)
 
 
-def _biased(reader, name, rows, cols, out_shape=None, in_shape=None):
-  kernel = reader.take(f"{name}.weight", (rows, cols)).T
-  bias = reader.take(f"{name}.bias", (kernel.shape[1],))
-  if in_shape is not None:
-    kernel = kernel.reshape(tuple(in_shape) + kernel.shape[1:])
-  if out_shape is not None:
-    kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
-    bias = bias.reshape(out_shape)
-  return {"kernel": kernel, "bias": bias}
-
-
 def _rows(what, rows, size, available):
   if rows is None:
     if size != available:
@@ -492,10 +478,12 @@ def convert_clutrr_rat(
     prefix = f"encoder.layers.{i}."
     linear = f"{prefix}rel_attention.linears."
     attention = {
-        role: _biased(reader, f"{linear}{j}", d, d, out_shape=(heads, k))
+        role: torch_linear(reader, f"{linear}{j}", d, d, out_shape=(heads, k))
         for j, role in enumerate(("query", "key", "value"))
     }
-    attention["out"] = _biased(reader, f"{linear}3", d, d, in_shape=(heads, k))
+    attention["out"] = torch_linear(
+        reader, f"{linear}3", d, d, in_shape=(heads, k)
+    )
     attention.update({name: t.copy() for name, t in tables.items()})
     reader.drop_if(
         lambda n: n.startswith(tuple(prefix + u for u in _RAT_UNUSED))
@@ -503,8 +491,8 @@ def convert_clutrr_rat(
     return {
         "attention": attention,
         "ln_attention": _layer_norm(reader, f"{prefix}norm1", d),
-        "ffn_hidden": _biased(reader, f"{prefix}linear1", ffn, d),
-        "ffn_out": _biased(reader, f"{prefix}linear2", d, ffn),
+        "ffn_hidden": torch_linear(reader, f"{prefix}linear1", ffn, d),
+        "ffn_out": torch_linear(reader, f"{prefix}linear2", d, ffn),
         "ln_ffn": _layer_norm(reader, f"{prefix}norm2", d),
     }
 
@@ -517,7 +505,7 @@ def convert_clutrr_rat(
   out = reader.take("decoder2vocab.3.weight", (None, 2 * d))
   rows = _rows("class", class_rows, NUM_RELATIONS, out.shape[0])
   tree["head"] = {
-      "hidden": _biased(reader, "decoder2vocab.0", 2 * d, 2 * d),
+      "hidden": torch_linear(reader, "decoder2vocab.0", 2 * d, 2 * d),
       "logits": {
           "kernel": out[rows].T,
           "bias": reader.take("decoder2vocab.3.bias", (out.shape[0],))[rows],

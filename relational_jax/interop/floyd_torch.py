@@ -29,25 +29,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from relational_jax.interop.common import Reader
+from relational_jax.interop.common import torch_linear
 from relational_jax.models.floyd import FloydConfig
 from relational_jax.models.floyd import canonical_norm
 
 __all__ = ["convert_block", "convert_stack"]
 
 Params = Mapping[str, Any]
-
-
-def _dense(reader, name, rows, cols, use_bias, in_shape=None, out_shape=None):
-  kernel = reader.take(f"{name}.weight", (rows, cols)).T
-  if in_shape is not None:
-    kernel = kernel.reshape(tuple(in_shape) + kernel.shape[1:])
-  if out_shape is not None:
-    kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
-  tree = {"kernel": kernel}
-  if use_bias:
-    bias = reader.take(f"{name}.bias", (rows,))
-    tree["bias"] = bias if out_shape is None else bias.reshape(out_shape)
-  return tree
 
 
 def _norm(reader, name, kind, width):
@@ -62,23 +50,24 @@ def _norm(reader, name, kind, width):
 def _block(reader, prefix, config):
   d, h, k = config.edge_width, config.num_heads, config.head_dim
   kind = canonical_norm(config.norm)
-  bias = config.use_bias
+  bias = "required" if config.use_bias else "none"
+  linear = lambda name, rows, cols, **shapes: torch_linear(
+      reader, f"{prefix}{name}", rows, cols, bias=bias, **shapes
+  )
   tree = {
       "attention": {
-          "qkv": _dense(
-              reader, f"{prefix}c_qkv", 5 * d, d, bias, out_shape=(5, h, k)
-          ),
-          "out": _dense(reader, f"{prefix}c_proj", d, d, bias, in_shape=(h, k)),
+          "qkv": linear("c_qkv", 5 * d, d, out_shape=(5, h, k)),
+          "out": linear("c_proj", d, d, in_shape=(h, k)),
       }
   }
   if config.symmetric_mix:
-    tree["mix"] = _dense(reader, f"{prefix}c_mix", d, d, bias)
+    tree["mix"] = linear("c_mix", d, d)
   norms = {"norm_attention": _norm(reader, f"{prefix}norm1", kind, d)}
   if config.use_ffn:
     f = config.ffn_expansion_ratio * d
     norms["norm_ffn"] = _norm(reader, f"{prefix}norm2", kind, d)
-    tree["ffn_hidden"] = _dense(reader, f"{prefix}ffn.0", f, d, bias)
-    tree["ffn_out"] = _dense(reader, f"{prefix}ffn.2", d, f, bias)
+    tree["ffn_hidden"] = linear("ffn.0", f, d)
+    tree["ffn_out"] = linear("ffn.2", d, f)
     tree["ffn_scale"] = np.asarray(reader.take(f"{prefix}ffn_scale", ()))
   tree.update({name: t for name, t in norms.items() if t is not None})
   return tree

@@ -58,6 +58,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from relational_jax.interop.common import Reader
+from relational_jax.interop.common import torch_linear
 
 __all__ = [
     "ATTENTION_OPTIONS",
@@ -85,17 +86,6 @@ _UNSUPPORTED = (
     "self.layernorm_value_layer.",
     "self.LayerNormKeys.",
 )
-
-
-def _dense(reader, name, rows, cols, in_shape=None, out_shape=None):
-  kernel = reader.take(f"{name}.weight", (rows, cols)).T
-  bias = reader.take(f"{name}.bias", (rows,))
-  if in_shape is not None:
-    kernel = kernel.reshape(tuple(in_shape) + kernel.shape[1:])
-  if out_shape is not None:
-    kernel = kernel.reshape(kernel.shape[:1] + tuple(out_shape))
-    bias = bias.reshape(out_shape)
-  return {"kernel": kernel, "bias": bias}
 
 
 def convert_attention(
@@ -147,7 +137,7 @@ def convert_attention(
     )
   k = d // num_heads
   tree = {
-      name: _dense(reader, f"self.{name}", d, d, out_shape=(num_heads, k))
+      name: torch_linear(reader, f"self.{name}", d, d, out_shape=(num_heads, k))
       for name in ("query", "key", "value")
   }
   for ours, theirs in (("rel_key", "k"), ("rel_value", "v")):
@@ -164,7 +154,9 @@ def convert_attention(
           table[:, None, :], (table.shape[0], num_heads, k)
       ).copy()
     tree[ours] = table
-  tree["out"] = _dense(reader, "output.dense", d, d, in_shape=(num_heads, k))
+  tree["out"] = torch_linear(
+      reader, "output.dense", d, d, in_shape=(num_heads, k)
+  )
   reader.finish()
   return tree
 
@@ -191,12 +183,12 @@ def convert_relation_classifier(state_dict: Params) -> dict:
         "2 x the token width"
     )
   d = width // 2
-  first = _dense(reader, "layer1", hidden, width)
+  first = torch_linear(reader, "layer1", hidden, width)
   labels = reader.take("layer2.weight", (None, hidden)).shape[0]
   tree = {
       "first": {"kernel": first["kernel"][:d], "bias": first["bias"]},
       "second": {"kernel": first["kernel"][d:]},
-      "out": _dense(reader, "layer2", labels, hidden),
+      "out": torch_linear(reader, "layer2", labels, hidden),
   }
   reader.finish()
   return tree
