@@ -88,6 +88,7 @@ Compatibility shims (nothing in the reference checkouts is edited):
 import argparse
 import datetime
 import fnmatch
+import functools
 import importlib
 import json
 import os
@@ -156,6 +157,18 @@ def _commit_of(reference, commit_flag):
         "--commit=<40-hex hash of the checkout>."
     )
   return commit
+
+
+def _randomise_torch(torch, rng, module):
+  """Sets every parameter of the torch `module` to `_random_like` values;
+  returns them by their state-dict names."""
+  params = {}
+  with torch.no_grad():
+    for name, p in module.named_parameters():
+      value = _random_like(rng, name, tuple(p.shape))
+      p.copy_(torch.from_numpy(value))
+      params[name] = value
+  return params
 
 
 def _random_like(rng, name, shape):
@@ -705,14 +718,7 @@ def make_et(reference, commit):
   dropout = 0.1  # eval() must switch it off
   cases = {}
 
-  def randomise(module):
-    params = {}
-    with torch.no_grad():
-      for name, p in module.named_parameters():
-        value = _random_like(rng, name, tuple(p.shape))
-        p.copy_(torch.from_numpy(value))
-        params[name] = value
-    return params
+  randomise = functools.partial(_randomise_torch, torch, rng)
 
   def cogs_config(**overrides):
     config = dict(
@@ -1493,14 +1499,7 @@ def make_g2g(reference, commit):
   def normal(*shape):
     return rng.standard_normal(shape).astype(np.float32)
 
-  def randomise(module):
-    params = {}
-    with torch.no_grad():
-      for name, p in module.named_parameters():
-        value = _random_like(rng, name, tuple(p.shape))
-        p.copy_(torch.from_numpy(value))
-        params[name] = value
-    return params
+  randomise = functools.partial(_randomise_torch, torch, rng)
 
   def meta_for(function, **extra):
     return dict(

@@ -807,6 +807,26 @@ def _run_g2g_classifier(meta, inputs, params):
 # ----------------------------------------------------------------------------
 
 
+def rat_tree_without_tables(tree):
+  """A `ClutrrRAT` parameter tree without its composed relation tables
+  (every layer's attention rel_key / rel_value)."""
+  return {
+      k: (
+          v
+          if k == "head"
+          else {
+              **v,
+              "attention": {
+                  a: w
+                  for a, w in v["attention"].items()
+                  if a not in ("rel_key", "rel_value")
+              },
+          }
+      )
+      for k, v in tree.items()
+  }
+
+
 def _run_rat_clutrr(meta, inputs, params):
   """Their mask drops pairs with a padded node on either side (a padded
   node's row attends uniformly), ours padded keys only: equal on every real
@@ -868,23 +888,6 @@ def _run_rat_clutrr(meta, inputs, params):
     loss = -jnp.mean(jnp.take_along_axis(log_p, targets[:, None], axis=1))
     return loss, logits
 
-  def strip(tree):  # our tree without the composed relation tables
-    return {
-        k: (
-            v
-            if k == "head"
-            else {
-                **v,
-                "attention": {
-                    a: w
-                    for a, w in v["attention"].items()
-                    if a not in ("rel_key", "rel_value")
-                },
-            }
-        )
-        for k, v in tree.items()
-    }
-
   relation_params = tuple(jnp.asarray(params[n]) for n in names)
   # The converter's tables are rat_relation_table's (identity label rows).
   for layer in layers:
@@ -897,7 +900,10 @@ def _run_rat_clutrr(meta, inputs, params):
   )(jax.tree_util.tree_map(jnp.asarray, ours), relation_params)
   out = {"logits": logits, "loss": loss}
   for name, value in to_authors(
-      lambda p: strip(convert(p)), params, strip(grad_tree), "."
+      lambda p: rat_tree_without_tables(convert(p)),
+      params,
+      rat_tree_without_tables(grad_tree),
+      ".",
   ).items():
     out[f"grad/{name}"] = value
   for name, value in zip(names, grad_relation):

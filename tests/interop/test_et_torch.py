@@ -7,6 +7,7 @@ import jax
 import numpy as np
 import pytest
 
+from experiments.compare import goldens as compare_goldens
 from relational_jax.data.clutrr import NUM_EDGE_LABELS
 from relational_jax.data.clutrr import NUM_RELATIONS
 from relational_jax.interop import et_torch
@@ -234,24 +235,6 @@ def _rat_args(inputs):
   )
 
 
-def _without_tables(tree):
-  return {
-      k: (
-          v
-          if k == "head"
-          else {
-              **v,
-              "attention": {
-                  a: w
-                  for a, w in v["attention"].items()
-                  if a not in ("rel_key", "rel_value")
-              },
-          }
-      )
-      for k, v in tree.items()
-  }
-
-
 @pytest.mark.parametrize("case", ["rat_clutrr", "rat_clutrr_untied"])
 def test_clutrr_rat_matches_our_init(case):
   meta, inputs, params = goldens.load(case)
@@ -274,7 +257,9 @@ def test_clutrr_rat_matches_our_init(case):
   # Everything else is a slice: it maps back to their values unchanged;
   # what is left is the relation parameters, the update_relations-only
   # modules and, tied, the unused clone.
-  convert = lambda p: _without_tables(et_torch.convert_clutrr_rat(p, config))
+  convert = lambda p: compare_goldens.rat_tree_without_tables(
+      et_torch.convert_clutrr_rat(p, config)
+  )
   back = to_authors(convert, params, convert(params), ".")
   for name, value in back.items():
     np.testing.assert_array_equal(value, params[name], err_msg=name)
