@@ -84,10 +84,15 @@ class RTConfig:
         raise ValueError(
             f"RTConfig.{name} must be a positive int, got {value!r}."
         )
-    if self.triangular_heads < 0 or self.chunk_size < 1:
+    if not isinstance(self.triangular_heads, int) or self.triangular_heads < 0:
       raise ValueError(
-          "RTConfig.triangular_heads must be >= 0 and chunk_size >= 1, "
-          f"got {self.triangular_heads} and {self.chunk_size}."
+          "RTConfig.triangular_heads must be an int >= 0, got "
+          f"{self.triangular_heads!r}."
+      )
+    if not isinstance(self.chunk_size, int) or self.chunk_size < 1:
+      raise ValueError(
+          "RTConfig.chunk_size must be a positive int (pivots per chunk; one "
+          f"chunk of N pivots is unchunked), got {self.chunk_size!r}."
       )
     if self.triangular_heads and self.edge_width % self.triangular_heads:
       raise ValueError(

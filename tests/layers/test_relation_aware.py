@@ -148,6 +148,32 @@ def test_relation_aware_attention_is_permutation_equivariant():
   assert not np.allclose(out_other, out, atol=1e-3)
 
 
+@pytest.mark.parametrize("released_code", [False, True])
+def test_relation_aware_attention_is_padding_invariant(released_code):
+  """Real tokens' outputs equal the unpadded sequence's, whatever the padded
+  tokens hold and whichever relations point at them."""
+  options = (
+      dict(qkv_bias=True, scale_relation_keys=False, shared_relations=True)
+      if released_code
+      else {}
+  )
+  x, rel, _ = _inputs(num_b=1, num_n=7, seed=5)
+  attn = relation_aware.RelationAwareAttention(8, 2, num_relations=4, **options)
+  params = {"params": random_params(attn, x, rel, seed=6)}
+  num_real = 4
+  mask = jnp.arange(7)[None] < num_real
+  padded = attn.apply(params, x, rel, mask)
+  short = attn.apply(params, x[:, :num_real], rel[:, :num_real, :num_real])
+  np.testing.assert_allclose(padded[:, :num_real], short, atol=1e-5)
+  x_other = x.at[:, num_real:].set(100.0)
+  rel_other = rel.at[:, :, num_real:].set(3).at[:, num_real:].set(1)
+  np.testing.assert_allclose(
+      attn.apply(params, x_other, rel_other, mask)[:, :num_real],
+      short,
+      atol=1e-5,
+  )
+
+
 def test_relations_from_parents():
   parents = jnp.array([[-1, 0, 0, 1]])
   rel = np.asarray(relation_aware.relations_from_parents(parents))

@@ -313,3 +313,7 @@ def test_bad_input_errors():
       ValueError, match=r"RTConfig.num_layers must be a positive int"
   ):
     RTConfig(num_layers=0)
+  with pytest.raises(ValueError, match=r"RTConfig.chunk_size .*got None"):
+    RTConfig(chunk_size=None)
+  with pytest.raises(ValueError, match=r"triangular_heads must be .*got -1"):
+    RTConfig(triangular_heads=-1)
