@@ -96,9 +96,10 @@ SCHEDULES = ("linear", "constant")
 SELECT_ON = trainer.SELECT_ON
 GENERATED = "generated"
 # Paths that may differ when a run is resumed; every other path of the
-# saved config must match.
+# saved config must match. data.data_dir is fixed: a CSV
+# `protocol.train_source` (training and validation rows) is read from it
+# (`compat.upgrade_saved` maps the shipped data's earlier directories).
 RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
-    "data.data_dir",
     "data.test_files",
     "data.max_eval_examples",
     "protocol.generated_test_ks",

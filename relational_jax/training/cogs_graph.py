@@ -77,9 +77,10 @@ ConfigDict = config_lib.ConfigDict
 DEFAULT_DATA_DIR = data_paths.COGS_DIR
 SELECT_ON = trainer.SELECT_ON
 TARGETS = ("parent_or_self",) + data_lib.LABEL_FIELDS
-# Paths that may differ when a run is resumed.
+# Paths that may differ when a run is resumed. data.data_dir is fixed: the
+# training file and the vocabularies are read from it
+# (`compat.upgrade_saved` maps the shipped data's earlier directories).
 RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
-    "data.data_dir",
     "data.eval_files",
     "data.val_file",
     "data.max_eval_examples",

@@ -53,6 +53,7 @@ from relational_jax.training import metrics_log
 from relational_jax.training import prng
 from relational_jax.training import reporting
 from relational_jax.training.errors import NonFiniteLossError
+from relational_jax.training.errors import UserError
 
 # Per-step metrics checked for NaN/Inf (when the step function returns them).
 FINITE_METRICS = ("loss", "grad_norm")
@@ -256,6 +257,12 @@ def fit(
     else:
       state, meta = restored
       meta = compat.upgrade_record(meta, state)
+      if meta["step"] > loop.steps:  # Its record would mix two configs.
+        raise UserError(
+            f"the checkpoint in {checkpoint_dir} is at step {meta['step']}, "
+            f"past train.steps={loop.steps}: rerun with train.steps >= "
+            f"{meta['step']}, or use another work directory."
+        )
       task.stream.set_state(meta["stream"])
       for skipped in ckpts.skipped:
         log(

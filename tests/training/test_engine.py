@@ -1,6 +1,7 @@
 """The engine's resume check (`engine.check_config`) on a stand-in task."""
 
 import json
+import shutil
 import types
 
 import pytest
@@ -53,3 +54,19 @@ def test_check_without_save_writes_nothing(tmp_path):
       _task(), _config("constant", 1), str(tmp_path), save=False
   )
   assert not (tmp_path / "config.json").exists()
+
+
+@pytest.mark.parametrize("name", ["clutrr", "cogs_graph", "seq2seq"])
+def test_every_task_refuses_another_data_dir_on_resume(tmp_path, name):
+  """The training rows are read from data.data_dir: another directory on
+  resume could train the rest of the run on other data."""
+  from relational_jax.training import registry  # pylint: disable=g-import-not-at-top
+
+  task = registry.get(name)
+  config = task.default_config()
+  engine.check_config(task, config, str(tmp_path))
+  elsewhere = tmp_path / "elsewhere"  # Valid data, another directory.
+  shutil.copytree(config.data.data_dir, elsewhere)
+  config.data.data_dir = str(elsewhere)
+  with pytest.raises(ValueError, match=r"data.data_dir: saved '.*', now '.*'"):
+    engine.check_config(task, config, str(tmp_path))

@@ -17,6 +17,7 @@ from relational_jax.training import prng
 from relational_jax.training import reporting
 from relational_jax.training import trainer
 from relational_jax.training.errors import NonFiniteLossError
+from relational_jax.training.errors import UserError
 
 X = np.random.default_rng(0).normal(size=(10, 3)).astype(np.float32)
 Y = X @ np.array([1.0, -2.0, 0.5], np.float32)
@@ -122,6 +123,19 @@ def test_resume_equals_an_uninterrupted_run(tmp_path):
   assert straight.losses == resumed.losses and len(straight.losses) == 6
   assert straight.history == resumed.history
   assert straight.num_params == 4
+
+
+def test_a_checkpoint_past_the_steps_is_refused(tmp_path):
+  """A run resumed with fewer steps than its checkpoint has would record
+  the old run under the new count: refused, the checkpoints kept."""
+  _fit(tmp_path, steps=6)
+  before = sorted(os.listdir(tmp_path))
+  with pytest.raises(
+      UserError, match=r"at step 6, past train.steps=4: rerun with"
+  ):
+    _fit(tmp_path, steps=4)
+  assert sorted(os.listdir(tmp_path)) == before
+  assert _fit(tmp_path, steps=6).step == 6
 
 
 def test_the_record_says_which_steps_ran_in_which_sitting(tmp_path):
