@@ -11,7 +11,10 @@ One config (`Seq2SeqConfig`) selects:
                         2021 sec. 3.3 / appendix D);
             'relative'  Transformer-XL relative attention in every encoder and
                         decoder self-attention (Csordas et al. 2021 appendix
-                        C); cross-attention has no positions;
+                        C); cross-attention has no positions. With no
+                        positional encoding to scale, `scaling` 'ped' and
+                        'none' are the same model (as in their code); 'teu'
+                        still multiplies the tokens by sqrt(D);
             'tree'      seq2tree (Shiv & Quirk 2019): source tokens take the
                         sinusoidal PE, decoder inputs the learned tree PE
                         (sec. 3.2) of their node; `tree_alignment` 'output'

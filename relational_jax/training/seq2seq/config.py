@@ -26,7 +26,7 @@ maximal lengths, PAD id), which the loop passes to `model_config`.
 
 Defaults: the SCAN length-cutoff setting of Csordas et al. 2021 (Table 4):
 relative Universal Transformer, d=128, 8 heads, 3+3 layers, FFN 256,
-dropout 0.1 (their appendix B, and what their code trains: the `trafo_scan`
+decoder output tied to its embedding, dropout 0.1 (their appendix B, and what their code trains: the `trafo_scan`
 profile's `dropout` 0.5 never reaches their Transformer), Adam lr 1e-3
 constant, batch 256, clip 5, 50k steps. The Edge
 Transformer section has the same sizes (width 128 = 8 heads x 16, tied
@@ -131,6 +131,7 @@ def default_config() -> ConfigDict:
   t.num_encoder_layers = t.num_decoder_layers = 3
   t.dropout_rate = 0.1
   t.positions, t.scaling, t.tied = "relative", "ped", True
+  t.tie_embeddings = True  # Their `transformer.tied_embedding` default.
   e = c.edge_transformer = config_lib.section(
       ETSeq2SeqConfig, exclude=DATA_DERIVED
   )
@@ -241,6 +242,7 @@ def validate(
     _check_unread_data_fields(d, split)
   if model:
     model_config(config)  # The model config's own checks.
+    _check_relations_unused(config)
   check_choice(t.schedule, SCHEDULES, "schedule")
   optim.validate(t)
   check_choice(t.dropout_prng, prng.DROPOUT_PRNGS, "train.dropout_prng")
@@ -269,6 +271,25 @@ def validate(
         "schedule='noam' needs warmup_steps >= 1 (e.g. 4000), "
         f"got {t.warmup_steps}."
     )
+
+
+def _check_relations_unused(config: ConfigDict) -> None:
+  """The seq2seq loop feeds no source relations and trains no edge labels:
+  a model that needs either is refused, naming the field."""
+  if config.model != "transformer":
+    return
+  t = config.transformer
+  for name, unused in (
+      ("relation_aware", t.relation_aware),
+      ("num_edge_labels", t.num_edge_labels > 0),
+  ):
+    if unused:
+      raise ValueError(
+          f"transformer.{name}={t[name]!r}: the seq2seq loop passes no "
+          "source relations (src_relations_BxSxS) and trains no edge-label "
+          "loss, so it would train another model; leave it at its default "
+          "here, or call the model (`models.seq2seq`) from your own loop."
+      )
 
 
 # Data fields read by some datasets (and splits) only: {field: (datasets,

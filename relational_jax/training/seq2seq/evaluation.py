@@ -50,6 +50,12 @@ def exact_match_rows(
   batches of `batch_size` (the last one padded with repeats of its first
   row). A target row holding UNK is never a match (module docstring)."""
   s = eval_set
+  if decode_len != s.tgt_out.shape[1]:
+    raise ValueError(
+        f"decode_len={decode_len} must equal the target width "
+        f"{s.tgt_out.shape[1]} of the evaluation set (whole rows are "
+        "compared, EOS and padding included)."
+    )
   extras = {} if arities is None else {"arities": arities.tolist()}
   correct = np.zeros(len(s), bool)
   for start in range(0, len(s), batch_size):

@@ -164,6 +164,17 @@ def test_default_config_layout_and_models():
             {"transformer.positions": "tree", "transformer.tree_depth": 4},
             r"target token 'I_JUMP' is not annotated",
         ),
+        (
+            {
+                "transformer.positions": "absolute",
+                "transformer.relation_aware": True,
+            },
+            r"transformer.relation_aware=True: the seq2seq loop passes no",
+        ),
+        (
+            {"transformer.num_edge_labels": 3},
+            r"transformer.num_edge_labels=3: the seq2seq loop passes no",
+        ),
     ],
 )
 def test_bad_config_is_a_clear_error(tmp_path, overrides, message):

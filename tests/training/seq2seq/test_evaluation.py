@@ -61,3 +61,8 @@ def test_exact_match_rows_unknown_target_and_categories():
   ) / 5 == pytest.approx(rows.mean())
   with pytest.raises(ValueError, match="4 categories for 5 rows"):
     evaluation.accuracy_by_category(rows, categories[:4])
+  for width in (1, 2):  # 1 would broadcast, 2 fail on shapes: both named.
+    with pytest.raises(ValueError, match=rf"decode_len={width} must equal"):
+      evaluation.exact_match_rows(
+          LookupModel(table), None, eval_set, width, 2, mesh
+      )
