@@ -230,13 +230,14 @@ def validate(config: ConfigDict) -> None:
   model_config(config)
   check_choice(config.head.rt_readout, models.RT_READOUTS, "head.rt_readout")
   check_choice(config.head.rt_node_init, models.NODE_INITS, "head.rt_node_init")
-  defaults = default_config().head
+  defaults = default_config()
+  config_lib.check_unselected_sections(config, defaults, MODELS, config.model)
   for name in ("rt_readout", "rt_node_init"):
-    if config.model != "rt" and config.head[name] != defaults[name]:
+    if config.model != "rt" and config.head[name] != defaults.head[name]:
       raise ValueError(
           f"head.{name}={config.head[name]!r} is read by model 'rt' only, "
           f"not by model={config.model!r}; leave it at its default "
-          f"{defaults[name]!r}."
+          f"{defaults.head[name]!r}."
       )
   if config.head.layers not in (1, 2):
     raise ValueError(f"head.layers must be 1 or 2, got {config.head.layers}.")

@@ -182,6 +182,28 @@ def diff(
   return out
 
 
+def check_unselected_sections(
+    config: ConfigDict,
+    defaults: ConfigDict,
+    sections: Iterable[str],
+    selected: str,
+    selector: str = "model",
+) -> None:
+  """Raises ValueError where a section of `sections` other than `selected`
+  (the one `config.<selector>` builds) differs from `defaults`: nothing
+  reads it, so the change would be silently ignored."""
+  for name in sections:
+    if name == selected:
+      continue
+    changed = diff(to_dict(defaults[name]), to_dict(config[name]), name + ".")
+    if changed:
+      raise ValueError(
+          f"{sorted(changed)} are read by {selector}={name!r} only, not by "
+          f"{selector}={selected!r}: leave them at their defaults "
+          f"{[changed[p][0] for p in sorted(changed)]}."
+      )
+
+
 def flatten(tree: Mapping, prefix: str = "") -> Dict[str, Any]:
   """{'a.b': leaf} of a nested dict."""
   out = {}

@@ -581,9 +581,12 @@ TRAIN_FIELDS = (
     "tensorboard",
 )
 # The `train` section's fields (and the results path) that a resumed run may
-# change: when and how it evaluates, checkpoints, shows progress and stops,
-# the devices, where it writes. Each task adds its own to these.
+# change: how long it trains (under a schedule that does not decay over the
+# steps: `optim.check_resumed_steps`, which the engine runs; never below the
+# checkpoint's step: `fit`), when and how it evaluates, checkpoints, shows
+# progress and stops, the devices, where it writes. Each task adds its own.
 RESUMABLE_TRAIN_CHANGES = (
+    "train.steps",
     "train.eval_batch_size",
     "train.eval_every",
     "train.checkpoint_every",

@@ -11,6 +11,7 @@ import pytest
 
 from experiments import seq2seq_train
 from relational_jax.training import config as config_lib
+from relational_jax.training import seq2seq
 from tests.training.seq2seq.common import TINY_FLAGS, flag_argv, tiny
 
 
@@ -32,6 +33,12 @@ def test_aliases_give_the_config():
   expected = config_lib.to_dict(tiny())
   for section in ("data", "model", "transformer", "train", "results_path"):
     assert config[section] == expected[section], section
+  # The section of the model not selected keeps its defaults.
+  default = config_lib.to_dict(seq2seq.default_config())
+  assert config["edge_transformer"] == default["edge_transformer"]
+  et_flags = dict(TINY_FLAGS, model="edge_transformer")
+  config = config_lib.to_dict(_config(flag_argv(et_flags)))
+  assert config["transformer"] == default["transformer"]
   et = config["edge_transformer"]  # d_model, heads, ff, layers, dropout.
   assert (
       et["et"]["num_heads"] * et["et"]["head_dim"],
@@ -42,31 +49,34 @@ def test_aliases_give_the_config():
       et["et"]["dropout_rate"],
   ) == (16, 2, 32, 1, 1, 0.1)
 
-  c = _config([
+  argv = [
       "--layers=4",
       "--decoder_layers=2",
       "--nouniversal",
       "--heads=4",
       "--config.train.steps=7",
       "--lr=0.5",
-  ])
+  ]
+  c, e = _config(argv), _config(argv + ["--model=edge_transformer"])
   assert (
       c.transformer.num_encoder_layers,
       c.transformer.num_decoder_layers,
-      c.edge_transformer.et.num_layers,
-      c.edge_transformer.num_decoder_layers,
+      e.edge_transformer.et.num_layers,
+      e.edge_transformer.num_decoder_layers,
   ) == (4, 2, 4, 2)
-  assert (c.transformer.tied, c.edge_transformer.et.tied) == (False, False)
+  assert (c.transformer.tied, e.edge_transformer.et.tied) == (False, False)
   assert (
       c.transformer.num_heads,
-      c.edge_transformer.et.num_heads,
-      c.edge_transformer.et.head_dim,
+      e.edge_transformer.et.num_heads,
+      e.edge_transformer.et.head_dim,
   ) == (
       4,
       4,
       32,
   )  # Width 128.
   assert (c.train.steps, c.train.learning_rate) == (7, 0.5)
+  with pytest.raises(ValueError, match=r"\['transformer.scaling'\] are read"):
+    _config(["--model=edge_transformer", "--scaling=teu"])
   c = _config(["--layers=2", "--decoder_layers=0"])  # 0: as --layers.
   assert c.transformer.num_decoder_layers == 2
   # An alias wins over --config.<path>.

@@ -12,14 +12,17 @@ from relational_jax.training import reporting
 
 def tiny_config(model="edge_transformer", steps=200):
   c = clutrr.default_config()
-  c.model = model
-  e = c.edge_transformer
-  e.num_layers, e.num_heads, e.head_dim, e.dropout_rate = 2, 2, 8, 0.0
-  r = c.rat
-  r.num_layers, r.num_heads, r.d_model, r.dropout_rate = 2, 2, 16, 0.0
-  t = c.rt
-  t.num_layers, t.num_heads, t.head_dim, t.dropout_rate = 2, 2, 8, 0.0
-  t.node_ffn_dim, t.edge_msg_dim, t.edge_ffn_dim = 32, 16, 32
+  c.model = model  # Tiny sizes for its section; the others keep defaults.
+  if model == "edge_transformer":
+    e = c.edge_transformer
+    e.num_layers, e.num_heads, e.head_dim, e.dropout_rate = 2, 2, 8, 0.0
+  elif model == "rat":
+    r = c.rat
+    r.num_layers, r.num_heads, r.d_model, r.dropout_rate = 2, 2, 16, 0.0
+  elif model == "rt":
+    t = c.rt
+    t.num_layers, t.num_heads, t.head_dim, t.dropout_rate = 2, 2, 8, 0.0
+    t.node_ffn_dim, t.edge_msg_dim, t.edge_ffn_dim = 32, 16, 32
   c.protocol.train_ks = (2,)
   c.protocol.num_train_per_k = 300
   c.protocol.generated_test_ks = (2, 4)

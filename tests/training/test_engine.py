@@ -70,3 +70,14 @@ def test_every_task_refuses_another_data_dir_on_resume(tmp_path, name):
   config.data.data_dir = str(elsewhere)
   with pytest.raises(ValueError, match=r"data.data_dir: saved '.*', now '.*'"):
     engine.check_config(task, config, str(tmp_path))
+
+
+@pytest.mark.parametrize("name", ["clrs", "clutrr", "cogs_graph", "seq2seq"])
+def test_every_task_resumes_the_same_train_fields(name):
+  """The common train fields a resume may change are written once
+  (`trainer.RESUMABLE_TRAIN_CHANGES`) and every task reads that list."""
+  from relational_jax.training import registry  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import trainer  # pylint: disable=g-import-not-at-top
+
+  resumable = registry.get(name).RESUMABLE_CHANGES
+  assert set(trainer.RESUMABLE_TRAIN_CHANGES) <= set(resumable)

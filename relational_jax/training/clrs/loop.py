@@ -55,17 +55,10 @@ from relational_jax.training.clrs import evaluation
 ConfigDict = config_lib.ConfigDict
 
 # Config paths (and their sub-paths) that may differ from a workdir's saved
-# config.json when a run is resumed: train longer, test elsewhere, display,
-# evaluation batching, and which (algorithm, seed) run dirs to train.
-RESUMABLE_CHANGES = (
-    "train.steps",
-    "train.eval_batch_size",
-    "train.checkpoint_every",
-    "train.stop_at_step",
-    "train.select_on",
-    "train.devices",
-    "train.progress",
-    "train.tensorboard",
+# config.json when a run is resumed: every task's train fields
+# (`trainer.RESUMABLE_TRAIN_CHANGES`), test elsewhere, and which
+# (algorithm, seed) run dirs to train.
+RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "protocol.test_lengths",
     "algorithms",
     "seeds",

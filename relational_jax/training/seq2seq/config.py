@@ -101,7 +101,6 @@ DATA_DERIVED = (
 # official SCAN split files, or none).
 RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "data.max_eval_examples",
-    "train.steps",
 )
 
 
@@ -242,6 +241,9 @@ def validate(
     _check_unread_data_fields(d, split)
   if model:
     model_config(config)  # The model config's own checks.
+    config_lib.check_unselected_sections(
+        config, default_config(), MODELS, config.model
+    )
     _check_relations_unused(config)
   check_choice(t.schedule, SCHEDULES, "schedule")
   optim.validate(t)
@@ -349,35 +351,41 @@ FLAG_ALIASES = compat.SEQ2SEQ_FLAT_FLAGS
 
 def apply_flag_aliases(config: ConfigDict, flag_values) -> ConfigDict:
   """`config` with the alias flags given in `flag_values` applied
-  (`training.config.apply_aliases`), plus:
+  (`training.config.apply_aliases`) to the section of the model selected
+  (`--model`, else `config.model`) only: the other section stays at its
+  defaults, as validation requires. Plus:
 
   * `--decoder_layers=0` means "as many as --layers" (as before);
-  * `--d_model` and `--heads` also set the Edge Transformer's edge width:
-    et.head_dim = d_model / heads (heads must divide d_model);
+  * with `--model=edge_transformer`, `--d_model` and `--heads` set the edge
+    width: et.head_dim = d_model / heads (heads must divide d_model);
   * `--positions` other than 'relative' with `--model=edge_transformer` is
-    an error (the Edge Transformer takes relative positions, eq. 10).
+    an error (the Edge Transformer takes relative positions, eq. 10); an
+    alias of the transformer section alone (`--scaling`, `--tree_depth`)
+    is refused by validation.
 
-  `--ff` is the FFN hidden width of both models (`ffn_dim`).
+  `--ff` is the FFN hidden width of either model (`ffn_dim`).
   """
   present = lambda name: flag_values[name].present
   value = lambda name: flag_values[name].value
-  aliases = dict(FLAG_ALIASES)
+  model = value("model") if present("model") else config.model
+  aliases = {
+      name: _selected_targets(target, model)
+      for name, target in FLAG_ALIASES.items()
+  }
   if present("decoder_layers") and value("decoder_layers") == 0:
     del aliases["decoder_layers"]
+  if model == "edge_transformer":  # --d_model: the edge width, below.
+    del aliases["d_model"]
   et = config.edge_transformer.et
   width = (
       value("d_model") if present("d_model") else (et.num_heads * et.head_dim)
   )
   config = config_lib.apply_aliases(config, aliases, flag_values)
   et = config.edge_transformer.et
-  if present("d_model") or present("heads"):
+  if model == "edge_transformer" and (present("d_model") or present("heads")):
     if width % et.num_heads:
-      if config.model == "edge_transformer":
-        raise ValueError(
-            f"heads ({et.num_heads}) must divide d_model ({width})."
-        )
-    else:
-      et.head_dim = width // et.num_heads
+      raise ValueError(f"heads ({et.num_heads}) must divide d_model ({width}).")
+    et.head_dim = width // et.num_heads
   if (
       present("positions")
       and config.model == "edge_transformer"
@@ -389,6 +397,19 @@ def apply_flag_aliases(config: ConfigDict, flag_values) -> ConfigDict:
         f"{value('positions')!r}."
     )
   return config
+
+
+def _selected_targets(target, model: str):
+  """An alias's target paths less those in the model section that `model`
+  does not select (an alias of that section alone keeps its path, so
+  validation names it)."""
+  paths = (target,) if isinstance(target, str) else tuple(target)
+  kept = tuple(
+      p
+      for p in paths
+      if p.split(".")[0] in (model,) or p.split(".")[0] not in MODELS
+  )
+  return kept or paths
 
 
 def results_path(config: ConfigDict, workdir: str) -> str:

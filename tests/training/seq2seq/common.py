@@ -67,8 +67,14 @@ TINY_ET = {
 
 
 def tiny(overrides=None):
-  """The tiny config with dotted-path `overrides`."""
-  return seq2seq.get_config(dict(TINY, **(overrides or {})))
+  """The tiny config with dotted-path `overrides`; with the Edge Transformer
+  selected, the transformer section keeps its defaults (validation refuses
+  changes to the section a run does not build)."""
+  overrides = overrides or {}
+  base = TINY
+  if overrides.get("model") == "edge_transformer":
+    base = {k: v for k, v in TINY.items() if not k.startswith("transformer.")}
+  return seq2seq.get_config(dict(base, **overrides))
 
 
 def flag_argv(values):
