@@ -218,6 +218,8 @@ def run_record(done, processor: str, algorithm: str, seed: int) -> Dict:
       "num_params": done.num_params,
       "train_seconds": done.train_seconds,
       "sittings": done.sittings,  # Each resumed part: code, wall, steps.
+      # Unreadable checkpoints moved aside (and what was restored instead).
+      "checkpoint_fallbacks": done.checkpoint_fallbacks,
       "history": history,
       "best_step": best["step"],
       "best_val": best["val"],
@@ -268,8 +270,12 @@ def summarize(records: Sequence[Mapping]) -> Dict:
                       "num_params",
                   )
               },
-              # Runs finished before records kept their sittings have none.
-              **{k: r[k] for k in ("sittings",) if k in r},
+              # Runs finished before records kept these have none.
+              **{
+                  k: r[k]
+                  for k in ("sittings", "checkpoint_fallbacks")
+                  if k in r
+              },
           }
           for r in records
       },

@@ -567,6 +567,7 @@ def test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget(
       (0, 1),
       (1, 2),
   ]
+  assert seed0["checkpoint_fallbacks"] == []  # None moved aside.
   with pytest.raises(errors.UserError, match="protocol.steps: saved 2, now 3"):
     reproduce.run(
         "pair_models_clrs",
