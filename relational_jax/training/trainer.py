@@ -424,16 +424,23 @@ def restore(
     checkpoint_dir: str,
     which: str = "latest",
     layouts: Sequence[Tuple[Any, Callable]] = (),
+    skipped: Optional[List[Dict]] = None,
 ) -> Optional[Tuple[Any, Dict]]:
   """(state, record) of the newest `which` ('latest' | 'best') checkpoint in
-  `checkpoint_dir` (`layouts`: as `layouts_of`); None if there is none."""
+  `checkpoint_dir` (`layouts`: as `layouts_of`); None if there is none.
+  Checkpoints that could not be restored are moved aside
+  (`checkpoints.RunCheckpoints`); `skipped`, if given, is extended with
+  their records (each with `restored_instead`)."""
   if which not in ("latest", "best"):
     raise ValueError(
         f"checkpoint {which!r} is not one of the valid choices "
         "['latest', 'best']."
     )
   with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
-    return ckpts.restore(abstract_state, which, layouts=layouts)
+    restored = ckpts.restore(abstract_state, which, layouts=layouts)
+    if skipped is not None:
+      skipped.extend(ckpts.skipped)
+    return restored
 
 
 # ---------------------------------------------------------------------------

@@ -46,7 +46,6 @@ from relational_jax.training import engine
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
-from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training.checkpoints import abstract_like
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
@@ -487,11 +486,14 @@ def evaluate_checkpoints(
           config, algorithm, seed, run_dir, processor_factory
       )
       task = ClrsTask(model, None, seed, None, config.train)
-      with ckpt_lib.RunCheckpoints(os.path.join(run_dir, "checkpoints")) as c:
-        restored = c.restore(
-            task.abstract_state(), which, layouts=task.legacy_layouts()
-        )
-        skipped = c.skipped
+      skipped = []
+      restored = trainer.restore(
+          task.abstract_state(),
+          trainer.checkpoint_dir(run_dir),
+          which,
+          layouts=task.legacy_layouts(),
+          skipped=skipped,
+      )
       if restored is None:
         raise FileNotFoundError(
             f"No {which} checkpoint in {run_dir}/checkpoints/{which}."

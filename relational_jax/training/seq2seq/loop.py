@@ -696,5 +696,6 @@ def restore_checkpoint(
   experiment = Experiment(
       config, vocabs=vocabs, model=model, data=data, optimizer=optimizer
   )
-  with ckpt_lib.RunCheckpoints(os.path.join(workdir, "checkpoints")) as ckpts:
-    return ckpts.restore(experiment.abstract_state(), which)
+  return trainer.restore(
+      experiment.abstract_state(), trainer.checkpoint_dir(workdir), which
+  )
