@@ -606,11 +606,12 @@ RESUMABLE_TRAIN_CHANGES = (
 )
 
 
-def validate_train_section(t) -> None:
-  """Raises ValueError naming a bad field of a graph task's `train` section
+def validate_train_section(t, select_on: Sequence[str] = SELECT_ON) -> None:
+  """Raises ValueError naming a bad field of a task's `train` section
   (steps, batch_size, eval_every, warmup_steps, eval_batch_size,
-  checkpoint_every, devices, stop_at_step, learning_rate, select_on)."""
-  check_choice(t.select_on, SELECT_ON, "train.select_on")
+  checkpoint_every, devices, stop_at_step, learning_rate; select_on, one of
+  the task's `select_on` choices)."""
+  check_choice(t.select_on, select_on, "train.select_on")
   for name in ("steps", "batch_size", "eval_every"):
     if t[name] < 1:
       raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")

@@ -245,29 +245,13 @@ def validate(
         config, default_config(), MODELS, config.model
     )
     _check_relations_unused(config)
-  check_choice(t.schedule, SCHEDULES, "schedule")
+  check_choice(t.schedule, SCHEDULES, "train.schedule")
+  trainer.validate_train_section(t, SELECT_ON)
   optim.validate(t)
   check_choice(t.dropout_prng, prng.DROPOUT_PRNGS, "train.dropout_prng")
-  check_choice(t.select_on, SELECT_ON, "select_on")
-  for name in ("batch_size", "steps", "eval_every"):
-    if t[name] < 1:
-      raise ValueError(f"train.{name} must be >= 1, got {t[name]}.")
-  for name in (
-      "eval_batch_size",
-      "checkpoint_every",
-      "warmup_steps",
-      "devices",
-      "stop_at_step",
-  ):
-    if t[name] < 0:
-      raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
   for name in ("max_eval_examples", "max_train_examples"):
     if d[name] < 0:
       raise ValueError(f"data.{name} must be >= 0 (0: all), got {d[name]}.")
-  if not t.learning_rate > 0:
-    raise ValueError(f"train.learning_rate must be > 0, got {t.learning_rate}.")
-  if t.clip < 0:
-    raise ValueError(f"train.clip must be >= 0 (0: off), got {t.clip}.")
   if t.schedule == "noam" and t.warmup_steps < 1:
     raise ValueError(
         "schedule='noam' needs warmup_steps >= 1 (e.g. 4000), "

@@ -132,7 +132,8 @@ def test_default_config_layout_and_models():
         (
             {"train.schedule": "linear"},
             (
-                r"Unknown schedule 'linear'; valid choices are \['constant',"
+                r"Unknown train.schedule 'linear'; valid choices are"
+                r" \['constant',"
                 r" 'cosine', 'noam'\]"
             ),
         ),
@@ -142,7 +143,7 @@ def test_default_config_layout_and_models():
         ),
         (
             {"train.select_on": "gen"},
-            r"Unknown select_on 'gen'; valid choices are",
+            r"Unknown train.select_on 'gen'; valid choices are",
         ),
         (
             {"train.select_on": "gen_val"},
