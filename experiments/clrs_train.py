@@ -44,11 +44,6 @@ flags.DEFINE_string(
     "Work directory: checkpoints, per-run results; re-run to resume.",
 )
 flags.DEFINE_alias("checkpoint_path", "workdir")  # The earlier name.
-flags.DEFINE_string(
-    "results_path",
-    None,
-    "Results JSON (default <workdir>/results.json); the PNGs go beside it.",
-)
 distributed.define_flags()
 FLAGS = flags.FLAGS
 
@@ -66,9 +61,7 @@ def main(argv):
     distributed.initialize_from_flags(FLAGS)
     config = config_from_flags()
     clrs_config.validate(config)
-  results = loop.train_and_evaluate(
-      config, FLAGS.workdir, results_path=FLAGS.results_path
-  )
+  results = loop.train_and_evaluate(config, FLAGS.workdir)
   if not distributed.is_primary():
     return
   for algorithm, entry in results["algorithms"].items():

@@ -178,8 +178,7 @@ def validate(config: ConfigDict) -> None:
       )
 
 
-def results_path(config: ConfigDict, workdir: str) -> str:
-  return config.results_path or os.path.join(workdir, "results.json")
+results_path = engine.results_path
 
 
 # The training seed (`experiments.reproduce --seeds` sets it per run).

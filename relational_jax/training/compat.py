@@ -164,6 +164,7 @@ CLRS_FLAT_FLAGS = {
     "ablation": "et.ablation",
     "chunk_size": ("rt.chunk_size", "et.chunk_size", "floyd.chunk_size"),
     "triangular_heads": "rt.triangular_heads",
+    "results_path": "results_path",
 }
 
 

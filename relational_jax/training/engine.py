@@ -74,6 +74,12 @@ class Built:
   record_only: bool = False
 
 
+def results_path(config: ConfigDict, workdir: str) -> str:
+  """Every task's results JSON: `config.results_path`, or
+  `<workdir>/results.json` when it is ''."""
+  return config.results_path or os.path.join(workdir, "results.json")
+
+
 def check_config(
     task, config: ConfigDict, workdir: str, *, save: bool = True, **options
 ) -> None:

@@ -149,6 +149,7 @@ def default_config() -> ConfigDict:
   # = 192, 3 layers).
   for name, (spec, kinds) in processors.factory.sections().items():
     c[name] = _section_of(spec, kinds)
+  c.results_path = ""  # '' = <workdir>/results.json; the PNGs go beside it.
   return c
 
 

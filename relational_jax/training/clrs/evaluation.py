@@ -1,7 +1,7 @@
 """CLRS scoring: `clrs.evaluate` (mean over outputs) on seeded sets, any sizes."""
 
 import os
-from typing import Dict, Optional, Sequence
+from typing import Dict, Sequence
 
 import clrs
 import jax
@@ -110,7 +110,3 @@ def write_results(results: Dict, path: str, validation: bool) -> None:
   if validation:
     plot_validation(results, stem + "_validation.png")
   plot_ood([results], stem + "_ood.png")
-
-
-def results_path(workdir: str, given: Optional[str], name: str) -> str:
-  return given or os.path.join(workdir, name)

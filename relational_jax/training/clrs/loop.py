@@ -358,17 +358,13 @@ def headline(results: Dict) -> Dict[str, float]:
   return ours
 
 
-def results_path(config: ConfigDict, workdir: str) -> str:
-  """Where `train_and_evaluate` writes the results by default."""
-  del config
-  return os.path.join(workdir, "results.json")
+results_path = engine.results_path
 
 
 def train_and_evaluate(
     config: ConfigDict,
     workdir: str,
     processor_factory: Optional[Callable] = None,
-    results_path: Optional[str] = None,
     log=print,
 ) -> Dict:
   """Runs every (algorithm, seed) of `config`; writes the results JSON and
@@ -381,7 +377,6 @@ def train_and_evaluate(
     processor_factory: a CLRS processor factory (`out_size -> Processor`,
       e.g. your own `clrs.processors.Processor` subclass) used instead of
       `config.processor_type`'s, which then only labels the results.
-    results_path: the results JSON (default `<workdir>/results.json`).
 
   Raises:
     ValueError: a bad config, or `<workdir>/config.json` (a run already
@@ -430,7 +425,7 @@ def train_and_evaluate(
   results["wall_time_s"] = time.time() - t0
   evaluation.write_results(
       results,
-      results_path or os.path.join(workdir, "results.json"),
+      results_path(config, workdir),
       validation=True,
   )
   return results

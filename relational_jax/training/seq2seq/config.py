@@ -38,7 +38,6 @@ earlier versions of `experiments.seq2seq_train` to config paths;
 paths).
 """
 
-import os
 from typing import Optional
 
 from relational_jax.data import for2lam as for2lam_lib
@@ -49,6 +48,7 @@ from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
 from relational_jax.training import compat
 from relational_jax.training import config as config_lib
+from relational_jax.training import engine
 from relational_jax.training import optim
 from relational_jax.training import prng
 from relational_jax.training import trainer
@@ -396,8 +396,7 @@ def _selected_targets(target, model: str):
   return kept or paths
 
 
-def results_path(config: ConfigDict, workdir: str) -> str:
-  return config.results_path or os.path.join(workdir, "results.json")
+results_path = engine.results_path
 
 
 def get_config(overrides: Optional[dict] = None) -> ConfigDict:
