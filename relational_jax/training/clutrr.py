@@ -663,7 +663,7 @@ def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
             for name, e in results["evaluations"].items()
             if name != "val"
         ],
-        os.path.join(os.path.dirname(path), "accuracy_by_k.png"),
+        os.path.splitext(path)[0] + "_accuracy_by_k.png",  # Beside it.
         title=f"CLUTRR, trained on k={','.join(map(str, train_ks))}",
     )
 

@@ -48,7 +48,7 @@ def test_edge_transformer_learns_k2(tmp_path, official_data):
   assert results["history"][-1]["val_accuracy"] >= 0.9
   saved = reporting.read_json(os.path.join(tmp_path, "results.json"))
   assert saved["final"] == results["final"]
-  assert os.path.exists(os.path.join(tmp_path, "accuracy_by_k.png"))
+  assert os.path.exists(os.path.join(tmp_path, "results_accuracy_by_k.png"))
 
 
 @pytest.mark.slow
