@@ -556,7 +556,7 @@ def headline_accuracies(entry: Dict, train_ks: Sequence[int]) -> Dict:
 def train_and_evaluate(
     config: ConfigDict,
     workdir: str,
-    log: Optional[Callable[[str], None]] = None,
+    log: Callable[[str], None] = print,
 ) -> Dict:
   """Trains (or resumes) the run of `config` in `workdir`; returns and
   writes the results (`results_path`): per-k accuracy on every test set.

@@ -52,7 +52,7 @@ import json
 import math
 import os
 import sys
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List
 
 import jax
 import jax.numpy as jnp
@@ -333,7 +333,7 @@ def sentence_accuracy(
 def train_and_evaluate(
     config: ConfigDict,
     workdir: str,
-    log: Optional[Callable[[str], None]] = None,
+    log: Callable[[str], None] = print,
 ) -> Dict:
   """Trains (or resumes) the run of `config` in `workdir`; returns and
   writes the results (`results_path`).

@@ -141,16 +141,18 @@ def fit(
 
 
 def run(
-    task, config: ConfigDict, workdir: str, log=None, **options
+    task, config: ConfigDict, workdir: str, log=print, **options
 ) -> Dict[str, Any]:
-  """Trains (or resumes) `config` of task module `task` in `workdir`; the
+  """Trains (or resumes) `config` of task module `task` in `workdir`
+  (`log`: its messages, shown whatever `train.progress`, which draws the
+  progress bar; None: print); the
   results (written to `task.results_path`), or {'stopped_at': step} after a
   planned stop (`train.stop_at_step`; rerun to resume) unless the task's
   results come from the run record alone (`Built.record_only`).
   `options`: the task's run options (module docstring)."""
   t = config.train
-  if log is None:
-    log = print if t.progress else (lambda message: None)
+  if log is None:  # As every task's default: messages whatever `progress`.
+    log = print
   check_config(task, config, workdir, save=False, **options)
   mesh = mesh_lib.mesh_of_first(t.devices)
   num_devices = mesh_lib.num_data_shards(mesh)
