@@ -1,14 +1,15 @@
 r"""One plot of test score versus graph size for several results JSONs.
 
 python -m experiments.plot_ood runs/rt/evaluation.json runs/mpnn/evaluation.json --output=ood.png
-"""
 
-import json
-import os
+Each JSON is one `clrs_train` results file or one `clrs_evaluate`
+evaluation file; anything else is refused in one line (exit 2).
+"""
 
 from absl import app
 from absl import flags
 
+from relational_jax.training import cli
 from relational_jax.training.clrs import evaluation
 
 flags.DEFINE_string("output", "ood.png", "PNG path.")
@@ -21,16 +22,9 @@ def main(argv):
     raise app.UsageError(
         "Give one or more results JSONs (clrs_train or clrs_evaluate)."
     )
-  missing = [p for p in paths if not os.path.exists(p)]
-  if missing:
-    raise FileNotFoundError(f"Results JSON(s) not found: {missing}")
-  results = []
-  for p in paths:
-    with open(p) as f:
-      results.append(json.load(f))
-  evaluation.plot_ood(results, FLAGS.output)
+  evaluation.plot_ood([evaluation.read_results(p) for p in paths], FLAGS.output)
   print(f"wrote {FLAGS.output}")
 
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.run(main)

@@ -375,13 +375,45 @@ def set_alias(
     set_path(config, path, new)
 
 
+def check_alias_conflict(
+    config: ConfigDict,
+    defaults: ConfigDict,
+    name: str,
+    value: Any,
+    paths: Sequence[str],
+) -> None:
+  """Raises ValueError where alias `--name=value` would overwrite a path of
+  `paths` that `config` (the defaults with the `--config.<path>` flags
+  applied) already moved off `defaults` to another value: both flags were
+  given and disagree, and neither may silently win."""
+  trial = ConfigDict(config.to_dict())
+  set_alias(trial, name, value, paths)
+  for path in paths:
+    now, new = get_path(config, path), get_path(trial, path)
+    if now != get_path(defaults, path) and new != now:
+      raise ValueError(
+          f"--{name}={value!r} and --config.{path}={now!r} both set {path}; "
+          "give one of them."
+      )
+
+
 def apply_aliases(
-    config: ConfigDict, aliases: Aliases, flag_values=flags.FLAGS
+    config: ConfigDict,
+    aliases: Aliases,
+    flag_values=flags.FLAGS,
+    defaults: Optional[ConfigDict] = None,
 ) -> ConfigDict:
   """`config` with every alias flag given on the command line applied, in
-  the order of `aliases` (so a later, more specific alias wins)."""
+  the order of `aliases` (so a later, more specific alias wins); with
+  `defaults`, an alias that disagrees with a `--config.<path>` flag setting
+  the same path is an error (`check_alias_conflict`)."""
   config = ConfigDict(config.to_dict())
+  given = ConfigDict(config.to_dict())  # The --config values alone.
   for name, value in given_aliases(aliases, flag_values).items():
+    if defaults is not None:
+      check_alias_conflict(
+          given, defaults, name, value, _targets(aliases[name])
+      )
     set_alias(config, name, value, _targets(aliases[name]))
   return config
 

@@ -110,3 +110,37 @@ def test_command_line_resumes_a_library_run(tmp_path):
   assert resumed["steps"] == 3
   assert [h["step"] for h in resumed["history"]] == [1, 2, 3]
   assert resumed["history"][:2] == run["history"]
+
+
+def test_plot_ood_refuses_other_json_in_one_line(tmp_path):
+  """A missing file, or a JSON that is not a clrs_train / clrs_evaluate
+  results file (a reproduction's, say): a UserError naming it, which the
+  main prints as one line with exit status 2 (`cli.run`)."""
+  from relational_jax.training import errors  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
+
+  with pytest.raises(errors.UserError, match=r"results JSON .*nope.json not"):
+    evaluation.read_results(str(tmp_path / "nope.json"))
+  other = tmp_path / "reproduction.json"
+  other.write_text(json.dumps({"config": {"algorithms": ["bfs"]}}))
+  with pytest.raises(errors.UserError, match=r"reproduction.json is not a"):
+    evaluation.read_results(str(other))
+  ours = {"config": {"processor_type": "rt"}, "algorithms": {}}
+  other.write_text(json.dumps(ours))
+  assert evaluation.read_results(str(other)) == ours
+
+
+def test_a_flat_name_and_a_config_flag_that_disagree_are_refused():
+  """`--config.train.steps=3 --train_steps=2` (either order): neither wins
+  silently; the same value twice is fine."""
+  config = clrs_config.get_config({"train.steps": 3})
+  with pytest.raises(
+      ValueError,
+      match=r"--train_steps=2 and --config.train.steps=3 both set train.steps",
+  ):
+    clrs_config.apply_legacy(config, {"train_steps": 2})
+  assert clrs_config.apply_legacy(config, {"train_steps": 3}).train.steps == 3
+  # A flat name over a path left at its default sets it.
+  assert (
+      clrs_config.apply_legacy(config, {"eval_every": 7}).train.eval_every == 7
+  )

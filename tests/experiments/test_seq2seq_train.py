@@ -77,10 +77,15 @@ def test_aliases_give_the_config():
   assert (c.train.steps, c.train.learning_rate) == (7, 0.5)
   with pytest.raises(ValueError, match=r"\['transformer.scaling'\] are read"):
     _config(["--model=edge_transformer", "--scaling=teu"])
+  with pytest.raises(
+      ValueError, match=r"--steps=2 and --config.train.steps=3 both set"
+  ):
+    _config(["--config.train.steps=3", "--steps=2"])
+  assert _config(["--config.train.steps=3", "--steps=3"]).train.steps == 3
   c = _config(["--layers=2", "--decoder_layers=0"])  # 0: as --layers.
   assert c.transformer.num_decoder_layers == 2
-  # An alias wins over --config.<path>.
-  assert _config(["--config.train.seed=5", "--seed=6"]).train.seed == 6
+  # An alias and --config.<path> that disagree: an error (below); neither
+  # wins silently.
 
 
 def test_readme_and_script_commands_parse():

@@ -168,7 +168,8 @@ def apply_legacy(
   kind reads none of them (`tied_layers` for 'floyd', `num_layers` for
   'mpnn') a value other than the default is a ValueError with `strict`
   (the command line), and left out without (records of earlier versions,
-  which wrote every name)."""
+  which wrote every name). With `strict`, a name that disagrees with a
+  `--config.<path>` flag (a path of `config` off its default) is an error."""
   config = ConfigDict(config.to_dict())
   unknown = sorted(set(values) - set(LEGACY_NAMES))
   if unknown:
@@ -178,6 +179,8 @@ def apply_legacy(
     )
   in_use = _sections_in_use(values.get("processor_type", config.processor_type))
   sections = model_sections()
+  given = ConfigDict(config.to_dict())  # The --config values alone.
+  defaults = default_config() if strict else None
   for name in LEGACY_NAMES:
     if name not in values:
       continue
@@ -196,6 +199,10 @@ def apply_legacy(
             f"processor_type={kind!r} reads; the kinds that do: "
             f"{_kinds_reading(targets)}."
         )
+    if strict:  # A --config flag for the same path must agree.
+      config_lib.check_alias_conflict(
+          given, defaults, name, values[name], paths
+      )
     config_lib.set_alias(config, name, values[name], paths)
   return config
 

@@ -56,9 +56,15 @@ CORE_ALGORITHMS = (
 
 def check_algorithm(algorithm: str) -> None:
   if algorithm not in clrs.CLRS_30_ALGS_SETTINGS:
+    several = (
+        ' (several algorithms: --config.algorithms=\'("a","b")\' or '
+        "--algorithms=a,b)"
+        if "," in str(algorithm)
+        else ""
+    )
     raise ValueError(
-        f"Unknown CLRS algorithm {algorithm!r}; valid algorithms are "
-        f"{sorted(clrs.CLRS_30_ALGS_SETTINGS)}."
+        f"Unknown CLRS algorithm {algorithm!r}{several}; valid algorithms "
+        f"are {sorted(clrs.CLRS_30_ALGS_SETTINGS)}."
     )
 
 

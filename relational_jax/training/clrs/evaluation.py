@@ -9,6 +9,7 @@ import numpy as np
 from jax.experimental import multihost_utils
 
 from relational_jax.parallel import distributed
+from relational_jax.training import errors
 from relational_jax.training import reporting
 from relational_jax.training.clrs import data as clrs_data
 
@@ -54,6 +55,26 @@ def mean_over_runs(runs, lengths) -> Dict[str, float]:
   return {
       str(n): float(np.mean([r["test"][str(n)] for r in runs])) for n in lengths
   }
+
+
+def read_results(path: str) -> Dict:
+  """A clrs_train / clrs_evaluate results JSON; UserError naming the file
+  when it is missing or of another kind."""
+  if not os.path.exists(path):
+    raise errors.UserError(f"results JSON {path} not found.")
+  results = reporting.read_json(path)
+  if not (
+      isinstance(results, dict)
+      and isinstance(results.get("config"), dict)
+      and "processor_type" in results["config"]
+      and isinstance(results.get("algorithms"), dict)
+  ):
+    raise errors.UserError(
+        f"{path} is not a clrs_train or clrs_evaluate results JSON (it has "
+        "no config.processor_type and algorithms entries); a reproduction's "
+        "JSON draws its own figures."
+    )
+  return results
 
 
 def plot_ood(results_list: Sequence[Dict], path: str) -> None:

@@ -364,7 +364,9 @@ def apply_flag_aliases(config: ConfigDict, flag_values) -> ConfigDict:
   width = (
       value("d_model") if present("d_model") else (et.num_heads * et.head_dim)
   )
-  config = config_lib.apply_aliases(config, aliases, flag_values)
+  config = config_lib.apply_aliases(
+      config, aliases, flag_values, defaults=default_config()
+  )
   et = config.edge_transformer.et
   if model == "edge_transformer" and (present("d_model") or present("heads")):
     if width % et.num_heads:

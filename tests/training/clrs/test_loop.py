@@ -84,6 +84,10 @@ def test_runs_end_to_end(tmp_path):
             r"Unknown CLRS algorithm 'bubble_sortt'; valid algorithms are \[",
         ),
         (
+            dict(algorithms=("bfs,dfs",)),  # One string: the flag's pitfall.
+            r"'bfs,dfs' \(several algorithms: --config.algorithms=",
+        ),
+        (
             dict(processor_type="gnn"),
             r"Unknown processor_type 'gnn'; valid kinds are \[",
         ),
