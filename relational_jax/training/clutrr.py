@@ -305,12 +305,8 @@ def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   RESUMABLE_CHANGES, ignoring the model sections `config.model` does not
   select; a field added since the run was saved counts as its
   `saved_defaults()` value."""
-  unused = tuple(m for m in MODELS if m != config.model)
-  return config_lib.resume_conflicts(
-      saved,
-      config_lib.to_dict(config),
-      free=tuple(RESUMABLE_CHANGES) + unused,
-      defaults=config_lib.to_dict(saved_defaults()),
+  return config_lib.selected_resume_conflicts(
+      saved, config, RESUMABLE_CHANGES, MODELS, saved_defaults()
   )
 
 

@@ -249,6 +249,25 @@ def resume_conflicts(
   return out
 
 
+def selected_resume_conflicts(
+    saved: Mapping,
+    config: ConfigDict,
+    free: Sequence[str],
+    models: Sequence[str],
+    defaults: ConfigDict,
+) -> Dict[str, Tuple]:
+  """`resume_conflicts` of `config`, whose `model` selects one of the
+  sections `models`, ignoring the sections it does not select (which
+  `check_unselected_sections` keeps at their defaults)."""
+  unused = tuple(m for m in models if m != config.model)
+  return resume_conflicts(
+      saved,
+      to_dict(config),
+      free=tuple(free) + unused,
+      defaults=to_dict(defaults),
+  )
+
+
 def raise_resume_conflicts(
     changed: Mapping[str, Tuple], config_path: str, free: Sequence[str] = ()
 ) -> None:

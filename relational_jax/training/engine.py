@@ -143,15 +143,15 @@ def fit(
 def run(
     task, config: ConfigDict, workdir: str, log=print, **options
 ) -> Dict[str, Any]:
-  """Trains (or resumes) `config` of task module `task` in `workdir`
-  (`log`: its messages, shown whatever `train.progress`, which draws the
-  progress bar; None: print); the
+  """Trains (or resumes) `config` of task module `task` in `workdir`; the
   results (written to `task.results_path`), or {'stopped_at': step} after a
   planned stop (`train.stop_at_step`; rerun to resume) unless the task's
   results come from the run record alone (`Built.record_only`).
-  `options`: the task's run options (module docstring)."""
+  `log` takes the run's messages whatever `train.progress` (which draws
+  the progress bar only); None: print. `options`: the task's run options
+  (module docstring)."""
   t = config.train
-  if log is None:  # As every task's default: messages whatever `progress`.
+  if log is None:
     log = print
   check_config(task, config, workdir, save=False, **options)
   mesh = mesh_lib.mesh_of_first(t.devices)

@@ -26,9 +26,10 @@ maximal lengths, PAD id), which the loop passes to `model_config`.
 
 Defaults: the SCAN length-cutoff setting of Csordas et al. 2021 (Table 4):
 relative Universal Transformer, d=128, 8 heads, 3+3 layers, FFN 256,
-decoder output tied to its embedding, dropout 0.1 (their appendix B, and what their code trains: the `trafo_scan`
-profile's `dropout` 0.5 never reaches their Transformer), Adam lr 1e-3
-constant, batch 256, clip 5, 50k steps. The Edge
+decoder output tied to its embedding, dropout 0.1 (their appendix B, and
+what their code trains: the `trafo_scan` profile's `dropout` 0.5 never
+reaches their Transformer), Adam lr 1e-3 constant, batch 256, clip 5, 50k
+steps. The Edge
 Transformer section has the same sizes (width 128 = 8 heads x 16, tied
 layers, FFN 256).
 
@@ -312,12 +313,8 @@ def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   see RESUMABLE_CHANGES; the model section that `config.model` does not
   select is ignored; a field added since the run was saved counts as its
   default)."""
-  unused = tuple(m for m in MODELS if m != config.model)
-  return config_lib.resume_conflicts(
-      saved,
-      config_lib.to_dict(config),
-      free=tuple(RESUMABLE_CHANGES) + unused,
-      defaults=config_lib.to_dict(default_config()),
+  return config_lib.selected_resume_conflicts(
+      saved, config, RESUMABLE_CHANGES, MODELS, default_config()
   )
 
 
@@ -390,10 +387,9 @@ def _selected_targets(target, model: str):
   does not select (an alias of that section alone keeps its path, so
   validation names it)."""
   paths = (target,) if isinstance(target, str) else tuple(target)
+  section = lambda p: p.split(".")[0]
   kept = tuple(
-      p
-      for p in paths
-      if p.split(".")[0] in (model,) or p.split(".")[0] not in MODELS
+      p for p in paths if section(p) == model or section(p) not in MODELS
   )
   return kept or paths
 
