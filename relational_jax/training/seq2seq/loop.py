@@ -49,6 +49,7 @@ from relational_jax.models import seq2seq as seq2seq_models
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
+from relational_jax.training import optim
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import reporting
@@ -409,9 +410,24 @@ def validate(
     batch_hook: Optional[BatchHook] = None,
 ) -> None:
   """Raises ValueError naming the bad value; the data and model sections
-  are not read (nor checked) with the caller's own `data` or `model`."""
-  del optimizer, batch_hook  # They leave the config as it is.
+  are not read (nor checked) with the caller's own `data` or `model`, and
+  the built-in optimiser's fields must keep their defaults with the
+  caller's own `optimizer` (which replaces it)."""
+  del batch_hook  # It leaves the config as it is.
   s2s_config.validate(config, data=data is None, model=model is None)
+  if optimizer is not None:
+    defaults = s2s_config.default_config().train
+    unread = [
+        f"train.{name}"
+        for name in optim.Settings._fields
+        if name != "steps" and config.train[name] != defaults[name]
+    ]
+    if unread:
+      raise ValueError(
+          f"{unread} configure the built-in optimiser, which the optimizer "
+          "argument replaces: leave them at their defaults (set the rate, "
+          "schedule and clipping in your optax transformation)."
+      )
 
 
 def resume_conflicts(saved: Dict, config: ConfigDict, **options) -> Dict:
@@ -528,7 +544,8 @@ def train_and_evaluate(
     data: a `Seq2SeqData` (whitespace-tokenised pairs; evaluation sets named
       as `data.EVAL_SETS`) instead of `load_data(config.data)`.
     optimizer: an optax GradientTransformation instead of the built-in Adam
-      + schedule + clipping of `config.train`.
+      + schedule + clipping of `config.train` (whose optimiser fields must
+      then keep their defaults: `validate`).
     log: receives the progress lines.
     batch_hook: testing hook, `batch_hook(step, host_batch) -> host_batch`
       applied to every training batch before it is sharded (`step` is the

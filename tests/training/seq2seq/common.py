@@ -83,3 +83,12 @@ def flag_argv(values):
       f"--{'' if v else 'no'}{k}" if isinstance(v, bool) else f"--{k}={v}"
       for k, v in values.items()
   ]
+
+
+# With the caller's own optax optimizer, the built-in optimiser's fields
+# keep their defaults (the loop refuses others: it would not read them).
+OWN_OPTIMIZER = {
+    f"train.{name}": value
+    for name, value in seq2seq.default_config().train.items()
+    if name in ("learning_rate", "schedule", "warmup_steps", "clip")
+}

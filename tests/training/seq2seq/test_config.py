@@ -203,3 +203,21 @@ def test_fields_added_after_a_run_resume_only_at_their_defaults():
   assert seq2seq.config.resume_conflicts(saved, c) == {
       "data.num_train": (default, 5)
   }
+
+
+def test_own_optimizer_refuses_the_built_in_optimisers_fields():
+  """An optax optimizer replaces the built-in one: its fields (here the tiny
+  config's cosine schedule, warmup and clip) would go unread."""
+  import optax  # pylint: disable=g-import-not-at-top
+
+  from relational_jax.training.seq2seq import loop  # pylint: disable=g-import-not-at-top
+  from tests.training.seq2seq.common import OWN_OPTIMIZER  # pylint: disable=g-import-not-at-top
+
+  with pytest.raises(
+      ValueError,
+      match=r"\['train.schedule', 'train.warmup_steps', 'train.clip'\] "
+      r"configure the built-in optimiser",
+  ):
+    loop.validate(tiny(), optimizer=optax.sgd(0.1))
+  loop.validate(tiny(OWN_OPTIMIZER), optimizer=optax.sgd(0.1))
+  loop.validate(tiny())  # The built-in optimiser reads them.

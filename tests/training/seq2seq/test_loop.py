@@ -15,7 +15,7 @@ import optax
 import pytest
 
 from relational_jax.training import seq2seq
-from tests.training.seq2seq.common import TINY, TINY_ET, tiny
+from tests.training.seq2seq.common import OWN_OPTIMIZER, TINY, TINY_ET, tiny
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -263,6 +263,7 @@ def test_per_category_accuracies_of_a_subset(tmp_path):
       "train.eval_batch_size": 4,
       "data.max_eval_examples": 6,
       "data.source_markers": "none",
+      **OWN_OPTIMIZER,
   })  # The table reads bare words.
   result = seq2seq.train_and_evaluate(
       config,
@@ -460,6 +461,7 @@ def test_user_model_data_and_optimizer(tmp_path):
       "train.eval_batch_size": 16,
       "data.max_eval_examples": 0,
       "data.source_markers": "none",
+      **OWN_OPTIMIZER,
   })  # Position-wise: bare words.
   run = dict(model=factory, data=data, optimizer=optax.adam(3e-2))
   result = seq2seq.train_and_evaluate(
