@@ -930,12 +930,7 @@ def make_et_rat(reference, commit):
     )
     model = rat.RAT(config)
     model.eval()
-    params = {}
-    with torch.no_grad():
-      for pname, p in model.named_parameters():
-        value = _random_like(rng, pname, tuple(p.shape))
-        p.copy_(torch.from_numpy(value))
-        params[pname] = value
+    params = _randomise_torch(torch, rng, model)
     batch = {
         "batched_graphs": torch.from_numpy(labels).long(),
         "masks": torch.from_numpy(padding),
@@ -1034,12 +1029,7 @@ def make_cs(reference, commit):
         embedding_init="xavier",
     )
     model.eval()
-    params = {}
-    with torch.no_grad():
-      for pname, p in model.named_parameters():
-        value = _random_like(rng, pname, tuple(p.shape))
-        p.copy_(torch.from_numpy(value))
-        params[pname] = value
+    params = _randomise_torch(torch, rng, model)
     src_len = np.array([5, 3])
     tgt_len = np.array([4, 2])
     src = rng.integers(0, n_in, (b, src_len.max())).astype(np.int64)
