@@ -412,26 +412,18 @@ def load_data(config: ConfigDict) -> Dict[str, List]:
   return {k: v for k, v in out.items() if v}
 
 
-def _pad_rows(
-    arrays: Dict[str, np.ndarray], size: int
+def _batch_of(
+    arrays: Dict[str, np.ndarray], indices, size: int
 ) -> Dict[str, np.ndarray]:
-  """Rows 0..n-1 of `arrays` plus zero-weight copies of row 0 up to `size`."""
-  n = len(arrays["targets"])
-  out = {
-      k: np.concatenate([v, np.repeat(v[:1], size - n, axis=0)])
-      for k, v in arrays.items()
-  }
-  out["weights"] = np.concatenate(
-      [np.ones(n, np.float32), np.zeros(size - n, np.float32)]
-  )
-  return out
+  """The model's inputs of rows `indices` of `arrays`, padded to `size`
+  rows with zero-weight copies (`trainer.pad_indices`)."""
+  padded, weights = trainer.pad_indices(indices, size)
+  batch = {k: arrays[k][padded] for k in _INPUTS}
+  batch["weights"] = weights
+  return batch
 
 
-def _model_inputs(arrays):
-  return {
-      k: arrays[k]
-      for k in ("edge_labels", "query", "node_mask", "targets", "weights")
-  }
+_INPUTS = ("edge_labels", "query", "node_mask", "targets")
 
 
 # ----------------------------------------------------------------------------
@@ -486,14 +478,17 @@ def accuracy_by_k(
   """{'all', 'per_k': {k: acc}, 'count_per_k': {k: n}} of `examples`
   (batches of `batch_size`, padded; graphs padded to the set's largest)."""
   arrays = data_lib.to_arrays(examples)
-  n = len(examples)
-  preds = []
-  for start in range(0, n, batch_size):
-    chunk = {k: v[start : start + batch_size] for k, v in arrays.items()}
-    batch = _model_inputs(_pad_rows(chunk, batch_size))
-    out = mesh_lib.to_host(predict(params, mesh_lib.shard_batch(batch, mesh)))
-    preds.append(out[: len(chunk["targets"])])
-  correct = np.concatenate(preds) == arrays["targets"]
+  preds = trainer.map_rows(
+      lambda idx: mesh_lib.to_host(
+          predict(
+              params,
+              mesh_lib.shard_batch(_batch_of(arrays, idx, batch_size), mesh),
+          )
+      ),
+      len(examples),
+      batch_size,
+  )
+  correct = preds == arrays["targets"]
   per_k, counts = {}, {}
   for k in sorted(set(arrays["k"].tolist())):
     sel = arrays["k"] == k
@@ -585,10 +580,9 @@ def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
   )
 
   def batch_at(idx):
-    rows = _pad_rows(
-        {k: v[idx] for k, v in train_arrays.items()}, t_cfg.batch_size
+    return mesh_lib.shard_batch(
+        _batch_of(train_arrays, idx, t_cfg.batch_size), mesh
     )
-    return mesh_lib.shard_batch(_model_inputs(rows), mesh)
 
   model = build_model(config)
   tx = optim.make_optimizer(t_cfg)

@@ -231,14 +231,11 @@ def make_batch(
     arrays: Dict[str, np.ndarray], idx: np.ndarray, size: int, multiple: int
 ) -> Dict[str, np.ndarray]:
   """Rows `idx` of `arrays`, cut to their padded length, plus zero-weight
-  copies of the first row up to `size` rows."""
-  n = len(idx)
-  length = _padded_length(arrays["lengths"][idx], multiple)
-  fill = np.concatenate([idx, np.repeat(idx[:1], size - n)])
+  copies up to `size` rows (`trainer.pad_indices`)."""
+  fill, weights = trainer.pad_indices(idx, size)
+  length = _padded_length(arrays["lengths"][fill], multiple)
   batch = {k: arrays[k][fill, :length] for k in ("tokens", "mask") + TARGETS}
-  batch["weights"] = np.concatenate(
-      [np.ones(n, np.float32), np.zeros(size - n, np.float32)]
-  )
+  batch["weights"] = weights
   return batch
 
 
@@ -304,14 +301,18 @@ def sentence_accuracy(
   """{'all', 'count', 'per_category', 'count_per_category'} of `graphs`
   (batches sorted by length to limit padding and compilations)."""
   arrays = data_lib.graphs_to_arrays(graphs, vocabs)
-  order = np.argsort(arrays["lengths"], kind="stable")
-  correct = np.zeros(len(graphs), bool)
-  for start in range(0, len(graphs), batch_size):
-    idx = order[start : start + batch_size]
+
+  def correct_at(idx):
     batch = make_batch(arrays, idx, batch_size, multiple)
     batch.pop("weights")
-    out = mesh_lib.to_host(predict(params, mesh_lib.shard_batch(batch, mesh)))
-    correct[idx] = out[: len(idx)]
+    return mesh_lib.to_host(predict(params, mesh_lib.shard_batch(batch, mesh)))
+
+  correct = trainer.map_rows(
+      correct_at,
+      len(graphs),
+      batch_size,
+      order=np.argsort(arrays["lengths"], kind="stable"),
+  )
   cats = np.asarray([g.get("distribution") or "none" for g in graphs])
   per, counts = {}, {}
   for c in sorted(set(cats.tolist())):

@@ -464,6 +464,52 @@ def epoch_indices(
   return perm[i * batch_size : (i + 1) * batch_size]
 
 
+def pad_indices(
+    indices: Sequence[int], size: int
+) -> Tuple[np.ndarray, np.ndarray]:
+  """(padded, weights): `indices` (1 to `size` of them) followed by copies
+  of the first up to `size`, and per-row weights (1 on the given rows, 0 on
+  the copies). One way to fill an epoch's short last batch or the last
+  evaluation batch: the shapes stay those of every other batch, so nothing
+  recompiles, and the copies weigh nothing."""
+  indices = np.asarray(indices)
+  if not 0 < len(indices) <= size:
+    raise ValueError(
+        f"a batch holds 1 to {size} rows, got {len(indices)} indices."
+    )
+  padded = np.concatenate(
+      [indices, np.repeat(indices[:1], size - len(indices))]
+  )
+  weights = (np.arange(size) < len(indices)).astype(np.float32)
+  return padded, weights
+
+
+def map_rows(
+    fn: Callable[[np.ndarray], np.ndarray],
+    num_rows: int,
+    batch_size: int,
+    order: Optional[Sequence[int]] = None,
+) -> np.ndarray:
+  """Per-row outputs (first axis `num_rows`) of `fn(padded_indices)` -> host
+  array of `batch_size` rows, called on rows 0..num_rows-1 in batches of
+  `batch_size` (`pad_indices`; the copies' outputs are dropped). `order`
+  (a permutation) sets which rows share a batch, e.g. rows sorted by length
+  to limit padding; the output is in row order either way."""
+  order = np.arange(num_rows) if order is None else np.asarray(order)
+  if len(order) != num_rows:
+    raise ValueError(f"order has {len(order)} rows, expected {num_rows}.")
+  out = None
+  for start in range(0, num_rows, batch_size):
+    idx = order[start : start + batch_size]
+    values = np.asarray(fn(pad_indices(idx, batch_size)[0]))[: len(idx)]
+    if out is None:
+      out = np.zeros((num_rows,) + values.shape[1:], values.dtype)
+    out[idx] = values
+  if out is None:
+    raise ValueError("map_rows: no rows (num_rows=0).")
+  return out
+
+
 class EpochStream:
   """`BatchStream` of `batch_at(epoch_indices(step, ...))`: its position is
   the step alone, so resuming is exact.

@@ -62,7 +62,7 @@ def _fit(workdir, steps=6, stop_at_step=0, task=None, **loop):
       eval_every=2,
       stop_at_step=stop_at_step,
       progress=False,
-      **loop
+      **loop,
   )
   return trainer.fit(task or _task(), loop, str(workdir), log=lambda m: None)
 
@@ -82,6 +82,38 @@ def test_epoch_indices_cover_each_epoch_once_and_are_seeded():
   )
   with pytest.raises(ValueError, match="batch_size"):
     trainer.epoch_indices(0, 10, 0, 7)
+
+
+def test_pad_indices_repeats_the_first_row_with_zero_weight():
+  padded, weights = trainer.pad_indices([5, 2], 4)
+  np.testing.assert_array_equal(padded, [5, 2, 5, 5])
+  np.testing.assert_array_equal(weights, [1, 1, 0, 0])
+  assert weights.dtype == np.float32
+  full, ones = trainer.pad_indices(np.arange(3), 3)
+  np.testing.assert_array_equal(full, [0, 1, 2])
+  assert ones.sum() == 3
+  for bad in ([], [0, 1, 2, 3, 4]):
+    with pytest.raises(ValueError, match=f"1 to 4 rows, got {len(bad)}"):
+      trainer.pad_indices(bad, 4)
+
+
+def test_map_rows_calls_full_batches_and_returns_rows_in_order():
+  calls = []
+
+  def fn(idx):
+    calls.append(list(idx))
+    return np.stack([idx * 10, -idx], axis=1)  # 2 outputs per row.
+
+  order = [4, 0, 3, 1, 2]
+  out = trainer.map_rows(fn, 5, 2, order=order)
+  np.testing.assert_array_equal(out[:, 0], np.arange(5) * 10)
+  np.testing.assert_array_equal(out[:, 1], -np.arange(5))
+  assert calls == [[4, 0], [3, 1], [2, 2]]  # Every call has 2 rows.
+  np.testing.assert_array_equal(
+      trainer.map_rows(lambda idx: idx + 1, 3, 8), [1, 2, 3]
+  )
+  with pytest.raises(ValueError, match="order has 2 rows, expected 3"):
+    trainer.map_rows(fn, 3, 2, order=[0, 1])
 
 
 def test_the_step_names_its_metric_and_keys_dropout_by_the_step():

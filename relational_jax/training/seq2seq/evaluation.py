@@ -34,6 +34,7 @@ from jax.experimental import multihost_utils
 
 from relational_jax.data.vocab import EOS_ID, PAD_ID, UNK_ID
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import trainer
 from relational_jax.training.seq2seq.data import EncodedSet
 
 
@@ -47,8 +48,8 @@ def exact_match_rows(
     arities: Optional[np.ndarray] = None,
 ) -> np.ndarray:
   """Per-row exact match (bool, N) of greedy decoding on `eval_set`, in
-  batches of `batch_size` (the last one padded with repeats of its first
-  row). A target row holding UNK is never a match (module docstring)."""
+  batches of `batch_size` (`trainer.map_rows`). A target row holding UNK is never a match (module docstring).
+  """
   s = eval_set
   if decode_len != s.tgt_out.shape[1]:
     raise ValueError(
@@ -57,22 +58,15 @@ def exact_match_rows(
         "compared, EOS and padding included)."
     )
   extras = {} if arities is None else {"arities": arities.tolist()}
-  correct = np.zeros(len(s), bool)
-  for start in range(0, len(s), batch_size):
-    idx = np.arange(start, min(start + batch_size, len(s)))
-    real = len(idx)
-    idx = np.concatenate([idx, np.full(batch_size - real, idx[0])])
+
+  def correct_at(idx):
     src = mesh_lib.shard_batch(s.src[idx], mesh)
     tree = s.tree_extras(idx, strict=False)  # Sources may hold UNK.
-    src_tree = (
-        {}
-        if "src_tree_pos" not in tree
-        else {
-            "src_tree_pos_BxSxP": mesh_lib.shard_batch(
-                tree["src_tree_pos"], mesh
-            )
-        }
-    )
+    src_tree = {
+        f"{k}_BxSxP": mesh_lib.shard_batch(v, mesh)
+        for k, v in tree.items()
+        if k == "src_tree_pos"
+    }
     pred = model.greedy_decode(
         params,
         src,
@@ -85,12 +79,12 @@ def exact_match_rows(
     )
     if jax.process_count() > 1:  # Gather the other processes' rows.
       pred = multihost_utils.process_allgather(pred, tiled=True)
-    pred = np.asarray(pred)[:real]
-    target = s.tgt_out[idx[:real]]
-    correct[start : start + real] = np.all(pred == target, axis=1) & ~np.any(
+    target = s.tgt_out[idx]
+    return np.all(np.asarray(pred) == target, axis=1) & ~np.any(
         target == UNK_ID, axis=1
     )
-  return correct
+
+  return trainer.map_rows(correct_at, len(s), batch_size)
 
 
 def exact_match(

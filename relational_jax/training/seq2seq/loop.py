@@ -308,15 +308,7 @@ class Experiment:
     training examples `indices` (the same on every process), padded to
     `train.batch_size` with zero-weight copies of its first example."""
     size = self.config.train.batch_size
-    indices = np.asarray(indices)
-    if not 0 < len(indices) <= size:
-      raise ValueError(
-          f"a training batch holds 1 to {size} examples, got {len(indices)}."
-      )
-    real = np.arange(size) < len(indices)
-    padded = np.concatenate(
-        [indices, np.repeat(indices[:1], size - len(indices))]
-    )
+    padded, real = trainer.pad_indices(indices, size)
     rows = mesh_lib.process_rows(size, self.mesh)
     out = self.batch(padded[rows])
     out["weights"] = out["weights"] * real[rows, None]
