@@ -895,8 +895,8 @@ def _run_rat_clutrr(meta, inputs, params):
       np.testing.assert_allclose(
           ours[layer]["attention"][name], table, rtol=0, atol=1e-6
       )
-  (loss, logits), (grad_tree, grad_relation) = jax.value_and_grad(
-      loss_fn, argnums=(0, 1), has_aux=True
+  (loss, logits), (grad_tree, grad_relation) = jax.jit(
+      jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True)
   )(jax.tree_util.tree_map(jnp.asarray, ours), relation_params)
   out = {"logits": logits, "loss": loss}
   for name, value in to_authors(

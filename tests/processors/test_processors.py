@@ -350,7 +350,7 @@ def test_chunked_equals_unchunked(kind, chunks):
       nodes, edges = t.apply(p, None, *args)
       return jnp.sum(jnp.sin(nodes)) + jnp.sum(jnp.cos(edges)), (nodes, edges)
 
-    return jax.value_and_grad(fn, has_aux=True)(params)
+    return jax.jit(jax.value_and_grad(fn, has_aux=True))(params)
 
   (_, want), want_grads = loss(full)
   (_, got), got_grads = loss(chunked)
