@@ -62,8 +62,8 @@ def main(argv):
     config = config_from_flags()
     clrs_config.validate(config)
   results = loop.train_and_evaluate(config, FLAGS.workdir)
-  if not distributed.is_primary():
-    return
+  if "stopped_at" in results or not distributed.is_primary():
+    return  # A planned stop: the loop said where.
   for algorithm, entry in results["algorithms"].items():
     tests = ", ".join(f"n={n}: {s:.4f}" for n, s in entry["mean_test"].items())
     print(

@@ -252,8 +252,6 @@ def _run(name, budget, workdir, log, overrides, seed, copy_results):
   task = registry.get(reproduction.task)
   results = task.train_and_evaluate(config, workdir, log=log)
   results_path = task.results_path(config, workdir)
-  if results.get("complete") is False:  # seq2seq's record of a planned stop.
-    results = {"stopped_at": results["steps"]}
   if "stopped_at" in results:  # A planned stop (train.stop_at_step).
     log(
         f"{name}{_seed_tag(seed)}: stopped at step {results['stopped_at']} "

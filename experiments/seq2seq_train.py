@@ -89,8 +89,8 @@ def run(flag_values: flags.FlagValues = FLAGS) -> dict:
     config = config_from_flags(flag_values)
   workdir = flag_values.workdir
   results = seq2seq.train_and_evaluate(config, workdir)
-  if not distributed.is_primary():
-    return results
+  if "stopped_at" in results or not distributed.is_primary():
+    return results  # A planned stop: the trainer said where.
   for key in ("final", "selection"):  # The run record's keys (trainer.py).
     entry = results.get(key)
     if entry:

@@ -61,8 +61,8 @@ class Built:
   summary: results -> the one line logged at the end.
   plot: (results, results path) -> None, a figure beside the results.
   record_only: `final` reads the run record alone (e.g. the numbers of its
-    evaluation history): it gets params=None and selected=None, no state is
-    restored, and a planned stop writes the results of the run so far too.
+    evaluation history): it gets params=None and selected=None, and no
+    state is restored.
   """
 
   task: trainer.Task
@@ -145,8 +145,8 @@ def run(
 ) -> Dict[str, Any]:
   """Trains (or resumes) `config` of task module `task` in `workdir`; the
   results (written to `task.results_path`), or {'stopped_at': step} after a
-  planned stop (`train.stop_at_step`; rerun to resume) unless the task's
-  results come from the run record alone (`Built.record_only`).
+  planned stop (`train.stop_at_step`; rerun to resume; nothing written but
+  the checkpoints, config and metrics.jsonl).
   `log` takes the run's messages whatever `train.progress` (which draws
   the progress bar only); None: print. `options`: the task's run options
   (module docstring)."""
@@ -170,7 +170,7 @@ def run(
       t.select_on,
       select=not built.record_only,
   )
-  if not (done.complete or built.record_only):
+  if not done.complete:
     return {"stopped_at": done.step}
   started = time.time()
   evaluation = built.final(

@@ -87,7 +87,7 @@ def test_command_line_resumes_a_library_run(tmp_path):
       "--test_lengths=5",
       "--batch_size=4",
       "--eval_batch_size=4",
-      "--config.protocol.train_steps=3",
+      "--config.protocol.train_steps=4",
       "--eval_every=1",
       "--max_eval_samples=4",
       "--hidden_size=16",
@@ -99,16 +99,29 @@ def test_command_line_resumes_a_library_run(tmp_path):
       "--config.rt.edge_ffn_dim=4",
       "--noprogress",
   ]
+  # A planned stop (step 3 of 4) ends cleanly, saying where it stopped ...
+  proc = subprocess.run(
+      cmd + ["--config.train.stop_at_step=3"],
+      cwd=REPO,
+      capture_output=True,
+      text=True,
+      timeout=600,
+  )
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert "resumed at step 2" in proc.stdout
+  assert "stopped at step 3 (train.stop_at_step)" in proc.stdout
+  assert "OOD test" not in proc.stdout
+  # ... and the same command without it resumes there and finishes.
   proc = subprocess.run(
       cmd, cwd=REPO, capture_output=True, text=True, timeout=600
   )
   assert proc.returncode == 0, proc.stderr[-3000:]
-  assert "resumed at step 2" in proc.stdout
+  assert "resumed at step 3" in proc.stdout
   assert "OOD test n=5" in proc.stdout
   with open(os.path.join(workdir, "results.json")) as f:
     resumed = json.load(f)["algorithms"]["bellman_ford"]["runs"][0]
-  assert resumed["steps"] == 3
-  assert [h["step"] for h in resumed["history"]] == [1, 2, 3]
+  assert resumed["steps"] == 4
+  assert [h["step"] for h in resumed["history"]] == [1, 2, 3, 4]
   assert resumed["history"][:2] == run["history"]
 
 

@@ -182,7 +182,8 @@ def test_run_resumes_from_the_command_line(tmp_path, capsys):
   # --checkpoint_path, the earlier name, is an alias of --workdir.
   first = _parse(argv + ["--stop_at_step=2", f"--checkpoint_path={workdir}"])
   assert first.workdir == workdir
-  seq2seq_train.run(first)
+  assert seq2seq_train.run(first) == {"stopped_at": 2}
+  assert "results:" not in capsys.readouterr().out  # None written yet.
   results = seq2seq_train.run(_parse(argv + [f"--workdir={workdir}"]))
   out = capsys.readouterr().out
   assert "resumed at step 2" in out and "final (step 4): iid" in out

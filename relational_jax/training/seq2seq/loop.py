@@ -556,8 +556,8 @@ def train_and_evaluate(
   the rows evaluated (with `data.max_eval_examples`, the categories of the
   chosen rows; their counts in `data.category_sizes`).
 
-  The engine (`engine.run`) does all but `build`; the results of a planned
-  stop (`train.stop_at_step`) are those of the run so far.
+  The engine (`engine.run`) does all but `build`; a planned stop
+  (`train.stop_at_step`) returns {'stopped_at': step}.
 
   Raises:
     ValueError: for a bad configuration or data, or a resumed run whose
@@ -668,11 +668,6 @@ def _final(experiment: Experiment, done: trainer.RunRecord) -> Dict:
 
 
 def _summary(results: Dict) -> str:
-  if not results["complete"]:
-    return (
-        f"stopped at step {results['steps']} (train.stop_at_step); rerun on "
-        "the same work directory to resume"
-    )
   final = results["final"]
   if not final:
     return f"trained {results['steps']} steps, no evaluation"
