@@ -255,6 +255,18 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   m, p, t = config.model, config.protocol, config.train
   shapes.check_choice(m.hint_repred_mode, HINT_REPRED_MODES, "hint_repred_mode")
   shapes.check_choice(m.encoder_init, ENCODER_INITS, "encoder_init")
+  for name in ("hidden_dim", "nb_msg_passing_steps"):
+    if not (isinstance(m[name], int) and m[name] >= 1):
+      raise ValueError(f"model.{name} must be an int >= 1, got {m[name]!r}.")
+  if not 0.0 <= m.dropout_prob < 1.0:
+    raise ValueError(
+        f"model.dropout_prob must be in [0, 1), got {m.dropout_prob}."
+    )
+  if not 0.0 <= m.hint_teacher_forcing <= 1.0:
+    raise ValueError(
+        "model.hint_teacher_forcing must be in [0, 1], got "
+        f"{m.hint_teacher_forcing}."
+    )
   clrs_data.check_lengths(p.train_lengths, "train_lengths")
   clrs_data.check_lengths(p.test_lengths, "test_lengths")
   if p.max_eval_samples < 0:

@@ -50,6 +50,7 @@ from relational_jax.training.checkpoints import abstract_like
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import evaluation
+from relational_jax.training.errors import UserError
 
 ConfigDict = config_lib.ConfigDict
 
@@ -490,8 +491,11 @@ def evaluate_checkpoints(
           skipped=skipped,
       )
       if restored is None:
-        raise FileNotFoundError(
-            f"No {which} checkpoint in {run_dir}/checkpoints/{which}."
+        raise UserError(
+            f"No {which} checkpoint in {run_dir}/checkpoints/{which}: that "
+            "run has not been saved yet (train it further with the same "
+            "--workdir; the first checkpoint comes at the first evaluation"
+            + ("; or test --checkpoint=latest)." if which == "best" else ").")
         )
       # What was tested: `which`, or what its restore fell back to.
       tested = skipped[-1]["restored_instead"] if skipped else {"which": which}

@@ -16,7 +16,8 @@ from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import loop as clrs_loop
 from relational_jax.training import trainer
-from relational_jax.training.errors import NonFiniteLossError
+from relational_jax.training import config as config_lib
+from relational_jax.training.errors import NonFiniteLossError, UserError
 
 TINY = {
     "algorithms": ("bellman_ford",),
@@ -105,6 +106,19 @@ def test_runs_end_to_end(tmp_path):
             r"ptr_from_edges=True needs carry_state=True",
         ),
         (
+            dict(model__hidden_dim=-3),
+            r"model.hidden_dim must be an int >= 1, got -3",
+        ),
+        (
+            dict(model__nb_msg_passing_steps=0),
+            r"model.nb_msg_passing_steps must be an int >= 1, got 0",
+        ),
+        (dict(model__dropout_prob=1.0), r"dropout_prob must be in \[0, 1\)"),
+        (
+            dict(model__hint_teacher_forcing=1.5),
+            r"hint_teacher_forcing must be in \[0, 1\], got 1.5",
+        ),
+        (
             dict(processor_type="mpnn"),
             (
                 r"config.rt fields \[.*'head_dim'.*\] apply to the RT processor"
@@ -116,6 +130,8 @@ def test_runs_end_to_end(tmp_path):
 def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
   with pytest.raises(ValueError, match=message):
     clrs_loop.train_and_evaluate(tiny(**overrides), str(tmp_path))
+  # Refused before anything is saved: the directory takes a good config.
+  assert not os.path.exists(os.path.join(tmp_path, "config.json"))
 
 
 @pytest.mark.parametrize(
@@ -279,6 +295,12 @@ def test_evaluate_only_needs_an_existing_directory(tmp_path):
       match=r"Checkpoint directory .*missing.* does not exist",
   ):
     clrs_loop.evaluate_checkpoints(str(tmp_path / "missing"), [64])
+  # A run whose config is saved but that has no checkpoint yet: one line.
+  config_lib.save_config(tiny(), str(tmp_path))
+  with pytest.raises(
+      UserError, match=r"No best checkpoint in .*bellman_ford_seed42.*latest"
+  ):
+    clrs_loop.evaluate_checkpoints(str(tmp_path), [5])
 
 
 @pytest.mark.slow
