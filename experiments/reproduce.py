@@ -25,6 +25,11 @@ e.g. CLUTRR: results/clutrr/<name>[_paper][__seed<S>].json) each finished
 run's results JSON is copied there and its figures (`Reproduction.figures`,
 e.g. CLUTRR's Figure 3 from every model's seed mean) are redrawn: not for a
 variant (--set) nor with --nocopy_results.
+
+`--set=train.stop_at_step=N` (and the other `RUN_CONTROL` paths: progress,
+TensorBoard, checkpoint interval) makes no variant: the run stops at step N
+in the reproduction's own work directory, and the command without it goes
+on from there.
 """
 
 import ast
@@ -142,6 +147,23 @@ def set_text(value) -> str:
   return repr(value)
 
 
+# Config paths that say how a run goes, not what it computes: they make no
+# variant (no work-dir suffix, no mark in the record's command, the results
+# still copied), so the same command without them goes on with the same run.
+RUN_CONTROL = (
+    "train.stop_at_step",
+    "stop_at_step",  # The clrs_rt_protocol comparisons' name.
+    "train.progress",
+    "train.tensorboard",
+    "train.checkpoint_every",
+)
+
+
+def variant_overrides(overrides: Mapping[str, object]) -> Dict:
+  """`overrides` less the `RUN_CONTROL` paths: what makes a variant."""
+  return {p: v for p, v in overrides.items() if p not in RUN_CONTROL}
+
+
 def overrides_suffix(overrides: Mapping[str, object]) -> str:
   """A work-dir suffix naming the overrides ('' for none)."""
   text = ",".join(f"{p}={v}" for p, v in overrides.items())
@@ -196,7 +218,9 @@ def check(
 
 
 def _default_workdir(name, budget, overrides) -> str:
-  return f"runs/reproduce/{name}_{budget}" + overrides_suffix(overrides)
+  return f"runs/reproduce/{name}_{budget}" + overrides_suffix(
+      variant_overrides(overrides)
+  )
 
 
 def _seed_tag(seed: Optional[int]) -> str:
@@ -242,7 +266,7 @@ def _run(name, budget, workdir, log, overrides, seed, copy_results):
   reproduction = reproductions.get(name)
   overrides = today_paths(name, overrides or {})
   workdir = workdir or _default_workdir(name, budget, overrides)
-  variant = bool(overrides)
+  variant = bool(variant_overrides(overrides))
   if seed is not None and seed == _own_seed(name, budget, overrides):
     seed = None  # The config's own seed: the untagged run.
   if seed is not None:
@@ -252,10 +276,11 @@ def _run(name, budget, workdir, log, overrides, seed, copy_results):
   task = registry.get(reproduction.task)
   results = task.train_and_evaluate(config, workdir, log=log)
   results_path = task.results_path(config, workdir)
-  if "stopped_at" in results:  # A planned stop (train.stop_at_step).
+  if "stopped_at" in results:  # A planned stop (RUN_CONTROL's stop_at_step).
     log(
         f"{name}{_seed_tag(seed)}: stopped at step {results['stopped_at']} "
-        "(train.stop_at_step); rerun the same command to resume."
+        "(a planned stop); rerun the command without the stop (or with a "
+        "later one) to go on."
     )
     stopped = {"name": name, "budget": budget}
     if seed is not None:
@@ -274,11 +299,14 @@ def _run(name, budget, workdir, log, overrides, seed, copy_results):
       "results_path": results_path,
       "command": (
           f"python -m experiments.reproduce {name} --budget={budget}"
-          + "".join(f" --set={p}={set_text(v)}" for p, v in overrides.items())
+          + "".join(
+              f" --set={p}={set_text(v)}"
+              for p, v in variant_overrides(overrides).items()
+          )
       ),
   }
-  if overrides:
-    record["overrides"] = overrides
+  if variant_overrides(overrides):
+    record["overrides"] = variant_overrides(overrides)
   # The run's own results JSON carries the published number beside ours.
   results["reproduction"] = record
   if distributed.is_primary():
@@ -383,18 +411,21 @@ def run_seeds(
       "command": (
           f"python -m experiments.reproduce {name} --budget={budget}"
           f" --seeds={','.join(map(str, seeds))}"
-          + "".join(f" --set={p}={set_text(v)}" for p, v in overrides.items())
+          + "".join(
+              f" --set={p}={set_text(v)}"
+              for p, v in variant_overrides(overrides).items()
+          )
       ),
   }
   task = registry.get(reproduction.task)
   if hasattr(task, "aggregate"):
     sweep["aggregate"] = task.aggregate(results)
-  if overrides:
-    sweep["overrides"] = overrides
+  if variant_overrides(overrides):
+    sweep["overrides"] = variant_overrides(overrides)
   if distributed.is_primary():
     reporting.write_json(f"{workdir}__seeds.json", sweep)
   if copy_results:
-    draw_figures(name, budget, overrides, log)
+    draw_figures(name, budget, variant_overrides(overrides), log)
   return sweep
 
 
@@ -421,7 +452,7 @@ def main(argv):
     if "stopped_at" in record:
       return
     if FLAGS.copy_results:
-      draw_figures(name, budget, overrides)
+      draw_figures(name, budget, variant_overrides(overrides))
   else:
     record = run_seeds(
         name,

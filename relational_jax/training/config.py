@@ -163,7 +163,14 @@ def override(
           f"unknown config path {path!r}; top-level keys are "
           f"{sorted(out.keys())}."
       ) from e
-    set_path(out, path, value)
+    try:
+      set_path(out, path, value)
+    except TypeError as e:  # ConfigDict's type lock: one line, not a trace.
+      current = get_path(out, path)
+      raise ValueError(
+          f"config path {path!r} takes a {type(current).__name__} (now "
+          f"{current!r}), got {value!r}."
+      ) from e
   return out
 
 

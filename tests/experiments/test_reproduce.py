@@ -135,6 +135,27 @@ def test_set_overrides_parse_and_reach_the_record_and_the_work_dir():
         "/nonexistent",
         overrides={"transformer.nope": 1},
     )
+  # A value of the wrong type names the path and the type it takes.
+  for path, value, kind in (
+      ("train.steps", "abc", "int"),
+      ("protocol.train_ks", 2, "tuple"),
+  ):
+    with pytest.raises(
+        ValueError, match=rf"config path '{path}' takes a {kind} \(now"
+    ):
+      reproduce.check("clutrr_et_k23", "smoke", {path: value})
+
+
+def test_run_control_paths_make_no_variant():
+  stop = {"train.stop_at_step": 5, "train.progress": False}
+  assert reproduce._default_workdir("x", "smoke", stop) == (
+      "runs/reproduce/x_smoke"
+  )
+  both = dict(stop, **{"train.steps": 9})
+  assert reproduce.variant_overrides(both) == {"train.steps": 9}
+  assert reproduce._default_workdir("x", "smoke", both) == (
+      "runs/reproduce/x_smoke__train.steps=9"
+  )
 
 
 def test_set_takes_a_renamed_path_as_the_config_flags_do():
@@ -489,6 +510,8 @@ def test_a_planned_stop_ends_cleanly_and_the_same_command_resumes(tmp_path):
       overrides={"train.stop_at_step": 0},
   )
   assert set(done["ours"]) & {"gen", "iid"}
+  # A stop is no variant: not in the record, the results copied as usual.
+  assert "overrides" not in done and "stop_at_step" not in done["command"]
 
 
 def test_pair_models_clrs_runs_clrs_rt_s_budgets_for_every_processor():
