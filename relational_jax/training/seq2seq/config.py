@@ -39,6 +39,7 @@ earlier versions of `experiments.seq2seq_train` to config paths;
 paths).
 """
 
+import os
 from typing import Optional
 
 from relational_jax.data import for2lam as for2lam_lib
@@ -85,6 +86,47 @@ TSV_FILES = {
     "dev.tsv": "iid_val",
     "gen_dev.tsv": "gen_val",
 }
+_EVAL_FILES = [name for name, role in TSV_FILES.items() if role != "train"]
+
+
+def tsv_directory(d: ConfigDict) -> str:
+  """The directory of a TSV dataset's files ('cogs' under data_dir, or
+  'tsv''s data_path)."""
+  return (
+      os.path.join(d.data_dir, "cogs") if d.dataset == "cogs" else d.data_path
+  )
+
+
+def check_data_files(d: ConfigDict) -> None:
+  """Raises ValueError naming a file the data section needs that is absent:
+  a TSV dataset's train.tsv and at least one evaluation file; SCAN's
+  tasks.txt where `scan_official_order` orders the length split by it."""
+  if d.dataset in ("cogs", "tsv"):
+    directory = tsv_directory(d)
+    if not os.path.isfile(os.path.join(directory, "train.tsv")):
+      raise ValueError(
+          f"{d.dataset}: training file {directory}/train.tsv not found "
+          f"(data.{'data_dir' if d.dataset == 'cogs' else 'data_path'})."
+      )
+    if not any(os.path.isfile(os.path.join(directory, f)) for f in _EVAL_FILES):
+      raise ValueError(
+          f"{d.dataset}: no evaluation file in {directory}: it needs any of "
+          f"{_EVAL_FILES}."
+      )
+  elif (
+      d.dataset == "scan"
+      and resolved_split(d) == "length_cutoff"
+      and d.scan_official_order
+  ):
+    path = os.path.join(d.data_dir, "scan", "tasks.txt")
+    if not os.path.isfile(path):
+      raise ValueError(
+          "scan_official_order=True needs the official SCAN tasks.txt at "
+          f"{path} (set data_dir, or scan_official_order=False for the "
+          "sorted order: same sizes, different IID hold-out)."
+      )
+
+
 # Model-config fields that the data fixes (passed by the loop).
 DATA_DERIVED = (
     "src_vocab_size",
@@ -237,9 +279,10 @@ def validate(
     if d.dataset == "tsv" and not d.data_path:
       raise ValueError(
           "dataset='tsv' needs data_path, a directory with "
-          f"train.tsv and any of {sorted(TSV_FILES)[1:]}."
+          f"train.tsv and any of {_EVAL_FILES}."
       )
     _check_unread_data_fields(d, split)
+    check_data_files(d)
   if model:
     model_config(config)  # The model config's own checks.
     config_lib.check_unselected_sections(

@@ -125,6 +125,7 @@ def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
   `target_order` is the target traversal of generated trees (for2lam)."""
   c = data_config
   split = config_lib.resolved_split(c)
+  config_lib.check_data_files(c)
   notes = []
   categories = {}
   if c.dataset == "for2lam":
@@ -147,14 +148,7 @@ def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
     scan_dir = os.path.join(c.data_dir, "scan")
     order, data_dir = None, None
     if split == "length_cutoff" and c.scan_official_order:
-      path = os.path.join(scan_dir, "tasks.txt")
-      if not os.path.isfile(path):
-        raise FileNotFoundError(
-            "scan_official_order=True needs the official SCAN tasks.txt at "
-            f"{path} (set data_dir, or scan_official_order=False for the "
-            "sorted order: same sizes, different IID hold-out)."
-        )
-      order = scan_lib.read_scan_file(path)
+      order = scan_lib.read_scan_file(os.path.join(scan_dir, "tasks.txt"))
       notes.append("IID hold-out drawn from the tasks.txt line order.")
     elif split in ("simple", "length"):
       data_dir = scan_dir
@@ -188,13 +182,7 @@ def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
       description = f"SCAN {split}"
     train = parts["train"]
   else:
-    directory = (
-        os.path.join(c.data_dir, "cogs") if c.dataset == "cogs" else c.data_path
-    )
-    if not os.path.isfile(os.path.join(directory, "train.tsv")):
-      raise FileNotFoundError(
-          f"{c.dataset}: training file {directory}/train.tsv not found."
-      )
+    directory = config_lib.tsv_directory(c)
     train, evals = None, {}
     for name, role in config_lib.TSV_FILES.items():
       path = os.path.join(directory, name)

@@ -159,7 +159,10 @@ def test_default_config_layout_and_models():
         ),
         (
             {"data.dataset": "tsv", "data.split": ""},
-            r"dataset='tsv' needs data_path",
+            (
+                r"dataset='tsv' needs data_path, a directory with train.tsv and"
+                r" any of \['test.tsv', 'gen.tsv', 'dev.tsv', 'gen_dev.tsv'\]"
+            ),
         ),
         (
             {"transformer.positions": "tree", "transformer.tree_depth": 4},

@@ -1,6 +1,8 @@
 """relational_jax.training.seq2seq.data: TSV loading; the training stream
 (the trainer's, padded) of `Experiment`."""
 
+import os
+
 import jax
 import numpy as np
 import pytest
@@ -29,6 +31,7 @@ def test_tsv_data_and_a_missing_column(tmp_path):
   bad = tmp_path / "bad"
   bad.mkdir()
   (bad / "train.tsv").write_text("a b\tA B\nb B\n")
+  (bad / "test.tsv").write_text("a\tA\n")
   with pytest.raises(
       ValueError, match=r"train.tsv, line 2: found 1 column\(s\), expected 2"
   ):
@@ -253,3 +256,34 @@ def test_source_markers_need_a_sequence_encoder():
     config_lib.validate(c)
   c.data.source_markers = "none"
   config_lib.validate(c)
+
+
+@pytest.mark.parametrize(
+    "files, message",
+    [
+        ((), r"tsv: training file .*/d/train.tsv not found \(data.data_path\)"),
+        (
+            ("train.tsv",),
+            r"no evaluation file in .*/d: it needs any of \['test.tsv', "
+            r"'gen.tsv', 'dev.tsv', 'gen_dev.tsv'\]",
+        ),
+    ],
+)
+def test_missing_files_are_config_errors(tmp_path, files, message):
+  """Checked with the config (one line from the command line), before
+  anything is written in the work directory."""
+  directory = tmp_path / "d"
+  directory.mkdir()
+  for name in files:
+    (directory / name).write_text("a\tA\n")
+  config = tiny({
+      "data.dataset": "tsv",
+      "data.split": "",
+      "data.data_path": str(directory),
+      "data.scan_official_order": True,  # SCAN's only: the default.
+  })
+  with pytest.raises(ValueError, match=message):
+    seq2seq.validate(config)
+  with pytest.raises(ValueError, match=message):
+    seq2seq.train_and_evaluate(config, str(tmp_path / "run"))
+  assert not os.path.exists(tmp_path / "run" / "config.json")
