@@ -553,6 +553,10 @@ def _row(
   }, signature
 
 
+# Trees without a single story of k facts after which k is out of reach.
+_ROUNDS_TO_FIND_K = 100
+
+
 def generate_rows(
     k: int,
     num_rows: int,
@@ -593,7 +597,8 @@ def generate_rows(
     accept: if given, only stories whose signature it accepts are kept.
     unique: no two returned rows share a signature.
     task_split: value of the `task_split` column.
-    max_rounds: give up (`RuntimeError`) after this many trees.
+    max_rounds: give up (`RuntimeError`) after this many trees; a `k` that
+      none of the first 100 trees can tell is a ValueError.
     closure: the relations of a tree's pairs (targets and facts alike):
       'clutrr' (`clutrr_closure`, CLUTRR's labels, as the authors' data) or
       'sound' (`kinship`, only relations that hold).
@@ -617,7 +622,14 @@ def generate_rows(
   kept: Set[Tuple] = set()
   pattern_count: Dict[str, int] = {}
   rows: List[Dict[str, str]] = []
-  for _ in range(max_rounds):
+  any_story = False  # Whether any tree so far held a story of k facts.
+  for round_ in range(max_rounds):
+    if round_ == _ROUNDS_TO_FIND_K and not any_story:
+      raise ValueError(
+          f"generate_rows(k={k}): none of the first {round_} family trees "
+          f"(max_levels={max_levels}, {min_child}-{max_child} children) "
+          f"holds a story of {k} facts: k is too large for these trees."
+      )
     tree = sample_family_tree(
         rng,
         max_levels=max_levels,
@@ -635,6 +647,7 @@ def generate_rows(
       derived = builder.derive(target, k, rng)
       if derived is None:
         continue
+      any_story = True
       row, sig = _row(
           builder, names, target, derived[0], derived[1], k, task_split, rng
       )

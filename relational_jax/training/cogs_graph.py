@@ -166,6 +166,11 @@ def validate(config: ConfigDict) -> None:
     )
   if t.select_on == "val" and not d.val_file:
     raise ValueError("train.select_on='val' needs data.val_file.")
+  if not d.eval_files:
+    raise ValueError(
+        "data.eval_files is empty: name at least one file to test on (e.g. "
+        "('test.tsv', 'gen.tsv'))."
+    )
   for name in (
       (d.train_file,)
       + tuple(d.eval_files)

@@ -433,6 +433,18 @@ def test_generator_rejects_small_k():
     clutrr_generator.generate_rows(1, 5)
 
 
+def test_a_k_no_tree_can_tell_is_refused_early():
+  """Small trees (2 levels of 2 children) hold no story of 6 facts: a clear
+  error after 100 trees, not `max_rounds` of them."""
+  tree = dict(max_levels=2, min_child=2, max_child=2)
+  assert len(clutrr_generator.generate_rows(4, 2, **tree)) == 2
+  with pytest.raises(
+      ValueError,
+      match=r"k=6\): none of the first 100 family trees .* too large",
+  ):
+    clutrr_generator.generate_rows(6, 2, **tree)
+
+
 @pytest.mark.slow  # 200 rounds of generation: ~15 s.
 def test_generator_names_how_many_unique_stories_it_found():
   with pytest.raises(RuntimeError, match="only 62 of 63 new stories"):

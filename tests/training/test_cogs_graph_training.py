@@ -88,6 +88,7 @@ def test_bad_configs(tmp_path):
       ("data.train_file", "missing.tsv", "not found"),
       ("head.max_distance", -1, "max_distance"),
       ("train.learning_rate", 0.0, "learning_rate"),
+      ("data.eval_files", (), "data.eval_files is empty"),
   ):
     with pytest.raises(ValueError, match=match):
       cg.train_and_evaluate(_config(**{path: value}), str(tmp_path / "x"))
