@@ -680,23 +680,12 @@ def run_theirs(
           f"--max_eval_samples={budget.max_eval_samples}",
           "--authors_flags=" + " ".join(reference_flags(budget, seed)),
       ]
-      log_path = os.path.join(run_dir, "log.txt")
-      with open(log_path, "a") as out:
-        proc = subprocess.run(
-            cmd,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            check=False,
-            env=reference_env(threads),
-            cwd=scratch,
-        )
-      if proc.returncode:
-        with open(log_path) as f:
-          tail = f.read()[-3000:]
-        raise RuntimeError(
-            "the authors' side failed (exit "
-            f"{proc.returncode}): {' '.join(cmd)}\n{tail}"
-        )
+      protocol.run_reference(
+          cmd,
+          os.path.join(run_dir, "log.txt"),
+          env=reference_env(threads),
+          cwd=scratch,
+      )
       points = read_curve(curve)
     per_algorithm[algorithm] = points
   return merge(per_algorithm)
@@ -705,10 +694,7 @@ def run_theirs(
 def read_curve(path: str) -> List[Dict]:
   """The wrapper's evaluation points ({"step", "val", "test", ...}; [] if
   absent)."""
-  if not os.path.isfile(path):
-    return []
-  with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
+  return protocol.read_jsonl(path)
 
 
 def finished_ours(budget: Budget, workdir: str):

@@ -25,10 +25,8 @@ Known differences, kept (neither changes the function trained):
 """
 
 import dataclasses
-import json
 import os
 import shutil
-import subprocess
 import sys
 from typing import Dict, List, Mapping, Sequence
 
@@ -213,26 +211,13 @@ def run_theirs(
   # Their label ids come from list(set(names)): the order follows Python's
   # string hash, random per process unless PYTHONHASHSEED is fixed.
   env = dict(os.environ, PYTHONHASHSEED=str(seed))
-  with open(log_path, "a") as out:
-    proc = subprocess.run(
-        cmd, stdout=out, stderr=subprocess.STDOUT, check=False, env=env
-    )
-  if proc.returncode:
-    with open(log_path) as f:
-      tail = f.read()[-3000:]
-    raise RuntimeError(
-        f"the authors' side failed (exit {proc.returncode}): "
-        f"{' '.join(cmd)}\n{tail}"
-    )
+  protocol.run_reference(cmd, log_path, env=env)
   return read_curve(curve)
 
 
 def read_curve(path: str) -> List[Dict]:
   """The evaluation points of the wrapper's curve.jsonl ([] if absent)."""
-  if not os.path.isfile(path):
-    return []
-  with open(path) as f:
-    entries = [json.loads(line) for line in f if line.strip()]
+  entries = protocol.read_jsonl(path)
   return [
       {"step": e["step"], "metrics": metrics_of(e["tests"])} for e in entries
   ]

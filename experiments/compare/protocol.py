@@ -32,6 +32,9 @@ value}}` (`curves.Run`).
 
 import abc
 import dataclasses
+import json
+import os
+import subprocess
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from experiments.compare import curves
@@ -39,6 +42,32 @@ from relational_jax.layers.shapes import check_choice
 
 Run = List[Dict]  # [{"step": int, "metrics": {name: float}}, ...]
 Budget = Any  # A comparison's frozen Budget dataclass (steps, seeds, ...).
+
+
+def run_reference(cmd: Sequence[str], log_path: str, **kwargs: Any) -> None:
+  """Runs the authors' side `cmd` (their Python and a wrapper script), its
+  output appended to `log_path`; `kwargs` go to `subprocess.run` (env,
+  cwd). A failure is a RuntimeError holding the command and the log's
+  tail."""
+  with open(log_path, "a") as out:
+    proc = subprocess.run(
+        list(cmd), stdout=out, stderr=subprocess.STDOUT, check=False, **kwargs
+    )
+  if proc.returncode:
+    with open(log_path) as f:
+      tail = f.read()[-3000:]
+    raise RuntimeError(
+        f"the authors' side failed (exit {proc.returncode}): "
+        f"{' '.join(cmd)}\n{tail}"
+    )
+
+
+def read_jsonl(path: str) -> List[Dict]:
+  """The entries of a wrapper's curve.jsonl, in order ([] if absent)."""
+  if not os.path.isfile(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
 
 
 @dataclasses.dataclass(frozen=True)

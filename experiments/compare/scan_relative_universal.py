@@ -41,9 +41,7 @@ every parameter starts from their distribution. What is left
 """
 
 import dataclasses
-import json
 import os
-import subprocess
 import sys
 from typing import Dict, List, Mapping, Sequence
 
@@ -331,34 +329,19 @@ def run_theirs(
       f"--out_dir={out_dir}",
       "--authors_flags=" + " ".join(reference_flags(AUTHORS, budget)),
   ]
-  with open(log_path, "a") as out:
-    proc = subprocess.run(
-        cmd, stdout=out, stderr=subprocess.STDOUT, check=False
-    )
-  if proc.returncode:
-    with open(log_path) as f:
-      tail = f.read()[-3000:]
-    raise RuntimeError(
-        f"the authors' side failed (exit {proc.returncode}): "
-        f"{' '.join(cmd)}\n{tail}"
-    )
+  protocol.run_reference(cmd, log_path)
   return _read_curve(curve_path)
 
 
 def _read_curve(path: str) -> List[Dict]:
   """The evaluation points of the wrapper's curve.jsonl ([] if absent)."""
-  if not os.path.isfile(path):
-    return []
-  points = []
-  with open(path) as f:
-    for line in f:
-      if line.strip():
-        entry = json.loads(line)
-        points.append({
-            "step": entry["step"],
-            "metrics": {m: float(entry["accuracy"][m]) for m in METRICS},
-        })
-  return points
+  return [
+      {
+          "step": entry["step"],
+          "metrics": {m: float(entry["accuracy"][m]) for m in METRICS},
+      }
+      for entry in protocol.read_jsonl(path)
+  ]
 
 
 def finished_ours(budget: Budget, workdir: str):

@@ -7,6 +7,7 @@ import inspect
 import json
 import os
 import pkgutil
+import sys
 
 import pytest
 
@@ -221,3 +222,18 @@ def test_prepare_data_reads_the_inputs_each_comparison_names(tmp_path):
       protocol.DataInputs("unused.csv", str(shared), missing, "python"),
   )
   assert got == str(shared)
+
+
+def test_run_reference_logs_and_names_a_failure(tmp_path):
+  log = str(tmp_path / "log.txt")
+  protocol.run_reference([sys.executable, "-c", "print('step 1')"], log)
+  with pytest.raises(RuntimeError) as failed:
+    protocol.run_reference(
+        [sys.executable, "-c", "print('step 2'); raise SystemExit(3)"], log
+    )
+  assert "the authors' side failed (exit 3)" in str(failed.value)
+  assert str(failed.value).endswith("step 1\nstep 2\n")  # The log's tail.
+  curve = tmp_path / "curve.jsonl"
+  assert protocol.read_jsonl(str(curve)) == []
+  curve.write_text('{"step": 1}\n\n{"step": 2}\n')
+  assert protocol.read_jsonl(str(curve)) == [{"step": 1}, {"step": 2}]
