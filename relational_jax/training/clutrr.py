@@ -612,6 +612,7 @@ def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
       evaluate=evaluate,
       mesh=mesh,
       seed=t_cfg.seed,
+      score_key="val_accuracy" if "val" in data else None,
   )
 
   def final(params, done, selected) -> Dict:

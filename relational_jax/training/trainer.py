@@ -577,9 +577,15 @@ def make_train_step(
   (`prng.dropout_key`: 'threefry', or the cheaper 'counter_hash').
 
   Raises:
-    ValueError: for an unknown `dropout_prng` (names the choices).
+    ValueError: for an unknown `dropout_prng` (names the choices), or a
+      `metric` named 'loss' or 'grad_norm' (it would overwrite that one).
   """
   check_choice(dropout_prng, prng.DROPOUT_PRNGS, "dropout_prng")
+  if metric in ("loss", "grad_norm"):
+    raise ValueError(
+        f"metric={metric!r} would overwrite the step's own {metric!r}; name "
+        "the training metric otherwise (e.g. 'accuracy')."
+    )
   rep, bsh = mesh_lib.replicated(mesh), mesh_lib.batch_sharded(mesh)
 
   def step(state, batch):
@@ -705,10 +711,16 @@ class FunctionalTask:
       checkpoint's abstract structure and jitted for a fresh run.
     train_step: `make_train_step`'s step.
     stream: the training batches.
-    evaluate: params -> history fields; `score_key` among them (if present)
-      is the selection score.
+    evaluate: params -> history fields; `score_key` among them is the
+      selection score (higher is better). An empty dict scores nothing.
     mesh: the device mesh (the state is replicated over it).
     seed: the initialisation key's seed.
+    score_key: the selection score's field; None: the task has none (the
+      run keeps its last state).
+
+  Raises (from `evaluate`):
+    ValueError: `evaluate` returned fields without `score_key` (selection
+      would silently fall back to the last state).
   """
 
   def __init__(
@@ -720,7 +732,7 @@ class FunctionalTask:
       evaluate: Callable[[Any], Dict],
       mesh,
       seed: int,
-      score_key: str = "val_accuracy",
+      score_key: Optional[str] = "val_accuracy",
   ):
     self._init, self._evaluate = init, evaluate
     self.train_step, self.stream = train_step, stream
@@ -737,7 +749,15 @@ class FunctionalTask:
   def evaluate(self, state, step):
     del step
     entry = self._evaluate(state["params"])
-    return entry, entry.get(self.score_key)
+    if self.score_key is None or not entry:
+      return entry, None
+    if self.score_key not in entry:
+      raise ValueError(
+          f"evaluate returned {sorted(entry)}, without the selection score "
+          f"score_key={self.score_key!r}: return it, or pass the key it has "
+          "as FunctionalTask(score_key=...) (None: no selection score)."
+      )
+    return entry, entry[self.score_key]
 
 
 def selected_state(

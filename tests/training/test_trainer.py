@@ -116,6 +116,24 @@ def test_map_rows_calls_full_batches_and_returns_rows_in_order():
     trainer.map_rows(fn, 3, 2, order=[0, 1])
 
 
+def test_a_metric_named_loss_is_refused():
+  mesh = mesh_lib.mesh_of_first(1)
+  for name in ("loss", "grad_norm"):
+    with pytest.raises(ValueError, match=f"metric='{name}' would overwrite"):
+      trainer.make_train_step(_loss, optax.sgd(0.1), mesh, metric=name)
+
+
+def test_an_evaluation_without_the_score_key_is_an_error(tmp_path):
+  task = _task()
+  task._evaluate = lambda params: {"val_acc": 0.5}  # Not 'val_accuracy'.
+  with pytest.raises(ValueError, match=r"returned \['val_acc'\], without"):
+    _fit(tmp_path, task=task)
+  task = _task()
+  task._evaluate = lambda params: {"val_acc": 0.5}
+  task.score_key = None  # No selection score: the last state.
+  assert _fit(tmp_path / "none", task=task).best["score"] is None
+
+
 def test_the_step_names_its_metric_and_keys_dropout_by_the_step():
   mesh, tx = mesh_lib.mesh_of_first(1), optax.sgd(0.1)
   key = np.asarray(jax.random.PRNGKey(5))  # A copy: the state is donated.
