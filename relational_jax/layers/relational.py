@@ -227,6 +227,7 @@ class _LayerNorm(nn.Module):
   scale * 1/sigma as a full-size tensor), and the backward is one pass."""
 
   epsilon: float = 1e-5
+  dtype: Optional[jnp.dtype] = None  # None: that of x and the parameters.
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
@@ -238,12 +239,14 @@ class _LayerNorm(nn.Module):
     bias = self.param(
         "bias", nn.initializers.zeros, (features,), self.param_dtype
     )
-    return _layer_norm(x, scale, bias, self.epsilon)
+    y = _layer_norm(x, scale, bias, self.epsilon)
+    return y if self.dtype is None else y.astype(self.dtype)
 
 
 class _MaybeLayerNorm(nn.Module):
   use_ln: bool = True
   epsilon: float = 1e-5
+  dtype: Optional[jnp.dtype] = None
   param_dtype: jnp.dtype = jnp.float32
 
   @nn.compact
@@ -252,7 +255,10 @@ class _MaybeLayerNorm(nn.Module):
       return x
     # Named as nn.LayerNorm would be, so parameter paths are unchanged.
     return _LayerNorm(
-        epsilon=self.epsilon, param_dtype=self.param_dtype, name="LayerNorm_0"
+        epsilon=self.epsilon,
+        dtype=self.dtype,
+        param_dtype=self.param_dtype,
+        name="LayerNorm_0",
     )(x)
 
 
@@ -290,7 +296,13 @@ class NodeUpdate(nn.Module):
         name=name,
     )
     drop = nn.Dropout(self.dropout_rate)
-    norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon, name=name)
+    norm = lambda name: _MaybeLayerNorm(
+        self.use_ln,
+        self.ln_epsilon,
+        dtype=self.dtype,
+        param_dtype=self.param_dtype,
+        name=name,
+    )
     u_BxNxD = norm("ln_1")(
         drop(
             dense(d, "w1", m_BxNxD.shape[-1])(m_BxNxD),
@@ -392,7 +404,13 @@ class EdgeUpdate(nn.Module):
           )(e_BxNxNxE, node_mask_BxN),
           deterministic=deterministic,
       )
-    norm = lambda name: _MaybeLayerNorm(self.use_ln, self.ln_epsilon, name=name)
+    norm = lambda name: _MaybeLayerNorm(
+        self.use_ln,
+        self.ln_epsilon,
+        dtype=self.dtype,
+        param_dtype=self.param_dtype,
+        name=name,
+    )
     u_BxNxNxE = norm("ln_1")(res_BxNxNxE + e_BxNxNxE)
     f_BxNxNxF = nn.relu(dense(self.ffn_dim, "w6", e_size)(u_BxNxNxE))
     return norm("ln_2")(

@@ -149,7 +149,7 @@ class RelationalTransformer(nn.Module):
     shapes.check_shape(n_BxNxD, ("B", "N", cfg.node_width), "n_BxNxD")
     b, n, _ = n_BxNxD.shape
     if e_BxNxNxE is not None:
-      shapes.check_shape(e_BxNxNxE, (b, n, n, None), "e_BxNxNxE")
+      shapes.check_shape(e_BxNxNxE, (b, n, n, cfg.edge_width), "e_BxNxNxE")
     if node_mask_BxN is not None:
       shapes.check_shape(node_mask_BxN, (b, n), "node_mask_BxN")
     if adjacency_BxNxN is not None:

@@ -273,6 +273,31 @@ def _count(tree):
   return sum(x.size for x in jax.tree_util.tree_leaves(tree))
 
 
+@pytest.mark.parametrize("stack", [False, True])
+def test_compute_and_parameter_dtypes_reach_every_sublayer(stack):
+  """dtype / param_dtype reach the LayerNorms too: bfloat16 in, parameters
+  and outputs bfloat16 (the LayerNorm statistics stay fp32 inside)."""
+  nodes, edges, _ = _inputs()
+  bf16 = dict(dtype=jnp.bfloat16, param_dtype=jnp.bfloat16)
+  if stack:
+    module = RelationalTransformer(_stack().config, **bf16)
+  else:
+    module = RelationalTransformerLayer(
+        num_heads=H,
+        head_dim=K,
+        node_ffn_dim=4,
+        edge_msg_dim=4,
+        edge_ffn_dim=3,
+        **bf16
+    )
+  args = (nodes.astype(jnp.bfloat16), edges.astype(jnp.bfloat16))
+  variables = module.init(jax.random.PRNGKey(0), *args)
+  kinds = {x.dtype for x in jax.tree_util.tree_leaves(variables)}
+  assert kinds == {jnp.dtype(jnp.bfloat16)}
+  out_nodes, out_edges = module.apply(variables, *args)
+  assert out_nodes.dtype == out_edges.dtype == jnp.bfloat16
+
+
 def test_tied_layers_share_parameters():
   nodes, edges, _ = _inputs()
   untied = _stack().init(jax.random.PRNGKey(0), nodes, edges)
@@ -309,6 +334,8 @@ def test_bad_input_errors():
     )
   with pytest.raises(ValueError, match=r"n_BxNxD axis 2 must have size 8"):
     _stack().init(jax.random.PRNGKey(0), nodes[..., :6], edges)
+  with pytest.raises(ValueError, match=r"e_BxNxNxE axis 3 must have size 6"):
+    _stack().init(jax.random.PRNGKey(0), nodes, edges[..., :4])  # edge_dim
   with pytest.raises(
       ValueError, match=r"RTConfig.num_layers must be a positive int"
   ):
