@@ -253,6 +253,11 @@ def _factory(kind, spec, use_ln, nb_heads, options):
   for name, valid in spec.choices.items():
     choices[name] = options.pop(name, valid[0])
     shapes.check_choice(choices[name], valid, name)
+  if not use_ln and "use_ln" not in spec.fields():
+    raise ValueError(
+        f"use_ln=False: processor kind {kind!r} has no LayerNorm switch (its "
+        f"norms are {spec.config.__name__} fields); pass use_ln=True."
+    )
   num_heads = DEFAULT_NUM_HEADS if nb_heads is None else nb_heads
   for name in spec.heads_default:
     options.setdefault(name, num_heads)
@@ -284,7 +289,8 @@ def get_processor_factory(
       'rt_triangular', 'et', 'floyd'.
     use_ln: for CLRS kinds as in CLRS; for ours, the config's `use_ln` where
       it has one (the RT kinds: the paper's RT always uses LayerNorm, keep
-      True); 'et' and 'floyd' do not read it (their norms are config fields).
+      True); 'et' and 'floyd' have none (their norms are config fields):
+      False is refused for them.
     nb_triplet_fts: used by CLRS triplet kinds only (part of the CLRS contract).
     nb_heads: attention heads (CLRS GAT kinds; ours: the config's num_heads,
       default 12).

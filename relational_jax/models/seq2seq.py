@@ -519,6 +519,8 @@ class TransformerEncoder(nn.Module):
       shapes.check_shape(
           src_relations_BxSxS, (num_b, num_s, num_s), "src_relations"
       )
+    elif src_relations_BxSxS is not None:
+      raise ValueError("src_relations_BxSxS given but relation_aware=False.")
     if c.tree_encoder:
       if src_tree_pos_BxSxP is None:
         raise ValueError(
@@ -600,6 +602,11 @@ class TransformerDecoder(nn.Module):
   def _embed(self, tokens_BxT, offset, tree_pos_BxTxP, deterministic):
     c = self.config
     num_b, num_t = tokens_BxT.shape
+    if c.positions != "tree" and tree_pos_BxTxP is not None:
+      raise ValueError(
+          f"tgt_tree_pos_BxTxP given but positions={c.positions!r} (tree "
+          "positions are read with positions='tree' only)."
+      )
     if c.positions == "absolute":
       pe = pe_lib.sinusoidal(num_t, c.d_model, offset)
     elif c.positions == "tree":

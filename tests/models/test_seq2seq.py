@@ -348,6 +348,32 @@ def test_jit_equals_no_jit():
   )
 
 
+def test_inputs_the_config_does_not_read_are_refused():
+  """Relations without relation_aware and decoder tree positions without
+  positions='tree' would be dropped silently."""
+  config = tiny()
+  model = seq2seq.Seq2SeqTransformer(config)
+  src, tgt_in, _, _ = copy_batch(config, batch=2, length=4)
+  params = random_params(model, src, None, tgt_in)
+  b, s = src.shape
+  with pytest.raises(ValueError, match="src_relations_BxSxS given but rel"):
+    model.apply(
+        {"params": params},
+        src,
+        None,
+        tgt_in,
+        src_relations_BxSxS=jnp.zeros((b, s, s), jnp.int32),
+    )
+  with pytest.raises(ValueError, match="tgt_tree_pos_BxTxP given but pos"):
+    model.apply(
+        {"params": params},
+        src,
+        None,
+        tgt_in,
+        tgt_tree_pos_BxTxP=jnp.zeros(tgt_in.shape + (4,)),
+    )
+
+
 def test_edge_logits_shape():
   config = tiny(relation_aware=True, num_edge_labels=3)
   model = seq2seq.Seq2SeqTransformer(config)

@@ -124,7 +124,7 @@ def test_carried_edge_and_graph_hiddens_change_the_output(kind, graph_vec):
       adj,
       hidden,
       return_state=True,
-      **kw
+      **kw,
   )
   base = run()
   assert isinstance(base, ProcessorState)
@@ -192,6 +192,11 @@ def test_bad_input_errors():
     processors.get_processor_factory(
         "et", use_ln=True, nb_triplet_fts=8, ablation="keys"
     )
+  for kind in ("et", "floyd"):
+    with pytest.raises(
+        ValueError, match=rf"use_ln=False: processor kind '{kind}' has no"
+    ):
+      processors.get_processor_factory(kind, use_ln=False, nb_triplet_fts=8)
   with pytest.raises(ValueError, match=r"Unknown node_readout 'max'"):
     processors.get_processor_factory(
         "et", use_ln=True, nb_triplet_fts=8, node_readout="max"
