@@ -105,8 +105,9 @@ class RelationalAttention(nn.Module):
     h = self.num_heads
     if self.use_edges and e_BxNxNxE is not None:
       shapes.check_shape(e_BxNxNxE, (b, n, n, None), "e_BxNxNxE")
-    if mask_BxNxN is not None:
-      shapes.check_shape(mask_BxNxN, (None, n, n), "mask_BxNxN")
+    if mask_BxNxN is not None:  # Batch 1 broadcasts over the batch.
+      batch = b if mask_BxNxN.ndim and mask_BxNxN.shape[0] != 1 else 1
+      shapes.check_shape(mask_BxNxN, (batch, n, n), "mask_BxNxN")
     shapes.check_choice(self.init_scheme, init_lib.RT_INITS, "init_scheme")
 
     def proj(features, name, fan_in):

@@ -334,6 +334,14 @@ def test_bad_input_errors():
     )
   with pytest.raises(ValueError, match=r"n_BxNxD axis 2 must have size 8"):
     _stack().init(jax.random.PRNGKey(0), nodes[..., :6], edges)
+  n = nodes.shape[1]
+  with pytest.raises(ValueError, match=r"mask_BxNxN axis 0 must have size 2"):
+    RelationalAttention(num_heads=2).init(
+        jax.random.PRNGKey(0), nodes, edges, jnp.ones((3, n, n), bool)
+    )
+  RelationalAttention(num_heads=2).init(  # One mask for the whole batch.
+      jax.random.PRNGKey(0), nodes, edges, jnp.ones((1, n, n), bool)
+  )
   with pytest.raises(ValueError, match=r"e_BxNxNxE axis 3 must have size 6"):
     _stack().init(jax.random.PRNGKey(0), nodes, edges[..., :4])  # edge_dim
   with pytest.raises(
