@@ -471,12 +471,15 @@ def main(argv):
       if "mean" in record["published"]
       else next(iter(record["published"]))
   )
-  if seeds is None:
-    ours = record["ours"].get(key)
+  measured = record["ours"] if seeds is None else record["mean"]
+  if key not in measured:  # E.g. a smoke budget's smaller test set.
+    ours = f"not measured at this budget (ours has {sorted(measured)})"
+  elif seeds is None:
+    ours = measured[key]
   else:
     ours = (
-        f"{record['mean'].get(key)} +- {record['sd'].get(key)} (mean +- sd"
-        f" over seeds {FLAGS.seeds})"
+        f"{measured[key]} +- {record['sd'][key]} (mean +- sd over seeds"
+        f" {FLAGS.seeds})"
     )
   print(
       f"{record['name']} ({record['budget']} budget): published "
