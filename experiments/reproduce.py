@@ -286,6 +286,7 @@ def _run(name, budget, workdir, log, overrides, seed, copy_results):
     if seed is not None:
       stopped["seed"] = seed
     return {**stopped, "stopped_at": results["stopped_at"]}, None
+  named = variant_overrides(overrides)  # The seed's path among them.
   record = {
       "name": name,
       "paper": reproduction.paper,
@@ -299,14 +300,11 @@ def _run(name, budget, workdir, log, overrides, seed, copy_results):
       "results_path": results_path,
       "command": (
           f"python -m experiments.reproduce {name} --budget={budget}"
-          + "".join(
-              f" --set={p}={set_text(v)}"
-              for p, v in variant_overrides(overrides).items()
-          )
+          + "".join(f" --set={p}={set_text(v)}" for p, v in named.items())
       ),
   }
-  if variant_overrides(overrides):
-    record["overrides"] = variant_overrides(overrides)
+  if named:
+    record["overrides"] = named
   # The run's own results JSON carries the published number beside ours.
   results["reproduction"] = record
   if distributed.is_primary():
@@ -381,6 +379,7 @@ def run_seeds(
       return record
     records[seed] = record
     results.append(result)
+  named = variant_overrides(overrides)
   ours = {str(seed): record["ours"] for seed, record in records.items()}
   keys = [
       k
@@ -411,21 +410,18 @@ def run_seeds(
       "command": (
           f"python -m experiments.reproduce {name} --budget={budget}"
           f" --seeds={','.join(map(str, seeds))}"
-          + "".join(
-              f" --set={p}={set_text(v)}"
-              for p, v in variant_overrides(overrides).items()
-          )
+          + "".join(f" --set={p}={set_text(v)}" for p, v in named.items())
       ),
   }
   task = registry.get(reproduction.task)
   if hasattr(task, "aggregate"):
     sweep["aggregate"] = task.aggregate(results)
-  if variant_overrides(overrides):
-    sweep["overrides"] = variant_overrides(overrides)
+  if named:
+    sweep["overrides"] = named
   if distributed.is_primary():
     reporting.write_json(f"{workdir}__seeds.json", sweep)
   if copy_results:
-    draw_figures(name, budget, variant_overrides(overrides), log)
+    draw_figures(name, budget, named, log)
   return sweep
 
 

@@ -263,6 +263,18 @@ class _MaybeLayerNorm(nn.Module):
     )(x)
 
 
+def _norm_of(update: nn.Module, name: str) -> _MaybeLayerNorm:
+  """The LayerNorm `name` of a node or edge update, with its use_ln,
+  ln_epsilon, dtype and param_dtype."""
+  return _MaybeLayerNorm(
+      update.use_ln,
+      update.ln_epsilon,
+      dtype=update.dtype,
+      param_dtype=update.param_dtype,
+      name=name,
+  )
+
+
 class NodeUpdate(nn.Module):
   """Transformer node update after attention, RT appendix eq. 17-18 (post-LN).
 
@@ -297,13 +309,7 @@ class NodeUpdate(nn.Module):
         name=name,
     )
     drop = nn.Dropout(self.dropout_rate)
-    norm = lambda name: _MaybeLayerNorm(
-        self.use_ln,
-        self.ln_epsilon,
-        dtype=self.dtype,
-        param_dtype=self.param_dtype,
-        name=name,
-    )
+    norm = lambda name: _norm_of(self, name)
     u_BxNxD = norm("ln_1")(
         drop(
             dense(d, "w1", m_BxNxD.shape[-1])(m_BxNxD),
@@ -405,13 +411,7 @@ class EdgeUpdate(nn.Module):
           )(e_BxNxNxE, node_mask_BxN),
           deterministic=deterministic,
       )
-    norm = lambda name: _MaybeLayerNorm(
-        self.use_ln,
-        self.ln_epsilon,
-        dtype=self.dtype,
-        param_dtype=self.param_dtype,
-        name=name,
-    )
+    norm = lambda name: _norm_of(self, name)
     u_BxNxNxE = norm("ln_1")(res_BxNxNxE + e_BxNxNxE)
     f_BxNxNxF = nn.relu(dense(self.ffn_dim, "w6", e_size)(u_BxNxNxE))
     return norm("ln_2")(
