@@ -48,6 +48,7 @@ from experiments.compare import clrs_rt
 from experiments.compare import curves
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
+from relational_jax.training import metrics_log
 from relational_jax.training import reporting
 
 ConfigDict = config_lib.ConfigDict
@@ -229,6 +230,29 @@ def run_record(done, processor: str, algorithm: str, seed: int) -> Dict:
   }
 
 
+def training_dynamics(path: str, record: Mapping) -> Dict:
+  """How a finished run trained, from its `path/metrics.jsonl` (every
+  step's loss and gradient norm): `training_windows` (tenths of the run)
+  and `largest_step` (the largest gradient and the validation after it);
+  {} for a run without the file."""
+  if not os.path.isfile(os.path.join(path, metrics_log.FILENAME)):
+    return {}
+  by_step = {
+      r["step"]: (r["loss"], r["grad_norm"])
+      for r in metrics_log.read(path)
+      if r["kind"] == "train" and r["step"] <= record["steps"]
+  }
+  train = [[s, *by_step[s]] for s in sorted(by_step)]
+  if not train:
+    return {}
+  return {
+      "training_windows": curves.training_windows(train, record["steps"]),
+      "largest_step": curves.largest_step(
+          train, [[h["step"], h["val"]] for h in record["history"]]
+      ),
+  }
+
+
 def summarize(records: Sequence[Mapping]) -> Dict:
   """One processor x algorithm over its seeds: curves and scores."""
   runs = [
@@ -273,7 +297,12 @@ def summarize(records: Sequence[Mapping]) -> Dict:
               # Runs finished before records kept these have none.
               **{
                   k: r[k]
-                  for k in ("sittings", "checkpoint_fallbacks")
+                  for k in (
+                      "sittings",
+                      "checkpoint_fallbacks",
+                      "training_windows",
+                      "largest_step",
+                  )
                   if k in r
               },
           }
@@ -332,7 +361,12 @@ def combine(
           " machine that ran it; a seed's sittings: each resumed part (started,"
           " from_step, to_step, code, host, seconds, cpu_seconds, steps_per_s);"
           " a seed's validation_windows: the validation curve's mean, min and"
-          " max over each tenth of the run"
+          " max over each tenth of the run; its training_windows: the"
+          " per-step loss and gradient norm over each tenth (median, the"
+          " norm's 99th percentile and max, steps_above: norms over 100); its"
+          " largest_step: the largest gradient norm, the loss and validation"
+          " before and after it and the first validation point back at the"
+          " level before (from the run's metrics.jsonl)"
       ),
       "num_runs": len(records),
       "wall_seconds": sum(r["train_seconds"] for r in records.values()),
@@ -439,7 +473,10 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
           )
         else:
           log(f"[clrs_rt_protocol {name}] finished earlier: skipped")
-        records[(processor, algorithm, seed)] = record
+        records[(processor, algorithm, seed)] = {
+            **record,
+            **training_dynamics(path, record),
+        }
         reporting.write_json(
             os.path.join(workdir, "partial_results.json"),
             combine(config, records),

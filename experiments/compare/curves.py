@@ -49,6 +49,10 @@ def summarize(values: Sequence[float]) -> Dict:
   }
 
 
+def _window_index(step: float, end: int, count: int) -> int:
+  return max(0, math.ceil(step * count / end) - 1)
+
+
 def windows(points: Sequence[Sequence[float]], end: int, count: int = 10):
   """Where along a run its score stops moving: the points `[[step, value],
   ...]` of one curve cut into `count` equal step windows of (0, end], each
@@ -68,8 +72,9 @@ def windows(points: Sequence[Sequence[float]], end: int, count: int = 10):
   for step, value in points:
     if not 0 <= step <= end:
       raise ValueError(f"step {step} lies outside [0, {end}].")
-    index = max(0, math.ceil(step * count / end) - 1)
-    by_window.setdefault(index, []).append(float(value))
+    by_window.setdefault(_window_index(step, end, count), []).append(
+        float(value)
+    )
   return [
       {
           "from_step": end * i // count,
@@ -81,6 +86,114 @@ def windows(points: Sequence[Sequence[float]], end: int, count: int = 10):
       }
       for i, v in sorted(by_window.items())
   ]
+
+
+def training_windows(
+    train: Sequence[Sequence[float]],
+    end: int,
+    count: int = 10,
+    spike: float = 100.0,
+):
+  """Whether a run trained smoothly: its per-step `[[step, loss, grad_norm],
+  ...]` cut into `count` equal step windows of (0, end] as `windows` cuts a
+  curve, each `{"from_step", "to_step", "n", "loss_median",
+  "grad_norm_median", "grad_norm_p99", "grad_norm_max", "steps_above"}`;
+  `steps_above`: the steps whose gradient norm exceeds `spike` (with no
+  clipping, each moves the parameters by a full step in that gradient's
+  direction). A non-finite loss or norm counts in the max and the
+  medians as what it is (NaN propagates).
+
+  Raises:
+    ValueError: if `end`, `count` or `spike` is not positive, or a step lies
+      outside [0, end].
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+
+  if end <= 0 or count <= 0 or spike <= 0:
+    raise ValueError(
+        "training_windows needs end, count and spike > 0, got "
+        f"{end}, {count}, {spike}."
+    )
+  by_window: Dict[int, List[Sequence[float]]] = {}
+  for step, loss, norm in train:
+    if not 0 <= step <= end:
+      raise ValueError(f"step {step} lies outside [0, {end}].")
+    by_window.setdefault(_window_index(step, end, count), []).append(
+        (float(loss), float(norm))
+    )
+  out = []
+  for i, rows in sorted(by_window.items()):
+    loss, norm = np.asarray(rows).T
+    out.append({
+        "from_step": end * i // count,
+        "to_step": end * (i + 1) // count,
+        "n": len(rows),
+        "loss_median": float(np.median(loss)),
+        "grad_norm_median": float(np.median(norm)),
+        "grad_norm_p99": float(np.percentile(norm, 99)),
+        "grad_norm_max": float(np.max(norm)),
+        "steps_above": int(np.sum(norm > spike)),
+    })
+  return out
+
+
+def largest_step(
+    train: Sequence[Sequence[float]],
+    validation: Sequence[Sequence[float]],
+    around: int = 1000,
+) -> Dict:
+  """The training step with the largest gradient norm and what the
+  validation curve did after it: from the per-step `[[step, loss,
+  grad_norm], ...]` and the validation points `[[step, value], ...]`,
+
+    step, grad_norm: that step and its norm (the first, if tied);
+    grad_norm_median: the median norm over the whole run;
+    loss_before: the median loss of the `around` steps before it;
+    loss_max_after: the largest loss of the `around` steps from it on;
+    val_before: the mean validation over the `around` steps before it
+      (None: no point there);
+    val_min_after, val_min_step: the lowest validation point after it;
+    recovered_at: the first validation step after it whose value is at
+      least val_before again (None: never, or nothing to compare).
+
+  Raises:
+    ValueError: if `train` is empty or `around` is not positive.
+  """
+  import numpy as np  # pylint: disable=g-import-not-at-top
+
+  if not train or around <= 0:
+    raise ValueError(
+        "largest_step needs training points and around > 0, got "
+        f"{len(train)} points, around {around}."
+    )
+  steps, loss, norm = np.asarray(train, dtype=np.float64).T
+  i = int(np.nanargmax(norm))
+  step = int(steps[i])
+  before = (steps >= step - around) & (steps < step)
+  after = (steps >= step) & (steps < step + around)
+  val_before = [v for s, v in validation if step - around <= s < step]
+  val_after = [(s, v) for s, v in validation if s > step]
+  reference = statistics.fmean(val_before) if val_before else None
+  low = min(val_after, key=lambda p: p[1]) if val_after else None
+  recovered = next(
+      (
+          int(s)
+          for s, v in val_after
+          if reference is not None and v >= reference
+      ),
+      None,
+  )
+  return {
+      "step": step,
+      "grad_norm": float(norm[i]),
+      "grad_norm_median": float(np.nanmedian(norm)),
+      "loss_before": float(np.median(loss[before])) if before.any() else None,
+      "loss_max_after": float(np.max(loss[after])),
+      "val_before": reference,
+      "val_min_after": None if low is None else float(low[1]),
+      "val_min_step": None if low is None else int(low[0]),
+      "recovered_at": recovered,
+  }
 
 
 def aggregate(runs: Sequence[Run]) -> Dict[str, Dict[int, Dict]]:

@@ -585,6 +585,9 @@ def test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget(
       (w["from_step"], w["to_step"], w["n"])
       for w in seed0["validation_windows"]
   ] == [(0, 1, 1), (1, 2, 1)]
+  # How it trained, from metrics.jsonl: every step's loss and gradient norm.
+  assert [w["n"] for w in seed0["training_windows"]] == [1, 1]
+  assert seed0["largest_step"]["step"] in (1, 2)
   # Each resumed part, with the steps it trained.
   assert [(s["from_step"], s["to_step"]) for s in seed0["sittings"]] == [
       (0, 1),
