@@ -46,6 +46,7 @@ from typing import Dict, Mapping, Sequence, Tuple
 
 from experiments.compare import clrs_rt
 from experiments.compare import curves
+from relational_jax.parallel import distributed
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
 from relational_jax.training import metrics_log
@@ -465,7 +466,8 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
           if not done.complete:
             return {"stopped_at": done.step}
           record = run_record(done, processor, algorithm, seed)
-          reporting.write_json(os.path.join(path, "run.json"), record)
+          if distributed.is_primary():
+            reporting.write_json(os.path.join(path, "run.json"), record)
           log(
               f"[clrs_rt_protocol {name}] done: best val "
               f"{record['best_val']:.4f} (step {record['best_step']}), test "
@@ -477,18 +479,20 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
             **record,
             **training_dynamics(path, record),
         }
-        reporting.write_json(
-            os.path.join(workdir, "partial_results.json"),
-            combine(config, records),
-        )
+        if distributed.is_primary():
+          reporting.write_json(
+              os.path.join(workdir, "partial_results.json"),
+              combine(config, records),
+          )
   results = combine(config, records)
   path = results_path(config, workdir)
-  reporting.write_json(path, results)
-  plot(
-      results,
-      plot_path(config, workdir),
-      f"{'/'.join(config.processors)}: {budget.steps} steps, "
-      f"{len(config.seeds)} seed(s)",
-  )
+  if distributed.is_primary():  # Process 0 alone writes (as engine.fit).
+    reporting.write_json(path, results)
+    plot(
+        results,
+        plot_path(config, workdir),
+        f"{'/'.join(config.processors)}: {budget.steps} steps, "
+        f"{len(config.seeds)} seed(s)",
+    )
   log(f"[clrs_rt_protocol] wrote {path} and {plot_path(config, workdir)}")
   return results

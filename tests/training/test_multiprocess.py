@@ -575,3 +575,38 @@ def test_graph_tasks_two_processes_train_as_one(name, tmp_path, cache_dir):
   # Evaluation gathers every process's predictions: the same scores.
   assert two["final"]["accuracies"] == one["final"]["accuracies"]
   assert "ours" in launch.output(0) and "ours" not in launch.output(1)
+
+
+# The CLRS protocol reproductions (`clrs_rt_protocol`: rt_clrs_*,
+# pair_models_clrs, ...) through `experiments.reproduce`, 4 steps of batch 4.
+_PROTOCOL = [
+    "pair_models_clrs",
+    "--budget=smoke",
+    "--set=processors=('rt',)",
+    "--set=algorithms=('bellman_ford',)",
+    "--set=protocol.steps=4",
+]
+
+
+@pytest.mark.slow
+def test_clrs_protocol_two_processes_train_as_one(tmp_path, cache_dir):
+  one_dir, two_dir = str(tmp_path / "one"), str(tmp_path / "two")
+  run("experiments.reproduce", _PROTOCOL, one_dir, 1, cache_dir, one_dir)
+  launch = run(
+      "experiments.reproduce", _PROTOCOL, two_dir, 2, cache_dir, two_dir
+  )
+  seed_dir = os.path.join("rt", "bellman_ford", "seed0")
+
+  def losses(workdir):
+    records = metrics_log.read(os.path.join(workdir, seed_dir))
+    return [r["loss"] for r in records if r["kind"] == "train"]
+
+  assert len(losses(one_dir)) == 4
+  np.testing.assert_allclose(losses(two_dir), losses(one_dir), rtol=1e-5)
+  with open(os.path.join(one_dir, "results.json")) as f:
+    one = json.load(f)["results"]["rt"]["bellman_ford"]["seeds"]["0"]
+  with open(os.path.join(two_dir, "results.json")) as f:
+    two = json.load(f)["results"]["rt"]["bellman_ford"]["seeds"]["0"]
+  assert (two["best_val"], two["test"]) == (one["best_val"], one["test"])
+  # Process 0 alone writes the records and prints the headline.
+  assert "ours" in launch.output(0) and "ours" not in launch.output(1)
