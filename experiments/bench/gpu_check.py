@@ -37,7 +37,7 @@ a slow compile can overrun it, which the JSON records):
                      forward + backward, at growing N while it fits.
   pivotal_pallas     the same for the Pallas forward kernel of the pivotal
                      attention (`pivotal_attention_core`, impl='pallas';
-                     FloydNet, DESIGN.md sec. 1.6) against its chunked path.
+                     FloydNet, arXiv 2601.19094) against its chunked path.
   processors         CLRS training at n = 16 (batch 32) and a forward pass at
                      n = 64 of rt, mpnn-512, et and floyd on Bellman-Ford
                      (`experiments.bench.processors.bench_entry`;

@@ -5,7 +5,7 @@ Both layers compute, for every pair (i, j), a softmax over the pivots l:
   y_ij = sum_l softmax_l(s)_ijl u_ijl
 
 (Edge Transformer eq. 4-5, u_ilj = v1_il * v2_lj; FloydNet's pivotal
-attention, u_ijl = v_il + v_lj; DESIGN.md sec. 1.2 and 1.6), where the
+attention, u_ijl = v_il + v_lj, arXiv 2601.19094), where the
 score and value tensors have N^3 entries per head. This module streams the
 pivot axis in chunks of C pivots; each layer supplies only its per-chunk
 scores, value sums and gradients.

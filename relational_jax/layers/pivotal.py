@@ -1,6 +1,6 @@
 """Pivotal attention (FloydNet, Yu, Zeng & Ye 2026, arXiv 2601.19094).
 
-DESIGN.md sec. 1.6. A pair state X (B x N x N x D, like the Edge Transformer's)
+A pair state X (B x N x N x D, like the Edge Transformer's)
 attends, for each pair, over pivot nodes. In the paper's letters the pair is
 (i, k) and the pivot j:
 
@@ -458,7 +458,7 @@ def pivotal_attention_core(
   """Per-head pivotal attention, memory-lean (module docstring):
 
     y_ij = sum_l softmax_l(s)_ijl (v_il + v_lj),
-    s_ijl = (q_ij . k_il + q_ij . k_lj) * scale   (DESIGN.md sec. 1.6).
+    s_ijl = (q_ij . k_il + q_ij . k_lj) * scale   (FloydNet's pivotal attention).
 
   Args:
     q_BxHxIxJxK: queries of the pairs (i, j) (the paper's q_ik).
@@ -582,7 +582,7 @@ def pivotal_attention(
   """The authors' functional form (FloydNet's `pivotal_attention`), in JAX.
 
     y_ik = sum_j softmax_j(s)_ikj (v_ij + v_jk),
-    s_ikj = (q_ik . k_ij + q_ik . k_jk) * scale      (DESIGN.md sec. 1.6)
+    s_ikj = (q_ik . k_ij + q_ik . k_jk) * scale      (FloydNet, their letters)
 
   Same argument order, names and (B, H, N, N, D) layout (D: the head width):
   q_ik (B, H, I, K, D); k_ij, v_ij (B, H, I, J, D); k_jk, v_jk
@@ -665,7 +665,7 @@ def pivotal_attention_reference(
 
 
 class PivotalAttention(nn.Module):
-  """Multi-head pivotal attention on a pair state (DESIGN.md sec. 1.6):
+  """Multi-head pivotal attention on a pair state (FloydNet, arXiv 2601.19094):
 
     [q; k^1; k^2; v^1; v^2]_ij = W^qkv x_ij       (one map, 5 D outputs),
     y^h_ij = sum_l softmax_l(s^h)_ijl (v^1h_il + v^2h_lj),

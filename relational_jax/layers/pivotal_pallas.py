@@ -1,4 +1,4 @@
-"""Pallas kernels of pivotal attention (FloydNet; DESIGN.md sec. 1.6).
+"""Pallas kernels of pivotal attention (FloydNet, arXiv 2601.19094).
 
   s_ijl = (q_ij . k_il + q_ij . k_lj) * scale
   y_ij  = sum_l softmax_l(s)_ijl (v_il + v_lj)

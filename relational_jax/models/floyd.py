@@ -2,7 +2,7 @@
 
 Config (`FloydConfig`), block (`PivotalAttentionBlock`) and stack
 (`FloydTransformer`) on a pair state x_BxNxNxD; the attention itself is
-`relational_jax.layers.pivotal` (DESIGN.md sec. 1.6).
+`relational_jax.layers.pivotal` (its module docstring has the equation).
 
 Axis letters (`relational_jax.layers.shapes`): B batch, N nodes, D the pair
 state width, H heads, K head width (D = H * K), F the FFN hidden width
@@ -112,7 +112,7 @@ class FloydConfig:
       forward kernel, the chunked backward) or 'pallas_fused' (Pallas
       kernels forward and backward); the Pallas impls: no dropout in
       training, an attn_mask only boolean of whole pivots, as
-      `pivotal_attention_core` (DESIGN.md sec. 1.6); interpret mode on CPU.
+      `pivotal_attention_core`; interpret mode on CPU.
     ln_epsilon: epsilon of layernorm / rmsnorm (1e-5, as theirs).
     zero_padded_pairs: the stack multiplies the state by the pair mask
       (both nodes real) after every block, as their FloydNet model does.

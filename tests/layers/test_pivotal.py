@@ -1,4 +1,4 @@
-"""Tests for pivotal attention (FloydNet; DESIGN.md sec. 1.6).
+"""Tests for pivotal attention (FloydNet, arXiv 2601.19094).
 
 y_ik = sum_j softmax_j(s)_ikj (v_ij + v_jk),
 s_ikj = (q_ik . k_ij + q_ik . k_jk) * scale  (the paper's letters).
@@ -473,14 +473,22 @@ def test_node_permutation_equivariance(impl):
   )
 
 
-def test_jit_matches_eager():
-  module = PivotalAttention(num_heads=H, chunk_size=2, softmax_cap=3.0)
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_jit_matches_eager(impl):
+  """Values and gradients (to the input and every parameter)."""
+  module = PivotalAttention(
+      num_heads=H, chunk_size=2, softmax_cap=3.0, **IMPLS[impl]
+  )
   x = _x()
   params = _random_params(module, x)
   node_mask = jnp.array([[True] * N, [True] * 4 + [False]])
-  eager = module.apply(params, x, node_mask)
-  jitted = jax.jit(module.apply)(params, x, node_mask)
-  np.testing.assert_allclose(np.asarray(jitted), np.asarray(eager), atol=1e-6)
+  loss = lambda p, x: jnp.sum(jnp.sin(module.apply(p, x, node_mask)))
+  run = jax.value_and_grad(loss, argnums=(0, 1))
+  eager, jitted = run(params, x), jax.jit(run)(params, x)
+  for got, want in zip(
+      jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(eager)
+  ):
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want), atol=1e-5)
 
 
 def test_attention_dropout_only_in_training():

@@ -2,7 +2,7 @@
 forward kernel, the chunked backward) and impl='pallas_fused' (the backward
 kernels as well).
 
-FloydNet (Yu, Zeng & Ye 2026), DESIGN.md sec. 1.6:
+FloydNet (Yu, Zeng & Ye 2026, arXiv 2601.19094):
   s_ijl = (q_ij . k_il + q_ij . k_lj) * scale,
   y_ij  = sum_l softmax_l(s)_ijl (v_il + v_lj).
 The kernels run in interpret mode on CPU and must equal the chunked XLA path
