@@ -209,7 +209,7 @@ class PairwiseEdgeScorer(nn.Module):
         (self.num_labels, width, width),
     )
     bilinear_BxNxNxY = jnp.einsum(
-        "bid,lde,bje->bijl", h_BxNxD, u_YxDxD, h_BxNxD
+        "bid,yde,bje->bijy", h_BxNxD, u_YxDxD, h_BxNxD
     )
     head_BxNxY = nn.Dense(self.num_labels, name="first")(h_BxNxD)
     tail_BxNxY = nn.Dense(self.num_labels, use_bias=False, name="second")(

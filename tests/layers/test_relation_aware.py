@@ -174,6 +174,21 @@ def test_relation_aware_attention_is_padding_invariant(released_code):
   )
 
 
+def test_relation_aware_attention_jit_equals_eager():
+  """Values and gradients (input and parameters), with a padding mask."""
+  x, rel, _ = _inputs(seed=7)
+  attn = relation_aware.RelationAwareAttention(8, 2, num_relations=4)
+  params = {"params": random_params(attn, x, rel, seed=8)}
+  mask = jnp.array([[True] * 5, [True] * 3 + [False] * 2])
+  loss = lambda p, x: jnp.sum(jnp.sin(attn.apply(p, x, rel, mask)))
+  run = jax.value_and_grad(loss, argnums=(0, 1))
+  eager, jitted = run(params, x), jax.jit(run)(params, x)
+  for got, want in zip(
+      jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(eager)
+  ):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_relations_from_parents():
   parents = jnp.array([[-1, 0, 0, 1]])
   rel = np.asarray(relation_aware.relations_from_parents(parents))

@@ -11,6 +11,7 @@ from relational_jax.layers.relational import EdgeUpdate
 from relational_jax.layers.relational import NodeUpdate
 from relational_jax.layers.relational import RelationalAttention
 from relational_jax.layers.relational import RelationalTransformerLayer
+from relational_jax.layers.relational import attention_mask
 from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
 from tests.layers.test_triangular import naive_triangular_attention
@@ -303,6 +304,23 @@ def test_tied_layers_share_parameters():
   untied = _stack().init(jax.random.PRNGKey(0), nodes, edges)
   tied = _stack(tied=True).init(jax.random.PRNGKey(0), nodes, edges)
   assert _count(untied) == 2 * _count(tied)
+
+
+def test_tied_stack_is_its_one_layer_applied_num_layers_times():
+  nodes, edges, adjacency = _inputs()
+  stack = _stack(tied=True, use_adjacency=True)
+  variables = stack.init(jax.random.PRNGKey(0), nodes, edges, adjacency)
+  assert list(variables["params"]) == ["layer_tied"]
+  layer = RelationalTransformerLayer(
+      num_heads=H, head_dim=K, node_ffn_dim=4, edge_msg_dim=4, edge_ffn_dim=3
+  )
+  layer_params = {"params": variables["params"]["layer_tied"]}
+  n, e = nodes, edges
+  for _ in range(stack.config.num_layers):
+    n, e = layer.apply(layer_params, n, e, attention_mask(adjacency, None))
+  got_n, got_e = stack.apply(variables, nodes, edges, adjacency)
+  np.testing.assert_allclose(got_n, n, rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(got_e, e, rtol=1e-5, atol=1e-5)
 
 
 def test_ablations_standard_transformer_and_no_edge_update():

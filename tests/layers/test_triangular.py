@@ -245,13 +245,19 @@ def test_all_pivots_masked_is_finite():
   assert out == 0.0
 
 
-def test_jit_matches_eager():
+@pytest.mark.parametrize("impl", sorted(IMPLS))
+def test_jit_matches_eager(impl):
+  """Values and gradients (to the input and every parameter)."""
   x = _x(10)
-  module = TriangularAttention(num_heads=H, chunk_size=3)
+  module = TriangularAttention(num_heads=H, chunk_size=3, **IMPLS[impl])
   params = _init(module, x)
-  eager = module.apply(params, x)
-  jitted = jax.jit(module.apply)(params, x)
-  np.testing.assert_allclose(jitted, eager, rtol=1e-5, atol=1e-5)
+  loss = lambda p, x: jnp.sum(jnp.sin(module.apply(p, x)))
+  run = jax.value_and_grad(loss, argnums=(0, 1))
+  eager, jitted = run(params, x), jax.jit(run)(params, x)
+  for got, want in zip(
+      jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(eager)
+  ):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_bf16_input_close_to_fp32():

@@ -366,3 +366,43 @@ def test_any_ffn_dim_and_ln_epsilon():
       params_4d, small
   )
   assert not np.allclose(default, large_eps, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "layout, tied", [("paper", True), ("released_code", False)]
+)
+def test_stack_is_permutation_equivariant_padding_invariant_and_jittable(
+    layout, tied
+):
+  """The stack (2 layers; pivot chunks of 3 and FFN blocks of 3, neither
+  dividing N = 5): relabelling the nodes (P X P^T, mask permuted alike)
+  relabels the output; a graph of 3 real nodes padded to 5 with anything
+  in the padding gives its real pairs the unpadded graph's outputs; jit ==
+  eager."""
+  n, n_real = 5, 3
+  config = _config(
+      num_layers=2, tied=tied, layout=layout, chunk_size=3, ffn_chunk_size=3
+  )
+  stack = et.EdgeTransformer(config)
+  x = jax.random.normal(jax.random.PRNGKey(0), (B, n, n, D))
+  mask = jnp.array([[True] * n, [True, False, True, True, False]])
+  params = stack.init(jax.random.PRNGKey(1), x, mask)
+  apply = jax.jit(stack.apply)
+  y = apply(params, x, mask)
+  perm = np.array([3, 0, 4, 1, 2])
+  y_perm = apply(params, x[:, perm][:, :, perm], mask[:, perm])
+  real = np.asarray(mask)[:, :, None] & np.asarray(mask)[:, None, :]
+  np.testing.assert_allclose(
+      np.where(real[:, perm][:, :, perm, None], y_perm, 0.0),
+      np.where(real[..., None], y, 0.0)[:, perm][:, :, perm],
+      atol=1e-5,
+  )
+  garbage = 10.0 * jax.random.normal(jax.random.PRNGKey(2), x.shape)
+  x_pad = garbage.at[:, :n_real, :n_real].set(x[:, :n_real, :n_real])
+  pad_mask = jnp.arange(n)[None, :].repeat(B, 0) < n_real
+  np.testing.assert_allclose(
+      apply(params, x_pad, pad_mask)[:, :n_real, :n_real],
+      apply(params, x[:, :n_real, :n_real]),
+      atol=1e-5,
+  )
+  np.testing.assert_allclose(stack.apply(params, x, mask), y, atol=1e-5)
