@@ -98,10 +98,10 @@ def training_windows(
   ...]` cut into `count` equal step windows of (0, end] as `windows` cuts a
   curve, each `{"from_step", "to_step", "n", "loss_median",
   "grad_norm_median", "grad_norm_p99", "grad_norm_max", "steps_above"}`;
-  `steps_above`: the steps whose gradient norm exceeds `spike` (with no
-  clipping, each moves the parameters by a full step in that gradient's
-  direction). A non-finite loss or norm counts in the max and the
-  medians as what it is (NaN propagates).
+  `steps_above`: the steps whose gradient norm exceeds `spike` (without
+  clipping, such a gradient enters the optimiser's moments as it is). A
+  non-finite loss or norm counts in the max and the medians as what it is
+  (NaN propagates).
 
   Raises:
     ValueError: if `end`, `count` or `spike` is not positive, or a step lies
