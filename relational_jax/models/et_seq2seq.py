@@ -91,6 +91,10 @@ class ETSeq2SeqConfig:
     max_distance: relative positions beyond it share an embedding (eq. 10).
     max_src_len, max_tgt_len: longest source and target sequences.
     pad_id: the default source mask is src != pad_id.
+    first_token_vectors: add a learned vector (zero at initialisation) to
+      the embedding of the first source token (the encoder's) and another
+      to that of the first decoder input (the decoder's): the ET authors'
+      CFQ encoder-decoder (cfq-semantic-parsing/model.py, `bos_vector`).
   """
 
   src_vocab_size: int
@@ -101,6 +105,7 @@ class ETSeq2SeqConfig:
   max_src_len: int = 128
   max_tgt_len: int = 128
   pad_id: int = 0
+  first_token_vectors: bool = False
 
   def __post_init__(self):
     for name in (
@@ -116,6 +121,11 @@ class ETSeq2SeqConfig:
     if not isinstance(self.max_distance, int) or self.max_distance < 0:
       raise ValueError(
           f"max_distance must be an int >= 0, got {self.max_distance!r}."
+      )
+    if not isinstance(self.first_token_vectors, bool):
+      raise ValueError(
+          "first_token_vectors must be a bool, got "
+          f"{self.first_token_vectors!r}."
       )
     if not isinstance(self.et, et_lib.ETConfig):
       raise ValueError(
@@ -171,6 +181,10 @@ class EdgeTransformerSeq2Seq(nn.Module):
     self.encoder = et_lib.EdgeTransformer(c.et)
     self.decoder = et_lib.EdgeTransformer(c.decoder_et)
     self.out = nn.Dense(c.tgt_vocab_size)
+    if c.first_token_vectors:
+      zeros = nn.initializers.zeros_init()
+      self.src_first = self.param("src_first", zeros, (d,))
+      self.tgt_first = self.param("tgt_first", zeros, (d,))
 
   def _src_mask(self, src_BxS, src_mask_BxS):
     if src_mask_BxS is None:
@@ -190,6 +204,8 @@ class EdgeTransformerSeq2Seq(nn.Module):
       )
     src_mask_BxS = self._src_mask(src_BxS, src_mask_BxS)
     x_BxSxSxD = self.src_embed(src_BxS)
+    if c.first_token_vectors:  # On the loop edge of source token 0.
+      x_BxSxSxD = x_BxSxSxD.at[:, 0, 0].add(self.src_first)
     return (
         self.encoder(x_BxSxSxD, src_mask_BxS, deterministic=deterministic),
         src_mask_BxS,
@@ -201,6 +217,8 @@ class EdgeTransformerSeq2Seq(nn.Module):
     num_t = tgt_in_BxT.shape[1]
     d = self.config.et.edge_width
     x_tgt_BxTxTxD = self.tgt_embed(tgt_in_BxT)
+    if self.config.first_token_vectors:  # The loop edge of decoder input 0.
+      x_tgt_BxTxTxD = x_tgt_BxTxTxD.at[:, 0, 0].add(self.tgt_first)
     cross_2xD = self.cross.embedding
     st_BxSxTxD = jnp.broadcast_to(cross_2xD[0], (num_b, num_s, num_t, d))
     ts_BxTxSxD = jnp.broadcast_to(cross_2xD[1], (num_b, num_t, num_s, d))
@@ -338,6 +356,8 @@ class EdgeTransformerSeq2Seq(nn.Module):
     (i, p), BxJxD and BxIxD, with input token tokens_B at p (`joint_state`)."""
     cross_2xD = self.cross.embedding
     e_BxD = self.tgt_embed.token(tokens_B)
+    if self.config.first_token_vectors:  # Decoder input 0 sits at p = S.
+      e_BxD = e_BxD + jnp.where(p == num_s, self.tgt_first, 0.0)
     j_N = jnp.arange(n)
     is_src_Nx1 = (j_N < num_s)[:, None]
     # Row (p, j): offset p - j; column (i, p): offset i - p (eq. 10).

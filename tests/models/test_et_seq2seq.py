@@ -90,6 +90,46 @@ def test_incremental_decoding_equals_full_causal_pass(tied, layout):
   )
 
 
+def test_first_token_vectors_reach_the_first_source_and_decoder_input():
+  """The CFQ code's learned first-token vectors: zero at initialisation
+  (the model without them); set, they move the encoder's input x_00 and
+  the decoder's x_SS (joint state), and incremental decoding, which adds
+  the decoder's at step 0 only, still equals the full pass."""
+  plain = ets.EdgeTransformerSeq2Seq(tiny())
+  model = ets.EdgeTransformerSeq2Seq(tiny(first_token_vectors=True))
+  params = init(model)
+  assert not np.any(params["src_first"]) and not np.any(params["tgt_first"])
+  without = {k: v for k, v in params.items() if not k.endswith("_first")}
+  np.testing.assert_allclose(
+      full_logits(model, params), full_logits(plain, without), atol=1e-6
+  )
+  key_s, key_t = jax.random.split(jax.random.PRNGKey(5))
+  params = dict(
+      params,
+      src_first=jax.random.normal(key_s, (8,)),
+      tgt_first=jax.random.normal(key_t, (8,)),
+  )
+  x_enc = jnp.zeros((2, 4, 4, 8))
+  x0 = model.apply({"params": params}, x_enc, TGT_IN, method=model.joint_state)
+  x0_plain = plain.apply(
+      {"params": without}, x_enc, TGT_IN, method=plain.joint_state
+  )
+  np.testing.assert_allclose(
+      x0 - x0_plain,
+      jnp.zeros_like(x0).at[:, 4, 4].set(params["tgt_first"]),
+      atol=1e-6,
+  )
+  assert not np.allclose(
+      full_logits(model, params), full_logits(plain, without)
+  )
+  np.testing.assert_allclose(
+      incremental_logits(model, params),
+      full_logits(model, params),
+      rtol=1e-4,
+      atol=1e-5,
+  )
+
+
 @pytest.mark.slow
 def test_full_pass_is_causal():
   """Changing decoder input s changes no logits before position s."""
@@ -213,6 +253,7 @@ def test_learns_to_copy():
             r"\['paper', 'released_code'\]",
         ),
         (dict(max_distance=-1), "max_distance must be an int >= 0"),
+        (dict(first_token_vectors=1), "first_token_vectors must be a bool"),
         (dict(dropout_rate=1.0), r"dropout_rate must be in \[0, 1\)"),
         (
             dict(num_decoder_layers=0),
