@@ -26,8 +26,10 @@ References (check them out anywhere, e.g. under /tmp/peers):
       embedding, padding mask and `share_layers`), and their CLUTRR RAT
       baseline, clutrr/rat.py (`RAT` as train.py builds it for
       --model_type=rat: tied and untied, a padded batch; logits, loss and
-      the gradient of every parameter, rat_clutrr*). Runs under a python
-      with numpy + torch only (e.g. /tmp/torchvenv/bin/python).
+      the gradient of every parameter, rat_clutrr*), and their CFQ
+      encoder-decoder, cfq-semantic-parsing/model.py (teacher-forced logits
+      and loss, tied and untied, a padded source; et_cfq_seq2seq*). Runs
+      under a python with numpy + torch only (e.g. /tmp/torchvenv/bin/python).
   FloydNet: github.com/ocx-lab/FloydNet (PyTorch): src/floydnet/functional.py
       (`pivotal_attention`: outputs and gradients, boolean / additive masks,
       softmax_cap, scale, a non-square case) and src/floydnet/transformer.py
@@ -875,6 +877,146 @@ def make_et(reference, commit):
   _update_readme("et", ET_URL, commit, cases, ET_SHIM)
 
 
+ET_CFQ_SHIM = (
+    "stub modules transformers.configuration_utils (PretrainedConfig: keeps"
+    " its keyword arguments as attributes), transformers.modeling_outputs"
+    " (BaseModelOutput, Seq2SeqLMOutput: plain dataclasses) and"
+    " transformers.generation_utils (GenerationMixin: empty) registered"
+    " before importing cfq-semantic-parsing/model.py; its forward uses them"
+    " only as containers"
+)
+
+
+def make_et_cfq(reference, commit):
+  """Their CFQ encoder-decoder (cfq-semantic-parsing/model.py,
+  `EdgeTransfomerForConditionalGeneration`, input_encoding='relational',
+  decode_from='i_to_i') teacher-forced on a batch with a padded source:
+  logits and their loss (mean cross-entropy over labels != -100); tied
+  (share_layers=True, their default) and untied. Built with dropout 0.1,
+  run in eval(); every parameter, the bos vectors too, random."""
+  import dataclasses  # pylint: disable=g-import-not-at-top
+
+  source = pathlib.Path(reference).resolve() / "cfq-semantic-parsing"
+  if not (source / "model.py").exists():
+    raise SystemExit(
+        f"{source / 'model.py'} not found: is --et_reference a checkout of "
+        f"{ET_URL}?"
+    )
+  import torch  # pylint: disable=g-import-not-at-top
+
+  class PretrainedConfig:
+
+    def __init__(self, **kwargs):
+      for key, value in kwargs.items():
+        setattr(self, key, value)
+
+  @dataclasses.dataclass
+  class BaseModelOutput:
+    last_hidden_state: object = None
+
+  @dataclasses.dataclass
+  class Seq2SeqLMOutput:
+    loss: object = None
+    logits: object = None
+    decoder_hidden_states: object = None
+
+  stubs = {
+      "transformers": types.ModuleType("transformers"),
+      "transformers.configuration_utils": types.ModuleType("c"),
+      "transformers.modeling_outputs": types.ModuleType("m"),
+      "transformers.generation_utils": types.ModuleType("g"),
+  }
+  stubs["transformers.configuration_utils"].PretrainedConfig = PretrainedConfig
+  stubs["transformers.modeling_outputs"].BaseModelOutput = BaseModelOutput
+  stubs["transformers.modeling_outputs"].Seq2SeqLMOutput = Seq2SeqLMOutput
+  stubs["transformers.generation_utils"].GenerationMixin = object
+  saved = {name: sys.modules.get(name) for name in stubs}
+  sys.modules.update(stubs)
+  try:
+    spec = importlib.util.spec_from_file_location(
+        "et_cfq_model", source / "model.py"
+    )
+    cfq = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cfq)
+  finally:
+    for name, module in saved.items():
+      if module is None:
+        sys.modules.pop(name, None)
+      else:
+        sys.modules[name] = module
+  torch.manual_seed(0)
+  torch.set_num_threads(1)
+  rng = np.random.default_rng(20261129)
+  sizes = dict(
+      batch=2, src_len=5, tgt_len=4, width=8, heads=2, expand_ff=2,
+      num_layers=2, vocab=11, max_rel_len=32, pad=0, start=1,
+  )  # fmt: skip
+  dropout = 0.1  # eval() must switch it off
+  b, v = sizes["batch"], sizes["vocab"]
+  src = rng.integers(2, v, (b, sizes["src_len"]))
+  attention_mask = np.ones_like(src)
+  attention_mask[1, 3:] = 0  # Row 1: two padded source tokens.
+  src[attention_mask == 0] = sizes["pad"]
+  labels = rng.integers(2, v, (b, sizes["tgt_len"]))
+  labels[0, -1] = -100  # Ignored by their loss (and shifted in as pad).
+  inputs = {
+      "src": src.astype(np.int32),
+      "attention_mask": attention_mask.astype(np.int32),
+      "labels": labels.astype(np.int32),
+  }
+  cases = {}
+  for name, share in (
+      ("et_cfq_seq2seq", True),
+      ("et_cfq_seq2seq_untied", False),
+  ):
+    config = cfq.EdgeConfig(
+        vocab_size=v,
+        dim=sizes["width"],
+        expand_ff=sizes["expand_ff"],
+        num_heads=sizes["heads"],
+        num_message_rounds=sizes["num_layers"],
+        share_layers=share,
+        dropout=dropout,
+        pad_token_id=sizes["pad"],
+        decoder_start_token_id=sizes["start"],
+    )
+    model = cfq.EdgeTransfomerForConditionalGeneration(config)
+    model.eval()
+    params = _randomise_torch(torch, rng, model)
+    with torch.no_grad():
+      out = model(
+          torch.from_numpy(attention_mask).long(),
+          input_ids=torch.from_numpy(src).long(),
+          labels=torch.from_numpy(labels).long(),
+      )
+    meta = dict(
+        reference="et",
+        repository=ET_URL,
+        commit=commit,
+        function=(
+            "cfq-semantic-parsing/model.py "
+            "EdgeTransfomerForConditionalGeneration.forward (teacher forcing, "
+            f"share_layers={share}, {sizes['num_layers']} message rounds, "
+            "input_encoding='relational', decode_from='i_to_i', padded "
+            "source)"
+        ),
+        sizes={**sizes, "tied": share},
+        eval_mode=True,
+        config_dropout=dropout,
+        layer_norm_epsilon=1e-5,
+        shim=ET_CFQ_SHIM,
+    )
+    _save(
+        name,
+        meta,
+        inputs,
+        params,
+        {"logits": out.logits.numpy(), "loss": out.loss.numpy()},
+    )
+    cases[name] = {"function": meta["function"]}
+  _update_readme("et", ET_URL, commit, cases, f"{ET_SHIM}; {ET_CFQ_SHIM}")
+
+
 def make_et_rat(reference, commit):
   """Their CLUTRR RAT (clutrr/rat.py) on a padded batch: logits, their loss
   (`RAT._calculate_loss`: CrossEntropyLoss, mean) and the gradient of that
@@ -1697,6 +1839,7 @@ def main():
     commit = _commit_of(args.et_reference, args.commit)
     make_et(args.et_reference, commit)
     make_et_rat(args.et_reference, commit)
+    make_et_cfq(args.et_reference, commit)
   if args.cs_reference:
     make_cs(args.cs_reference, _commit_of(args.cs_reference, args.commit))
   if args.floyd_reference:

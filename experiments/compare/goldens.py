@@ -79,6 +79,8 @@ from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeTransformerLayer
 from relational_jax.models.edge_transformer import GraphEdgeEmbedding
 from relational_jax.models.edge_transformer import SequenceEdgeEmbedding
+from relational_jax.models.et_seq2seq import EdgeTransformerSeq2Seq
+from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.floyd import FloydConfig
 from relational_jax.models.floyd import PivotalAttentionBlock
 from relational_jax.models.relational_transformer import RelationalTransformer
@@ -130,6 +132,7 @@ G2G_CASES = (
     "g2g_relation_classifier",
 )
 RAT_CASES = ("rat_clutrr", "rat_clutrr_untied")
+ET_SEQ2SEQ_CASES = ("et_cfq_seq2seq", "et_cfq_seq2seq_untied")
 CASES = (
     RT_CASES
     + ET_CASES
@@ -138,6 +141,7 @@ CASES = (
     + PIVOTAL_CASES
     + G2G_CASES
     + RAT_CASES
+    + ET_SEQ2SEQ_CASES
 )
 
 
@@ -798,6 +802,62 @@ def _run_g2g_classifier(meta, inputs, params):
 
 
 # ----------------------------------------------------------------------------
+# The ET authors' CFQ encoder-decoder (cfq-semantic-parsing/model.py) -> our
+# EdgeTransformerSeq2Seq with first_token_vectors=True:
+# relational_jax.interop.et_torch.convert_cfq_seq2seq. Teacher-forced logits
+# (their decoder inputs: the labels shifted right after their start token,
+# -100 read as pad; no target mask, as theirs) and their loss.
+# ----------------------------------------------------------------------------
+
+
+def _run_et_cfq_seq2seq(meta, inputs, params):
+  sizes = meta["sizes"]
+  d = sizes["width"]
+  config = ETSeq2SeqConfig(
+      src_vocab_size=sizes["vocab"],
+      tgt_vocab_size=sizes["vocab"],
+      et=ETConfig(
+          num_layers=sizes["num_layers"],
+          num_heads=sizes["heads"],
+          head_dim=d // sizes["heads"],
+          ffn_dim=sizes["expand_ff"] * d,
+          tied=sizes["tied"],
+          layout="released_code",
+          dropout_rate=DROPOUT,
+      ),
+      num_decoder_layers=sizes["num_layers"],
+      max_distance=sizes["max_rel_len"],
+      pad_id=sizes["pad"],
+      first_token_vectors=True,
+  )
+  model = EdgeTransformerSeq2Seq(config)
+  src = jnp.asarray(inputs["src"])
+  src_mask = jnp.asarray(inputs["attention_mask"]).astype(bool)
+  labels = jnp.asarray(inputs["labels"])
+  start = jnp.full((labels.shape[0], 1), sizes["start"], labels.dtype)
+  tgt_in = jnp.concatenate([start, labels[:, :-1]], axis=1)
+  tgt_in = jnp.where(tgt_in == -100, sizes["pad"], tgt_in)
+  ours = jax.tree_util.tree_map(
+      jnp.asarray, et_torch.convert_cfq_seq2seq(params, config)
+  )
+  _check_tree(
+      ours,
+      model.init(jax.random.PRNGKey(0), src, src_mask, tgt_in)["params"],
+      "EdgeTransformerSeq2Seq",
+  )
+  logits = model.apply({"params": ours}, src, src_mask, tgt_in)
+  real = labels != -100
+  ce = _cross_entropy(logits, jnp.where(real, labels, 0))
+  return {"logits": logits, "loss": jnp.sum(ce * real) / jnp.sum(real)}
+
+
+def _cross_entropy(logits, labels):
+  """Cross-entropy of integer labels (their CrossEntropyLoss, per token)."""
+  log_p = jax.nn.log_softmax(logits, axis=-1)
+  return -jnp.take_along_axis(log_p, labels[..., None], axis=-1)[..., 0]
+
+
+# ----------------------------------------------------------------------------
 # The ET authors' CLUTRR RAT (clutrr/rat.py) -> our ClutrrRAT (defaults but
 # for the golden's sizes): relational_jax.interop.et_torch.
 # convert_clutrr_rat. Logits, their loss (mean cross-entropy) and its
@@ -938,6 +998,8 @@ RUNNERS = {
     "g2g_statetr_attention": _run_g2g_attention,
     "g2g_relation_classifier": _run_g2g_classifier,
     "rat_clutrr": _run_rat_clutrr,
+    "et_cfq_seq2seq": _run_et_cfq_seq2seq,
+    "et_cfq_seq2seq_untied": _run_et_cfq_seq2seq,
     "rat_clutrr_untied": _run_rat_clutrr,
 }
 

@@ -47,6 +47,9 @@ cogs' 'relational' input, x_ij = rel(M + clip(j - i, -M, M)) + [i == j]
 word_emb(t_i) with M = 16: ours indexes the offset i - j by row
 (i - j) + M, so our row m is their row 2M - m; their last two rows (source /
 target relation ids of another input mode) are unused and dropped.
+Their CFQ encoder-decoder (cfq-semantic-parsing/model.py) -> our
+`EdgeTransformerSeq2Seq(first_token_vectors=True)`: `convert_cfq_seq2seq`
+(its docstring has the mapping).
 """
 
 from typing import Any, Mapping, Optional
@@ -60,6 +63,7 @@ from relational_jax.models.clutrr import NUM_EDGE_LABELS
 from relational_jax.models.clutrr import NUM_RELATIONS
 from relational_jax.models.clutrr import RATConfig
 from relational_jax.models.edge_transformer import ETConfig
+from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 
 __all__ = [
     "convert_attention",
@@ -68,6 +72,7 @@ __all__ = [
     "convert_graph_encoder",
     "convert_sequence_encoder",
     "convert_clutrr_rat",
+    "convert_cfq_seq2seq",
     "rat_relation_table",
     "RAT_RELATION_NAMES",
 ]
@@ -107,7 +112,7 @@ def _layer_norm(reader, name, width):
   }
 
 
-def _attention(reader, prefix, num_heads, ablation, width=None):
+def _attention(reader, prefix, num_heads, ablation, width=None, cfq=False):
   if ablation not in ABLATIONS:
     raise ValueError(f"ablation must be one of {ABLATIONS}, got {ablation!r}")
   d = reader.take(f"{prefix}linears.0.weight", (width, width)).shape[0]
@@ -118,7 +123,14 @@ def _attention(reader, prefix, num_heads, ablation, width=None):
     )
   heads = (num_heads, d // num_heads)
   roles = dict(_ROLES)
-  unused = [4]
+  # cfq: five linears, the fourth the output map, and two unused reductions.
+  unused, out = ([], 4) if cfq else ([4], 5)
+  if cfq:
+    reader.drop(
+        f"{prefix}reduce_dim_{kv}.{p}"
+        for kv in ("key", "value")
+        for p in ("weight", "bias")
+    )
   if ablation == "value":
     del roles["value_right"]
     unused.append(3)
@@ -126,16 +138,18 @@ def _attention(reader, prefix, num_heads, ablation, width=None):
       role: _dense(reader, f"{prefix}linears.{i}", heads, None, d, d)
       for role, i in roles.items()
   }
-  tree["out"] = _dense(reader, f"{prefix}linears.5", None, heads, d, d)
+  tree["out"] = _dense(reader, f"{prefix}linears.{out}", None, heads, d, d)
   reader.drop(
       f"{prefix}linears.{i}.{p}" for i in unused for p in ("weight", "bias")
   )
   return tree
 
 
-def _layer(reader, prefix, num_heads, ablation, width=None, ffn=None):
+def _layer(
+    reader, prefix, num_heads, ablation, width=None, ffn=None, cfq=False
+):
   attention = _attention(
-      reader, f"{prefix}edge_attention.", num_heads, ablation, width
+      reader, f"{prefix}edge_attention.", num_heads, ablation, width, cfq
   )
   d = attention["out"]["kernel"].shape[-1]
   hidden = _dense(reader, f"{prefix}linear1", rows=ffn, cols=d)
@@ -158,7 +172,7 @@ def _check_config(config: ETConfig) -> None:
     )
 
 
-def _stack(reader, prefix, config):
+def _stack(reader, prefix, config, cfq=False):
   _check_config(config)
   d = config.num_heads * config.head_dim
   ffn = config.ffn_dim or 4 * d
@@ -171,6 +185,7 @@ def _stack(reader, prefix, config):
         config.ablation,
         d,
         ffn,
+        cfq,
     )
 
   if config.tied:
@@ -345,6 +360,91 @@ def convert_sequence_encoder(
           "token": {"embedding": token_embedding},
       },
       "et": _stack(reader, "", config),
+  }
+  reader.finish()
+  return tree
+
+
+def convert_cfq_seq2seq(state_dict: Params, config: ETSeq2SeqConfig) -> dict:
+  """Their CFQ encoder-decoder -> our `EdgeTransformerSeq2Seq(config)`.
+
+  Their cfq-semantic-parsing/model.py `EdgeTransfomerForConditionalGeneration`
+  with input_encoding='relational' and decode_from='i_to_i' (their
+  defaults). Each stack's attention has five linears: left_k, right_k,
+  left_v, right_v (our query, key, value_left, value_right) and linears.4,
+  the output map; reduce_dim_key / reduce_dim_value are built and never
+  used (dropped), as are the stacks' left_linear / right_linear (the
+  'pairwise-sum' input). One token table, 'emb.weight', serves source and
+  target: it becomes both our token tables. Each stack's relation table
+  (2M + 3 rows, M = their max_rel_len = 32) holds the offsets j - i in rows
+  0..2M (our row m is their row 2M - m, as `convert_sequence_encoder`), then
+  the decoder's source->target and target->source relations (our cross
+  rows 0 and 1; the encoder's two are unused). Each stack's bos_vector is
+  our src_first / tgt_first; lm_head has no bias (ours: zeros).
+
+  Args:
+    state_dict: their whole model's state dict.
+    config: ours: first_token_vectors=True, src_vocab_size = tgt_vocab_size
+      = their vocab_size, max_distance = M, et.layout='released_code',
+      et.num_layers = num_decoder_layers = their num_message_rounds,
+      et.tied = their share_layers, et.ffn_dim = expand_ff x D.
+
+  Returns:
+    The 'params' collection of `EdgeTransformerSeq2Seq(config)`.
+
+  Raises:
+    ValueError: a config that cannot hold their model, a missing or
+      unexpected key, or a shape that does not fit.
+  """
+  if not config.first_token_vectors:
+    raise ValueError(
+        "their model adds a learned vector to the first source token and "
+        "the first decoder input: ETSeq2SeqConfig(first_token_vectors=True)"
+    )
+  if config.src_vocab_size != config.tgt_vocab_size:
+    raise ValueError(
+        "their source and target share one token table: src_vocab_size "
+        f"{config.src_vocab_size} != tgt_vocab_size {config.tgt_vocab_size}"
+    )
+  reader = Reader(state_dict, "ET cfq seq2seq", ".")
+  d = config.et.num_heads * config.et.head_dim
+  m = config.max_distance
+  tokens = reader.take("emb.weight", (config.src_vocab_size, d))
+  offsets = 2 * m - np.arange(2 * m + 1)
+
+  def relations(stack):
+    return reader.take(
+        f"{stack}.spatial_relations_builder.rel_embeddings.weight",
+        (2 * m + 3, d),
+    )
+
+  encoder_relations, decoder_relations = relations("encoder"), relations(
+      "decoder"
+  )
+  reader.drop(
+      f"{stack}.{side}_linear.{p}"
+      for stack in ("encoder", "decoder")
+      for side in ("left", "right")
+      for p in ("weight", "bias")
+  )
+  tree = {
+      "src_embed": {
+          "relative_position": {"embedding": encoder_relations[offsets]},
+          "token": {"embedding": tokens},
+      },
+      "tgt_embed": {
+          "relative_position": {"embedding": decoder_relations[offsets]},
+          "token": {"embedding": tokens},
+      },
+      "cross": {"embedding": decoder_relations[2 * m + 1 :]},
+      "encoder": _stack(reader, "encoder.", config.et, cfq=True),
+      "decoder": _stack(reader, "decoder.", config.decoder_et, cfq=True),
+      "out": {
+          "kernel": reader.take("lm_head.weight", (config.tgt_vocab_size, d)).T,
+          "bias": np.zeros((config.tgt_vocab_size,), np.float32),
+      },
+      "src_first": reader.take("encoder.bos_vector", (d,)),
+      "tgt_first": reader.take("decoder.bos_vector", (d,)),
   }
   reader.finish()
   return tree

@@ -1,5 +1,6 @@
 """relational_jax.interop.et_torch on the ET authors' parameters (goldens):
-their Edge Transformer (cogs, clutrr) and their CLUTRR RAT baseline."""
+their Edge Transformer (cogs, clutrr), their CLUTRR RAT baseline and their
+CFQ encoder-decoder."""
 
 import dataclasses
 
@@ -21,6 +22,7 @@ from relational_jax.models.edge_transformer import EdgeTransformer
 from relational_jax.models.edge_transformer import EdgeTransformerLayer
 from relational_jax.models.edge_transformer import GraphEdgeEmbedding
 from relational_jax.models.edge_transformer import SequenceEdgeEmbedding
+from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from tests.interop import goldens
 
 KEY = jax.random.PRNGKey(0)
@@ -341,3 +343,53 @@ def test_clutrr_rat_errors_are_named():
     )
   with pytest.raises(ValueError, match="class_rows must be"):
     et_torch.convert_clutrr_rat(params, config, class_rows=[0, 1])
+
+
+def test_cfq_seq2seq_errors_are_named():
+  meta, _, params = goldens.load("et_cfq_seq2seq")
+  sizes = meta["sizes"]
+  d = sizes["width"]
+  config = ETSeq2SeqConfig(
+      src_vocab_size=sizes["vocab"],
+      tgt_vocab_size=sizes["vocab"],
+      et=ETConfig(
+          num_layers=sizes["num_layers"],
+          num_heads=sizes["heads"],
+          head_dim=d // sizes["heads"],
+          ffn_dim=sizes["expand_ff"] * d,
+          tied=True,
+          layout="released_code",
+      ),
+      num_decoder_layers=sizes["num_layers"],
+      max_distance=sizes["max_rel_len"],
+      first_token_vectors=True,
+  )
+  tree = et_torch.convert_cfq_seq2seq(params, config)
+  # One token table for both sides; each stack's relation table reversed.
+  np.testing.assert_array_equal(
+      tree["src_embed"]["token"]["embedding"], params["emb.weight"]
+  )
+  np.testing.assert_array_equal(
+      tree["tgt_embed"]["token"]["embedding"], params["emb.weight"]
+  )
+  table = params["decoder.spatial_relations_builder.rel_embeddings.weight"]
+  np.testing.assert_array_equal(
+      tree["tgt_embed"]["relative_position"]["embedding"][0], table[64]
+  )
+  np.testing.assert_array_equal(tree["cross"]["embedding"], table[65:])
+  with pytest.raises(ValueError, match=r"first_token_vectors=True"):
+    et_torch.convert_cfq_seq2seq(
+        params, dataclasses.replace(config, first_token_vectors=False)
+    )
+  with pytest.raises(ValueError, match=r"share one token table"):
+    et_torch.convert_cfq_seq2seq(
+        params, dataclasses.replace(config, tgt_vocab_size=12)
+    )
+  with pytest.raises(ValueError, match=r"missing key.*decoder\.bos_vector"):
+    et_torch.convert_cfq_seq2seq(
+        goldens.without(params, "decoder.bos_vector"), config
+    )
+  with pytest.raises(ValueError, match=r"rel_embeddings"):  # M = 16: 35 rows.
+    et_torch.convert_cfq_seq2seq(
+        params, dataclasses.replace(config, max_distance=16)
+    )
