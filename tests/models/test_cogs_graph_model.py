@@ -49,6 +49,26 @@ def test_parent_reads_column_or_row():
   np.testing.assert_allclose(a, np.swapaxes(b, 1, 2), rtol=1e-6, atol=1e-6)
 
 
+def test_padding_changes_no_real_output_and_jit_equals_eager():
+  """Row 1 (2 real tokens of 5) against the same 2 tokens alone: every head
+  equal on the real tokens (parent scores over real candidates), whatever
+  the padded tokens hold; jit == eager."""
+  model = _model()
+  tokens, mask = _inputs()
+  params = {"params": model.init(jax.random.PRNGKey(2), tokens, mask)["params"]}
+  apply = jax.jit(model.apply)
+  padded = apply(params, tokens, mask)
+  other = apply(params, tokens.at[1, 2:].set(7), mask)
+  alone = apply(params, tokens[1:, :2], mask[1:, :2])
+  for head in HEADS:
+    for out in (padded, other):
+      real = out[head][1:, :2, :2] if head == "parent" else out[head][1:, :2]
+      np.testing.assert_allclose(real, alone[head], rtol=1e-5, atol=1e-5)
+  eager = model.apply(params, tokens, mask)
+  for head in HEADS:
+    np.testing.assert_allclose(eager[head], padded[head], rtol=1e-5, atol=1e-5)
+
+
 def test_bad_inputs():
   tokens, mask = _inputs()
   with pytest.raises(ValueError, match="label_sizes"):

@@ -1,5 +1,8 @@
 """Our CLRS processors and factory, outside any CLRS network."""
 
+import types
+
+import flax.linen as nn
 import haiku as hk
 import jax
 import jax.numpy as jnp
@@ -7,6 +10,7 @@ import numpy as np
 import pytest
 
 import processors
+from processors.pair_state import PairStateProcessor
 from processors.relational_transformer import ProcessorState
 
 B, N, F, OUT = 2, 5, 16, 16
@@ -364,3 +368,78 @@ def test_chunked_equals_unchunked(kind, chunks):
       jax.tree_util.tree_leaves((want, want_grads)),
   ):
     np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
+
+
+class _Identity(nn.Module):
+  """A pair-state stack that returns its input."""
+
+  @nn.compact
+  def __call__(self, x_BxUxUxD, deterministic=True):
+    return x_BxUxUxD
+
+
+class _IdentityPairState(PairStateProcessor):
+  """The pair-state processor around `_Identity`: its outputs are the
+  encoded pairs x_ij and their readouts."""
+
+  def stack_module(self):
+    return _Identity()
+
+
+@pytest.mark.parametrize("graph_vec", ["cat", "core"])
+@pytest.mark.parametrize("node_readout", ["diagonal", "rowcol"])
+def test_pair_state_encoding_and_readout_match_a_loop(graph_vec, node_readout):
+  """x_ij = W_e e_ij + b_e + W_h h_ij + W_a n_i + W_b n_j (+ W_g g with
+  'cat'; with 'core' a node N whose features are W_c [g; g_h] + b_c and
+  whose pairs' edge inputs are zero), n = [node_fts, hidden]; the node
+  output is node_out of x_ii ('diagonal') or of the mean of row i and
+  column i ('rowcol'), the graph output ('core') node_out of node N's."""
+  d = 6
+  config = types.SimpleNamespace(edge_width=d, dropout_rate=0.0)
+  node_fts, edge_fts, graph_fts, adj, hidden = _inputs(3)
+  edge_hidden = jax.random.normal(jax.random.PRNGKey(4), (B, N, N, d))
+  graph_hidden = jax.random.normal(jax.random.PRNGKey(5), (B, OUT))
+  t = hk.transform(
+      lambda *a: _IdentityPairState(
+          OUT, config, graph_vec=graph_vec, node_readout=node_readout
+      )(*a, edge_hidden=edge_hidden, graph_hidden=graph_hidden,
+        return_state=True)  # fmt: skip
+  )
+  args = (node_fts, edge_fts, graph_fts, adj, hidden)
+  params = t.init(jax.random.PRNGKey(0), *args)
+  state = t.apply(params, None, *args)
+  p = {k.split("/")[-1]: v for k, v in params.items()}
+  lin = lambda name, x: x @ p[name]["w"] + p[name].get("b", 0.0)
+  n_feats = np.concatenate([node_fts, hidden], -1)
+  u = N + (graph_vec == "core")
+  x = np.zeros((B, u, u, d), np.float32)
+  for b in range(B):
+    nodes = list(n_feats[b])
+    if graph_vec == "core":
+      nodes.append(
+          lin("core_in", np.concatenate([graph_fts[b], graph_hidden[b]]))
+      )
+    for i in range(u):
+      for j in range(u):
+        real = i < N and j < N
+        e = edge_fts[b, i, j] if real else np.zeros(edge_fts.shape[-1])
+        h = edge_hidden[b, i, j] if real else np.zeros(d)
+        x[b, i, j] = (
+            lin("edge_in", e)
+            + lin("edge_hidden_in", h)
+            + lin("row_in", nodes[i])
+            + lin("col_in", nodes[j])
+        )
+        if graph_vec == "cat":
+          x[b, i, j] += lin("graph_in", graph_fts[b])
+  if node_readout == "diagonal":
+    read = np.stack([x[:, i, i] for i in range(u)], 1)
+  else:
+    read = 0.5 * (x.mean(2) + x.mean(1))
+  out = lin("node_out", read)
+  np.testing.assert_allclose(state.edges, x[:, :N, :N], rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(state.nodes, out[:, :N], rtol=1e-5, atol=1e-5)
+  if graph_vec == "core":
+    np.testing.assert_allclose(state.graph, out[:, N], rtol=1e-5, atol=1e-5)
+  else:
+    assert state.graph is None
