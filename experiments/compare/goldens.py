@@ -810,10 +810,10 @@ def _run_g2g_classifier(meta, inputs, params):
 # ----------------------------------------------------------------------------
 
 
-def _run_et_cfq_seq2seq(meta, inputs, params):
-  sizes = meta["sizes"]
+def et_cfq_config(sizes) -> ETSeq2SeqConfig:
+  """Our config of an et_cfq_seq2seq golden's `sizes` (their EdgeConfig)."""
   d = sizes["width"]
-  config = ETSeq2SeqConfig(
+  return ETSeq2SeqConfig(
       src_vocab_size=sizes["vocab"],
       tgt_vocab_size=sizes["vocab"],
       et=ETConfig(
@@ -830,6 +830,11 @@ def _run_et_cfq_seq2seq(meta, inputs, params):
       pad_id=sizes["pad"],
       first_token_vectors=True,
   )
+
+
+def _run_et_cfq_seq2seq(meta, inputs, params):
+  sizes = meta["sizes"]
+  config = et_cfq_config(sizes)
   model = EdgeTransformerSeq2Seq(config)
   src = jnp.asarray(inputs["src"])
   src_mask = jnp.asarray(inputs["attention_mask"]).astype(bool)

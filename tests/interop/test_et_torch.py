@@ -22,7 +22,6 @@ from relational_jax.models.edge_transformer import EdgeTransformer
 from relational_jax.models.edge_transformer import EdgeTransformerLayer
 from relational_jax.models.edge_transformer import GraphEdgeEmbedding
 from relational_jax.models.edge_transformer import SequenceEdgeEmbedding
-from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from tests.interop import goldens
 
 KEY = jax.random.PRNGKey(0)
@@ -347,23 +346,7 @@ def test_clutrr_rat_errors_are_named():
 
 def test_cfq_seq2seq_errors_are_named():
   meta, _, params = goldens.load("et_cfq_seq2seq")
-  sizes = meta["sizes"]
-  d = sizes["width"]
-  config = ETSeq2SeqConfig(
-      src_vocab_size=sizes["vocab"],
-      tgt_vocab_size=sizes["vocab"],
-      et=ETConfig(
-          num_layers=sizes["num_layers"],
-          num_heads=sizes["heads"],
-          head_dim=d // sizes["heads"],
-          ffn_dim=sizes["expand_ff"] * d,
-          tied=True,
-          layout="released_code",
-      ),
-      num_decoder_layers=sizes["num_layers"],
-      max_distance=sizes["max_rel_len"],
-      first_token_vectors=True,
-  )
+  config = compare_goldens.et_cfq_config(meta["sizes"])
   tree = et_torch.convert_cfq_seq2seq(params, config)
   # One token table for both sides; each stack's relation table reversed.
   np.testing.assert_array_equal(
