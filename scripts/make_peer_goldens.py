@@ -1139,8 +1139,9 @@ def _import_cs(reference):
 
 def make_cs(reference, commit):
   """Their TransformerEncDecModel as their `transformer_mixin` builds it for
-  the relative variants (no input positional encoding, Xavier embeddings),
-  driven as their TransformerEncDecInterface drives it: EOS appended to the
+  the relative variants (no input positional encoding, Xavier embeddings)
+  and the absolute ones (their sinusoidal encoding; scale_mode 'none',
+  'down' (PED) and 'opennmt' (TEU)), driven as their TransformerEncDecInterface drives it: EOS appended to the
   source (`add_eos`), the model prepends the encoder SOS and feeds the
   decoder [SOS/EOS, y...]. Outputs: teacher-forced logits and greedy
   tokens (eval mode)."""
@@ -1152,9 +1153,46 @@ def make_cs(reference, commit):
   n_in, n_out = 6, 4  # words; their tables: n_in + 2 and n_out + 1 rows
   dropout = 0.3  # eval() must switch it off
   cases = {}
-  for name, variant, tied_embedding in (
-      ("cs_relative_universal", layers.UniversalRelativeTransformer, True),
-      ("cs_relative", layers.RelativeTransformer, False),
+  relative_args = dict(
+      pos_embeddig=(lambda x, offset: x), embedding_init="xavier"
+  )
+  # (name, variant, tied_embedding, their transformer_mixin args, our
+  # positions and scaling): the relative variants and the three absolute
+  # ones of their `trafos` table ('noscale', 'scaledinit', 'opennmt').
+  for name, variant, tied_embedding, args, positions, scaling in (
+      (
+          "cs_relative_universal",
+          layers.UniversalRelativeTransformer,
+          True,
+          relative_args,
+          "relative",
+          "none",
+      ),
+      (
+          "cs_relative",
+          layers.RelativeTransformer,
+          False,
+          relative_args,
+          "relative",
+          "none",
+      ),
+      ("cs_absolute", layers.Transformer, False, {}, "absolute", "none"),
+      (
+          "cs_absolute_ped",
+          layers.Transformer,
+          False,
+          dict(embedding_init="kaiming", scale_mode="down"),
+          "absolute",
+          "ped",
+      ),
+      (
+          "cs_absolute_teu",
+          layers.Transformer,
+          False,
+          dict(embedding_init="xavier", scale_mode="opennmt"),
+          "absolute",
+          "teu",
+      ),
   ):
     model = enc_dec.TransformerEncDecModel(
         n_in,
@@ -1167,8 +1205,7 @@ def make_cs(reference, commit):
         num_encoder_layers=n_layers,
         num_decoder_layers=n_layers,
         dropout=dropout,
-        pos_embeddig=(lambda x, offset: x),
-        embedding_init="xavier",
+        **args,
     )
     model.eval()
     params = _randomise_torch(torch, rng, model)
@@ -1214,9 +1251,13 @@ def make_cs(reference, commit):
         function=(
             "models/transformer_enc_dec.py TransformerEncDecModel "
             f"({variant.__name__}, tied_embedding={tied_embedding}, "
-            "relative-variant args of tasks/transformer_mixin.py), "
-            "inputs as interfaces/transformer/encoder_decoder_"
-            "interface.py"
+            f"{positions}-variant args of tasks/transformer_mixin.py"
+            + (
+                ""
+                if args is relative_args
+                else f": {dict(sorted(args.items())) or 'none'}"
+            )
+            + "), inputs as interfaces/transformer/encoder_decoder_interface.py"
         ),
         sizes=dict(
             batch=b,
@@ -1226,6 +1267,8 @@ def make_cs(reference, commit):
             num_layers=n_layers,
             universal=variant.__name__.startswith("Universal"),
             tied_embedding=tied_embedding,
+            positions=positions,
+            scaling=scaling,
             src_rows=n_in + 2,
             tgt_rows=n_out + 1,
             encoder_eos=model.encoder_eos,

@@ -115,7 +115,13 @@ ET_CASES = (
     "et_stack_tied_graph",
     "et_stack_untied_graph",
 )
-CS_CASES = ("cs_relative_universal", "cs_relative")
+CS_CASES = (
+    "cs_relative_universal",
+    "cs_relative",
+    "cs_absolute",
+    "cs_absolute_ped",
+    "cs_absolute_teu",
+)
 PIVOTAL_CASES = (
     "pivotal_fn",
     "pivotal_fn_bool_mask_cap",
@@ -568,9 +574,10 @@ def _run_et_stack_graph(meta, inputs, params):
 
 
 # ----------------------------------------------------------------------------
-# Csordas et al.'s TransformerEncDecModel (relative variants) -> our
-# Seq2SeqTransformer(positions='relative', scaling='none'), defaults
-# otherwise: relational_jax.interop.csordas_torch.
+# Csordas et al.'s TransformerEncDecModel (relative variants; absolute with
+# scale_mode none / down / opennmt) -> our Seq2SeqTransformer (positions
+# 'relative' or 'absolute', scaling none / ped / teu), defaults otherwise:
+# relational_jax.interop.csordas_torch.
 # ----------------------------------------------------------------------------
 
 
@@ -587,8 +594,9 @@ def _run_cs_model(meta, inputs, params):
       ffn_dim=sizes["ffn"],
       num_encoder_layers=sizes["num_layers"],
       num_decoder_layers=sizes["num_layers"],
-      positions="relative",
-      scaling="none",
+      # Goldens before the absolute ones hold neither (relative, none).
+      positions=sizes.get("positions", "relative"),
+      scaling=sizes.get("scaling", "none"),
       tied=sizes["universal"],
       tie_embeddings=sizes["tied_embedding"],
       dropout_rate=DROPOUT,
@@ -991,6 +999,9 @@ RUNNERS = {
     "et_stack_untied_graph": _run_et_stack_graph,
     "cs_relative_universal": _run_cs_model,
     "cs_relative": _run_cs_model,
+    "cs_absolute": _run_cs_model,
+    "cs_absolute_ped": _run_cs_model,
+    "cs_absolute_teu": _run_cs_model,
     "rt_net_binary_search": _run_rt_net,
     "rt_net_bellman_ford": _run_rt_net,
     **{c: _run_pivotal_fn for c in PIVOTAL_CASES if c.startswith("pivotal_fn")},

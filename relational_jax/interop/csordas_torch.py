@@ -2,10 +2,12 @@
 
 Their code: github.com/RobertCsordas/transformer_generalization,
 `TransformerEncDecModel` (models/transformer_enc_dec.py) with the relative
-Transformer and relative Universal Transformer (layers/transformer/).
+Transformer and relative Universal Transformer (layers/transformer/), or
+their absolute Transformer (sinusoidal positions; scale_mode 'none', 'down'
+= our PED, 'opennmt' = our TEU).
 Inputs are state dicts as numpy arrays,
 `{k: v.numpy() for k, v in model.state_dict().items()}`. Ours is
-`Seq2SeqTransformer` with positions='relative' and the defaults that follow
+`Seq2SeqTransformer` with their positions and the defaults that follow
 their code (attention_out_bias=False, output_bias=True, post-norm);
 tests/fidelity checks that the converted parameters compute their teacher-
 forced logits and greedy decoding (to 1e-5).
@@ -97,7 +99,6 @@ def _feed_forward(reader, prefix, d, ffn):
 
 def _check_config(config: Seq2SeqConfig) -> None:
   wanted = {
-      "positions": "relative",
       "attention_out_bias": False,
       "output_bias": True,
       "pre_norm": False,
@@ -110,13 +111,17 @@ def _check_config(config: Seq2SeqConfig) -> None:
       for name, value in wanted.items()
       if getattr(config, name) != value
   }
-  if config.scaling == "teu":  # their relative variants do not scale tokens
+  if config.positions not in ("relative", "absolute"):
+    wrong["positions"] = config.positions
+  # Their relative variants do not scale tokens.
+  if config.positions == "relative" and config.scaling == "teu":
     wrong["scaling"] = config.scaling
   if wrong:
     raise ValueError(
-        "Csordas et al.'s relative TransformerEncDecModel has no counterpart "
-        f"for Seq2SeqConfig {wrong}; it needs {wanted} and scaling 'none' or "
-        "'ped'"
+        "Csordas et al.'s TransformerEncDecModel has no counterpart for "
+        f"Seq2SeqConfig {wrong}; it needs {wanted}, positions 'relative' "
+        "(scaling 'none' or 'ped') or 'absolute' (scaling 'none', 'ped' or "
+        "'teu')"
     )
 
 
@@ -149,11 +154,14 @@ def convert_attention(
 
 
 def convert_model(state_dict: Params, config: Seq2SeqConfig) -> dict:
-  """Their `TransformerEncDecModel` (relative) -> our `Seq2SeqTransformer`'s.
+  """Their `TransformerEncDecModel` -> our `Seq2SeqTransformer`'s.
 
   Args:
     state_dict: the whole model's state dict.
-    config: our Seq2SeqConfig: positions='relative', their sizes
+    config: our Seq2SeqConfig: positions 'relative' (their relative
+      variants) or 'absolute' with their scaling ('none', 'ped' for their
+      scale_mode 'down', 'teu' for 'opennmt'; their 'pos.pe' buffer is
+      dropped), their sizes
       (src_vocab_size and tgt_vocab_size their embedding row counts,
       d_model, num_heads, ffn_dim, num_encoder_layers, num_decoder_layers),
       tied=True for their Universal variant, tie_embeddings=True for their
@@ -170,7 +178,8 @@ def convert_model(state_dict: Params, config: Seq2SeqConfig) -> dict:
   _check_config(config)
   reader = Reader(state_dict, "Csordas et al. model", ".")
   d, heads, ffn = config.d_model, config.num_heads, config.ffn_dim
-  reader.drop(["int_seq"])
+  relative = config.positions == "relative"
+  reader.drop(["int_seq"] + ([] if relative else ["pos.pe"]))
 
   def prefix(side, i):
     if config.tied:
@@ -194,7 +203,7 @@ def convert_model(state_dict: Params, config: Seq2SeqConfig) -> dict:
   for i in range(1 if config.tied else config.num_encoder_layers):
     e = prefix("encoder", i)
     encoder[f"layers_{i}"] = {
-        "self_attn": _attention(reader, f"{e}self_attn.", heads, True, d),
+        "self_attn": _attention(reader, f"{e}self_attn.", heads, relative, d),
         "attn_norm": _layer_norm(reader, f"{e}norm1", d),
         "ff": _feed_forward(reader, e, d, ffn),
         "ff_norm": _layer_norm(reader, f"{e}norm2", d),
@@ -202,7 +211,7 @@ def convert_model(state_dict: Params, config: Seq2SeqConfig) -> dict:
   for i in range(1 if config.tied else config.num_decoder_layers):
     p = prefix("decoder", i)
     decoder[f"layers_{i}"] = {
-        "self_attn": _attention(reader, f"{p}self_attn.", heads, True, d),
+        "self_attn": _attention(reader, f"{p}self_attn.", heads, relative, d),
         "self_norm": _layer_norm(reader, f"{p}norm1", d),
         "cross_attn": _attention(
             reader, f"{p}multihead_attn.", heads, False, d

@@ -46,6 +46,9 @@ SLOW_CASES = RT_NET_CASES + (
     "et_stack_untied_graph",
     "cs_relative_universal",
     "cs_relative",  # test_cs_init and interop check its parameters fast.
+    "cs_absolute",
+    "cs_absolute_ped",
+    "cs_absolute_teu",
     "pivotal_block_pre",
     "pivotal_block_post_rmsnorm_bias_gelu",
     "pivotal_block_pre_affine_silu_no_mix",

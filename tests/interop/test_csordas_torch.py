@@ -106,7 +106,7 @@ def test_missing_and_unexpected_keys_are_named():
 def test_config_mismatches_raise():
   config, params = _case("cs_relative")
   for field, value in (
-      ("positions", "absolute"),
+      ("positions", "tree"),
       ("attention_out_bias", True),
       ("pre_norm", True),
       ("scaling", "teu"),
@@ -115,6 +115,12 @@ def test_config_mismatches_raise():
       csordas_torch.convert_model(
           params, dataclasses.replace(config, **{field: value})
       )
+  # A relative model's state dict read as an absolute one: its relative
+  # attention parameters are unexpected.
+  with pytest.raises(ValueError, match=r"unexpected.*pos_to_pq"):
+    csordas_torch.convert_model(
+        params, dataclasses.replace(config, positions="absolute")
+    )
   with pytest.raises(ValueError, match=r"input_embedding\.weight.*shape"):
     csordas_torch.convert_model(
         params, dataclasses.replace(config, src_vocab_size=9)
