@@ -540,3 +540,74 @@ def test_tree2tree_encoder_positions_and_next_alignment_decoding():
       )
   )(params)
   np.testing.assert_array_equal(np.asarray(jnp.argmax(logits, -1)), out)
+
+
+def _layer_norm(x, p, eps):
+  mean = x.mean(-1, keepdims=True)
+  var = ((x - mean) ** 2).mean(-1, keepdims=True)
+  return (x - mean) / np.sqrt(var + eps) * p["scale"] + p["bias"]
+
+
+def _feed_forward(x, p):
+  """[V17] eq. 2, one token at a time."""
+  out = np.zeros_like(x)
+  for index in np.ndindex(x.shape[:-1]):
+    u = np.maximum(0.0, x[index] @ p["hidden"]["kernel"] + p["hidden"]["bias"])
+    out[index] = u @ p["out"]["kernel"] + p["out"]["bias"]
+  return out
+
+
+@pytest.mark.parametrize("pre_norm", [False, True])
+def test_layers_compose_attention_feed_forward_and_norms_as_written(pre_norm):
+  """Encoder and decoder layers against their composition by hand: post-norm
+  h <- LN(h + f(h)), pre-norm h <- h + f(LN(h)), f the sublayers in order
+  (self-attention, [cross-attention,] eq. 2's feed-forward, checked here one
+  token at a time), the attention modules as the layer's own."""
+  c = tiny(positions="absolute", pre_norm=pre_norm)
+  keys = jax.random.split(jax.random.PRNGKey(7), 4)
+  h = jax.random.normal(keys[0], (2, 5, c.d_model))
+  memory = jax.random.normal(keys[1], (2, 4, c.d_model))
+  mask = jnp.array([[True] * 5, [True] * 3 + [False] * 2])
+  memory_mask = jnp.array([[True] * 4, [True] * 2 + [False] * 2])
+  eps = c.ln_epsilon
+
+  def block(h, f, norm):
+    if pre_norm:
+      return h + f(_layer_norm(h, norm, eps))
+    return _layer_norm(h + f(h), norm, eps)
+
+  encoder = seq2seq.EncoderLayer(c)
+  variables = encoder.init(keys[2], h, mask)
+  p = jax.tree_util.tree_map(np.asarray, variables["params"])
+  bound = encoder.bind(variables)
+  want = block(
+      np.asarray(h),
+      lambda x: np.asarray(bound.self_attn(x, None, mask, True)),
+      p["attn_norm"],
+  )
+  want = block(want, lambda x: _feed_forward(x, p["ff"]), p["ff_norm"])
+  np.testing.assert_allclose(
+      encoder.apply(variables, h, mask), want, rtol=1e-5, atol=1e-5
+  )
+
+  decoder = seq2seq.DecoderLayer(c)
+  variables = decoder.init(keys[3], h, memory, memory_mask)
+  p = jax.tree_util.tree_map(np.asarray, variables["params"])
+  bound = decoder.bind(variables)
+  want = block(
+      np.asarray(h),
+      lambda x: np.asarray(bound.self_attn(x, None, None, True)),
+      p["self_norm"],
+  )
+  want = block(
+      want,
+      lambda x: np.asarray(bound.cross_attn(x, memory, memory_mask, True)),
+      p["cross_norm"],
+  )
+  want = block(want, lambda x: _feed_forward(x, p["ff"]), p["ff_norm"])
+  np.testing.assert_allclose(
+      decoder.apply(variables, h, memory, memory_mask),
+      want,
+      rtol=1e-5,
+      atol=1e-5,
+  )
