@@ -1422,6 +1422,23 @@ FLOYD_BLOCK_CASES = (
     ),
 )
 FLOYD_BLOCK_SIZES = dict(batch=2, nodes=5, width=8, heads=2)
+# Their example model (example/common/model.py FloydNet: adjacency
+# embedding, `depth` blocks with the state zeroed off the pair mask after
+# each, graph / node / edge linear heads), eval() with their ModelConfig's
+# block choices (affine norm, silu); the second graph has 3 of 5 real nodes.
+FLOYD_MODEL_CASES = (
+    (
+        "floyd_model_padded",
+        dict(n_embd=8, n_head=2, depth=3, n_out=3, task_level="gve"),
+    ),
+)
+FLOYD_MODEL_SHIM = (
+    "their example/ directory on sys.path and a stub torch_geometric module"
+    " (data.Data = object: example/common/model.py and graph.py import it,"
+    " model.py's annotations name pyg.data.Data; the forward reads"
+    " only graph.adj and graph.pair_mask, given as a namespace); model.py"
+    " loaded unchanged"
+)
 
 
 def _import_floyd(reference):
@@ -1560,7 +1577,98 @@ def make_floyd(reference, commit):
     )
     _save(name, meta, inputs, params, outputs)
     cases[name] = {"function": meta["function"]}
-  _update_readme("floyd", FLOYD_URL, commit, cases, FLOYD_SHIM)
+  cases.update(_make_floyd_model(torch, reference, commit, rng))
+  _update_readme(
+      "floyd", FLOYD_URL, commit, cases, f"{FLOYD_SHIM}; {FLOYD_MODEL_SHIM}"
+  )
+
+
+def _import_floyd_model(reference):
+  """Their example/common/model.py with a stub torch_geometric."""
+  stub = types.ModuleType("torch_geometric")  # annotations: pyg.data.Data
+  stub.data = types.SimpleNamespace(Data=object)
+  sys.modules.setdefault("torch_geometric", stub)
+  sys.path.insert(0, str(pathlib.Path(reference).resolve() / "example"))
+  from common import model  # pylint: disable=g-import-not-at-top
+
+  return model
+
+
+def _make_floyd_model(torch, reference, commit, rng):
+  """Their FloydNet model on a padded batch: the three heads' outputs and
+  the gradients of sum_h <pred_h, dy_h> (stored random cotangents) with
+  respect to every parameter."""
+  model_lib = _import_floyd_model(reference)
+  cases = {}
+  dropout = 0.1  # eval() must switch it off
+  b, n = FLOYD_BLOCK_SIZES["batch"], FLOYD_BLOCK_SIZES["nodes"]
+  for name, kwargs in FLOYD_MODEL_CASES:
+    config = model_lib.ModelConfig(dropout=dropout, **kwargs)
+    model = model_lib.FloydNet(config)
+    model.eval()
+    params = {}
+    with torch.no_grad():
+      for pname, p in model.named_parameters():
+        if p.dim() == 0:  # ffn_scale
+          value = np.asarray(np.float32(1.0 + 0.2 * rng.standard_normal()))
+        elif pname.startswith("emb_"):  # their init: N(0, 1)
+          value = rng.standard_normal(tuple(p.shape)).astype(np.float32)
+        else:
+          value = _random_like(rng, pname, tuple(p.shape))
+        p.copy_(torch.from_numpy(value))
+        params[pname] = value
+    node = np.ones((b, n), bool)
+    node[1, 3:] = False
+    pair = node[:, :, None] & node[:, None, :]
+    adj = (rng.random((b, n, n)) < 0.4) & pair
+    width = config.n_out
+    inputs = {
+        "node_mask": node,
+        "adj": adj.astype(np.int64),
+        "dy_g": 0.1 * rng.standard_normal((b, width)).astype(np.float32),
+        "dy_v": 0.1 * rng.standard_normal((b, n, width)).astype(np.float32),
+        "dy_e": 0.1 * rng.standard_normal((b, n, n, width)).astype(np.float32),
+    }
+    graph = types.SimpleNamespace(
+        adj=torch.from_numpy(inputs["adj"]),
+        pair_mask=torch.from_numpy(pair.astype(np.float32)),
+    )
+    preds = dict(zip("gve", model(graph)))
+    loss = sum(
+        (preds[h] * torch.from_numpy(inputs[f"dy_{h}"])).sum() for h in "gve"
+    )
+    loss.backward()
+    outputs = {f"pred_{h}": preds[h].detach().numpy() for h in "gve"}
+    for pname, p in model.named_parameters():
+      outputs[f"grad/{pname}"] = p.grad.numpy()
+    meta = dict(
+        reference="floyd",
+        repository=FLOYD_URL,
+        commit=commit,
+        function=(
+            f"example/common/model.py FloydNet (ModelConfig {kwargs}, padded)"
+        ),
+        sizes=dict(
+            batch=b,
+            nodes=n,
+            width=config.n_embd,
+            heads=config.n_head,
+            depth=config.depth,
+            out=width,
+        ),
+        options=dict(
+            norm_fn=config.norm_fn,
+            activation_fn="silu",  # their model's blocks
+            enable_ffn=config.enable_ffn,
+        ),
+        eval_mode=True,
+        config_dropout=dropout,
+        layer_norm_epsilon=1e-5,
+        shim=f"{FLOYD_SHIM}; {FLOYD_MODEL_SHIM}",
+    )
+    _save(name, meta, inputs, params, outputs)
+    cases[name] = {"function": meta["function"]}
+  return cases
 
 
 # ----------------------------------------------------------------------------
@@ -1790,8 +1898,8 @@ def record():
     if not _selected(case):
       continue
     diffs = fidelity.max_abs_diffs(case)
-    if case in fidelity.RT_NET_CASES:
-      # Whole-net goldens: per group (loss, grad/*, eval_hint/*, ...), the
+    if case in fidelity.WHOLE_MODEL_CASES:
+      # Whole-model goldens: per group (loss, grad/*, eval_hint/*, ...), the
       # max abs difference and the test's scaled one (see max_abs_diffs).
       scaled = fidelity.max_abs_diffs(case, scaled=True)
       grouped, grouped_scaled = {}, {}
@@ -1811,17 +1919,18 @@ def record():
     }
     rows.append((case, worst, diffs))
   readme["tolerance"] = fidelity.TOLERANCE
-  readme["tolerance_rt_net_scaled"] = fidelity.RT_NET_TOLERANCE
+  readme.pop("tolerance_rt_net_scaled", None)  # the name before 2026-11-29
+  readme["tolerance_whole_model_scaled"] = fidelity.WHOLE_MODEL_TOLERANCE
   README_JSON.write_text(json.dumps(readme, indent=2, sort_keys=True) + "\n")
   print(
       f"\n{'golden':36s} {'max |ours - theirs|':>20s}  per output "
-      "(rt_net_*: scaled, per group)"
+      "(whole models: scaled, per group)"
   )
   for case, worst, diffs in rows:
     detail = ", ".join(f"{k} {v:.2e}" for k, v in diffs.items())
     tolerance = (
-        fidelity.RT_NET_TOLERANCE
-        if case in fidelity.RT_NET_CASES
+        fidelity.WHOLE_MODEL_TOLERANCE
+        if case in fidelity.WHOLE_MODEL_CASES
         else fidelity.TOLERANCE
     )
     flag = "" if worst <= tolerance else "  > tolerance"

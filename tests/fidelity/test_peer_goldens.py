@@ -3,13 +3,14 @@
 Our RT layer, stack and CLRS processor equal the RT authors' Haiku code, our
 ET triangular attention, layer and stacks the ET authors' PyTorch code, our
 seq2seq Transformer Csordas et al.'s TransformerEncDecModel, our pivotal
-attention and FloydNet block the FloydNet authors' PyTorch code (outputs and
-gradients), our relation-aware attention and pairwise edge scorer (with the
+attention, FloydNet block and stack the FloydNet authors' PyTorch code
+(outputs and gradients; the stack inside their example model), our relation-aware attention and pairwise edge scorer (with the
 released code's options) the Graph2Graph authors' PyTorch graph-input
 attention and Relation classifier (outputs and gradients), our CLUTRR RAT
 the ET authors' RAT baseline (logits, loss and gradients), to TOLERANCE max
-abs difference in fp32, and our whole CLRS model
-their BaselineModel (rt_net_*, scaled differences, RT_NET_TOLERANCE). CI has
+abs difference in fp32, and our whole CLRS model their BaselineModel
+(rt_net_*) and our FloydNet stack in their example model (floyd_model_*):
+scaled differences, WHOLE_MODEL_TOLERANCE. CI has
 neither torch nor the reference checkouts: the goldens (tests/fidelity/
 goldens), how each is loaded and how ours runs on it are
 `experiments.compare.goldens` (also used by `experiments.bench.gpu_check`).
@@ -24,9 +25,10 @@ import pytest
 from experiments.compare.goldens import CASES
 from experiments.compare.goldens import GOLDEN_DIR
 from experiments.compare.goldens import RT_NET_CASES
-from experiments.compare.goldens import RT_NET_TOLERANCE
 from experiments.compare.goldens import RUNNERS
 from experiments.compare.goldens import TOLERANCE
+from experiments.compare.goldens import WHOLE_MODEL_CASES
+from experiments.compare.goldens import WHOLE_MODEL_TOLERANCE
 from experiments.compare.goldens import available_cases
 from experiments.compare.goldens import load
 from experiments.compare.goldens import max_abs_diffs
@@ -53,6 +55,7 @@ SLOW_CASES = RT_NET_CASES + (
     "pivotal_block_post_rmsnorm_bias_gelu",
     "pivotal_block_pre_affine_silu_no_mix",
     "pivotal_block_post_none_no_ffn",
+    "floyd_model_padded",
 )
 
 
@@ -97,9 +100,9 @@ def test_ours_equals_the_authors_code(case):
       ("pivotal_block", "g2g_attention", "g2g_statetr_attention")
   ):
     assert meta["eval_mode"] and meta["config_dropout"] > 0.0
-  whole_net = case in RT_NET_CASES
-  diffs = max_abs_diffs(case, scaled=whole_net)
-  tolerance = RT_NET_TOLERANCE if whole_net else TOLERANCE
+  whole_model = case in WHOLE_MODEL_CASES
+  diffs = max_abs_diffs(case, scaled=whole_model)
+  tolerance = WHOLE_MODEL_TOLERANCE if whole_model else TOLERANCE
   # `all`, not `max`: Python's max skips a NaN that is not first.
   assert all(d <= tolerance for d in diffs.values()), (
       f"{case}: ours vs {meta['repository']}@{meta['commit'][:8]} "
@@ -141,3 +144,22 @@ def test_the_released_codes_options_matter(monkeypatch):
   assert sum(k.endswith("linears.0.bias") for k in params) >= 1
   moved, largest = _moved("rat_clutrr", unbiased)
   assert (round(moved, 2), round(largest, 1)) == (0.45, 2.6)
+
+
+@pytest.mark.slow
+def test_floyd_model_golden_exercises_the_padding():
+  """Without our node mask (every node real) the padded graph of
+  floyd_model_padded leaves their function while the full one keeps it."""
+  meta, inputs, params, outputs = load("floyd_model_padded")
+  assert not inputs["node_mask"].all() and inputs["node_mask"][0].all()
+  unmasked = {**inputs, "node_mask": np.ones_like(inputs["node_mask"])}
+  with jax.default_matmul_precision("float32"):
+    ours = np.asarray(
+        RUNNERS["floyd_model_padded"](meta, unmasked, params)["pred_e"]
+    )
+  reference = outputs["pred_e"]
+  scale = np.abs(reference).max()
+  assert np.abs(ours[0] - reference[0]).max() / scale < WHOLE_MODEL_TOLERANCE
+  assert (
+      np.abs(ours[1] - reference[1]).max() / scale > 1e3 * WHOLE_MODEL_TOLERANCE
+  )
