@@ -1459,6 +1459,23 @@ def _import_floyd(reference):
   return torch, floydnet
 
 
+def _randomise_floyd(torch, rng, module):
+  """`_randomise_torch` for FloydNet modules: ffn_scale (a scalar) 1 + 0.2
+  N(0, 1), the example model's embeddings (emb_*) N(0, 1) as their init."""
+  params = {}
+  with torch.no_grad():
+    for name, p in module.named_parameters():
+      if p.dim() == 0:  # ffn_scale
+        value = np.asarray(np.float32(1.0 + 0.2 * rng.standard_normal()))
+      elif name.startswith("emb_"):
+        value = rng.standard_normal(tuple(p.shape)).astype(np.float32)
+      else:
+        value = _random_like(rng, name, tuple(p.shape))
+      p.copy_(torch.from_numpy(value))
+      params[name] = value
+  return params
+
+
 def make_floyd(reference, commit):
   """Their `pivotal_attention` and `PivotalAttentionBlock` on seeded random
   inputs and parameters: outputs and the gradients of sum(y * dy) (a stored
@@ -1532,16 +1549,7 @@ def make_floyd(reference, commit):
         embed_dim=d, num_heads=sizes["heads"], dropout=dropout, **kwargs
     )
     block.eval()
-    params = {}
-    with torch.no_grad():
-      for pname, p in block.named_parameters():
-        if p.dim() == 0:  # ffn_scale
-          value = np.float32(1.0 + 0.2 * rng.standard_normal())
-          value = np.asarray(value)
-        else:
-          value = _random_like(rng, pname, tuple(p.shape))
-        p.copy_(torch.from_numpy(value))
-        params[pname] = value
+    params = _randomise_floyd(torch, rng, block)
     # dy ~ 0.1 N(0, 1): the parameter gradients sum over every pair, and
     # with dy ~ N(0, 1) they reach |30|, where fp32 rounding alone (of
     # either side, against a float64 run) is ~1e-5.
@@ -1606,17 +1614,7 @@ def _make_floyd_model(torch, reference, commit, rng):
     config = model_lib.ModelConfig(dropout=dropout, **kwargs)
     model = model_lib.FloydNet(config)
     model.eval()
-    params = {}
-    with torch.no_grad():
-      for pname, p in model.named_parameters():
-        if p.dim() == 0:  # ffn_scale
-          value = np.asarray(np.float32(1.0 + 0.2 * rng.standard_normal()))
-        elif pname.startswith("emb_"):  # their init: N(0, 1)
-          value = rng.standard_normal(tuple(p.shape)).astype(np.float32)
-        else:
-          value = _random_like(rng, pname, tuple(p.shape))
-        p.copy_(torch.from_numpy(value))
-        params[pname] = value
+    params = _randomise_floyd(torch, rng, model)
     node = np.ones((b, n), bool)
     node[1, 3:] = False
     pair = node[:, :, None] & node[:, None, :]

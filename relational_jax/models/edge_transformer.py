@@ -76,12 +76,13 @@ class ETConfig:
       "Untied Edge Transformer".
     ablation: 'none', 'value' or 'attention' (paper sec. 4.5).
     chunk_size: pivots per chunk of the triangular attention's online
-      softmax (None: all at once).
+      softmax (None, or any size >= N: all at once; config flags cannot set
+      None, so pass such a size there).
     impl: 'chunked', 'pallas', 'pallas_fused' or 'reference' (see
       `TriangularAttention`).
     layout: 'paper' (eq. 3) or 'released_code' (module docstring).
     ffn_chunk_size: rows per block of the row-chunked, rematerialised FFN
-      (None: one block); see `EdgeTransformerLayer`.
+      (None, or any size >= N: one block); see `EdgeTransformerLayer`.
     dropout_rate: dropout on the attention output and the FFN hidden.
     attention_dropout_rate: dropout on the triangular attention weights (the
       ET authors' code uses dropout_rate there too; see

@@ -107,7 +107,9 @@ class FloydConfig:
     use_ffn: the FFN sub-block [enable_ffn].
     softmax_cap: > 0 caps the scores (their functional's option; their block
       leaves it off).
-    chunk_size: pivots per chunk of the online softmax (None: all at once).
+    chunk_size: pivots per chunk of the online softmax (None, or any size
+      >= N: all at once; config flags cannot set None, so pass such a size
+      there).
     impl: the attention's computation, 'chunked' (XLA), 'pallas' (a Pallas
       forward kernel, the chunked backward) or 'pallas_fused' (Pallas
       kernels forward and backward); the Pallas impls: no dropout in
