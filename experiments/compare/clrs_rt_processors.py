@@ -376,6 +376,15 @@ def combine(
   }
 
 
+def _count(n: int, noun: str) -> str:
+  return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _step_label(step: float, _=None) -> str:
+  """Axis label of a step: 600, 20k, 2.5k."""
+  return f"{step / 1000:g}k" if abs(step) >= 1000 else f"{step:g}"
+
+
 def plot(results: Mapping, path: str, title: str = "") -> None:
   """Rows: algorithms; columns: validation (n=16), OOD test (n=64); one line
   per processor, mean +- sd over seeds."""
@@ -383,6 +392,7 @@ def plot(results: Mapping, path: str, title: str = "") -> None:
 
   matplotlib.use("Agg")
   import matplotlib.pyplot as plt  # pylint: disable=g-import-not-at-top
+  from matplotlib import ticker  # pylint: disable=g-import-not-at-top
 
   algorithms = list(results["config"]["algorithms"])
   panels = (
@@ -407,7 +417,9 @@ def plot(results: Mapping, path: str, title: str = "") -> None:
         mean = [p["mean"] for p in pts]
         sd = [p["sd"] for p in pts]
         n = by_algorithm[algorithm]["test"]["n"]
-        ax.plot(xs, mean, marker=".", label=f"{processor} ({n} seeds)")
+        ax.plot(
+            xs, mean, marker=".", label=f"{processor} ({_count(n, 'seed')})"
+        )
         ax.fill_between(
             xs,
             [m - s for m, s in zip(mean, sd)],
@@ -416,6 +428,8 @@ def plot(results: Mapping, path: str, title: str = "") -> None:
         )
       ax.set_title(f"{algorithm}: {label}", fontsize=9)
       ax.set_xlabel("step", fontsize=8)
+      ax.xaxis.set_major_locator(ticker.MaxNLocator(6))
+      ax.xaxis.set_major_formatter(ticker.FuncFormatter(_step_label))
       ax.set_ylim(-0.02, 1.02)
       ax.grid(alpha=0.3)
     axes[row, 0].set_ylabel("micro-F1")
@@ -491,8 +505,8 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
     plot(
         results,
         plot_path(config, workdir),
-        f"{'/'.join(config.processors)}: {budget.steps} steps, "
-        f"{len(config.seeds)} seed(s)",
+        f"{'/'.join(config.processors)}: {budget.steps:,} steps, "
+        f"{_count(len(config.seeds), 'seed')}",
     )
   log(f"[clrs_rt_protocol] wrote {path} and {plot_path(config, workdir)}")
   return results
