@@ -90,41 +90,60 @@ def test_incremental_decoding_equals_full_causal_pass(tied, layout):
   )
 
 
-def test_first_token_vectors_reach_the_first_source_and_decoder_input():
-  """The CFQ code's learned first-token vectors: zero at initialisation
-  (the model without them); set, they move the encoder's input x_00 and
-  the decoder's x_SS (joint state), and incremental decoding, which adds
-  the decoder's at step 0 only, still equals the full pass."""
+def _first_token_models():
+  """The plain model, the one with first-token vectors, and the latter's
+  parameters with the vectors set to random values."""
   plain = ets.EdgeTransformerSeq2Seq(tiny())
   model = ets.EdgeTransformerSeq2Seq(tiny(first_token_vectors=True))
   params = init(model)
+  key_s, key_t = jax.random.split(jax.random.PRNGKey(5))
+  return (
+      plain,
+      model,
+      params,
+      dict(
+          params,
+          src_first=jax.random.normal(key_s, (8,)),
+          tgt_first=jax.random.normal(key_t, (8,)),
+      ),
+  )
+
+
+def test_first_token_vectors_reach_the_first_source_and_decoder_input():
+  """The CFQ code's learned first-token vectors: zero at initialisation
+  (the model without them); set, they move the encoder's input x_00 and
+  the decoder's x_SS (joint state)."""
+  plain, model, params, set_params = _first_token_models()
   assert not np.any(params["src_first"]) and not np.any(params["tgt_first"])
   without = {k: v for k, v in params.items() if not k.endswith("_first")}
   np.testing.assert_allclose(
       full_logits(model, params), full_logits(plain, without), atol=1e-6
   )
-  key_s, key_t = jax.random.split(jax.random.PRNGKey(5))
-  params = dict(
-      params,
-      src_first=jax.random.normal(key_s, (8,)),
-      tgt_first=jax.random.normal(key_t, (8,)),
-  )
   x_enc = jnp.zeros((2, 4, 4, 8))
-  x0 = model.apply({"params": params}, x_enc, TGT_IN, method=model.joint_state)
+  x0 = model.apply(
+      {"params": set_params}, x_enc, TGT_IN, method=model.joint_state
+  )
   x0_plain = plain.apply(
       {"params": without}, x_enc, TGT_IN, method=plain.joint_state
   )
   np.testing.assert_allclose(
       x0 - x0_plain,
-      jnp.zeros_like(x0).at[:, 4, 4].set(params["tgt_first"]),
+      jnp.zeros_like(x0).at[:, 4, 4].set(set_params["tgt_first"]),
       atol=1e-6,
   )
   assert not np.allclose(
-      full_logits(model, params), full_logits(plain, without)
+      full_logits(model, set_params), full_logits(plain, without)
   )
+
+
+@pytest.mark.slow
+def test_incremental_decoding_with_first_token_vectors_equals_full_pass():
+  """Incremental decoding adds the decoder's first-token vector at step 0
+  only and still equals the full causal pass."""
+  _, model, _, set_params = _first_token_models()
   np.testing.assert_allclose(
-      incremental_logits(model, params),
-      full_logits(model, params),
+      incremental_logits(model, set_params),
+      full_logits(model, set_params),
       rtol=1e-4,
       atol=1e-5,
   )
@@ -268,18 +287,22 @@ def test_bad_config_raises(overrides, match):
 
 def test_bad_inputs_raise():
   model = ets.EdgeTransformerSeq2Seq(tiny())
-  params = init(model)
+  # Shapes only: each check raises while tracing, before any compute.
+  params = jax.eval_shape(
+      lambda key: model.init(key, SRC, None, TGT_IN), jax.random.PRNGKey(0)
+  )["params"]
+  apply = lambda *a, **k: jax.eval_shape(
+      lambda p: model.apply({"params": p}, *a, **k), params
+  )
   with pytest.raises(ValueError, match="tgt_tree_pos_BxTxP is not supported"):
-    model.apply(
-        {"params": params},
+    apply(
         SRC,
         None,
         TGT_IN,
         tgt_tree_pos_BxTxP=jnp.zeros((2, 6, 4)),
     )
   with pytest.raises(ValueError, match="src_relations_BxSxS is not supported"):
-    model.apply(
-        {"params": params},
+    apply(
         SRC,
         None,
         TGT_IN,
@@ -292,4 +315,4 @@ def test_bad_inputs_raise():
   ):
     model.greedy_decode(params, SRC, 9, BOS, EOS)
   with pytest.raises(ValueError, match="target length 9 exceeds max_tgt_len"):
-    model.apply({"params": params}, SRC, None, jnp.ones((2, 9), jnp.int32))
+    apply(SRC, None, jnp.ones((2, 9), jnp.int32))

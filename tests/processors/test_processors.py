@@ -293,7 +293,7 @@ def test_options_are_config_field_names(kind, options):
     "kind, rates",
     [
         ("et", dict(attention_dropout_rate=0.5)),  # Weights only.
-        ("et", dict(dropout_rate=0.5)),
+        pytest.param("et", dict(dropout_rate=0.5), marks=pytest.mark.slow),
         ("rt", dict(dropout_rate=0.5)),
     ],
 )
@@ -330,8 +330,15 @@ def test_jit_equals_eager(kind):
 @pytest.mark.parametrize(
     "kind, chunks",
     [
-        ("rt_triangular", dict(chunk_size=2)),
-        ("et", dict(chunk_size=2, ffn_chunk_size=3)),
+        # The layers' own chunked == full tests are fast; these two slow.
+        pytest.param(
+            "rt_triangular", dict(chunk_size=2), marks=pytest.mark.slow
+        ),
+        pytest.param(
+            "et",
+            dict(chunk_size=2, ffn_chunk_size=3),
+            marks=pytest.mark.slow,
+        ),
         ("floyd", dict(chunk_size=2)),
     ],
 )

@@ -40,6 +40,7 @@ import processors
 from relational_jax.layers import shapes
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
+from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
@@ -449,6 +450,15 @@ def load_config(workdir: str, config_json: Optional[str] = None) -> ConfigDict:
   return clrs_config.load(raw)
 
 
+def _no_checkpoint(run_dir: str, which: str) -> UserError:
+  return UserError(
+      f"No {which} checkpoint in {run_dir}/checkpoints/{which}: that "
+      "run has not been saved yet (train it further with the same "
+      "--workdir; the first checkpoint comes at the first evaluation"
+      + ("; or test --checkpoint=latest)." if which == "best" else ").")
+  )
+
+
 def evaluate_checkpoints(
     workdir: str,
     test_lengths: Sequence[int],
@@ -478,6 +488,11 @@ def evaluate_checkpoints(
     runs = []
     for seed in config.seeds:
       run_dir = os.path.join(workdir, f"{algorithm}_seed{seed}")
+      if not any(  # Fail before building data and model.
+          ckpt_lib.saved_steps(trainer.checkpoint_dir(run_dir), w)
+          for w in ckpt_lib.WHICH
+      ):
+        raise _no_checkpoint(run_dir, which)
       model, _, _ = model_for_run(
           config, algorithm, seed, run_dir, processor_factory
       )
@@ -491,12 +506,7 @@ def evaluate_checkpoints(
           skipped=skipped,
       )
       if restored is None:
-        raise UserError(
-            f"No {which} checkpoint in {run_dir}/checkpoints/{which}: that "
-            "run has not been saved yet (train it further with the same "
-            "--workdir; the first checkpoint comes at the first evaluation"
-            + ("; or test --checkpoint=latest)." if which == "best" else ").")
-        )
+        raise _no_checkpoint(run_dir, which)
       # What was tested: `which`, or what its restore fell back to.
       tested = skipped[-1]["restored_instead"] if skipped else {"which": which}
       for failure in skipped:
