@@ -167,6 +167,8 @@ def test_boolean_mask_of_whole_pivots_equals_node_mask():
   _assert_rel_close(got, want, "y")
 
 
+# Fast: test_pivotal.py::test_jit_matches_eager[pallas_fused] (the module).
+@pytest.mark.slow
 def test_jit_equals_eager():
   """Values and (the fused backward's) gradients."""
   args, dy = _inputs(5, 1, 5, 5, 5, 4)

@@ -106,6 +106,8 @@ def test_fused_matches_the_materialising_reference():
   )
 
 
+# Fast: test_triangular.py::test_jit_matches_eager[pallas_fused] (the module).
+@pytest.mark.slow
 def test_fused_jit_equals_eager():
   q, kk, v1, v2, do = _inputs(4, 1, 5, 2, 4)
   mask = jnp.array([[True, True, True, False, True]])
