@@ -96,7 +96,8 @@ def listing() -> str:
   rows = []
   for r in reproductions.REPRODUCTIONS.values():
     key, value = r.headline()
-    rows.append(f"{r.name:34s} {r.paper}; {r.where}; {r.metric}: {key} {value}")
+    number = "no published number" if value is None else f"{key} {value}"
+    rows.append(f"{r.name:34s} {r.paper}; {r.where}; {r.metric}: {number}")
   return "\n".join(rows)
 
 
