@@ -35,5 +35,7 @@ benchmarks).
   profile_et_stack   where one Edge Transformer training step's time goes
                      (XLA:CPU op profile);
   xla_op_profile     (a library, no flags) executed XLA:CPU ops of a jitted
-                     function and their durations, for the two profiles.
+                     function and their durations, for the two profiles;
+  worker             (a library, no flags) the stdin/stdout worker process
+                     that runs each side of `pivotal` and `scan_step`.
 """
