@@ -21,7 +21,7 @@ __all__ = ["EdgeTransformerProcessor", "NODE_READOUTS"]
 
 class EdgeTransformerProcessor(PairStateProcessor):
   """ET processor; `graph_vec` as for the RT processor ('cat' tiles the graph
-  features onto every pair, 'core' adds a core node whose diagonal output is
+  features onto every pair, 'core' adds a core node whose node readout is
   the carried graph hidden); `node_readout` 'diagonal' (x_ii) or 'rowcol'
   (mean of row i and column i)."""
 

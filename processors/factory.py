@@ -67,8 +67,8 @@ class ProcessorSpec:
       as `processor(out_size, config, name=kind, **choices)`.
     config: its config dataclass. The kind's options are its fields, except
       `num_heads` and `use_ln` (`ARGUMENT_FIELDS`: set from the factory's
-      `nb_heads` and `use_ln` where the config has them; `arguments()`) and
-      the `withheld` ones.
+      `nb_heads` and `use_ln` where the config has them; `arguments()`),
+      the `withheld` ones and the `fixed` ones.
     section: the CLRS run config's section holding these options
       (`config.<section>`; kinds of one config dataclass share one). Heads
       and layer norm are not in it: a CLRS run config sets them for every

@@ -45,7 +45,8 @@ class CarryModel(baselines.BaselineModel):
     scalar_hint_gradient: hard-postprocessed SCALAR hints fed back keep
       their gradient (the RT authors' fork; False: dm-clrs 2.0.3 stops it;
       see `processors.nets`).
-    mesh: the device mesh (default: all local devices on axis 'data').
+    mesh: the device mesh (default: `mesh.make_data_mesh()`, every device of
+      `jax.devices()`, all processes', on axis 'data').
     optimizer: an optax transformation used instead of CLRS's own (Adam at
       `learning_rate`, clipped at `grad_clip_max_norm`), which must then not
       be given.

@@ -18,7 +18,7 @@ output, carried to the next step by CarryNet.
 graph_vec as for the RT processor: 'cat' adds W_g g to every pair, 'core'
 adds a core node (index N; its features are a linear map of [graph_fts,
 graph_hidden], its pairs' edge features and edge hidden are zero) whose
-projected diagonal output is the carried graph hidden.
+node readout, projected to `out_size`, is the carried graph hidden.
 
 Haiku parameters (under the processor's name): 'edge_in', 'edge_hidden_in',
 'row_in', 'col_in', 'graph_in' ('cat') or 'core_in' ('core'), 'stack' (the

@@ -145,8 +145,8 @@ class RelationalTransformerProcessor(CarryingProcessor):
           ],
           axis=-1,
       )
-    n_BxUxD = hk.Linear(cfg.node_width, name="node_in")(n_in_BxNxZ)
-    e_BxUxUxE = None
+    n_BxNxD = hk.Linear(cfg.node_width, name="node_in")(n_in_BxNxZ)
+    e_BxNxNxE = None
     if cfg.use_edges:  # the standard-transformer ablation sees no edges
       # A linear map of [edge_fts, edge_hidden (, graph_fts)], computed per
       # block so the graph term is projected once per graph, not per edge;
@@ -163,19 +163,19 @@ class RelationalTransformerProcessor(CarryingProcessor):
       linear = lambda name, bias=False: linear_lib.Linear(
           e_size, with_bias=bias, w_init=w_init, name=name
       )
-      e_BxUxUxE = linear("edge_in", True)(edge_fts)
-      e_BxUxUxE += linear("edge_hidden_in")(edge_hidden)
+      e_BxNxNxE = linear("edge_in", True)(edge_fts)
+      e_BxNxNxE += linear("edge_hidden_in")(edge_hidden)
       if self.graph_vec == "cat":
-        e_BxUxUxE += linear("edge_graph_in")(graph_fts)[:, None, None]
-    adj_BxUxU = adj_mat
+        e_BxNxNxE += linear("edge_graph_in")(graph_fts)[:, None, None]
+    n_BxUxD, e_BxUxUxE, adj_BxUxU = n_BxNxD, e_BxNxNxE, adj_mat
     if self.graph_vec == "core":
       g_in_BxZ = jnp.concatenate([graph_fts, graph_hidden], axis=-1)
       core_Bx1xD = hk.Linear(cfg.node_width, name="core_in")(g_in_BxZ)[:, None]
-      n_BxUxD = jnp.concatenate([n_BxUxD, core_Bx1xD], axis=1)
+      n_BxUxD = jnp.concatenate([n_BxNxD, core_Bx1xD], axis=1)
       # Core edges carry no input features: a learned constant vector.
-      if e_BxUxUxE is not None:
+      if e_BxNxNxE is not None:
         core_edge_E = hk.get_parameter("core_edge", (e_size,), init=jnp.zeros)
-        e_BxUxUxE = jnp.pad(e_BxUxUxE, ((0, 0), (0, 1), (0, 1), (0, 0)))
+        e_BxUxUxE = jnp.pad(e_BxNxNxE, ((0, 0), (0, 1), (0, 1), (0, 0)))
         is_core_UxU = jnp.zeros((n + 1, n + 1), bool).at[n, :].set(True)
         is_core_UxU = is_core_UxU.at[:, n].set(True)
         e_BxUxUxE = jnp.where(

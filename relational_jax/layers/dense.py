@@ -1,8 +1,5 @@
 """An affine map y = x W + b with a hand-written VJP (same function as nn.Dense).
 
-Axis letters: R the flattened leading (row) axes of x, I input width, O
-output width.
-
 Why: inside the RT edge update's scanned backward pass, XLA:CPU lowers the
 autodiff weight gradient of the narrow maps (W_4..W_7, widths 8 to 16 on one
 side and E = 192 on the other, contracted over B N^2 = 8192 rows) to a GEMM
@@ -26,9 +23,10 @@ Array = jax.Array
 
 
 @jax.custom_vjp
-def affine(x_RxI: Array, w_IxO: Array, b_O: Optional[Array]) -> Array:
-  """x W (+ b) over the last axis of x (any leading axes); b may be None."""
-  return _affine_fwd(x_RxI, w_IxO, b_O)[0]
+def affine(x: Array, w: Array, b: Optional[Array]) -> Array:
+  """x W (+ b) over the last axis of x (any leading axes; w is in x out);
+  b may be None."""
+  return _affine_fwd(x, w, b)[0]
 
 
 def _affine_fwd(x, w, b):
@@ -41,12 +39,12 @@ def _affine_fwd(x, w, b):
 def _affine_bwd(residuals, dy):
   x, w, b = residuals
   dx = jnp.dot(dy, w.T)
-  x_RxI = x.reshape(-1, x.shape[-1])
-  dy_RxO = dy.reshape(-1, dy.shape[-1])
+  x_rows = x.reshape(-1, x.shape[-1])  # The leading axes flattened.
+  dy_rows = dy.reshape(-1, dy.shape[-1])
   # (dy^T x)^T rather than x^T dy: see the module docstring.
-  dw_IxO = jnp.dot(dy_RxO.T, x_RxI).T
-  db_O = None if b is None else jnp.sum(dy_RxO, axis=0).astype(b.dtype)
-  return dx, dw_IxO.astype(w.dtype), db_O
+  dw = jnp.dot(dy_rows.T, x_rows).T
+  db = None if b is None else jnp.sum(dy_rows, axis=0).astype(b.dtype)
+  return dx, dw.astype(w.dtype), db
 
 
 affine.defvjp(_affine_fwd, _affine_bwd)

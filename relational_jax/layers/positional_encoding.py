@@ -42,12 +42,12 @@ def sinusoidal_at(positions, dim: int, max_timescale: float = 1e4):
   if dim <= 0:
     raise ValueError(f"sinusoidal dim must be positive, got {dim}.")
   half = (dim + 1) // 2
-  inv_freq_F = max_timescale ** (
+  inv_freq = max_timescale ** (
       -2.0 * jnp.arange(half, dtype=jnp.float32) / dim
-  )
-  angles_xF = jnp.asarray(positions, jnp.float32)[..., None] * inv_freq_F
-  pe_xFx2 = jnp.stack([jnp.sin(angles_xF), jnp.cos(angles_xF)], axis=-1)
-  return pe_xFx2.reshape(pe_xFx2.shape[:-2] + (2 * half,))[..., :dim]
+  )  # One per sin / cos pair.
+  angles = jnp.asarray(positions, jnp.float32)[..., None] * inv_freq
+  pe_pairs = jnp.stack([jnp.sin(angles), jnp.cos(angles)], axis=-1)
+  return pe_pairs.reshape(pe_pairs.shape[:-2] + (2 * half,))[..., :dim]
 
 
 def sinusoidal(length: int, dim: int, offset=0):

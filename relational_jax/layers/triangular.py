@@ -581,7 +581,8 @@ class TriangularAttention(nn.Module):
     ablation: 'none'; 'value' (eq. 8 -> v_ilj = V^1 x_il; no V^2 params);
       'attention' (eq. 5 uses k_ij = W^k x_ij), paper section 4.5.
     chunk_size: pivots aggregated per step of the online softmax (None: all
-      N at once). Any positive size works; N is padded internally.
+      N at once). Any positive size works (it need not divide N): the last
+      chunk starts at N - C and skips the pivots already counted.
     impl: 'chunked' (custom-VJP online softmax, O(B N^2 D) memory),
       'pallas' (the same with a Pallas forward kernel; see
       `triangular_attention_pallas`), 'pallas_fused' (Pallas kernels forward

@@ -193,11 +193,11 @@ def _dq_dv1_kernel(*refs, num_nodes, scale, key_ij, value_ablation):
 
   def body(j, carry):
     dq_IxLxK, dv1_IxLxK = carry
-    if key_ij:  # k_ij, one per row
-      k_Ix1xK = k_ref[:, pl.ds(j, 1), :].astype(jnp.float32)
-    else:  # k_lj, one per pivot
-      k_Ix1xK = k_ref[:, pl.ds(j, 1), :].reshape(1, bl, kp).astype(jnp.float32)
-    s_IxL = jnp.sum(q_IxLxK * k_Ix1xK, axis=-1) * scale
+    if key_ij:  # k_ij, one per row: I x 1 x K
+      k_j = k_ref[:, pl.ds(j, 1), :].astype(jnp.float32)
+    else:  # k_lj, one per pivot: 1 x L x K
+      k_j = k_ref[:, pl.ds(j, 1), :].reshape(1, bl, kp).astype(jnp.float32)
+    s_IxL = jnp.sum(q_IxLxK * k_j, axis=-1) * scale
     lse_Ix1 = lse_ref[:, pl.ds(j, 1)]
     p_IxL = jnp.where(valid_1xL, jnp.exp(s_IxL - lse_Ix1), 0.0)
     do_Ix1xK = do_ref[:, pl.ds(j, 1), :].astype(jnp.float32)
@@ -207,7 +207,7 @@ def _dq_dv1_kernel(*refs, num_nodes, scale, key_ij, value_ablation):
       v2_1xLxK = v2_1xLxK.astype(jnp.float32)
     dp_IxL, dv1_term = _dp_and_value_grad(p_IxL, do_Ix1xK, v1_IxLxK, v2_1xLxK)
     ds_IxL = p_IxL * (dp_IxL - delta_ref[:, pl.ds(j, 1)]) * scale
-    return dq_IxLxK + ds_IxL[..., None] * k_Ix1xK, dv1_IxLxK + dv1_term
+    return dq_IxLxK + ds_IxL[..., None] * k_j, dv1_IxLxK + dv1_term
 
   zeros = jnp.zeros((bi, bl, kp), jnp.float32)
   dq_ref[...], dv1_ref[...] = jax.lax.fori_loop(

@@ -85,7 +85,8 @@ class ETSeq2SeqConfig:
       et.edge_width = et.num_heads * et.head_dim, ffn_dim, tied, layout,
       chunk_size, ffn_chunk_size, dropout_rate, ln_epsilon; see
       `edge_transformer.ETConfig`). The encoder applies et.num_layers layers;
-      et.ablation must be 'none' and et.impl not 'pallas' (causal masking).
+      et.ablation must be 'none' and et.impl 'chunked' or 'reference'
+      (causal masking).
     num_decoder_layers: layer applications of the decoder (same layer
       hyperparameters as the encoder, its own weights).
     max_distance: relative positions beyond it share an embedding (eq. 10).
@@ -367,9 +368,9 @@ class EdgeTransformerSeq2Seq(nn.Module):
     col_IxD = jnp.where(
         is_src_Nx1, cross_2xD[0], self.tgt_embed.relative(j_N - p)
     )
-    loop_BxNx1 = (j_N == p)[None, :, None]
-    row_BxJxD = row_JxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
-    col_BxIxD = col_IxD[None] + jnp.where(loop_BxNx1, e_BxD[:, None], 0.0)
+    loop_1xNx1 = (j_N == p)[None, :, None]
+    row_BxJxD = row_JxD[None] + jnp.where(loop_1xNx1, e_BxD[:, None], 0.0)
+    col_BxIxD = col_IxD[None] + jnp.where(loop_1xNx1, e_BxD[:, None], 0.0)
     return row_BxJxD, col_BxIxD
 
   def decode_next(self, state, tokens_B):

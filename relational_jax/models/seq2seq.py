@@ -960,8 +960,16 @@ def greedy_decode(
   its own node's position; 'next': each input at the next node's).
 
   Args:
+    model, params: the model and its parameters.
+    src_BxS: source token ids.
+    max_len: tokens to decode, in [1, max_tgt_len].
+    bos, eos: the start and end token ids.
+    src_mask_BxS: True at real source tokens (default: all).
+    src_relations_BxSxS: relation_aware only: the relation id of each source
+      pair (as `Seq2SeqTransformer.__call__`).
     arities: positions='tree' only: number of children of every target
       vocabulary entry (len tgt_vocab_size; 0 for special tokens).
+    pad_id: fills each row after its first EOS (default config.pad_id).
     src_tree_pos_BxSxP: tree_encoder only: the source tokens' positions.
   """
   c = model.config
