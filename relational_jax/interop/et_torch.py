@@ -48,7 +48,7 @@ word_emb(t_i) with M = 16: ours indexes the offset i - j by row
 (i - j) + M, so our row m is their row 2M - m; their last two rows (source /
 target relation ids of another input mode) are unused and dropped.
 Their CFQ encoder-decoder (cfq-semantic-parsing/model.py) -> our
-`EdgeTransformerSeq2Seq(first_token_vectors=True)`: `convert_cfq_seq2seq`
+`EdgeTransformerSeq2Seq` with `first_token_vectors=True`: `convert_cfq_seq2seq`
 (its docstring has the mapping).
 """
 
