@@ -29,14 +29,17 @@ a slow compile can overrun it, which the JSON records):
                      experiments/compare/refs/pivotal_floyd_torch.py) on the
                      same device, same inputs: outputs and gradients (ours at
                      'highest', torch without TF32), time, memory.
-  triangular_pallas  the Pallas forward kernel of the triangular attention
-                     (impl='pallas', compiled for the GPU; --quick on a CPU:
-                     interpret mode) against the XLA chunked path: output
+  triangular_pallas  the Pallas kernels of the triangular attention
+                     (impl='pallas': the forward kernel, chunked backward;
+                     impl='pallas_fused': kernels both ways; compiled for the
+                     GPU; --quick on a CPU: interpret mode) against the XLA
+                     chunked path: output
                      and gradients on fresh random inputs (relative error,
                      'highest'), then time and memory of both, forward and
                      forward + backward, at growing N while it fits.
-  pivotal_pallas     the same for the Pallas forward kernel of the pivotal
-                     attention (`pivotal_attention_core`, impl='pallas';
+  pivotal_pallas     the same for the Pallas kernels of the pivotal
+                     attention (`pivotal_attention_core`, impl='pallas' and
+                     'pallas_fused';
                      FloydNet, arXiv 2601.19094) against its chunked path.
   processors         CLRS training at n = 16 (batch 32) and a forward pass at
                      n = 64 of rt, mpnn-512, et and floyd on Bellman-Ford
