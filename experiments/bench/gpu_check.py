@@ -33,14 +33,14 @@ a slow compile can overrun it, which the JSON records):
                      (impl='pallas': the forward kernel, chunked backward;
                      impl='pallas_fused': kernels both ways; compiled for the
                      GPU; --quick on a CPU: interpret mode) against the XLA
-                     chunked path: output
-                     and gradients on fresh random inputs (relative error,
-                     'highest'), then time and memory of both, forward and
-                     forward + backward, at growing N while it fits.
+                     chunked path: output and gradients on fresh random
+                     inputs (relative error, 'highest'), then time and
+                     memory of each, forward and forward + backward, at
+                     growing N while it fits.
   pivotal_pallas     the same for the Pallas kernels of the pivotal
                      attention (`pivotal_attention_core`, impl='pallas' and
-                     'pallas_fused';
-                     FloydNet, arXiv 2601.19094) against its chunked path.
+                     'pallas_fused'; FloydNet, arXiv 2601.19094) against its
+                     chunked path.
   processors         CLRS training at n = 16 (batch 32) and a forward pass at
                      n = 64 of rt, mpnn-512, et and floyd on Bellman-Ford
                      (`experiments.bench.processors.bench_entry`;
