@@ -584,7 +584,7 @@ def generate_rows(
   smallest are added.  Stories whose `clutrr.story_signature` is in
   `exclude` are skipped, and with `unique` so are repeats within this
   call.  (As in the official files, the same signature may recur with other
-  people and names otherwise: at `k = 2` there are only a few hundred.)
+  people and names otherwise: at `k = 2` there are only 62.)
 
   Args:
     k: facts per story, >= 2.
@@ -724,8 +724,8 @@ def generate_splits(
   No test row has the `clutrr.story_signature` of a train row.  At a `k`
   not in `train_ks` this holds by construction (a different number of
   facts).  At a `k` in both, the story graphs are few (every one of them
-  recurs in a training set of a few hundred rows: 62 at `k = 2`, 312 at
-  `k = 3`), so a seeded hash reserves `holdout_fraction` of them for test
+  recurs in a training set of a few hundred rows: 62 at `k = 2`, 328 at
+  `k = 3`, 312 with closure='sound'), so a seeded hash reserves `holdout_fraction` of them for test
   (CLUTRR's pattern-level `holdout` split): train never produces them and
   test only produces them.  (For the ET protocol, train on
   `generate_rows` for `k = 2, 3` and test on the official files or on

@@ -262,8 +262,9 @@ class _Compiler:
               self.block(else_block.children, call()),
           ],
       )
-      # Compile the continuation first so that function numbers follow the
-      # order in which letrec nodes appear in a pre-order walk.
+      # The branch is compiled before the continuation, so the functions
+      # inside it take the lower numbers although the letrec lists the
+      # continuation first (numbers follow creation order; module docstring).
       body = self.block(rest, k)
       return Tree("letrec", [g, Tree(CONTINUATION_PARAM), body, branch])
     raise ValueError(

@@ -44,8 +44,10 @@ Config sections:
 
 Defaults: the authors' `cogs/train.py`: 3 tied layers, d 64, 4 heads, FFN
 4d, dropout 0.1, AdamW lr 5e-4, 1000 warmup steps, linear decay, clip 1.0,
-batch 100, 200 epochs of the 24,155 training rows (241 full batches per
-epoch: 48,200 steps), the last model tested on gen.tsv.
+batch 100, 200 epochs of the 24,155 training rows as the authors count
+them (241 full batches per epoch: 48,200 steps; our epochs pad the short
+last batch, 242 steps, so that is 199.2 of ours), the last model tested on
+gen.tsv.
 """
 
 import json

@@ -5,7 +5,7 @@ Every task module has one shape (`engine`'s docstring): `default_config()`,
 `resume_conflicts(saved, config)`), `build(config, mesh, workdir, log)`
 returning an `engine.Built`, `results_path(config, workdir)`,
 `headline(results)` (the numbers a reproduction compares with the published
-ones), and `train_and_evaluate(config, workdir, log)`: `engine.run` of the
+ones), and `train_and_evaluate(config, workdir, log=...)`: `engine.run` of the
 module, which does the rest (resume check, mesh, `trainer.fit`, best state,
 final evaluation, results JSON and plot). CLRS, whose config holds one run
 per algorithm and seed with results of their own, has no `build`: its

@@ -401,8 +401,10 @@ def validate(
     optimizer: Optional[optax.GradientTransformation] = None,
     batch_hook: Optional[BatchHook] = None,
 ) -> None:
-  """Raises ValueError naming the bad value; the data and model sections
-  are not read (nor checked) with the caller's own `data` or `model`, and
+  """Raises ValueError naming the bad value; with the caller's own `data`
+  or `model` their sections are not checked (the loop still reads
+  `data.source_markers`, `data.target_start`, the `max_*_examples` and,
+  for generated trees, `transformer.tree_order`), and
   the built-in optimiser's fields must keep their defaults with the
   caller's own `optimizer` (which replaces it)."""
   del batch_hook  # It leaves the config as it is.
@@ -513,9 +515,10 @@ def train_and_evaluate(
 
   Args:
     config: a `default_config()`-shaped ConfigDict. With `data` the data
-      section is unused except `data.max_eval_examples` and
-      `data.max_train_examples`; with `model` the
-      model sections are unused.
+      section is unused except `data.max_eval_examples`,
+      `data.max_train_examples`, `data.source_markers` and
+      `data.target_start`; with `model` the model sections are unused
+      (but for `transformer.tree_order` where the data makes trees).
     workdir: checkpoints, vocabularies and (by default) results; rerun on
       the same workdir to resume.
     model: None (build `config.model` from its section), a Flax module, or
@@ -527,7 +530,8 @@ def train_and_evaluate(
           deterministic=True)` and `model.apply({'params': p}, src_BxS,
           src_mask_BxS, tgt_in_BxT, deterministic=False,
           rngs={'dropout': key})` -> next-token logits BxTxV (teacher
-          forcing: tgt_in is BOS y_0 .. y_{T-2}, the target y_0 .. EOS);
+          forcing: tgt_in is the start token (`data.target_start`: EOS by
+          default, or BOS) then y_0 .. y_{T-2}, the target y_0 .. EOS);
         * `model.greedy_decode(params, src_BxS, max_len, bos, eos, *,
           src_mask_BxS)` on the unbound module -> BxL int tokens (L =
           max_len, BOS excluded) ending at the first EOS, PAD after it.
@@ -550,9 +554,9 @@ def train_and_evaluate(
   `<workdir>/results.json`, written atomically) and, beside it,
   `<stem>_accuracy.png`. Results: exact match of every evaluation set per
   evaluated step (`history[i][set]`), in `final["accuracies"]` and
-  `best["accuracies"]`; for a set with categories (`data.categories`; COGS
-  'gen': its 21 generalisation categories) also `{set}_by_category` =
-  {category: exact match} in every history entry, `final` and `best`, over
+  `selection["accuracies"]`; for a set with categories (`data.categories`;
+  COGS 'gen': its 21 generalisation categories) also `{set}_by_category` =
+  {category: exact match} in every history entry, `final` and `selection`, over
   the rows evaluated (with `data.max_eval_examples`, the categories of the
   chosen rows; their counts in `data.category_sizes`).
 
