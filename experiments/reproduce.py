@@ -9,7 +9,7 @@ r"""Run a named reproduction and store the paper's number beside ours.
       --seeds=42,43,44 --workdir=runs/clutrr_paper/clutrr_et_k23
 
 Writes the run's own results (checkpoints, JSON, PNGs) under --workdir
-(default runs/reproduce/<name>_<budget>) and `<workdir>/reproduction.json`:
+(default runs/reproduce/<name>_<budget>[__<overrides>]) and `<workdir>/reproduction.json`:
 the paper, table, metric, published numbers, ours, and the budget. Running
 the same command again resumes the run exactly.
 

@@ -1,8 +1,9 @@
 r"""Benchmark: ET encoder-decoder greedy decoding, incremental cache vs full recompute.
 
-Both decode the same random-initialised `EdgeTransformerSeq2Seq` greedily for
-`--target_len` steps (no early stop: EOS is never emitted by the argmax over a
-vocabulary whose EOS logit is masked, so both run every step):
+Both decode the same random-initialised `EdgeTransformerSeq2Seq` greedily to
+each of the `--target_lens` lengths (no early stop: EOS is never emitted by
+the argmax over a vocabulary whose EOS logit is masked, so both run every
+step):
   incremental  `et_seq2seq.greedy_decode`: per step, only node p's new row and
                column, from cached per-layer projections (O(N^2 D + N D^2)
                per layer and step);

@@ -12,7 +12,8 @@ Our side runs in this process, the authors' side in `--reference_python`
 pytorch_lightning transformers`; for the RT fork see `clrs_rt.py`), in a thread beside ours, seed after seed.
 Every run is kept under `--workdir` (ours: orbax checkpoints, exact resume;
 theirs: the evaluation log, reused once finished), so the same command
-resumes. Writes `--output_dir/NAME.json` and `NAME.png`.
+resumes. Writes `--output_dir/NAME.json` and `NAME.png` (`NAME__<budget>.*`
+at budgets other than cpu; `__partial` added while seeds are missing).
 """
 
 import json

@@ -1,10 +1,11 @@
-"""Dropout random streams: JAX's threefry, or a counter hash that is ~7x
+"""Dropout random streams: JAX's threefry, or a counter hash that is ~6x
 cheaper on CPU.
 
 Dropout draws one random number per activation (about 25M per SCAN training
 step at the Csordas settings). On XLA:CPU, `jax.random.bernoulli` with the
-default threefry2x32 costs ~17 ns per number (0.43 s for 25M on one core;
-rbg and unsafe_rbg are no faster), about a quarter of the whole step. The
+default threefry2x32 costs ~14 ns per number (0.34 s for 25M on one core,
+`experiments.bench.dropout_prng` -> results/bench_dropout_prng.json; rbg and
+unsafe_rbg are no faster), about a quarter of the whole step. The
 PyTorch reference draws its masks with a cheap CPU generator.
 
 `COUNTER_HASH` is a JAX PRNG implementation (`jax.extend.random.
@@ -16,7 +17,7 @@ raw key data), whose `random_bits` hashes a counter instead:
 
 with murmur3's 32-bit finaliser fmix32 (Appleby; full avalanche), i the
 element's flat index and (k0, k1) the key. That is ~5 integer ops per number
-(58 ms for 25M on one core). Masks differ from threefry's but have the same
+(55 ms for 25M on one core: 6.2x less). Masks differ from threefry's but have the same
 distribution (keep iff uniform < 1 - rate), so what is trained is the same
 model; the stream is not a cryptographic one, which dropout does not need.
 

@@ -197,7 +197,7 @@ def default_config() -> ConfigDict:
           checkpoint_every=0,  # 0: = eval_every.
           seed=0,
           dropout_prng="threefry",  # One of prng.DROPOUT_PRNGS; 'counter_hash'
-          # draws the same masks' distribution ~7x
+          # draws the same masks' distribution ~6x
           # cheaper on CPU (training/prng.py).
           select_on="auto",  # One of SELECT_ON.
           devices=0,  # 0: all devices (jax.devices()).
