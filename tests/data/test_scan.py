@@ -274,13 +274,16 @@ def test_length_cutoff_with_official_order():
     scan.split("length_cutoff", cutoff=26, order=order[:-1])
 
 
-def test_length_cutoff_procedure_matches_choice():
-  # Csordas et al. call RandomState(1234).choice(n, k, replace=False); we use
-  # the equivalent permutation(n)[:k].
-  n, k = 18286, 1828
-  a = np.random.RandomState(1234).choice(n, k, replace=False)
-  b = np.random.RandomState(1234).permutation(n)[:k]
-  np.testing.assert_array_equal(a, b)
+def test_length_cutoff_iid_is_the_authors_choice_draw():
+  """Csordas et al. draw the IID hold-out with RandomState(1234).choice(n, k,
+  replace=False) over the pairs within the cutoff; ours equals that draw."""
+  pool = [p for p in scan.generate() if len(p[1].split()) <= 26]
+  parts = scan.split("length_cutoff", 26)
+  idx = np.random.RandomState(1234).choice(
+      len(pool), len(parts["iid"]), replace=False
+  )
+  assert len(pool) == 18286 and len(parts["iid"]) == 1828
+  assert parts["iid"] == sorted(pool[i] for i in idx)
 
 
 def test_length_cutoff_default_is_the_authors_22():

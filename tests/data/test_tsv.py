@@ -113,7 +113,7 @@ def test_missing_file(tmp_path):
     load_cogs(tmp_path, "valid")
 
 
-def test_load_cogs_real_files():
+def test_load_cogs_real_files(tmp_path):
   cogs = _cogs_dir()
   train = load_cogs(cogs, "train")
   assert len(train) == 24155
@@ -127,6 +127,8 @@ def test_load_cogs_real_files():
   assert len(load_cogs(cogs, "dev")) == 3000
   test = load_cogs(cogs, "test", with_type=True)
   assert len(test) == 3000 and all(r.type == "in_distribution" for r in test)
-  if not (cogs / "gen.tsv").exists():
-    with pytest.raises(FileNotFoundError, match="not available"):
-      load_cogs(cogs, "gen")
+  gen = load_cogs(cogs, "gen", with_type=True)
+  assert len(gen) == 21000 and len({r.type for r in gen}) == 21
+  (tmp_path / "dev.tsv").write_bytes((cogs / "dev.tsv").read_bytes())
+  with pytest.raises(FileNotFoundError, match="'gen' is not available"):
+    load_cogs(tmp_path, "gen")

@@ -64,16 +64,21 @@ def test_block_matches_our_init_and_inverts(case):
 def test_stack_reads_their_blocks():
   meta, _, params = goldens.load("pivotal_block_pre")
   config = _config(meta, num_layers=2)
-  state = {f"blocks.{l}.{k}": v for l in (0, 1) for k, v in params.items()}
+  # Block l's parameters are (l + 1) x the golden's: a swap would show.
+  per_block = [{k: (l + 1) * v for k, v in params.items()} for l in (0, 1)]
+  state = {
+      f"blocks.{l}.{k}": v for l in (0, 1) for k, v in per_block[l].items()
+  }
   converted = floyd_torch.convert_stack(state, config)
   init = jax.eval_shape(FloydTransformer(config).init, KEY, _pairs(meta))
   goldens.assert_same_shapes(converted, init["params"])
-  block = floyd_torch.convert_block(params, config)
-  for leaf, want in zip(
-      jax.tree_util.tree_leaves(converted["block_1"]),
-      jax.tree_util.tree_leaves(block),
-  ):
-    np.testing.assert_array_equal(leaf, want)
+  for l in (0, 1):
+    block = floyd_torch.convert_block(per_block[l], config)
+    for leaf, want in zip(
+        jax.tree_util.tree_leaves(converted[f"block_{l}"]),
+        jax.tree_util.tree_leaves(block),
+    ):
+      np.testing.assert_array_equal(leaf, want)
 
 
 def test_missing_unexpected_and_misshapen_keys_raise():

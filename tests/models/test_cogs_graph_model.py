@@ -75,7 +75,9 @@ def test_bad_inputs():
     CogsGraphEdgeTransformer(CFG, vocab_size=11, label_sizes=(3,)).init(
         jax.random.PRNGKey(0), tokens
     )
-  with pytest.raises(ValueError):
+  with pytest.raises(ValueError, match=r"tokens_BxN must have rank 2"):
     _model().init(jax.random.PRNGKey(0), tokens[0])
-  with pytest.raises(ValueError):
+  with pytest.raises(
+      ValueError, match=r"node_mask_BxN axis 1 must have size 5 \(axes 2x5\)"
+  ):
     _model().init(jax.random.PRNGKey(0), tokens, mask[:, :3])

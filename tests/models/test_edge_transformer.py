@@ -128,12 +128,25 @@ def test_chunked_ffn_with_dropout():
   other, _ = grad_fn(params, jax.random.PRNGKey(2))
   assert np.isfinite(value) and value == value_again and value != other
   assert all(np.isfinite(g).all() for g in jax.tree.leaves(grad))
-  # The dropout mask differs between blocks (each folds in its index).
+  # Training mode drops: its output is not the deterministic one.
   out = layer.apply(
       params, x, deterministic=False, rngs={"dropout": jax.random.PRNGKey(1)}
   )
   det = layer.apply(params, x)
   assert not np.allclose(out, det)
+
+
+def test_row_chunks_draw_their_own_dropout_masks():
+  """Each FFN row chunk folds its index into the dropout key: equal rows in
+  different chunks get different masks."""
+  u_BxNxNxD = jnp.ones((1, 6, 6, 4))
+  drop = lambda p, rows, rng: rows * jax.random.bernoulli(rng, 0.5, rows.shape)
+  out = et._row_chunked(drop, None, u_BxNxNxD, jax.random.PRNGKey(0), 2)
+  chunks = np.asarray(out[0]).reshape(3, 2, 6, 4)
+  assert not np.array_equal(chunks[0], chunks[1])
+  assert not np.array_equal(chunks[1], chunks[2])
+  same = et._row_chunked(drop, None, u_BxNxNxD, jax.random.PRNGKey(0), 2)
+  np.testing.assert_array_equal(out, same)
 
 
 @pytest.mark.slow

@@ -133,14 +133,12 @@ def test_carry_model_trains_and_uses_the_carried_edge_state(data, graph_vec):
   losses = _losses(model, feedback)
   assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
   params = model.params
-  # Pointers come from the edge decoder only, and are distributions over nodes.
+  # Pointers come from the edge decoder only: logits over the nodes j.
   assert any("algo_0_pi_ptr_from_edges" in k for k in params)
   assert not any("algo_0_pi_dec_linear" in k for k in params)
   out = _raw_outputs(model, params, feedback)
   b, n = feedback.features.inputs[0].data.shape[:2]
   assert out["pi"].shape == (b, n, n)
-  probs = jax.nn.softmax(out["pi"], axis=-1)
-  np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-5)
   assert np.all(np.isfinite(out["pi"]))
   # The next step reads the previous step's edge hidden: removing that input
   # changes the predictions.

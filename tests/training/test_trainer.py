@@ -323,7 +323,27 @@ def test_a_resume_that_changes_the_selection_chooses_the_best_anew(tmp_path):
 
 def test_a_non_finite_loss_stops_and_keeps_the_checkpoint(tmp_path):
   with pytest.raises(NonFiniteLossError, match="at step 1;.*no checkpoint"):
-    _fit(tmp_path, task=_task(scale=float("nan")))
+    _fit(tmp_path / "a", task=_task(scale=float("nan")))
+  # A NaN batch at step 3: the step-2 checkpoint is named and kept, and
+  # nothing of the failed sitting is saved.
+  task = _task()
+  batch_at, calls = task.stream.batch_at, []
+
+  def poisoned(idx):
+    calls.append(idx)
+    batch = batch_at(idx)
+    return dict(batch, x=batch["x"] * np.nan) if len(calls) == 3 else batch
+
+  task.stream.batch_at = poisoned
+  with pytest.raises(
+      NonFiniteLossError, match=r"at step 3;.*last good checkpoint \(step 2\)"
+  ):
+    _fit(tmp_path / "b", task=task)
+  state, record = trainer.restore(task.abstract_state(), str(tmp_path / "b"))
+  assert record["step"] == 2
+  assert all(
+      np.all(np.isfinite(x)) for x in jax.tree_util.tree_leaves(state["params"])
+  )
 
 
 def test_bad_loop_settings_are_named():
