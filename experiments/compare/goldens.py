@@ -477,12 +477,14 @@ def _run_rt_net(meta, inputs, params):
 # ----------------------------------------------------------------------------
 
 
-def _run_et_attention(meta, inputs, params, chunk_size=2):
+def _run_et_attention(meta, inputs, params, chunk_size=2, **impl_options):
+  """`impl_options`: TriangularAttention's impl, block_size, interpret."""
   sizes = meta["sizes"]
   module = TriangularAttention(
       num_heads=sizes["heads"],
       ablation=sizes["ablation"],
       chunk_size=chunk_size,
+      **impl_options,
   )
   x = jnp.asarray(inputs["x"])
   ours = et_torch.convert_attention(
@@ -672,7 +674,8 @@ def _run_cs_model(meta, inputs, params):
 _PIVOTAL_NAMES = ("q_ik", "k_ij", "k_jk", "v_ij", "v_jk")
 
 
-def _run_pivotal_fn(meta, inputs, params, chunk_size=2):
+def _run_pivotal_fn(meta, inputs, params, chunk_size=2, **impl_options):
+  """`impl_options`: pivotal_attention's impl, block_size, interpret."""
   del params
   mask = inputs.get("attn_mask")
   additive = mask is not None and mask.dtype != np.bool_
@@ -683,7 +686,11 @@ def _run_pivotal_fn(meta, inputs, params, chunk_size=2):
   def fn(*args):
     attn_mask = args[5] if additive else mask
     return pivotal_attention(
-        *args[:5], attn_mask=attn_mask, chunk_size=chunk_size, **meta["options"]
+        *args[:5],
+        attn_mask=attn_mask,
+        chunk_size=chunk_size,
+        **meta["options"],
+        **impl_options,
     )
 
   y, vjp = jax.vjp(fn, *args)
@@ -1102,14 +1109,15 @@ RUNNERS = {
 }
 
 
-def max_abs_diffs(case, scaled=False):
+def max_abs_diffs(case, scaled=False, **runner_options):
   """{output name: max |ours - theirs|} for one golden (fp32); with
   `scaled`, divided by max(1, max |theirs|) of that output (the whole
   models' outputs and gradients reach |5| to |1000|, where fp32 rounding of
-  differently ordered sums grows with the magnitude)."""
+  differently ordered sums grows with the magnitude). `runner_options` go
+  to the case's runner (e.g. impl='pallas_fused' for the attention cores)."""
   meta, inputs, params, theirs = load(case)
   with jax.default_matmul_precision("float32"):
-    ours = RUNNERS[case](meta, inputs, params)
+    ours = RUNNERS[case](meta, inputs, params, **runner_options)
   assert set(ours) == set(theirs), (case, sorted(ours), sorted(theirs))
   diffs = {}
   for name, reference in theirs.items():

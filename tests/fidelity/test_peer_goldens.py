@@ -110,6 +110,29 @@ def test_ours_equals_the_authors_code(case):
   )
 
 
+# The Pallas kernels (interpret mode on a CPU) on the authors' goldens
+# directly, with tiles of 2 so that each runs several: the triangular
+# attention forward (those goldens hold no gradients), pivotal attention
+# forward and backward (`impl='pallas_fused'`: kernels both ways).
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "et_attention",
+        pytest.param("et_attention_value_ablation", marks=pytest.mark.slow),
+        pytest.param("et_attention_attention_ablation", marks=pytest.mark.slow),
+        "pivotal_fn",
+    ],
+)
+def test_pallas_kernels_equal_the_authors_code(case):
+  tile = "block_size" if case.startswith("pivotal") else "pallas_block_size"
+  diffs = max_abs_diffs(case, impl="pallas_fused", interpret=True, **{tile: 2})
+  assert all(d <= TOLERANCE for d in diffs.values()), (case, diffs)
+  if case == "pivotal_fn":  # Gradients too.
+    assert len(diffs) == 6
+
+
 def _moved(case, params=None):
   """max |ours - theirs| of a golden's first output (y or logits) when ours
   runs with the options as patched, and max |theirs|."""
