@@ -237,6 +237,21 @@ def test_pairwise_edge_scorer_is_permutation_equivariant(kind):
   )
 
 
+@pytest.mark.parametrize("kind", ["mlp", "biaffine"])
+def test_pairwise_edge_scorer_jit_equals_eager(kind):
+  """Values and gradients (input and parameters)."""
+  h = jax.random.normal(jax.random.key(2), (2, 4, 6))
+  scorer = relation_aware.PairwiseEdgeScorer(3, kind=kind, hidden_dim=5)
+  params = {"params": random_params(scorer, h, seed=4)}
+  loss = lambda p, h: jnp.sum(jnp.sin(scorer.apply(p, h)))
+  run = jax.value_and_grad(loss, argnums=(0, 1))
+  eager, jitted = run(params, h), jax.jit(run)(params, h)
+  for got, want in zip(
+      jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(eager)
+  ):
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_bad_scorer_kind_raises():
   scorer = relation_aware.PairwiseEdgeScorer(num_labels=2, kind="dot")
   with pytest.raises(ValueError, match="edge scorer kind 'dot'.*mlp"):

@@ -177,6 +177,22 @@ def test_bad_configs_raise():
     )
 
 
+@pytest.mark.parametrize("name", ["et", "rat", "rt"])
+@pytest.mark.slow
+def test_jit_equals_eager(name):
+  """Logits jitted and eager, random parameters (ClutrrFloyd's: below)."""
+  a = _batch()
+  args = (a["edge_labels"], a["query"], a["node_mask"])
+  model = TINY[name]()
+  params = _random_like(model.init(jax.random.PRNGKey(0), *args))
+  np.testing.assert_allclose(
+      np.asarray(jax.jit(model.apply)(params, *args)),
+      np.asarray(model.apply(params, *args)),
+      rtol=1e-5,
+      atol=1e-5,
+  )
+
+
 def test_floyd_jit_dropout_and_config_check():
   """ClutrrFloyd: jitted logits equal eager ones; dropout acts only when not
   deterministic; a config of another model is refused by name."""

@@ -150,6 +150,17 @@ def test_incremental_decoding_with_first_token_vectors_equals_full_pass():
 
 
 @pytest.mark.slow
+def test_jit_equals_eager():
+  """Teacher-forced logits, jitted and eager."""
+  model = ets.EdgeTransformerSeq2Seq(tiny(tied=False))
+  params = init(model)
+  run = lambda p: model.apply({"params": p}, SRC, None, TGT_IN)
+  np.testing.assert_allclose(
+      jax.jit(run)(params), run(params), rtol=1e-5, atol=1e-5
+  )
+
+
+@pytest.mark.slow
 def test_full_pass_is_causal():
   """Changing decoder input s changes no logits before position s."""
   model = ets.EdgeTransformerSeq2Seq(tiny())

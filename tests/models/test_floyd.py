@@ -206,6 +206,23 @@ def test_stack_zeroes_padded_pairs_and_is_untied():
   assert np.asarray(jax.jit(keep.apply)(params, x, NODE_MASK))[1, 3:].any()
 
 
+@pytest.mark.slow
+def test_stack_is_its_blocks_in_turn_with_padded_pairs_zeroed():
+  """x^{l+1} = block_l(x^l) * pair_mask, pair_mask_ij = m_i m_j, applied
+  block by block from their own parameters."""
+  config = FloydConfig(num_layers=2, num_heads=H, head_dim=D // H, chunk_size=2)
+  x = _x(4)
+  params = _random_params(FloydTransformer(config), x, NODE_MASK)["params"]
+  block = PivotalAttentionBlock.from_config(config)
+  pair_BxNxNx1 = (NODE_MASK[:, :, None] & NODE_MASK[:, None, :])[..., None]
+  want = x
+  for l in range(2):
+    got = block.apply({"params": params[f"block_{l}"]}, want, NODE_MASK)
+    want = got * pair_BxNxNx1
+  stack = FloydTransformer(config).apply({"params": params}, x, NODE_MASK)
+  np.testing.assert_allclose(stack, want, rtol=1e-5, atol=1e-5)
+
+
 def test_config_validation():
   assert FloydConfig(num_heads=4, head_dim=8).edge_width == 32
   assert FloydConfig(norm="LN").norm == "LN"  # their aliases are accepted
