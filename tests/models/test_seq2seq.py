@@ -304,8 +304,12 @@ def test_incremental_decoding_equals_teacher_forcing(overrides):
 
 @pytest.mark.parametrize(
     "overrides",
-    [dict(positions="relative"), dict(relation_aware=True)],
-    ids=["relative", "relation_aware"],
+    [
+        dict(positions="absolute"),
+        dict(positions="relative"),
+        dict(relation_aware=True),
+    ],
+    ids=["absolute", "relative", "relation_aware"],
 )
 def test_padding_does_not_change_real_encoder_outputs(overrides):
   config = tiny(**overrides, num_encoder_layers=2)
