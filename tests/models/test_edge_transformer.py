@@ -1,5 +1,7 @@
 """Tests for the Edge Transformer layer, stack, input embedders and heads."""
 
+import itertools
+
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
@@ -233,9 +235,24 @@ def test_heads():
   parent = et.ParentPointerHead()
   init = lambda m, *a: m.init(jax.random.PRNGKey(0), *a)
   p_edge, p_node, p_parent = init(edge, x), init(node, x), init(parent, x, mask)
-  assert edge.apply(p_edge, x).shape == (B, N, N, 5)
+  edge_logits = edge.apply(p_edge, x)
+  assert edge_logits.shape == (B, N, N, 5)
   node_logits = node.apply(p_node, x)
   assert node_logits.shape == (B, N, 7)
+  # Per element: x_ij W + b, and x_ii W + b.
+  xs, we, wn = (
+      np.asarray(x),
+      p_edge["params"]["logits"],
+      p_node["params"]["logits"],
+  )
+  for b, i, j in itertools.product(range(B), range(N), range(N)):
+    np.testing.assert_allclose(
+        edge_logits[b, i, j], xs[b, i, j] @ we["kernel"] + we["bias"], atol=1e-5
+    )
+  for b, i in itertools.product(range(B), range(N)):
+    np.testing.assert_allclose(
+        node_logits[b, i], xs[b, i, i] @ wn["kernel"] + wn["bias"], atol=1e-5
+    )
   # Node labels read the loop edges x_ii only.
   x_offdiag = x + 10.0 * (1.0 - jnp.eye(N))[None, :, :, None]
   np.testing.assert_allclose(
