@@ -11,6 +11,7 @@ import pytest
 from relational_jax.layers import relation_aware
 
 from tests.fast_jit import FAST_COMPILE, jit  # noqa: E402,F401
+from tests.jit_check import assert_jit_equals_eager
 
 
 def random_params(module, *args, seed=0, scale=0.5):
@@ -180,13 +181,7 @@ def test_relation_aware_attention_jit_equals_eager():
   attn = relation_aware.RelationAwareAttention(8, 2, num_relations=4)
   params = {"params": random_params(attn, x, rel, seed=8)}
   mask = jnp.array([[True] * 5, [True] * 3 + [False] * 2])
-  loss = lambda p, x: jnp.sum(jnp.sin(attn.apply(p, x, rel, mask)))
-  run = jax.value_and_grad(loss, argnums=(0, 1))
-  eager, jitted = run(params, x), jax.jit(run)(params, x)
-  for got, want in zip(
-      jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(eager)
-  ):
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  assert_jit_equals_eager(lambda p, x: attn.apply(p, x, rel, mask), params, x)
 
 
 def test_relations_from_parents():
@@ -243,13 +238,7 @@ def test_pairwise_edge_scorer_jit_equals_eager(kind):
   h = jax.random.normal(jax.random.key(2), (2, 4, 6))
   scorer = relation_aware.PairwiseEdgeScorer(3, kind=kind, hidden_dim=5)
   params = {"params": random_params(scorer, h, seed=4)}
-  loss = lambda p, h: jnp.sum(jnp.sin(scorer.apply(p, h)))
-  run = jax.value_and_grad(loss, argnums=(0, 1))
-  eager, jitted = run(params, h), jax.jit(run)(params, h)
-  for got, want in zip(
-      jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(eager)
-  ):
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  assert_jit_equals_eager(scorer.apply, params, h)
 
 
 def test_bad_scorer_kind_raises():

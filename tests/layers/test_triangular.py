@@ -9,6 +9,7 @@ import pytest
 
 from relational_jax.layers import triangular
 from relational_jax.layers.triangular import TriangularAttention
+from tests.jit_check import assert_jit_equals_eager
 from tests.layers.impls import IMPLS
 
 B, N, D, H = 2, 4, 6, 2
@@ -250,14 +251,7 @@ def test_jit_matches_eager(impl):
   """Values and gradients (to the input and every parameter)."""
   x = _x(10)
   module = TriangularAttention(num_heads=H, chunk_size=3, **IMPLS[impl])
-  params = _init(module, x)
-  loss = lambda p, x: jnp.sum(jnp.sin(module.apply(p, x)))
-  run = jax.value_and_grad(loss, argnums=(0, 1))
-  eager, jitted = run(params, x), jax.jit(run)(params, x)
-  for got, want in zip(
-      jax.tree_util.tree_leaves(jitted), jax.tree_util.tree_leaves(eager)
-  ):
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+  assert_jit_equals_eager(module.apply, _init(module, x), x)
 
 
 def test_bf16_input_close_to_fp32():
