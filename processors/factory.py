@@ -261,6 +261,11 @@ def _factory(kind, spec, use_ln, nb_heads, options):
   num_heads = DEFAULT_NUM_HEADS if nb_heads is None else nb_heads
   for name in spec.heads_default:
     options.setdefault(name, num_heads)
+    if options[name] < 1:  # 0 would build another kind under this name.
+      raise ValueError(
+          f"processor kind {kind!r} needs {name} >= 1 (omit it for "
+          f"nb_heads), got {options[name]}."
+      )
   arguments = {"num_heads": num_heads, "use_ln": use_ln}
   config = spec.config(
       **{k: v for k, v in arguments.items() if k in spec.fields()},

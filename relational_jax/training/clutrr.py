@@ -250,6 +250,16 @@ def validate(config: ConfigDict) -> None:
     raise ValueError(
         f"protocol.val_fraction must be in [0, 1), got {p.val_fraction}."
     )
+  if t.select_on == "val" and p.val_fraction == 0.0:
+    raise ValueError(
+        "train.select_on='val' needs validation rows; protocol.val_fraction"
+        "=0.0 gives none."
+    )
+  if config.data.max_eval_examples < 0:
+    raise ValueError(
+        "data.max_eval_examples must be >= 0 (0: all), got "
+        f"{config.data.max_eval_examples}."
+    )
   if not p.train_ks or min(p.train_ks) < 2:
     raise ValueError(
         "protocol.train_ks must be non-empty with every k >= 2, "
@@ -259,12 +269,15 @@ def validate(config: ConfigDict) -> None:
     raise ValueError(
         f"protocol.num_train_per_k must be >= 1, got {p.num_train_per_k}."
     )
-  if p.num_generated_test_per_k < 0 or (
-      p.num_generated_test_per_k and min(p.generated_test_ks) < 2
-  ):
+  if p.num_generated_test_per_k < 0:
     raise ValueError(
-        "protocol.num_generated_test_per_k must be >= 0 and "
-        "every generated test k >= 2."
+        "protocol.num_generated_test_per_k must be >= 0, got "
+        f"{p.num_generated_test_per_k}."
+    )
+  if p.num_generated_test_per_k and min(p.generated_test_ks) < 2:
+    raise ValueError(
+        "every protocol.generated_test_ks must be >= 2, got "
+        f"{tuple(p.generated_test_ks)}."
     )
   try:  # Before generating anything (generate_splits checks the same).
     clutrr_generator.check_holdout(

@@ -157,15 +157,13 @@ def validate(config: ConfigDict) -> None:
     raise ValueError(
         f"head.max_distance must be >= 0, got {config.head.max_distance}."
     )
-  if (
-      d.length_multiple < 1
-      or d.max_train_examples < 0
-      or (d.max_eval_examples < 0)
-  ):
+  if d.length_multiple < 1:
     raise ValueError(
-        "data.length_multiple must be >= 1 and "
-        "data.max_{train,eval}_examples >= 0."
+        f"data.length_multiple must be >= 1, got {d.length_multiple}."
     )
+  for name in ("max_train_examples", "max_eval_examples"):
+    if d[name] < 0:
+      raise ValueError(f"data.{name} must be >= 0 (0: all), got {d[name]}.")
   if t.select_on == "val" and not d.val_file:
     raise ValueError("train.select_on='val' needs data.val_file.")
   if not d.eval_files:

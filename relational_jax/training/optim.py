@@ -52,7 +52,9 @@ def make_schedule(
   see the module docstring."""
   check_choice(schedule, SCHEDULES, "schedule")
   check_choice(warmup, WARMUPS, "warmup")
-  w = max(int(warmup_steps), 0)
+  if warmup_steps < 0:
+    raise ValueError(f"warmup_steps must be >= 0, got {warmup_steps}.")
+  w = int(warmup_steps)
   shift = 1.0 if warmup == "count_plus_one" else 0.0
   if schedule == "noam":
     if w < 1:

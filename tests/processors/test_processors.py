@@ -169,6 +169,12 @@ def test_et_node_readouts_and_tied_layers():
 
 def test_bad_input_errors():
   with pytest.raises(
+      ValueError, match=r"'rt_triangular' needs triangular_heads >= 1.*got 0"
+  ):
+    processors.get_processor_factory(
+        "rt_triangular", use_ln=True, nb_triplet_fts=8, triangular_heads=0
+    )
+  with pytest.raises(
       ValueError,
       match=r"Unknown processor kind 'rtx'; valid kinds are \[.*'mpnn'.*'rt'",
   ):

@@ -132,6 +132,12 @@ def _leaves(tree):
         ("train.select_on", "best", "select_on"),
         ("train.steps", 0, "train.steps must be >= 1"),
         ("protocol.val_fraction", 1.0, "val_fraction"),
+        ("data.max_eval_examples", -5, r"max_eval_examples must be >= 0.*-5"),
+        (
+            "protocol.num_generated_test_per_k",
+            -1,
+            "num_generated_test_per_k must be >= 0, got -1",
+        ),
         ("protocol.train_ks", (1, 2), "train_ks"),
         ("protocol.train_source", "nope.csv", "neither 'generated' nor a file"),
         ("data.test_files", ("missing.csv",), "missing.csv not found"),
@@ -162,6 +168,15 @@ def test_bad_config_values_are_named(path, value, match, tmp_path):
   config.model = section if section in ("rat", "floyd") else config.model
   config = clutrr.config_lib.override(config, {path: value})
   with pytest.raises(ValueError, match=match):
+    clutrr.validate(config)
+
+
+def test_selection_on_validation_needs_validation_rows():
+  config = clutrr.config_lib.override(
+      clutrr.default_config(),
+      {"train.select_on": "val", "protocol.val_fraction": 0.0},
+  )
+  with pytest.raises(ValueError, match=r"select_on='val' needs validation"):
     clutrr.validate(config)
 
 

@@ -89,6 +89,8 @@ def test_bad_configs(tmp_path):
       ("head.max_distance", -1, "max_distance"),
       ("train.learning_rate", 0.0, "learning_rate"),
       ("data.eval_files", (), "data.eval_files is empty"),
+      ("data.length_multiple", 0, "length_multiple must be >= 1, got 0"),
+      ("data.max_eval_examples", -3, r"max_eval_examples must be >= 0.*-3"),
   ):
     with pytest.raises(ValueError, match=match):
       cg.train_and_evaluate(_config(**{path: value}), str(tmp_path / "x"))

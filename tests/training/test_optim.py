@@ -56,6 +56,8 @@ def test_bad_choices_are_named():
     optim.make_schedule(1.0, "linear", 2, 10, warmup="count_plus_one")
   with pytest.raises(ValueError, match="noam.*warmup_steps >= 1"):
     optim.make_schedule(1.0, "noam", 0, 10)
+  with pytest.raises(ValueError, match="warmup_steps must be >= 0, got -5"):
+    optim.make_schedule(1.0, "constant", -5, 10)
 
 
 def test_every_task_builds_its_optimiser_from_its_train_section():

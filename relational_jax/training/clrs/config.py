@@ -250,8 +250,15 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   """Raises ValueError naming a bad value and the valid choices."""
   for algorithm in config.algorithms:
     clrs_data.check_algorithm(algorithm)
+  if not config.algorithms:
+    raise ValueError("algorithms must name at least one algorithm.")
   if not config.seeds:
     raise ValueError("seeds must name at least one seed.")
+  for name in ("algorithms", "seeds"):
+    values = list(config[name])
+    repeated = sorted({v for v in values if values.count(v) > 1})
+    if repeated:  # A repeat would reuse the first run and count it twice.
+      raise ValueError(f"{name} repeats {repeated}: each is one run.")
   shapes.check_choice(config.hint_mode, HINT_MODES, "hint_mode")
   m, p, t = config.model, config.protocol, config.train
   shapes.check_choice(m.hint_repred_mode, HINT_REPRED_MODES, "hint_repred_mode")

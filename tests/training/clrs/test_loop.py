@@ -97,6 +97,8 @@ def test_runs_end_to_end(tmp_path):
             r"Unknown graph_vec 'mean'; valid choices are \['cat', 'core'\]",
         ),
         (dict(hint_mode="all"), r"Unknown hint_mode 'all'"),
+        (dict(seeds=(42, 42)), r"seeds repeats \[42\]: each is one run"),
+        (dict(algorithms=()), r"algorithms must name at least one"),
         (
             dict(protocol__test_lengths=(2,)),
             r"test_lengths must all be >= 4 nodes, got 2",
