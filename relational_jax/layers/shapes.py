@@ -33,9 +33,11 @@ Configs name hyperparameters `*_dim` (num_heads, head_dim, ffn_dim, ...);
 `node_width` / `edge_width` properties give resulting array widths.
 """
 
+import dataclasses
 from typing import Optional, Sequence, Union
 
 import jax.numpy as jnp
+import numpy as np
 
 Dim = Optional[Union[int, str]]
 
@@ -83,6 +85,17 @@ def check_choice(value, choices: Sequence, name: str) -> None:
     raise ValueError(
         f"Unknown {name} {value!r}; valid choices are {list(choices)}."
     )
+
+
+def check_bool_fields(config) -> None:
+  """Raises ValueError naming a field of the dataclass `config` declared
+  `bool` whose value is not one (a string such as 'no' is truthy)."""
+  for field in dataclasses.fields(config):
+    value = getattr(config, field.name)
+    if field.type in (bool, "bool") and not isinstance(value, (bool, np.bool_)):
+      raise ValueError(
+          f"{type(config).__name__}.{field.name} must be a bool, got {value!r}."
+      )
 
 
 def _axes(expected: Sequence[Dim]) -> str:

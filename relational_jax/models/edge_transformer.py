@@ -106,6 +106,7 @@ class ETConfig:
   ln_epsilon: float = 1e-5
 
   def __post_init__(self):
+    shapes.check_bool_fields(self)
     for name in ("num_layers", "num_heads", "head_dim"):
       _check_positive_int(getattr(self, name), f"ETConfig.{name}")
     for name in ("ffn_dim", "chunk_size", "ffn_chunk_size"):

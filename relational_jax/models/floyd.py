@@ -138,6 +138,7 @@ class FloydConfig:
   zero_padded_pairs: bool = True
 
   def __post_init__(self):
+    shapes.check_bool_fields(self)
     for name in ("num_layers", "num_heads", "head_dim", "ffn_expansion_ratio"):
       _check_positive_int(getattr(self, name), f"FloydConfig.{name}")
     if self.chunk_size is not None:

@@ -71,6 +71,7 @@ class RTConfig:
   init: str = "diao"
 
   def __post_init__(self):
+    shapes.check_bool_fields(self)
     for name in (
         "num_layers",
         "num_heads",
@@ -99,9 +100,12 @@ class RTConfig:
           f"RTConfig.triangular_heads={self.triangular_heads} must divide the "
           f"edge width {self.edge_width}."
       )
-    if self.edge_dim is not None and self.edge_dim < 1:
+    if self.edge_dim is not None and (
+        not isinstance(self.edge_dim, int) or self.edge_dim < 1
+    ):
       raise ValueError(
-          f"RTConfig.edge_dim must be positive, got {self.edge_dim}."
+          "RTConfig.edge_dim must be a positive int or None, got "
+          f"{self.edge_dim!r}."
       )
     if not 0.0 <= self.dropout_rate < 1.0:
       raise ValueError(

@@ -152,6 +152,7 @@ class Seq2SeqConfig:
   ln_epsilon: float = 1e-5
 
   def __post_init__(self):
+    shapes.check_bool_fields(self)
     self.validate()
 
   def validate(self) -> None:

@@ -35,6 +35,7 @@ process 0 only (`parallel.distributed.is_primary`).
 
 import dataclasses
 import math
+import numbers
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
@@ -45,6 +46,7 @@ import numpy as np
 import optax
 import tqdm
 
+from relational_jax.layers import shapes
 from relational_jax.layers.shapes import check_choice
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import checkpoints as ckpt_lib
@@ -141,12 +143,21 @@ class Loop:
   tensorboard: bool = False
 
   def __post_init__(self):
-    for name in ("steps", "eval_every", "fetch_every"):
-      if getattr(self, name) < 1:
-        raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
-    for name in ("checkpoint_every", "stop_at_step"):
-      if getattr(self, name) < 0:
-        raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}.")
+    shapes.check_bool_fields(self)
+    for name, least in (
+        ("steps", 1),
+        ("eval_every", 1),
+        ("fetch_every", 1),
+        ("checkpoint_every", 0),
+        ("stop_at_step", 0),
+    ):
+      value = getattr(self, name)
+      if (
+          not isinstance(value, numbers.Integral)
+          or isinstance(value, bool)
+          or value < least
+      ):
+        raise ValueError(f"{name} must be an int >= {least}, got {value!r}.")
 
 
 @dataclasses.dataclass

@@ -370,3 +370,11 @@ def test_bad_input_errors():
     RTConfig(chunk_size=None)
   with pytest.raises(ValueError, match=r"triangular_heads must be .*got -1"):
     RTConfig(triangular_heads=-1)
+  with pytest.raises(
+      ValueError, match=r"RTConfig.tied must be a bool, got 'no'"
+  ):
+    RTConfig(tied="no")
+  with pytest.raises(
+      ValueError, match=r"edge_dim must be a positive int .*2.5"
+  ):
+    RTConfig(edge_dim=2.5)

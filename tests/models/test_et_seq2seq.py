@@ -276,6 +276,7 @@ def test_learns_to_copy():
     "overrides, match",
     [
         (dict(num_heads=0), "ETConfig.num_heads must be a positive int"),
+        (dict(tied="no"), "ETConfig.tied must be a bool, got 'no'"),
         (dict(ablation="value"), "needs et.ablation='none'"),
         (
             dict(layout="post"),

@@ -234,6 +234,7 @@ def test_config_validation():
       (dict(dropout_rate=1.0), "dropout_rate"),
       (dict(chunk_size=0), "chunk_size"),
       (dict(num_heads=0), "num_heads"),
+      (dict(use_bias="no"), "FloydConfig.use_bias must be a bool, got 'no'"),
   ):
     with pytest.raises(ValueError, match=match):
       FloydConfig(**kwargs)

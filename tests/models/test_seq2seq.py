@@ -140,6 +140,7 @@ def param_count(config):
         (dict(tree_encoder=True), "tree_encoder=True needs positions='tree'"),
         (dict(embedding_dropout=1.0), "embedding_dropout must be < 1"),
         (dict(init="xavier"), "init 'xavier'.*'csordas', 'flax'"),
+        (dict(tied="no"), "Seq2SeqConfig.tied must be a bool, got 'no'"),
     ],
 )
 def test_bad_config_raises(overrides, match):

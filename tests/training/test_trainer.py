@@ -347,8 +347,17 @@ def test_a_non_finite_loss_stops_and_keeps_the_checkpoint(tmp_path):
 
 
 def test_bad_loop_settings_are_named():
-  with pytest.raises(ValueError, match="eval_every must be >= 1, got 0"):
+  with pytest.raises(ValueError, match="eval_every must be an int >= 1, got 0"):
     trainer.Loop(steps=3, eval_every=0)
+  with pytest.raises(ValueError, match="steps must be an int >= 1, got '10'"):
+    trainer.Loop(steps="10", eval_every=1)
+  with pytest.raises(ValueError, match="steps must be an int >= 1, got 2.5"):
+    trainer.Loop(steps=2.5, eval_every=1)
+  with pytest.raises(
+      ValueError, match="Loop.progress must be a bool, got 'no'"
+  ):
+    trainer.Loop(steps=3, eval_every=1, progress="no")
+  assert trainer.Loop(steps=np.int64(3), eval_every=1).steps == 3
   with pytest.raises(ValueError, match="'newest'.*'latest', 'best'"):
     trainer.restore(None, "/nonexistent", "newest")
 
