@@ -275,6 +275,24 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
         "model.hint_teacher_forcing must be in [0, 1], got "
         f"{m.hint_teacher_forcing}."
     )
+  fed_back = config.hint_mode == "encoded_decoded"
+  model_defaults = default_config().model
+  for name in (
+      "hint_teacher_forcing",
+      "hint_repred_mode",
+      "scalar_hint_gradient",
+  ):
+    if not fed_back and m[name] != model_defaults[name]:
+      raise ValueError(
+          f"model.{name}={m[name]!r} acts on hints fed back to the processor,"
+          f" which hint_mode={config.hint_mode!r} does not do (only "
+          f"'encoded_decoded'); leave it at {model_defaults[name]!r}."
+      )
+  if not m.scalar_hint_gradient and m.hint_repred_mode != "hard":
+    raise ValueError(
+        "model.scalar_hint_gradient=False acts only with hint_repred_mode="
+        f"'hard' (hard-postprocessed hints), got {m.hint_repred_mode!r}."
+    )
   clrs_data.check_lengths(p.train_lengths, "train_lengths")
   clrs_data.check_lengths(p.test_lengths, "test_lengths")
   if p.max_eval_samples < 0:

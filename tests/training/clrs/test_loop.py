@@ -100,6 +100,16 @@ def test_runs_end_to_end(tmp_path):
         (dict(seeds=(42, 42)), r"seeds repeats \[42\]: each is one run"),
         (dict(algorithms=()), r"algorithms must name at least one"),
         (
+            dict(hint_mode="none", model__hint_teacher_forcing=0.5),
+            r"model.hint_teacher_forcing=0.5 acts on hints fed back.*"
+            r"hint_mode='none'",
+        ),
+        (
+            dict(model__scalar_hint_gradient=False),
+            r"scalar_hint_gradient=False acts only with hint_repred_mode="
+            r"'hard'.*got 'soft'",
+        ),
+        (
             dict(protocol__test_lengths=(2,)),
             r"test_lengths must all be >= 4 nodes, got 2",
         ),
