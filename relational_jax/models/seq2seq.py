@@ -86,6 +86,18 @@ def register_encoder(name: str, factory: Callable) -> None:
   ENCODERS[name] = factory
 
 
+# Seq2SeqConfig fields read only with positions='tree' (tree_order also
+# orders generated For2Lam targets, so it is not among them).
+_TREE_FIELDS = (
+    "tree_depth",
+    "tree_arity",
+    "tree_binarize",
+    "tree_alignment",
+    "tree_pos_width",
+    "tree_pe_norm",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Seq2SeqConfig:
   """Hyperparameters of `Seq2SeqTransformer`; validated on construction.
@@ -237,6 +249,23 @@ class Seq2SeqConfig:
           "tree_encoder=True needs positions='tree', got "
           f"positions={self.positions!r}."
       )
+    # Nothing silently unread: fields that only another setting reads keep
+    # their defaults without it.
+    defaults = {f.name: f.default for f in dataclasses.fields(self)}
+    unread = {
+        "positions='tree'": () if self.positions == "tree" else _TREE_FIELDS,
+        "relation_aware=True": (
+            () if self.relation_aware else ("num_relations",)
+        ),
+        "num_edge_labels > 0": () if self.num_edge_labels else ("edge_scorer",),
+    }
+    for needs, names in unread.items():
+      for name in names:
+        if getattr(self, name) != defaults[name]:
+          raise ValueError(
+              f"{name}={getattr(self, name)!r} is read only with {needs}; "
+              f"leave it at its default {defaults[name]!r}."
+          )
 
   @property
   def embedding_dropout_rate(self) -> float:

@@ -31,8 +31,9 @@ def tiny(**overrides):
       dropout_rate=0.0,
       max_src_len=16,
       max_tgt_len=16,
-      tree_depth=4,
   )
+  if overrides.get("positions") == "tree":
+    kwargs["tree_depth"] = 4
   kwargs.update(overrides)
   return seq2seq.Seq2SeqConfig(**kwargs)
 
@@ -141,6 +142,13 @@ def param_count(config):
         (dict(embedding_dropout=1.0), "embedding_dropout must be < 1"),
         (dict(init="xavier"), "init 'xavier'.*'csordas', 'flax'"),
         (dict(tied="no"), "Seq2SeqConfig.tied must be a bool, got 'no'"),
+        (
+            dict(tree_depth=8),
+            r"tree_depth=8 is read only with positions='tree'; leave it at "
+            r"its default 32",
+        ),
+        (dict(num_relations=7), r"num_relations=7 is read only with relation"),
+        (dict(edge_scorer="biaffine"), r"edge_scorer='biaffine' is read only"),
     ],
 )
 def test_bad_config_raises(overrides, match):
