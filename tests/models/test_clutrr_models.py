@@ -91,15 +91,24 @@ def _batch(num_nodes=7):
   return data_lib.to_arrays(data_lib.examples_from_rows(rows), num_nodes)
 
 
+# The fast tier keeps one RT and one FloydNet model.
+_SLOW = (
+    "et",
+    "et_attention",
+    "et_value",
+    "rat",
+    "rt_nodes_learned",
+    "floyd_post_chunked",
+)
+
+
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(n, marks=pytest.mark.slow)
-        if n in ("et", "et_attention", "et_value", "rat")
-        else n
+        pytest.param(n, marks=pytest.mark.slow) if n in _SLOW else n
         for n in sorted(TINY)
     ],
-)  # The fast tier keeps the RT models.
+)
 def test_shapes_and_node_relabelling_invariance(name):
   a = _batch()
   model = TINY[name]()

@@ -399,7 +399,11 @@ def test_any_ffn_dim_and_ln_epsilon():
 
 
 @pytest.mark.parametrize(
-    "layout, tied", [("paper", True), ("released_code", False)]
+    "layout, tied",
+    [
+        ("paper", True),
+        pytest.param("released_code", False, marks=pytest.mark.slow),
+    ],
 )
 def test_stack_is_permutation_equivariant_padding_invariant_and_jittable(
     layout, tied
