@@ -73,10 +73,17 @@ CASES = (
     ("value_ablation", 1, 6, 2, 4, (4,), "value", 4),
     ("both_ablations", 1, 5, 2, 4, (5,), "both", 2),
 )
+_SLOW_CASES = ("value_ablation", "both_ablations")  # attention_ablation: fast
 
 
 @pytest.mark.parametrize(
-    "name,b,n,h,k,real,ablation,block", CASES, ids=[c[0] for c in CASES]
+    "name,b,n,h,k,real,ablation,block",
+    [
+        pytest.param(
+            *c, id=c[0], marks=pytest.mark.slow if c[0] in _SLOW_CASES else ()
+        )
+        for c in CASES
+    ],
 )
 def test_fused_values_and_grads_match_chunked(
     name, b, n, h, k, real, ablation, block

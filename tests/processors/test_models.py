@@ -181,6 +181,7 @@ def test_carry_model_carries_the_edge_and_graph_hiddens(data, kind):
   assert np.abs(grads[key]["w"]).max() > 0
 
 
+@pytest.mark.slow  # Traces two CLRS models before the error (3 s).
 def test_a_processor_without_state_or_edges_is_refused(data):
   """carry_state with a processor that carries nothing (dm-clrs's mpnn), or
   ptr_from_edges with one that returns no edges (the 'transformer'

@@ -12,6 +12,7 @@ from relational_jax.layers import triangular
 from relational_jax.models import edge_transformer as etm
 
 
+@pytest.mark.slow  # A benchmark's helper: the full suite.
 def test_core_replaced_swaps_and_restores_the_pivot_sum():
   config = etm.ETConfig(num_layers=1, num_heads=2, head_dim=4)
   x = jax.random.normal(jax.random.PRNGKey(0), (2, 5, 5, 8))
