@@ -10,6 +10,7 @@ import pytest
 from relational_jax.layers import triangular
 from relational_jax.layers.triangular import TriangularAttention
 from tests.jit_check import assert_jit_equals_eager
+from tests.layers.impls import IMPL_PARAMS
 from tests.layers.impls import IMPLS
 
 B, N, D, H = 2, 4, 6, 2
@@ -191,7 +192,7 @@ def test_chunked_equals_unchunked():
     _assert_trees_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.parametrize("impl", IMPL_PARAMS)
 def test_node_permutation_equivariance(impl):
   x = _x(6)
   module = TriangularAttention(num_heads=H, chunk_size=3, **IMPLS[impl])
@@ -206,7 +207,7 @@ def test_node_permutation_equivariance(impl):
   )
 
 
-@pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.parametrize("impl", IMPL_PARAMS)
 def test_masked_pivots_change_nothing_for_real_nodes(impl):
   n_real, n_pad = 3, 5
   x_real = _x(7, n=n_real)
@@ -246,7 +247,7 @@ def test_all_pivots_masked_is_finite():
   assert out == 0.0
 
 
-@pytest.mark.parametrize("impl", sorted(IMPLS))
+@pytest.mark.parametrize("impl", IMPL_PARAMS)
 def test_jit_matches_eager(impl):
   """Values and gradients (to the input and every parameter)."""
   x = _x(10)
@@ -277,9 +278,18 @@ def test_bf16_input_close_to_fp32():
   )
 
 
-@pytest.mark.parametrize("impl", ["pallas", "pallas_fused"])
-@pytest.mark.parametrize("ablation", ["none", "value", "attention"])
-@pytest.mark.slow
+@pytest.mark.parametrize(
+    "ablation, impl",
+    [
+        # The fast tier's check of impl='pallas' (the fused kernels have
+        # their own file); the rest in the slow tier.
+        pytest.param(
+            a, i, marks=() if (a, i) == ("none", "pallas") else pytest.mark.slow
+        )
+        for a in ("none", "value", "attention")
+        for i in ("pallas", "pallas_fused")
+    ],
+)
 def test_pallas_interpret_matches_chunked(ablation, impl):
   n = 5  # Padded to 8 by the 4 x 4 tiles.
   x = _x(12, b=1, n=n)
