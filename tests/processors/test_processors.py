@@ -298,7 +298,10 @@ def test_options_are_config_field_names(kind, options):
 @pytest.mark.parametrize(
     "kind, rates",
     [
-        ("et", dict(attention_dropout_rate=0.5)),  # Weights only.
+        # The fast tier keeps the RT; the layers test their own dropout.
+        pytest.param(
+            "et", dict(attention_dropout_rate=0.5), marks=pytest.mark.slow
+        ),  # Weights only.
         pytest.param("et", dict(dropout_rate=0.5), marks=pytest.mark.slow),
         ("rt", dict(dropout_rate=0.5)),
     ],
@@ -336,7 +339,7 @@ def test_jit_equals_eager(kind):
 @pytest.mark.parametrize(
     "kind, chunks",
     [
-        # The layers' own chunked == full tests are fast; these two slow.
+        # The layers' own chunked == full tests are fast; these slow.
         pytest.param(
             "rt_triangular", dict(chunk_size=2), marks=pytest.mark.slow
         ),
@@ -345,7 +348,7 @@ def test_jit_equals_eager(kind):
             dict(chunk_size=2, ffn_chunk_size=3),
             marks=pytest.mark.slow,
         ),
-        ("floyd", dict(chunk_size=2)),
+        pytest.param("floyd", dict(chunk_size=2), marks=pytest.mark.slow),
     ],
 )
 def test_chunked_equals_unchunked(kind, chunks):
