@@ -9,8 +9,9 @@ r"""Run a named reproduction and store the paper's number beside ours.
       --seeds=42,43,44 --workdir=runs/clutrr_paper/clutrr_et_k23
 
 Writes the run's own results (checkpoints, JSON, PNGs) under --workdir
-(default runs/reproduce/<name>_<budget>[__<overrides>]) and `<workdir>/reproduction.json`:
-the paper, table, metric, published numbers, ours, and the budget. Running
+(default runs/reproduce/<name>_<budget>[__<overrides>]) and
+`<workdir>/reproduction.json`: the paper, table, metric, published numbers,
+ours, and the budget. Running
 the same command again resumes the run exactly.
 
 --seeds: one run per training seed (tasks with one training seed, the

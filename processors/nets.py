@@ -2,10 +2,10 @@
 
 Stock `clrs._src.nets.Net` carries only the node hidden from one algorithm step
 to the next; the processor's edge output reaches that step's decoders and is
-dropped. Following the RT paper (section 5.1.2, "Enhancements of CLRS-30's framework"), this
-subclass carries the processor's edge and graph hiddens too, and can decode
-node pointers from edge vectors alone (`ptr_from_edges`):
-logit_ij = w . e_t[i, j] + b, softmax over j.
+dropped. Following the RT paper (section 5.1.2, "Enhancements of CLRS-30's
+framework"), this subclass carries the processor's edge and graph hiddens
+too, and can decode node pointers from edge vectors alone
+(`ptr_from_edges`): logit_ij = w . e_t[i, j] + b, softmax over j.
 
 Decoder inputs with carried state (`decode_previous_hiddens`, default as the
 RT authors' nets.py): e_t = [edge_fts, previous edge hidden, new edge hidden]

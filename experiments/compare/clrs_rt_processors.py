@@ -29,8 +29,9 @@ RT paper's protocol tests).
 Work directory: `<processor>/<algorithm>/seed<s>/` per run (orbax
 checkpoints at every evaluation; `run.json` once finished) and the config
 (`config.json`, checked on resume: only processors, algorithms, seeds,
-stop_at_step, results_path and protocol.test_points may change). The same command skips finished
-runs and resumes an interrupted one where its last checkpoint left it.
+stop_at_step, results_path and protocol.test_points may change). The same
+command skips finished runs and resumes an interrupted one where its last
+checkpoint left it.
 Runs go seed by seed (every processor and algorithm of seed 0 first), and
 `partial_results.json` holds the finished ones after each. When all are
 finished: the results JSON (`results_path`, default

@@ -721,16 +721,16 @@ def generate_splits(
 ) -> Tuple[List[Dict[str, str]], List[Dict[str, str]]]:
   """Disjoint train rows (`train_ks`) and test rows (`test_ks`).
 
-  No test row has the `clutrr.story_signature` of a train row.  At a `k`
-  not in `train_ks` this holds by construction (a different number of
-  facts).  At a `k` in both, the story graphs are few (every one of them
-  recurs in a training set of a few hundred rows: 62 at `k = 2`, 328 at
-  `k = 3`, 312 with closure='sound'), so a seeded hash reserves `holdout_fraction` of them for test
-  (CLUTRR's pattern-level `holdout` split): train never produces them and
-  test only produces them.  (For the ET protocol, train on
-  `generate_rows` for `k = 2, 3` and test on the official files or on
-  `generate_rows` at `k >= 4`.)  Each `(split, k)` draws from its
-  own seeded stream; `kwargs` go to `generate_rows`.
+  No test row has the `clutrr.story_signature` of a train row. At a `k` not in
+  `train_ks` this holds by construction (a different number of facts). At a `k`
+  in both, the story graphs are few (every one of them recurs in a training set
+  of a few hundred rows: 62 at `k = 2`, 328 at `k = 3`, 312 with
+  closure='sound'), so a seeded hash reserves `holdout_fraction` of them for
+  test (CLUTRR's pattern-level `holdout` split): train never produces them and
+  test only produces them. (For the ET protocol, train on `generate_rows` for
+  `k = 2, 3` and test on the official files or on `generate_rows` at
+  `k >= 4`.) Each `(split, k)` draws from its own seeded stream; `kwargs` go
+  to `generate_rows`.
   """
   train_ks, test_ks = tuple(train_ks), tuple(test_ks)
   shared = check_holdout(train_ks, test_ks, holdout_fraction)

@@ -17,9 +17,9 @@ raw key data), whose `random_bits` hashes a counter instead:
 
 with murmur3's 32-bit finaliser fmix32 (Appleby; full avalanche), i the
 element's flat index and (k0, k1) the key. That is ~5 integer ops per number
-(55 ms for 25M on one core: 6.2x less). Masks differ from threefry's but have the same
-distribution (keep iff uniform < 1 - rate), so what is trained is the same
-model; the stream is not a cryptographic one, which dropout does not need.
+(55 ms for 25M on one core: 6.2x less). Masks differ from threefry's but have
+the same distribution (keep iff uniform < 1 - rate), so what is trained is the
+same model; the stream is not a cryptographic one, which dropout does not need.
 
     rngs={"dropout": dropout_key(raw_key_uint32x2, "counter_hash")}
 """

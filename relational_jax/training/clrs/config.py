@@ -28,7 +28,8 @@ kinds: those no kind of the section takes as an option (withheld or fixed
 by all of them, e.g. the RT's use_edges), and num_heads and use_ln, which
 come from `config.processor.nb_heads` and `config.processor.use_ln` as the
 factory's own arguments (`processors.factory.ARGUMENT_FIELDS`): each is
-written once, for every kind. A field the kind does not read must keep its default (`validate`).
+written once, for every kind. A field the kind does not read must keep its
+default (`validate`).
 The model sections and processor options are read from the processor table
 (`processors.PROCESSORS`: each kind's `section`, config dataclass, `choices`
 and `run_defaults`), so a kind added there has its section here.
