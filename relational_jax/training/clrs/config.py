@@ -247,6 +247,14 @@ def _sections_in_use(kind: str):
   return (spec.section,) if spec is not None else ()
 
 
+# Model fields that act only on hints fed back to the processor.
+HINT_FEEDBACK_FIELDS = (
+    "hint_teacher_forcing",
+    "hint_repred_mode",
+    "scalar_hint_gradient",
+)
+
+
 def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   """Raises ValueError naming a bad value and the valid choices."""
   for algorithm in config.algorithms:
@@ -276,18 +284,14 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
         "model.hint_teacher_forcing must be in [0, 1], got "
         f"{m.hint_teacher_forcing}."
     )
+  defaults = default_config()  # Also for the model sections below.
   fed_back = config.hint_mode == "encoded_decoded"
-  model_defaults = default_config().model
-  for name in (
-      "hint_teacher_forcing",
-      "hint_repred_mode",
-      "scalar_hint_gradient",
-  ):
-    if not fed_back and m[name] != model_defaults[name]:
+  for name in HINT_FEEDBACK_FIELDS:
+    if not fed_back and m[name] != defaults.model[name]:
       raise ValueError(
           f"model.{name}={m[name]!r} acts on hints fed back to the processor,"
           f" which hint_mode={config.hint_mode!r} does not do (only "
-          f"'encoded_decoded'); leave it at {model_defaults[name]!r}."
+          f"'encoded_decoded'); leave it at {defaults.model[name]!r}."
       )
   if not m.scalar_hint_gradient and m.hint_repred_mode != "hard":
     raise ValueError(
@@ -337,7 +341,6 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   # Nothing is silently ignored: a model section the kind does not read
   # must keep its defaults, and so must nb_heads / use_ln where its config
   # has no num_heads / use_ln.
-  defaults = default_config()
   for name, family in model_sections().items():
     if name in _sections_in_use(kind):
       continue
