@@ -4,6 +4,9 @@
 # checkpoints (and, for a finished one, only rewrites its results). Run the
 # same command again in each sitting until all are done:
 #   (setsid nohup bash scripts/paper_protocol_runs.sh >> runs/paper.log 2>&1 &)
+# Arguments name the runs to do, in order (default: all four): rt_bf,
+# scan26_relative, scan26_absolute, floyd_bf. Naming them lets a sitting whose
+# work directories were lost skip a run whose results are already committed.
 #
 # 1. rt_clrs_core8 at budget paper (the RT paper's CLRS protocol, appendix D:
 #    80,000 steps of batch 4 at n = 16, validation every 80 steps, the best
@@ -34,9 +37,20 @@ clrs_bellman_ford() {  # clrs_bellman_ford <processor>
       --set="results_path=results/reproductions/$1_clrs_core8_paper__bellman_ford_seed0.json"
 }
 
-clrs_bellman_ford rt
-for positions in relative absolute; do
-  run "scan26_${positions}_paper" "scan_cutoff26_${positions}_universal" \
-      --budget=paper
+RUNS_ALL=(rt_bf scan26_relative scan26_absolute floyd_bf)
+for name in "${@:-${RUNS_ALL[@]}}"; do
+  case " ${RUNS_ALL[*]} " in
+    *" $name "*) ;;
+    *) echo "unknown run '$name'; valid: ${RUNS_ALL[*]}" >&2; exit 2 ;;
+  esac
 done
-clrs_bellman_ford floyd
+for name in "${@:-${RUNS_ALL[@]}}"; do
+  case $name in
+    rt_bf) clrs_bellman_ford rt ;;
+    floyd_bf) clrs_bellman_ford floyd ;;
+    scan26_*)
+      positions=${name#scan26_}
+      run "scan26_${positions}_paper" "scan_cutoff26_${positions}_universal" \
+          --budget=paper ;;
+  esac
+done

@@ -17,11 +17,12 @@ echo >> "$CALLS"
 
 
 def run_script(
-    tmp_path, script: str, **env
+    tmp_path, script: str, args: Tuple[str, ...] = (), **env
 ) -> Tuple[subprocess.CompletedProcess, str, List[List[str]]]:
   """(the finished process, the copy's repository root, each python3
-  call's arguments) of `bash <root>/scripts/<script>` run in `tmp_path` with
-  `env` added to this environment (a None value unsets that variable)."""
+  call's arguments) of `bash <root>/scripts/<script> <args...>` run in
+  `tmp_path` with `env` added to this environment (a None value unsets that
+  variable)."""
   root = tmp_path / "repo"
   (root / "scripts").mkdir(parents=True)
   shutil.copy(os.path.join(REPO, "scripts", script), root / "scripts")
@@ -39,7 +40,7 @@ def run_script(
   full_env.update(env)
   full_env = {k: v for k, v in full_env.items() if v is not None}
   proc = subprocess.run(
-      ["bash", str(root / "scripts" / script)],
+      ["bash", str(root / "scripts" / script), *args],
       env=full_env,
       capture_output=True,
       text=True,

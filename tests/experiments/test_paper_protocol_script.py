@@ -9,8 +9,10 @@ from experiments import reproduce
 from tests.experiments import stand_in_python
 
 
-def run_script(tmp_path, **env):
-  return stand_in_python.run_script(tmp_path, "paper_protocol_runs.sh", **env)
+def run_script(tmp_path, *args, **env):
+  return stand_in_python.run_script(
+      tmp_path, "paper_protocol_runs.sh", args, **env
+  )
 
 
 def overrides_of(call):
@@ -63,3 +65,25 @@ def test_default_work_directories_are_under_runs_paper(tmp_path):
   assert proc.returncode == 0, proc.stderr
   assert calls[0][-1] == "--workdir=runs/paper/rt_bf_protocol"
   assert (root / "runs" / "paper").is_dir()
+
+
+def test_named_runs_only_in_the_order_given(tmp_path):
+  proc, _, calls = run_script(
+      tmp_path, "scan26_absolute", "floyd_bf", RUNS=str(tmp_path / "runs")
+  )
+  assert proc.returncode == 0, proc.stderr
+  assert [(c[2], c[-1]) for c in calls] == [
+      (
+          "scan_cutoff26_absolute_universal",
+          f"--workdir={tmp_path}/runs/scan26_absolute_paper",
+      ),
+      ("floyd_clrs_core8", f"--workdir={tmp_path}/runs/floyd_bf_protocol"),
+  ]
+
+
+def test_an_unknown_run_is_refused_before_any_runs(tmp_path):
+  proc, _, calls = run_script(tmp_path, "scan26_relative", "scan26_rel")
+  assert proc.returncode == 2
+  assert "unknown run 'scan26_rel'" in proc.stderr
+  assert "rt_bf scan26_relative scan26_absolute floyd_bf" in proc.stderr
+  assert calls == []
