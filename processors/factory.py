@@ -49,6 +49,16 @@ CLRS_KINDS = (
     "pgn",
     "pgn_mask",
 ) + CLRS_TRIPLET_KINDS
+# The factory arguments each dm-clrs kind reads (2.0.3): nb_heads the GAT
+# kinds; nb_triplet_fts the kinds with triplet messages (gpgn, gpgn_mask and
+# gmpnn are given it but compute none); use_ln all but the MemNets.
+CLRS_ARGUMENT_READERS = {
+    "nb_heads": ("gat", "gat_full", "gatv2", "gatv2_full"),
+    "nb_triplet_fts": tuple(
+        k for k in CLRS_TRIPLET_KINDS if k.startswith("triplet_")
+    ),
+    "use_ln": tuple(k for k in CLRS_KINDS if not k.startswith("memnet")),
+}
 
 # Config fields that come from `get_processor_factory`'s own arguments, not
 # from options, where the config has them: {config field: argument}

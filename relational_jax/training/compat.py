@@ -179,8 +179,9 @@ def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
   the other `CLRS_RENAMED_PATHS` move (a record that has both spellings keeps
   today's). Last, the processor fields the run's kind never read
   (`clrs.config.unread_processor_fields`: use_ln for et and floyd, the RT
-  kinds' node_readout, nb_triplet_fts for ours, our options for dm-clrs's
-  kinds) take their defaults, and so do the fields of the kind's model
+  kinds' node_readout, nb_triplet_fts for ours, our options and the
+  factory arguments they never read for dm-clrs's kinds) take their
+  defaults, and so do the fields of the kind's model
   section that it withholds (`ProcessorSpec.withheld`: e.g. edge_msg_dim
   for 'rt_no_edge_update'; dropped where today's section lacks them, as
   floyd's zero_padded_pairs): earlier versions saved any value

@@ -367,25 +367,32 @@ def unread_processor_fields(kind: str) -> Dict[str, List[str]]:
   """{`config.processor` field the kind `kind` never reads: the kinds that
   read it}. Ours: nb_heads / use_ln where its config has no num_heads /
   use_ln (`ProcessorSpec.arguments`), the other kinds' processor options
-  (node_readout for the RT kinds) and nb_triplet_fts (dm-clrs's triplet
-  kinds only). dm-clrs's kinds: our processor options (graph_vec,
-  node_readout); nb_heads, use_ln and nb_triplet_fts go to dm-clrs's own
-  factory as its run.py passes them."""
+  (node_readout for the RT kinds) and nb_triplet_fts. dm-clrs's kinds: our
+  processor options (graph_vec, node_readout) and the factory arguments
+  that dm-clrs's factory passes them but they never read
+  (`processors.factory.CLRS_ARGUMENT_READERS`: nb_heads but for the GATs,
+  nb_triplet_fts but for the triplet kinds, use_ln for the MemNets)."""
   table = processors.PROCESSORS.items()
+  clrs_readers = processors.factory.CLRS_ARGUMENT_READERS
   choices = {name for s in processors.PROCESSORS.values() for name in s.choices}
   spec = processors.PROCESSORS.get(kind)
   if spec is None:
-    return {
+    out = {
         name: [k for k, s in table if name in s.choices]
         for name in sorted(choices)
     }
+    for argument, readers in clrs_readers.items():
+      if kind in processors.factory.CLRS_KINDS and kind not in readers:
+        ours = [k for k, s in table if argument in s.arguments()]
+        out[argument] = list(readers) + ours
+    return out
   out = {}
   for argument in processors.factory.ARGUMENT_FIELDS.values():
     if argument not in spec.arguments():
       out[argument] = [k for k, s in table if argument in s.arguments()]
   for name in sorted(choices - set(spec.choices)):
     out[name] = [k for k, s in table if name in s.choices]
-  out["nb_triplet_fts"] = list(processors.factory.CLRS_TRIPLET_KINDS)
+  out["nb_triplet_fts"] = list(clrs_readers["nb_triplet_fts"])
   return out
 
 
@@ -399,13 +406,19 @@ def _check_unread_arguments(config: ConfigDict, defaults: ConfigDict) -> None:
     value, default = config.processor[name], defaults.processor[name]
     if value == default:
       continue
-    if name in fields:
-      spec = processors.PROCESSORS[kind]
+    spec = processors.PROCESSORS.get(kind)
+    if name in fields and spec is not None:
       raise ValueError(
           f"config.processor.{name}={value!r} is not read by "
           f"processor_type={kind!r} (its {spec.config.__name__} has no "
           f"{fields[name]}); of our kinds, {readers} read it. Leave it at "
           f"its default {default!r}."
+      )
+    if spec is None and name in processors.factory.CLRS_ARGUMENT_READERS:
+      raise ValueError(
+          f"config.processor.{name}={value!r} is not read by dm-clrs's "
+          f"processor_type={kind!r}; {readers} read it. Leave it at its "
+          f"default {default!r}."
       )
     raise ValueError(
         f"config.processor.{name}={value!r} is not an option of "

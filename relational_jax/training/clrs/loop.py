@@ -302,8 +302,10 @@ def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   processor.use_ln where their config has num_heads / use_ln (heads: every
   kind of ours; layer norm: the RT kinds, not 'et' and 'floyd'), and only
   their own processor options (RT: no node_readout) and no
-  nb_triplet_fts; CLRS kinds read no model section and none of our
-  processor options; a user's processor factory reads none of them."""
+  nb_triplet_fts; CLRS kinds read no model section, none of our
+  processor options, and only the factory arguments that dm-clrs's kind
+  reads (`processors.factory.CLRS_ARGUMENT_READERS`); a user's processor factory reads none of them.
+  """
   sections = tuple(clrs_config.model_sections())
   if custom_factory:
     return ("processor",) + sections

@@ -2,6 +2,7 @@
 resume, NaN stop, evaluate-only, a user-defined processor."""
 
 import os
+import re
 
 import clrs
 import haiku as hk
@@ -10,6 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+
+import processors
 
 from relational_jax.training.checkpoints import RunCheckpoints
 from relational_jax.training.clrs import config as clrs_config
@@ -192,6 +195,39 @@ def test_a_processor_field_the_kind_never_reads_is_refused(kind, field, value):
       rf"processor_type={kind!r}",
   ):
     clrs_config.validate(config)
+
+
+@pytest.mark.parametrize(
+    "kind, field, value",
+    [
+        ("mpnn", "nb_heads", 4),
+        ("gmpnn", "nb_triplet_fts", 16),
+        ("memnet_full", "use_ln", False),
+    ],
+)
+def test_a_factory_argument_a_dm_clrs_kind_never_reads_is_refused(
+    kind, field, value
+):
+  """dm-clrs's factory takes nb_heads, nb_triplet_fts and use_ln for every
+  kind; a kind that never reads one refuses a value other than the
+  default, naming the kinds that read it."""
+  stock = {"model.carry_state": False, "model.ptr_from_edges": False}
+  config = clrs_config.get_config(
+      dict(stock, processor_type=kind, **{f"processor.{field}": value})
+  )
+  readers = processors.factory.CLRS_ARGUMENT_READERS[field]
+  with pytest.raises(
+      ValueError,
+      match=rf"processor.{field}={value!r} is not read by dm-clrs's "
+      rf"processor_type={kind!r}; \[{re.escape(repr(readers[0]))}",
+  ):
+    clrs_config.validate(config)
+  assert f"processor.{field}" in clrs_loop.unread_paths(config.to_dict())
+  reader = clrs_config.get_config(
+      dict(stock, processor_type=readers[0], **{f"processor.{field}": value})
+  )
+  clrs_config.validate(reader)
+  assert f"processor.{field}" not in clrs_loop.unread_paths(reader.to_dict())
 
 
 def test_unknown_config_path_is_a_clear_error():
