@@ -95,6 +95,13 @@ class RTConfig:
           "RTConfig.chunk_size must be a positive int (pivots per chunk; one "
           f"chunk of N pivots is unchunked), got {self.chunk_size!r}."
       )
+    if self.triangular_heads and not (self.use_edges and self.edge_update):
+      raise ValueError(
+          f"RTConfig.triangular_heads={self.triangular_heads} is read by the "
+          "edge update only, which runs with use_edges=True and "
+          f"edge_update=True (got use_edges={self.use_edges}, edge_update="
+          f"{self.edge_update}); set triangular_heads=0."
+      )
     if self.triangular_heads and self.edge_width % self.triangular_heads:
       raise ValueError(
           f"RTConfig.triangular_heads={self.triangular_heads} must divide the "

@@ -208,7 +208,7 @@ def _stack(**kw):
       edge_msg_dim=4,
       edge_ffn_dim=3,
       edge_dim=E,
-      **kw
+      **kw,
   )
   return RelationalTransformer(cfg)
 
@@ -289,7 +289,7 @@ def test_compute_and_parameter_dtypes_reach_every_sublayer(stack):
         node_ffn_dim=4,
         edge_msg_dim=4,
         edge_ffn_dim=3,
-        **bf16
+        **bf16,
     )
   args = (nodes.astype(jnp.bfloat16), edges.astype(jnp.bfloat16))
   variables = module.init(jax.random.PRNGKey(0), *args)
@@ -370,6 +370,13 @@ def test_bad_input_errors():
     RTConfig(chunk_size=None)
   with pytest.raises(ValueError, match=r"triangular_heads must be .*got -1"):
     RTConfig(triangular_heads=-1)
+  for off in ("use_edges", "edge_update"):  # No edge update reads the heads.
+    with pytest.raises(
+        ValueError,
+        match=rf"triangular_heads=4 is read by the edge update only.*"
+        rf"{off}=False.*set triangular_heads=0",
+    ):
+      RTConfig(triangular_heads=4, **{off: False})
   with pytest.raises(
       ValueError, match=r"RTConfig.tied must be a bool, got 'no'"
   ):
