@@ -158,6 +158,11 @@ class Loop:
           or value < least
       ):
         raise ValueError(f"{name} must be an int >= {least}, got {value!r}.")
+    if self.stop_at_step > self.steps:
+      raise ValueError(
+          f"stop_at_step={self.stop_at_step} is past steps={self.steps}: the "
+          "run would never stop there (0 runs to steps)."
+      )
 
 
 @dataclasses.dataclass

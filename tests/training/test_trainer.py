@@ -358,6 +358,11 @@ def test_bad_loop_settings_are_named():
   ):
     trainer.Loop(steps=3, eval_every=1, progress="no")
   assert trainer.Loop(steps=np.int64(3), eval_every=1).steps == 3
+  with pytest.raises(
+      ValueError, match=r"stop_at_step=4 is past steps=3: the run would never"
+  ):
+    trainer.Loop(steps=3, eval_every=1, stop_at_step=4)
+  assert trainer.Loop(steps=3, eval_every=1, stop_at_step=3).stop_at_step == 3
   with pytest.raises(ValueError, match="'newest'.*'latest', 'best'"):
     trainer.restore(None, "/nonexistent", "newest")
 
