@@ -171,57 +171,33 @@ def test_bad_config_values_are_named(path, value, match, tmp_path):
     clutrr.validate(config)
 
 
-@pytest.mark.parametrize(
-    "overrides,match",
-    [
-        (
-            {
-                "protocol.train_source": "validation.csv",
-                "protocol.num_train_per_k": 100,
-            },
-            r"protocol.num_train_per_k=100 is never read: "
-            r"protocol.train_source='validation.csv' reads its rows from the "
-            r"CSV file. Leave it at its default 17500.",
-        ),
-        (
-            {
-                "protocol.num_generated_test_per_k": 0,
-                "protocol.generated_test_ks": (5, 6),
-            },
-            r"protocol.generated_test_ks=\(5, 6\) is never read: "
-            r"protocol.num_generated_test_per_k=0 generates no test set",
-        ),
-        (
-            {
-                "protocol.train_source": "validation.csv",
-                "protocol.num_generated_test_per_k": 0,
-                "protocol.closure": "sound",
-            },
-            r"protocol.closure='sound' is never read: .*generates no test set "
-            r"and protocol.train_source='validation.csv' no training rows",
-        ),
-    ],
-)
-def test_protocol_fields_nothing_reads_are_refused(overrides, match):
-  config = clutrr.config_lib.override(clutrr.default_config(), overrides)
-  with pytest.raises(ValueError, match=match):
-    clutrr.validate(config)
-
-
-def test_the_generator_settings_are_read_while_anything_is_generated():
-  # Generated training rows read the closure and seed without a test set;
-  # CSV rows with a generated test set read them too.
-  for overrides in (
-      {"protocol.num_generated_test_per_k": 0, "protocol.closure": "sound"},
+def test_num_train_per_k_is_refused_with_csv_rows():
+  config = clutrr.config_lib.override(
+      clutrr.default_config(),
       {
           "protocol.train_source": "validation.csv",
-          "protocol.closure": "sound",
-          "protocol.generation_seed": 3,
+          "protocol.num_train_per_k": 100,
       },
+  )
+  with pytest.raises(
+      ValueError,
+      match=r"protocol.num_train_per_k=100 is never read: "
+      r"protocol.train_source='validation.csv' reads its rows from the "
+      r"CSV file. Leave it at its default 17500.",
   ):
-    clutrr.validate(
-        clutrr.config_lib.override(clutrr.default_config(), overrides)
-    )
+    clutrr.validate(config)
+  # The generated test set's off switch leaves its settings settable.
+  clutrr.validate(
+      clutrr.config_lib.override(
+          clutrr.default_config(),
+          {
+              "protocol.train_source": "validation.csv",
+              "protocol.num_generated_test_per_k": 0,
+              "protocol.generated_test_ks": (5, 6),
+              "protocol.closure": "sound",
+          },
+      )
+  )
 
 
 def test_selection_on_validation_needs_validation_rows():
