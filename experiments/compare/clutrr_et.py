@@ -243,17 +243,19 @@ def metric_names() -> Sequence[str]:
   return ("test_all",) + tuple(f"test_k{k}" for k in METRIC_KS)
 
 
+_DATA = (
+    "train: generated k=2,3 rows ({module}, seed 0) in the official schema; "
+    "test: the official gen_train23_test2to10/test.csv"
+)
+
+
 def describe(budget: Budget) -> Dict:
   return {
       "repository": REPOSITORY,
       "hyperparameters": dict(AUTHORS),
       "reference_flags": reference_flags(),
       "budget": dataclasses.asdict(budget),
-      "data": (
-          "train: generated k=2,3 rows (relational_jax.data.clutrr, "
-          "seed 0) in the official schema; test: the official "
-          "gen_train23_test2to10/test.csv"
-      ),
+      "data": _DATA.format(module="relational_jax.data.clutrr_generator"),
       "differences": [
           (
               "batch order: theirs fixed (DataLoader shuffle=False), ours a "
@@ -302,6 +304,10 @@ class ClutrrEt(protocol.Comparison):
   finished_theirs = staticmethod(finished_theirs)
   metric_names = staticmethod(metric_names)
   describe = staticmethod(describe)
+  # The generator's module before it was renamed (the same rows).
+  earlier_records = {
+      "data": (_DATA.format(module="relational_jax.data.clutrr"),)
+  }
 
   def reference_flags(self, budget: Budget, seed: int) -> List[str]:
     # The same for every budget and seed: the wrapper passes the seed,

@@ -35,7 +35,7 @@ import dataclasses
 import json
 import os
 import subprocess
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from experiments.compare import curves
 from relational_jax.layers.shapes import check_choice
@@ -154,6 +154,11 @@ class Comparison(abc.ABC):
   def describe(self, budget: Budget) -> Dict:
     """The settings recorded in the JSON (repository, hyperparameters,
     their flags, budget, data, known differences)."""
+
+  # {`describe` key: values that earlier versions recorded for the same
+  # settings} (a rewording, a renamed module): `--reuse_reference` accepts
+  # them as today's.
+  earlier_records: Mapping[str, Tuple] = {}
 
   def match(
       self,

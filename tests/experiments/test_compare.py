@@ -349,6 +349,24 @@ def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(tmp_path):
   assert result["seeds_finished"] == [0, 1]
   assert result["reference_reused_from"] == str(path)
   assert result["runs"]["theirs"][1][-1] == point(4, 0.6)
+  # What an earlier version recorded for the same data (the generator's
+  # module before its rename) is the same record.
+  earlier["data"] = earlier["data"].replace("clutrr_generator", "clutrr")
+  assert earlier["data"] in clutrr_et.ClutrrEt.earlier_records["data"]
+  path.write_text(json.dumps(earlier))
+  again = entry.run(
+      "clutrr_et",
+      None,
+      "smoke",
+      str(work),
+      str(tmp_path / "out"),
+      "python",
+      "unused.csv",
+      report_only=True,
+      reuse_reference=str(path),
+      log=lambda m: None,
+  )
+  assert again["runs"]["theirs"] == result["runs"]["theirs"]
   # A record that differs from this comparison's (their flags) is refused.
   earlier["reference_flags"] = ["--lr", "0.5"]
   path.write_text(json.dumps(earlier))
