@@ -39,9 +39,13 @@ def code_version() -> Optional[str]:
 
 def host() -> dict:
   """Where a sitting ran, as far as it changes the numbers or the speed:
-  JAX's backend and device count, the CPUs this process may use, and
+  JAX's backend and device count, the CPUs this process may use,
   `XLA_FLAGS` (XLA:CPU's float path depends on its thread count, so the
-  same code on 1 or 2 cores can differ in the last bits)."""
+  same code on 1 or 2 cores can differ in the last bits), and the versions
+  of jax, jaxlib, flax and optax (a sitting resumed on a machine installed
+  afresh may run others)."""
+  from importlib import metadata  # pylint: disable=g-import-not-at-top
+
   import jax  # pylint: disable=g-import-not-at-top
 
   try:
@@ -53,6 +57,10 @@ def host() -> dict:
       "devices": jax.device_count(),
       "cpus": cpus,
       "xla_flags": os.environ.get("XLA_FLAGS", ""),
+      "versions": {
+          name: metadata.version(name)
+          for name in ("jax", "jaxlib", "flax", "optax")
+      },
   }
 
 

@@ -178,8 +178,8 @@ class RunRecord:
   time, summed over resumptions. sittings: one entry per `fit` call that
   trained, in order: {'started' (UTC, ISO 8601), 'from_step', 'to_step',
   'code' (the git commit that ran it, `reporting.code_version`), 'host'
-  (backend, devices, usable CPUs, XLA_FLAGS: `reporting.host`; absent in
-  sittings saved before it),
+  (backend, devices, usable CPUs, XLA_FLAGS, package versions:
+  `reporting.host`; absent in sittings saved before it),
   'seconds' (wall, evaluations included), 'cpu_seconds' (this process's
   CPU time: all its threads, so up to the core count x the wall time while it
   has the cores; far less while paused or sharing them), 'steps_per_s'

@@ -205,6 +205,7 @@ def test_the_record_says_which_steps_ran_in_which_sitting(tmp_path):
     assert sitting["code"] == reporting.code_version()
     assert sitting["host"] == reporting.host()
     assert sitting["host"]["cpus"] >= 1
+    assert sitting["host"]["versions"]["jax"] == jax.__version__
   head = subprocess.run(
       ["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"],
       capture_output=True,
