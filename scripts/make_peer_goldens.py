@@ -26,7 +26,9 @@ References (check them out anywhere, e.g. under /tmp/peers):
       embedding, padding mask and `share_layers`), and their CLUTRR RAT
       baseline, clutrr/rat.py (`RAT` as train.py builds it for
       --model_type=rat: tied and untied, a padded batch; logits, loss and
-      the gradient of every parameter, rat_clutrr*), and their CFQ
+      the gradient of every parameter, rat_clutrr*) and their whole CLUTRR
+      Edge Transformer, clutrr/model.py (`EdgeTransformer`: encoder and
+      output MLP; logits, loss, every gradient, et_clutrr), and their CFQ
       encoder-decoder, cfq-semantic-parsing/model.py (teacher-forced logits
       and loss, tied and untied, a padded source; et_cfq_seq2seq*). Runs
       under a python with numpy + torch only (e.g. /tmp/torchvenv/bin/python).
@@ -1017,6 +1019,54 @@ def make_et_cfq(reference, commit):
   _update_readme("et", ET_URL, commit, cases, f"{ET_SHIM}; {ET_CFQ_SHIM}")
 
 
+def _clutrr_batch(torch, rng, sizes):
+  """A padded CLUTRR batch of `sizes` as their collate builds it: (our
+  inputs, their batch dict)."""
+  b, n = sizes["batch"], sizes["nodes"]
+  lengths = np.array(sizes["lengths"])
+  padding = np.arange(n)[None, :] >= lengths[:, None]  # their masks
+  # Fact labels 1..edge_types on about half the real pairs, 0 (their "no
+  # edge") elsewhere and on padding, as their collate builds them.
+  labels = rng.integers(1, sizes["edge_types"] + 1, (b, n, n))
+  labels[rng.random((b, n, n)) < 0.5] = 0
+  labels[padding[:, :, None] | padding[:, None, :]] = 0
+  query = np.stack(
+      [rng.choice(m, size=2, replace=False) for m in lengths]
+  ).astype(np.int64)
+  targets = rng.integers(0, sizes["target_size"], (b,))
+  inputs = {
+      "labels": labels.astype(np.int32),
+      "padding_mask": padding,  # True = padded node (their `masks`)
+      "query": query.astype(np.int32),
+      "query_labels": targets.astype(np.int32),
+  }
+  batch = {
+      "batched_graphs": torch.from_numpy(labels).long(),
+      "masks": torch.from_numpy(padding),
+      "query_edges": torch.cat(
+          (torch.arange(b)[:, None], torch.from_numpy(query)), dim=1
+      ),
+      "query_labels": torch.from_numpy(targets).long(),
+  }
+  return inputs, batch
+
+
+def _clutrr_loss_and_grads(model, batch):
+  """Their `_calculate_loss(batch)` (CrossEntropyLoss, mean) and its
+  backward: ({'logits', 'loss', 'grad/<parameter>'...}, the parameters that
+  get no gradient)."""
+  loss, logits = model._calculate_loss(batch)  # pylint: disable=protected-access
+  loss.backward()
+  outputs = {"logits": logits.detach().numpy(), "loss": loss.detach().numpy()}
+  no_grad = []
+  for pname, p in model.named_parameters():
+    if p.grad is None:
+      no_grad.append(pname)
+    else:
+      outputs[f"grad/{pname}"] = p.grad.numpy()
+  return outputs, no_grad
+
+
 def make_et_rat(reference, commit):
   """Their CLUTRR RAT (clutrr/rat.py) on a padded batch: logits, their loss
   (`RAT._calculate_loss`: CrossEntropyLoss, mean) and the gradient of that
@@ -1037,25 +1087,9 @@ def make_et_rat(reference, commit):
   torch.set_num_threads(1)
   rng = np.random.default_rng(20260413)
   sizes = ET_RAT_SIZES
-  b, n, d = sizes["batch"], sizes["nodes"], sizes["width"]
+  d = sizes["width"]
   dropout = 0.1  # eval() must switch it off
-  lengths = np.array(sizes["lengths"])
-  padding = np.arange(n)[None, :] >= lengths[:, None]  # their masks
-  # Fact labels 1..edge_types on about half the real pairs, 0 (their "no
-  # edge") elsewhere and on padding, as their collate builds them.
-  labels = rng.integers(1, sizes["edge_types"] + 1, (b, n, n))
-  labels[rng.random((b, n, n)) < 0.5] = 0
-  labels[padding[:, :, None] | padding[:, None, :]] = 0
-  query = np.stack(
-      [rng.choice(m, size=2, replace=False) for m in lengths]
-  ).astype(np.int64)
-  targets = rng.integers(0, sizes["target_size"], (b,))
-  inputs = {
-      "labels": labels.astype(np.int32),
-      "padding_mask": padding,  # True = padded node (their `masks`)
-      "query": query.astype(np.int32),
-      "query_labels": targets.astype(np.int32),
-  }
+  inputs, batch = _clutrr_batch(torch, rng, sizes)
   cases = {}
   for name, share in (("rat_clutrr", True), ("rat_clutrr_untied", False)):
     config = types.SimpleNamespace(
@@ -1073,23 +1107,7 @@ def make_et_rat(reference, commit):
     model = rat.RAT(config)
     model.eval()
     params = _randomise_torch(torch, rng, model)
-    batch = {
-        "batched_graphs": torch.from_numpy(labels).long(),
-        "masks": torch.from_numpy(padding),
-        "query_edges": torch.cat(
-            (torch.arange(b)[:, None], torch.from_numpy(query)), dim=1
-        ),
-        "query_labels": torch.from_numpy(targets).long(),
-    }
-    loss, logits = model._calculate_loss(batch)  # pylint: disable=protected-access
-    loss.backward()
-    outputs = {"logits": logits.detach().numpy(), "loss": loss.detach().numpy()}
-    no_grad = []
-    for pname, p in model.named_parameters():
-      if p.grad is None:
-        no_grad.append(pname)
-      else:
-        outputs[f"grad/{pname}"] = p.grad.numpy()
+    outputs, no_grad = _clutrr_loss_and_grads(model, batch)
     function = (
         f"clutrr/rat.py RAT._calculate_loss (share_layers={share}, "
         f"{sizes['num_layers']} message rounds, update_relations=False, "
@@ -1110,6 +1128,64 @@ def make_et_rat(reference, commit):
     _save(name, meta, inputs, params, outputs)
     cases[name] = {"function": function}
   _update_readme("et_rat", ET_URL, commit, cases, ET_RAT_SHIM)
+
+
+def make_et_clutrr(reference, commit):
+  """Their whole CLUTRR Edge Transformer (clutrr/model.py `EdgeTransformer`,
+  as clutrr/train.py builds it: the encoder, then decoder2vocab on x^L of
+  each query edge) on the padded batch of the RAT goldens' sizes: logits,
+  their loss (`_calculate_loss`: CrossEntropyLoss, mean) and every
+  parameter's gradient (share_layers' unused clones get none). Tied
+  (share_layers=True, their CLUTRR default), built with dropout 0.1, run in
+  eval()."""
+  torch, _, clutrr = _import_et(reference)
+  torch.manual_seed(0)
+  torch.set_num_threads(1)
+  rng = np.random.default_rng(20261129)
+  sizes = ET_RAT_SIZES
+  dropout = 0.1  # eval() must switch it off
+  inputs, batch = _clutrr_batch(torch, rng, sizes)
+  config = types.SimpleNamespace(
+      num_heads=sizes["heads"],
+      dropout=dropout,
+      dim=sizes["width"],
+      ff_factor=sizes["ff_factor"],
+      edge_types=sizes["edge_types"],
+      share_layers=True,
+      num_message_rounds=sizes["num_layers"],
+      target_size=sizes["target_size"],
+      flat_attention=False,  # train.py defaults: the paper's attention
+      lesion_scores=False,
+      lesion_values=False,
+  )
+  model = clutrr.EdgeTransformer(config)
+  model.eval()
+  params = _randomise_torch(torch, rng, model)
+  outputs, no_grad = _clutrr_loss_and_grads(model, batch)
+  function = (
+      "clutrr/model.py EdgeTransformer._calculate_loss (share_layers=True, "
+      f"{sizes['num_layers']} message rounds, padded batch)"
+  )
+  meta = dict(
+      reference="et",
+      repository=ET_URL,
+      commit=commit,
+      function=function,
+      sizes={**sizes, "tied": True},
+      eval_mode=True,
+      config_dropout=dropout,
+      layer_norm_epsilon=1e-5,
+      shim=ET_SHIM,
+      no_grad=no_grad,
+  )
+  _save("et_clutrr", meta, inputs, params, outputs)
+  _update_readme(
+      "et_clutrr",
+      ET_URL,
+      commit,
+      {"et_clutrr": {"function": function}},
+      ET_SHIM,
+  )
 
 
 # ----------------------------------------------------------------------------
@@ -1989,6 +2065,7 @@ def main():
     commit = _commit_of(args.et_reference, args.commit)
     make_et(args.et_reference, commit)
     make_et_rat(args.et_reference, commit)
+    make_et_clutrr(args.et_reference, commit)
     make_et_cfq(args.et_reference, commit)
   if args.cs_reference:
     make_cs(args.cs_reference, _commit_of(args.cs_reference, args.commit))

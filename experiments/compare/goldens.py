@@ -36,8 +36,10 @@ their parsers' copies) and Relation classifier
 (github.com/alirezamshi-zz/G2GTr; outputs and every gradient, g2g_*); our
 CLUTRR RAT (`relational_jax.models.clutrr.ClutrrRAT`, tied and untied)
 against the ET authors' RAT baseline (clutrr/rat.py; logits, loss and every
-parameter's gradient, rat_clutrr*); and
-our whole CLRS model (processors.CarryModel configured by
+parameter's gradient, rat_clutrr*) and our CLUTRR Edge Transformer
+(`ClutrrEdgeTransformer`) against their whole CLUTRR model (clutrr/model.py:
+encoder and output MLP; logits, loss and every parameter's gradient,
+et_clutrr); and our whole CLRS model (processors.CarryModel configured by
 experiments/compare/clrs_rt.py's our_config) against their BaselineModel
 (rt_net_*: training loss and every gradient, with teacher forcing and with
 noisy teacher forcing under a fixed force mask, and evaluation predictions;
@@ -76,6 +78,7 @@ from relational_jax.layers.relation_aware import PairwiseEdgeScorer
 from relational_jax.layers.relation_aware import RelationAwareAttention
 from relational_jax.layers.relational import RelationalTransformerLayer
 from relational_jax.layers.triangular import TriangularAttention
+from relational_jax.models.clutrr import ClutrrEdgeTransformer
 from relational_jax.models.clutrr import ClutrrRAT
 from relational_jax.models.clutrr import RATConfig
 from relational_jax.models.edge_transformer import EdgeTransformer
@@ -147,6 +150,7 @@ G2G_CASES = (
     "g2g_relation_classifier",
 )
 RAT_CASES = ("rat_clutrr", "rat_clutrr_untied")
+ET_CLUTRR_CASES = ("et_clutrr",)
 ET_SEQ2SEQ_CASES = ("et_cfq_seq2seq", "et_cfq_seq2seq_untied")
 CASES = (
     RT_CASES
@@ -156,6 +160,7 @@ CASES = (
     + PIVOTAL_CASES
     + G2G_CASES
     + RAT_CASES
+    + ET_CLUTRR_CASES
     + ET_SEQ2SEQ_CASES
 )
 WHOLE_MODEL_CASES = RT_NET_CASES + ("floyd_model_padded",)
@@ -1072,6 +1077,43 @@ def _run_rat_clutrr(meta, inputs, params):
   return out
 
 
+def _run_et_clutrr(meta, inputs, params):
+  """Their whole CLUTRR Edge Transformer: logits, loss and every
+  parameter's gradient. Their mask drops triangles with a padded node,
+  ours padded pivots only (`_run_et_stack_graph`): real pairs never read a
+  padded one either way and the head reads a real pair, so all are
+  compared whole."""
+  config = _et_stack(meta).config
+  model = ClutrrEdgeTransformer(config)
+  labels = jnp.asarray(inputs["labels"])
+  query = jnp.asarray(inputs["query"])
+  node_mask = jnp.asarray(~inputs["padding_mask"])
+  targets = jnp.asarray(inputs["query_labels"])
+  convert = lambda p: et_torch.convert_clutrr_et(p, config)
+  ours = convert(params)
+  _check_tree(
+      ours,
+      model.init(jax.random.PRNGKey(0), labels, query, node_mask)["params"],
+      "ClutrrEdgeTransformer",
+  )
+
+  def loss_fn(tree):
+    logits = model.apply(
+        {"params": tree}, labels, query, node_mask, deterministic=True
+    )
+    log_p = jax.nn.log_softmax(logits)
+    loss = -jnp.mean(jnp.take_along_axis(log_p, targets[:, None], axis=1))
+    return loss, logits
+
+  (loss, logits), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(
+      jax.tree_util.tree_map(jnp.asarray, ours)
+  )
+  out = {"logits": logits, "loss": loss}
+  for name, value in to_authors(convert, params, grads, ".").items():
+    out[f"grad/{name}"] = value
+  return out
+
+
 RUNNERS = {
     "rt_layer": _run_rt_layer,
     "rt_layer_no_edge_update": _run_rt_layer,
@@ -1106,6 +1148,7 @@ RUNNERS = {
     "et_cfq_seq2seq": _run_et_cfq_seq2seq,
     "et_cfq_seq2seq_untied": _run_et_cfq_seq2seq,
     "rat_clutrr_untied": _run_rat_clutrr,
+    "et_clutrr": _run_et_clutrr,
 }
 
 

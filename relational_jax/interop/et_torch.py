@@ -28,6 +28,10 @@ bias. Stacks: layers.{l} -> layer_{l} (untied); tied (their share_layers)
 applies layers.0 every round: layers.0 -> layer, and the other clones, kept
 in their state dict but never applied, are dropped.
 Inputs: clutrr's embedding.weight -> our GraphEdgeEmbedding label table.
+Their whole CLUTRR model (clutrr/model.py `EdgeTransformer`: encoder.* as
+above, decoder2vocab.0 / .3, their get_mlp(D, Y) on x^L of the query edge ->
+head/hidden / head/logits) -> our `ClutrrEdgeTransformer`,
+`convert_clutrr_et`.
 RAT (their CLUTRR baseline, clutrr/rat.py, `RAT` with update_relations=False
 and zero_init=True, their train.py defaults) -> our `ClutrrRAT(RATConfig)`,
 `convert_clutrr_rat`. Their relation keys / values are an embedding then a
@@ -72,6 +76,7 @@ __all__ = [
     "convert_graph_encoder",
     "convert_sequence_encoder",
     "convert_clutrr_rat",
+    "convert_clutrr_et",
     "convert_cfq_seq2seq",
     "rat_relation_table",
     "RAT_RELATION_NAMES",
@@ -281,9 +286,8 @@ def convert_graph_encoder(state_dict: Params, config: ETConfig) -> dict:
   Returns:
     {'embed': params of `GraphEdgeEmbedding(num_labels, D)`, 'et': params
     of `EdgeTransformer(config)`}: the 'embed' and 'et' entries of
-    `models.clutrr.ClutrrEdgeTransformer`'s params. Their output MLP
-    (decoder2vocab) has no counterpart in our query head and is not
-    converted.
+    `models.clutrr.ClutrrEdgeTransformer`'s params (`convert_clutrr_et`
+    converts their whole model, the output MLP decoder2vocab included).
 
   Raises:
     ValueError: a missing or unexpected key, a shape that does not fit the
@@ -602,14 +606,60 @@ def convert_clutrr_rat(
     reader.drop_if(lambda name: name.startswith(clones))
   else:
     tree = {f"layer_{i}": layer(i) for i in range(config.num_layers)}
-  out = reader.take("decoder2vocab.3.weight", (None, 2 * d))
+  tree["head"] = _clutrr_head(reader, 2 * d, class_rows)
+  reader.finish()
+  return tree
+
+
+def _clutrr_head(reader, width, class_rows):
+  """Their get_mlp(width, Y) (decoder2vocab.0 / .3) -> our two-layer
+  `QueryHead`, its outputs picked by `class_rows`."""
+  out = reader.take("decoder2vocab.3.weight", (None, width))
   rows = _rows("class", class_rows, NUM_RELATIONS, out.shape[0])
-  tree["head"] = {
-      "hidden": torch_linear(reader, "decoder2vocab.0", 2 * d, 2 * d),
+  return {
+      "hidden": torch_linear(reader, "decoder2vocab.0", width, width),
       "logits": {
           "kernel": out[rows].T,
           "bias": reader.take("decoder2vocab.3.bias", (out.shape[0],))[rows],
       },
+  }
+
+
+def convert_clutrr_et(
+    state_dict: Params,
+    config: ETConfig,
+    *,
+    label_rows=None,
+    class_rows=None,
+) -> dict:
+  """Their whole CLUTRR `EdgeTransformer` (clutrr/model.py: the encoder,
+  then decoder2vocab on x^L of each query edge) -> our
+  `ClutrrEdgeTransformer(config)`'s params.
+
+  Args:
+    state_dict: their model's state dict ('encoder.embedding.weight',
+      'encoder.layers.{l}.*', 'decoder2vocab.*'), built with
+      flat_attention=False (their default).
+    config: as `convert_stack` (layout='released_code'; tied is their
+      share_layers, num_layers their num_message_rounds).
+    label_rows, class_rows: as `convert_clutrr_rat`.
+
+  Returns:
+    The 'params' collection of `ClutrrEdgeTransformer(config,
+    head_layers=2)` (their get_mlp head is our two-layer head).
+
+  Raises:
+    ValueError: a missing or unexpected key, a shape that does not fit the
+      config, layout != 'released_code', or bad label_rows / class_rows.
+  """
+  reader = Reader(state_dict, "ET clutrr model", ".")
+  d = config.num_heads * config.head_dim
+  embedding = reader.take("encoder.embedding.weight", (None, d))
+  rows = _rows("label", label_rows, NUM_EDGE_LABELS, embedding.shape[0])
+  tree = {
+      "embed": {"label": {"embedding": embedding[rows]}},
+      "et": _stack(reader, "encoder.", config),
+      "head": _clutrr_head(reader, d, class_rows),
   }
   reader.finish()
   return tree

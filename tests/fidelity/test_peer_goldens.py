@@ -70,7 +70,7 @@ def test_all_goldens_present():
       not missing
   ), f"goldens missing: {missing}; regenerate with scripts/make_peer_goldens.sh"
   readme = json.loads((GOLDEN_DIR / "README.json").read_text())
-  for side in ("rt", "et", "cs", "floyd", "g2g", "et_rat"):
+  for side in ("rt", "et", "cs", "floyd", "g2g", "et_rat", "et_clutrr"):
     assert len(readme["references"][side]["commit"]) == 40
 
 

@@ -14,6 +14,7 @@ from relational_jax.data.clutrr import NUM_RELATIONS
 from relational_jax.interop import et_torch
 from relational_jax.interop import to_authors
 from relational_jax.layers.triangular import TriangularAttention
+from relational_jax.models.clutrr import ClutrrEdgeTransformer
 from relational_jax.models.clutrr import ClutrrRAT
 from relational_jax.models.clutrr import RATConfig
 from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
@@ -342,6 +343,55 @@ def test_clutrr_rat_errors_are_named():
     )
   with pytest.raises(ValueError, match="class_rows must be"):
     et_torch.convert_clutrr_rat(params, config, class_rows=[0, 1])
+
+
+def test_clutrr_et_maps_every_parameter_they_read_and_its_rows():
+  """Their whole CLUTRR model: the tree is our init's; every parameter maps
+  back unchanged; left over: the unused linears.4 and the tied clones (the
+  parameters that get no gradient). label_rows / class_rows: their ids in
+  another order compute the same."""
+  meta, inputs, params = goldens.load("et_clutrr")
+  config = _config(meta["sizes"])
+  model = ClutrrEdgeTransformer(config)
+  args = _rat_args(inputs)
+  converted = et_torch.convert_clutrr_et(params, config)
+  init = jax.eval_shape(model.init, KEY, *args)
+  goldens.assert_same_shapes(converted, init["params"])
+  convert = lambda p: et_torch.convert_clutrr_et(p, config)
+  back = to_authors(convert, params, converted, ".")
+  for name, value in back.items():
+    np.testing.assert_array_equal(value, params[name], err_msg=name)
+  assert set(params) - set(back) == set(meta["no_grad"])
+  want = model.apply({"params": converted}, *args)
+  rng = np.random.default_rng(1)
+  label_perm = rng.permutation(NUM_EDGE_LABELS)  # our id -> their row
+  class_perm = rng.permutation(NUM_RELATIONS)
+  permuted = et_torch.convert_clutrr_et(
+      params, config, label_rows=label_perm, class_rows=class_perm
+  )
+  got = model.apply(
+      {"params": permuted}, np.argsort(label_perm)[args[0]], *args[1:]
+  )
+  np.testing.assert_allclose(got, np.asarray(want)[:, class_perm], atol=1e-6)
+
+
+def test_clutrr_et_errors_are_named():
+  meta, _, params = goldens.load("et_clutrr")
+  config = _config(meta["sizes"])
+  with pytest.raises(ValueError, match=r"missing key.*decoder2vocab\.3\.bias"):
+    et_torch.convert_clutrr_et(
+        goldens.without(params, "decoder2vocab.3.bias"), config
+    )
+  with pytest.raises(ValueError, match=r"unexpected.*encoder\.layers\.1\."):
+    et_torch.convert_clutrr_et(
+        params, dataclasses.replace(config, num_layers=1)
+    )
+  with pytest.raises(ValueError, match="layout='released_code'"):
+    et_torch.convert_clutrr_et(
+        params, dataclasses.replace(config, layout="paper")
+    )
+  with pytest.raises(ValueError, match="class_rows must be"):
+    et_torch.convert_clutrr_et(params, config, class_rows=[0, 1])
 
 
 def test_cfq_seq2seq_errors_are_named():
