@@ -28,7 +28,9 @@ References (check them out anywhere, e.g. under /tmp/peers):
       --model_type=rat: tied and untied, a padded batch; logits, loss and
       the gradient of every parameter, rat_clutrr*) and their whole CLUTRR
       Edge Transformer, clutrr/model.py (`EdgeTransformer`: encoder and
-      output MLP; logits, loss, every gradient, et_clutrr), and their CFQ
+      output MLP; logits, loss, every gradient, et_clutrr) and their whole
+      COGS parser, cogs/model.py (`Parser`: parent scores, label logits,
+      loss, every gradient, et_cogs_parser), and their CFQ
       encoder-decoder, cfq-semantic-parsing/model.py (teacher-forced logits
       and loss, tied and untied, a padded source; et_cfq_seq2seq*). Runs
       under a python with numpy + torch only (e.g. /tmp/torchvenv/bin/python).
@@ -1188,6 +1190,138 @@ def make_et_clutrr(reference, commit):
   )
 
 
+# Their COGS parser at small sizes: 2 untied layers (their encoder applies
+# every clone; share_layers only takes effect on a device move), sentences
+# of 6 and 4 tokens (ids >= 2; 1 is their padding_idx) and label
+# vocabularies of 5, 4, 3 and 6 (0 = their ignored padding label).
+ET_COGS_SIZES = dict(
+    batch=2,
+    nodes=6,
+    lengths=(6, 4),
+    width=8,
+    heads=2,
+    ff_factor=4,
+    num_layers=2,
+    vocab=11,
+    label_sizes=(5, 4, 3, 6),
+)
+
+
+def make_et_cogs(reference, commit):
+  """Their whole COGS parser (cogs/model.py `Parser`, model_type=
+  'edge_transformer', input_encoding='relational') on a padded batch: the
+  parent scores (their -1e3 on pairs with a padded node), the four label
+  heads' logits (padded tokens' rows zeroed: their padded rows are not ours
+  by design, and neither loss reads them), their loss (`_calculate_loss`:
+  the five cross-entropies, each a mean over its unignored targets, summed)
+  and every parameter's gradient. Built with dropout 0.1, run in eval()."""
+  torch, cogs, _ = _import_et(reference)
+  torch.manual_seed(0)
+  torch.set_num_threads(1)
+  rng = np.random.default_rng(20261130)
+  sizes = ET_COGS_SIZES
+  b, n = sizes["batch"], sizes["nodes"]
+  lengths = np.array(sizes["lengths"])
+  padding = np.arange(n)[None, :] >= lengths[:, None]  # their `mask`
+  tokens = rng.integers(2, sizes["vocab"], (b, n))
+  tokens[padding] = 1  # their word_emb's padding_idx
+  parent = np.stack([rng.integers(0, m, n) for m in lengths])
+  parent[padding] = 99999  # their parent_pad_index
+  labels = [rng.integers(1, size, (b, n)) for size in sizes["label_sizes"]]
+  for label in labels:
+    label[padding] = 0  # their pad_index
+  fields = ("role", "category", "noun_type", "verb")
+  args = types.SimpleNamespace(
+      model_type="edge_transformer",
+      token_vocab_size=sizes["vocab"],
+      dim=sizes["width"],
+      num_heads=sizes["heads"],
+      dropout=0.1,  # eval() must switch it off
+      ff_factor=sizes["ff_factor"],
+      edge_attention_flat=False,
+      lesion_scores=False,
+      lesion_values=False,
+      num_message_rounds=sizes["num_layers"],
+      share_layers=False,
+      input_encoding="relational",
+      **{
+          f"{name}_vocab_size": size
+          for name, size in zip(
+              ("role", "category", "noun_type", "verb_name"),
+              sizes["label_sizes"],
+          )
+      },
+  )
+  model = cogs.Parser(args)
+  model.eval()
+  params = _randomise_torch(torch, rng, model)
+  batch = {
+      "tokens": torch.from_numpy(tokens).long(),
+      "parent": torch.from_numpy(parent).long(),
+      "mask": torch.from_numpy(padding),
+      **{f: torch.from_numpy(v).long() for f, v in zip(fields, labels)},
+  }
+  loss, logits = model._calculate_loss(batch)  # pylint: disable=protected-access
+  loss.backward()
+  real = (~padding)[:, :, None]
+  outputs = {
+      "loss": loss.detach().numpy(),
+      "parent": logits[0].detach().numpy(),
+  }
+  for name, value in zip(
+      ("role", "category", "noun_type", "verb_name"), logits[1:]
+  ):
+    outputs[name] = value.detach().numpy() * real
+  no_grad = []
+  for pname, p in model.named_parameters():
+    if p.grad is None:
+      no_grad.append(pname)
+    else:
+      outputs[f"grad/{pname}"] = p.grad.numpy()
+  inputs = {
+      "tokens": tokens.astype(np.int32),
+      "padding_mask": padding,
+      "parent": parent.astype(np.int32),
+      **{
+          name: v.astype(np.int32)
+          for name, v in zip(
+              ("role", "category", "noun_type", "verb_name"), labels
+          )
+      },
+  }
+  function = (
+      "cogs/model.py Parser._calculate_loss (model_type='edge_transformer', "
+      f"input_encoding='relational', {sizes['num_layers']} untied layers, "
+      "padded batch)"
+  )
+  meta = dict(
+      reference="et",
+      repository=ET_URL,
+      commit=commit,
+      function=function,
+      sizes={
+          **sizes,
+          "tied": False,
+          "max_relative_distance": (
+              model.encoder.spatial_relations_builder.max_rel_len
+          ),
+      },
+      eval_mode=True,
+      config_dropout=0.1,
+      layer_norm_epsilon=1e-5,
+      shim=ET_SHIM,
+      no_grad=no_grad,
+  )
+  _save("et_cogs_parser", meta, inputs, params, outputs)
+  _update_readme(
+      "et_cogs",
+      ET_URL,
+      commit,
+      {"et_cogs_parser": {"function": function}},
+      ET_SHIM,
+  )
+
+
 # ----------------------------------------------------------------------------
 # CS: Csordas et al.'s PyTorch seq2seq Transformer (python with torch).
 # ----------------------------------------------------------------------------
@@ -2066,6 +2200,7 @@ def main():
     make_et(args.et_reference, commit)
     make_et_rat(args.et_reference, commit)
     make_et_clutrr(args.et_reference, commit)
+    make_et_cogs(args.et_reference, commit)
     make_et_cfq(args.et_reference, commit)
   if args.cs_reference:
     make_cs(args.cs_reference, _commit_of(args.cs_reference, args.commit))

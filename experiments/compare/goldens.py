@@ -39,7 +39,9 @@ against the ET authors' RAT baseline (clutrr/rat.py; logits, loss and every
 parameter's gradient, rat_clutrr*) and our CLUTRR Edge Transformer
 (`ClutrrEdgeTransformer`) against their whole CLUTRR model (clutrr/model.py:
 encoder and output MLP; logits, loss and every parameter's gradient,
-et_clutrr); and our whole CLRS model (processors.CarryModel configured by
+et_clutrr) and our graph-COGS model (`CogsGraphEdgeTransformer`) against
+their whole COGS parser (cogs/model.py `Parser`: parent scores, label
+logits, loss, every gradient, et_cogs_parser); and our whole CLRS model (processors.CarryModel configured by
 experiments/compare/clrs_rt.py's our_config) against their BaselineModel
 (rt_net_*: training loss and every gradient, with teacher forcing and with
 noisy teacher forcing under a fixed force mask, and evaluation predictions;
@@ -63,6 +65,7 @@ import haiku as hk
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from relational_jax.interop import csordas_torch
 from relational_jax.interop import et_torch
@@ -81,6 +84,8 @@ from relational_jax.layers.triangular import TriangularAttention
 from relational_jax.models.clutrr import ClutrrEdgeTransformer
 from relational_jax.models.clutrr import ClutrrRAT
 from relational_jax.models.clutrr import RATConfig
+from relational_jax.models.cogs_graph import CogsGraphEdgeTransformer
+from relational_jax.models.cogs_graph import LABEL_FIELDS
 from relational_jax.models.edge_transformer import EdgeTransformer
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import EdgeTransformerLayer
@@ -150,7 +155,7 @@ G2G_CASES = (
     "g2g_relation_classifier",
 )
 RAT_CASES = ("rat_clutrr", "rat_clutrr_untied")
-ET_CLUTRR_CASES = ("et_clutrr",)
+ET_CLUTRR_CASES = ("et_clutrr", "et_cogs_parser")
 ET_SEQ2SEQ_CASES = ("et_cfq_seq2seq", "et_cfq_seq2seq_untied")
 CASES = (
     RT_CASES
@@ -1114,6 +1119,74 @@ def _run_et_clutrr(meta, inputs, params):
   return out
 
 
+def _run_et_cogs_parser(meta, inputs, params):
+  """Their whole COGS parser: our `CogsGraphEdgeTransformer` with
+  parent_from_column=False. Their parent scores put -1e3 on every pair with
+  a padded node, ours -1e9 on padded candidates: ours take their fill (the
+  softmax over a real row is the same); the label logits of padded tokens
+  are zeroed on both sides (their padded rows are not ours, and no loss
+  reads them). The loss: each head's cross-entropy averaged over the real
+  tokens, summed, as theirs."""
+  sizes = meta["sizes"]
+  config = _et_stack(meta).config
+  model = CogsGraphEdgeTransformer(
+      config,
+      vocab_size=sizes["vocab"],
+      label_sizes=tuple(sizes["label_sizes"]),
+      max_distance=sizes["max_relative_distance"],
+      parent_from_column=False,
+  )
+  tokens = jnp.asarray(inputs["tokens"])
+  real_BxN = jnp.asarray(~inputs["padding_mask"])
+  targets = {"parent": inputs["parent"], **{f: inputs[f] for f in LABEL_FIELDS}}
+  convert = lambda p: et_torch.convert_cogs_parser(p, config)
+  ours = convert(params)
+  _check_tree(
+      ours,
+      model.init(jax.random.PRNGKey(0), tokens, real_BxN)["params"],
+      "CogsGraphEdgeTransformer",
+  )
+
+  def loss_fn(tree):
+    logits = model.apply({"params": tree}, tokens, real_BxN, deterministic=True)
+    loss = 0.0
+    for head, target in targets.items():
+      target_BxN = jnp.where(real_BxN, jnp.asarray(target), 0)
+      ce_BxN = optax.softmax_cross_entropy_with_integer_labels(
+          logits[head], target_BxN
+      )
+      loss += jnp.sum(ce_BxN * real_BxN) / jnp.sum(real_BxN)
+    pair_BxNxN = real_BxN[:, :, None] & real_BxN[:, None, :]
+    out = {"parent": jnp.where(pair_BxNxN, logits["parent"], -1e3)}
+    for field in LABEL_FIELDS:
+      out[field] = logits[field] * real_BxN[:, :, None]
+    return loss, out
+
+  (loss, out), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(
+      jax.tree_util.tree_map(jnp.asarray, ours)
+  )
+  out["loss"] = loss
+  # Their relation table's last two rows (ids of another input mode) are
+  # not converted, so `to_authors` maps the rest; the table's gradient is
+  # ours with its rows reversed (`et_torch`) and zeros there.
+  without_table = lambda t: {
+      **t,
+      "embed": {
+          k: v for k, v in t["embed"].items() if k != "relative_position"
+      },
+  }
+  for name, value in to_authors(
+      lambda p: without_table(convert(p)), params, without_table(grads), "."
+  ).items():
+    out[f"grad/{name}"] = value
+  table = "encoder.spatial_relations_builder.rel_embeddings.weight"
+  ours_table = np.asarray(grads["embed"]["relative_position"]["embedding"])
+  theirs_table = np.zeros(params[table].shape, ours_table.dtype)
+  theirs_table[: len(ours_table)] = ours_table[::-1]
+  out[f"grad/{table}"] = theirs_table
+  return out
+
+
 RUNNERS = {
     "rt_layer": _run_rt_layer,
     "rt_layer_no_edge_update": _run_rt_layer,
@@ -1149,6 +1222,7 @@ RUNNERS = {
     "et_cfq_seq2seq_untied": _run_et_cfq_seq2seq,
     "rat_clutrr_untied": _run_rat_clutrr,
     "et_clutrr": _run_et_clutrr,
+    "et_cogs_parser": _run_et_cogs_parser,
 }
 
 

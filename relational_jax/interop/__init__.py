@@ -18,8 +18,14 @@ numpy array and returns our parameter tree, ready for `module.apply`:
                   `convert_graph_encoder` (clutrr) and
                   `convert_sequence_encoder` (cogs) -> the 'embed' and 'et'
                   parameters of our CLUTRR / COGS graph models,
+                  `convert_clutrr_et` (their whole clutrr model) ->
+                  models.clutrr.ClutrrEdgeTransformer,
+                  `convert_cogs_parser` (their whole cogs Parser) ->
+                  models.cogs_graph.CogsGraphEdgeTransformer,
                   `convert_clutrr_rat` (their clutrr/rat.py RAT) ->
-                  models.clutrr.ClutrrRAT.
+                  models.clutrr.ClutrrRAT,
+                  `convert_cfq_seq2seq` (their CFQ encoder-decoder) ->
+                  models.et_seq2seq.EdgeTransformerSeq2Seq.
   csordas_torch   Csordas et al.'s PyTorch state dicts
                   (github.com/RobertCsordas/transformer_generalization):
                   `convert_attention` -> (Relative)MultiHeadAttention,

@@ -51,6 +51,10 @@ cogs' 'relational' input, x_ij = rel(M + clip(j - i, -M, M)) + [i == j]
 word_emb(t_i) with M = 16: ours indexes the offset i - j by row
 (i - j) + M, so our row m is their row 2M - m; their last two rows (source /
 target relation ids of another input mode) are unused and dropped.
+Their whole COGS parser (cogs/model.py `Parser`: word_emb, encoder.*,
+decode_parent on x_ij and the label classifiers on x_ii) -> our
+`CogsGraphEdgeTransformer` with parent_from_column=False:
+`convert_cogs_parser`.
 Their CFQ encoder-decoder (cfq-semantic-parsing/model.py) -> our
 `EdgeTransformerSeq2Seq` with `first_token_vectors=True`: `convert_cfq_seq2seq`
 (its docstring has the mapping).
@@ -77,6 +81,8 @@ __all__ = [
     "convert_sequence_encoder",
     "convert_clutrr_rat",
     "convert_clutrr_et",
+    "convert_cogs_parser",
+    "COGS_LABEL_CLASSIFIERS",
     "convert_cfq_seq2seq",
     "rat_relation_table",
     "RAT_RELATION_NAMES",
@@ -330,7 +336,8 @@ def convert_sequence_encoder(
     {'embed': params of `SequenceEdgeEmbedding(vocab_size=V, features=D,
     max_distance=M)`, 'et': params of `EdgeTransformer(config)`}: the
     'embed' and 'et' entries of `models.cogs_graph.CogsGraphEdgeTransformer`'s
-    params (their output classifiers are not converted).
+    params (`convert_cogs_parser` converts their whole parser, the output
+    classifiers included).
 
   Raises:
     ValueError: a missing or unexpected key, a shape that does not fit the
@@ -365,6 +372,57 @@ def convert_sequence_encoder(
       },
       "et": _stack(reader, "", config),
   }
+  reader.finish()
+  return tree
+
+
+# Their parser's classifiers of the node labels (cogs/model.py `Parser`), in
+# the order of our `models.cogs_graph.LABEL_FIELDS`.
+COGS_LABEL_CLASSIFIERS = (
+    ("role", "decode_role"),
+    ("category", "decode_category"),
+    ("noun_type", "decode_noun_type"),
+    ("verb_name", "decode_verb_name"),
+)
+
+
+def convert_cogs_parser(
+    state_dict: Params, config: ETConfig, *, max_distance: Optional[int] = None
+) -> dict:
+  """Their whole COGS `Parser` (cogs/model.py, model_type='edge_transformer',
+  'relational' input) -> our `CogsGraphEdgeTransformer(config,
+  parent_from_column=False)`'s params.
+
+  Args:
+    state_dict: the parser's state dict: 'word_emb.weight', 'encoder.*' (as
+      `convert_sequence_encoder`), decode_parent (-> 'parent': the pointer
+      score on x_ij) and the label classifiers (`COGS_LABEL_CLASSIFIERS`: on
+      the loop edges x_ii).
+    config, max_distance: as `convert_sequence_encoder`.
+
+  Returns:
+    The 'params' collection of `CogsGraphEdgeTransformer` with
+    vocab_size and label_sizes as their tables' rows and
+    parent_from_column=False (their scores read x_ij).
+
+  Raises:
+    ValueError: a missing or unexpected key, a shape that does not fit the
+      config, or layout != 'released_code'.
+  """
+  reader = Reader(state_dict, "ET cogs parser", ".")
+  encoder = {k: v for k, v in state_dict.items() if k.startswith("encoder.")}
+  tree = convert_sequence_encoder(
+      {k[len("encoder.") :]: v for k, v in encoder.items()},
+      config,
+      token_embedding=reader.take("word_emb.weight", (None, None)),
+      max_distance=max_distance,
+  )
+  reader.drop(tuple(encoder))
+  d = config.num_heads * config.head_dim
+  tree["parent"] = {"score": torch_linear(reader, "decode_parent", 1, d)}
+  for ours, theirs in COGS_LABEL_CLASSIFIERS:
+    size = reader.take(f"{theirs}.bias", (None,)).shape[0]
+    tree[ours] = {"logits": torch_linear(reader, theirs, size, d)}
   reader.finish()
   return tree
 

@@ -41,6 +41,7 @@ from relational_jax.models.relational_transformer import RTConfig
 # Left out of the fast tier (pytest -m "not slow"): whole CLRS nets, stacks,
 # processors and whole blocks; RT and ET layers and pivotal_fn stay in it.
 SLOW_CASES = RT_NET_CASES + (
+    "et_cogs_parser",  # The interop test maps its tree fast.
     "rt_processor_cat",
     "rt_processor_core",
     "et_stack_untied_sequence",
@@ -70,7 +71,8 @@ def test_all_goldens_present():
       not missing
   ), f"goldens missing: {missing}; regenerate with scripts/make_peer_goldens.sh"
   readme = json.loads((GOLDEN_DIR / "README.json").read_text())
-  for side in ("rt", "et", "cs", "floyd", "g2g", "et_rat", "et_clutrr"):
+  sides = ("rt", "et", "cs", "floyd", "g2g", "et_rat", "et_clutrr", "et_cogs")
+  for side in sides:
     assert len(readme["references"][side]["commit"]) == 40
 
 

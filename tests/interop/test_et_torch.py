@@ -172,6 +172,53 @@ def test_sequence_encoder_fills_our_cogs_model():
   goldens.assert_same_shapes(converted["et"], ours["et"])
 
 
+def test_cogs_parser_fills_our_whole_cogs_model():
+  """Their whole parser, the buffers of a real state dict added: the tree
+  is our init's, every parameter but the relation table's two unused rows
+  and the unread ones maps back unchanged; a missing classifier or an
+  extra layer is named."""
+  meta, inputs, params = goldens.load("et_cogs_parser")
+  sizes = meta["sizes"]
+  config = _config(sizes)
+  state_dict = dict(
+      params,
+      **{
+          "encoder.pe.pe": np.zeros((1, 200, sizes["width"]), np.float32),
+          "encoder.spatial_relations_builder.relations": np.zeros(
+              (150, 150), np.int64
+          ),
+      },
+  )
+  converted = et_torch.convert_cogs_parser(state_dict, config)
+  model = CogsGraphEdgeTransformer(
+      config,
+      vocab_size=sizes["vocab"],
+      label_sizes=tuple(sizes["label_sizes"]),
+      max_distance=sizes["max_relative_distance"],
+      parent_from_column=False,
+  )
+  tokens = _spec(inputs["tokens"].shape, np.int32)
+  goldens.assert_same_shapes(
+      converted, jax.eval_shape(model.init, KEY, tokens)["params"]
+  )
+  for ours, theirs in et_torch.COGS_LABEL_CLASSIFIERS:
+    np.testing.assert_array_equal(
+        converted[ours]["logits"]["kernel"], params[f"{theirs}.weight"].T
+    )
+  np.testing.assert_array_equal(
+      converted["parent"]["score"]["kernel"][:, 0],
+      params["decode_parent.weight"][0],
+  )
+  with pytest.raises(ValueError, match=r"missing key.*decode_verb_name"):
+    et_torch.convert_cogs_parser(
+        goldens.without(params, "decode_verb_name.bias"), config
+    )
+  with pytest.raises(ValueError, match=r"unexpected.*layers\.1\."):
+    et_torch.convert_cogs_parser(
+        params, dataclasses.replace(config, num_layers=1)
+    )
+
+
 def test_missing_and_unexpected_keys_are_named():
   meta, _, params = goldens.load("et_stack_untied_graph")
   config = _config(meta["sizes"])
