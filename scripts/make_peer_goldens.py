@@ -743,17 +743,7 @@ def make_et(reference, commit):
     return config
 
   def meta_for(function, sizes):
-    return dict(
-        reference="et",
-        repository=ET_URL,
-        commit=commit,
-        function=function,
-        sizes=sizes,
-        eval_mode=True,
-        config_dropout=dropout,
-        layer_norm_epsilon=1e-5,
-        shim=ET_SHIM,
-    )
+    return _et_meta(commit, function, sizes, ET_SHIM)
 
   sizes = dict(batch=b, nodes=n, width=d, heads=heads, ff_factor=ff_factor)
 
@@ -993,22 +983,14 @@ def make_et_cfq(reference, commit):
           input_ids=torch.from_numpy(src).long(),
           labels=torch.from_numpy(labels).long(),
       )
-    meta = dict(
-        reference="et",
-        repository=ET_URL,
-        commit=commit,
-        function=(
-            "cfq-semantic-parsing/model.py "
-            "EdgeTransfomerForConditionalGeneration.forward (teacher forcing, "
-            f"share_layers={share}, {sizes['num_layers']} message rounds, "
-            "input_encoding='relational', decode_from='i_to_i', padded "
-            "source)"
-        ),
-        sizes={**sizes, "tied": share},
-        eval_mode=True,
-        config_dropout=dropout,
-        layer_norm_epsilon=1e-5,
-        shim=ET_CFQ_SHIM,
+    meta = _et_meta(
+        commit,
+        "cfq-semantic-parsing/model.py "
+        "EdgeTransfomerForConditionalGeneration.forward (teacher forcing, "
+        f"share_layers={share}, {sizes['num_layers']} message rounds, "
+        "input_encoding='relational', decode_from='i_to_i', padded source)",
+        {**sizes, "tied": share},
+        ET_CFQ_SHIM,
     )
     _save(
         name,
@@ -1053,20 +1035,36 @@ def _clutrr_batch(torch, rng, sizes):
   return inputs, batch
 
 
-def _clutrr_loss_and_grads(model, batch):
-  """Their `_calculate_loss(batch)` (CrossEntropyLoss, mean) and its
-  backward: ({'logits', 'loss', 'grad/<parameter>'...}, the parameters that
-  get no gradient)."""
+def _loss_and_grads(model, batch):
+  """Their `_calculate_loss(batch)` and its backward: ({'loss', 'logits',
+  'grad/<parameter>'...}, the parameters that get no gradient); 'logits'
+  as their model returns it."""
   loss, logits = model._calculate_loss(batch)  # pylint: disable=protected-access
   loss.backward()
-  outputs = {"logits": logits.detach().numpy(), "loss": loss.detach().numpy()}
-  no_grad = []
+  outputs, no_grad = {"loss": loss.detach().numpy(), "logits": logits}, []
   for pname, p in model.named_parameters():
     if p.grad is None:
       no_grad.append(pname)
     else:
       outputs[f"grad/{pname}"] = p.grad.numpy()
   return outputs, no_grad
+
+
+def _et_meta(commit, function, sizes, shim, **extra):
+  """The meta of an ET golden: their module built with dropout 0.1, run in
+  eval(); `extra` (e.g. no_grad) added."""
+  return dict(
+      reference="et",
+      repository=ET_URL,
+      commit=commit,
+      function=function,
+      sizes=sizes,
+      eval_mode=True,
+      config_dropout=0.1,
+      layer_norm_epsilon=1e-5,
+      shim=shim,
+      **extra,
+  )
 
 
 def make_et_rat(reference, commit):
@@ -1109,23 +1107,15 @@ def make_et_rat(reference, commit):
     model = rat.RAT(config)
     model.eval()
     params = _randomise_torch(torch, rng, model)
-    outputs, no_grad = _clutrr_loss_and_grads(model, batch)
+    outputs, no_grad = _loss_and_grads(model, batch)
+    outputs["logits"] = outputs["logits"].detach().numpy()
     function = (
         f"clutrr/rat.py RAT._calculate_loss (share_layers={share}, "
         f"{sizes['num_layers']} message rounds, update_relations=False, "
         "zero_init=True, padded batch)"
     )
-    meta = dict(
-        reference="et",
-        repository=ET_URL,
-        commit=commit,
-        function=function,
-        sizes={**sizes, "tied": share},
-        eval_mode=True,
-        config_dropout=dropout,
-        layer_norm_epsilon=1e-5,
-        shim=ET_RAT_SHIM,
-        no_grad=no_grad,
+    meta = _et_meta(
+        commit, function, {**sizes, "tied": share}, ET_RAT_SHIM, no_grad=no_grad
     )
     _save(name, meta, inputs, params, outputs)
     cases[name] = {"function": function}
@@ -1163,22 +1153,14 @@ def make_et_clutrr(reference, commit):
   model = clutrr.EdgeTransformer(config)
   model.eval()
   params = _randomise_torch(torch, rng, model)
-  outputs, no_grad = _clutrr_loss_and_grads(model, batch)
+  outputs, no_grad = _loss_and_grads(model, batch)
+  outputs["logits"] = outputs["logits"].detach().numpy()
   function = (
       "clutrr/model.py EdgeTransformer._calculate_loss (share_layers=True, "
       f"{sizes['num_layers']} message rounds, padded batch)"
   )
-  meta = dict(
-      reference="et",
-      repository=ET_URL,
-      commit=commit,
-      function=function,
-      sizes={**sizes, "tied": True},
-      eval_mode=True,
-      config_dropout=dropout,
-      layer_norm_epsilon=1e-5,
-      shim=ET_SHIM,
-      no_grad=no_grad,
+  meta = _et_meta(
+      commit, function, {**sizes, "tied": True}, ET_SHIM, no_grad=no_grad
   )
   _save("et_clutrr", meta, inputs, params, outputs)
   _update_readme(
@@ -1261,23 +1243,14 @@ def make_et_cogs(reference, commit):
       "mask": torch.from_numpy(padding),
       **{f: torch.from_numpy(v).long() for f, v in zip(fields, labels)},
   }
-  loss, logits = model._calculate_loss(batch)  # pylint: disable=protected-access
-  loss.backward()
+  outputs, no_grad = _loss_and_grads(model, batch)
+  logits = outputs.pop("logits")
   real = (~padding)[:, :, None]
-  outputs = {
-      "loss": loss.detach().numpy(),
-      "parent": logits[0].detach().numpy(),
-  }
+  outputs["parent"] = logits[0].detach().numpy()
   for name, value in zip(
       ("role", "category", "noun_type", "verb_name"), logits[1:]
   ):
     outputs[name] = value.detach().numpy() * real
-  no_grad = []
-  for pname, p in model.named_parameters():
-    if p.grad is None:
-      no_grad.append(pname)
-    else:
-      outputs[f"grad/{pname}"] = p.grad.numpy()
   inputs = {
       "tokens": tokens.astype(np.int32),
       "padding_mask": padding,
@@ -1294,24 +1267,9 @@ def make_et_cogs(reference, commit):
       f"input_encoding='relational', {sizes['num_layers']} untied layers, "
       "padded batch)"
   )
-  meta = dict(
-      reference="et",
-      repository=ET_URL,
-      commit=commit,
-      function=function,
-      sizes={
-          **sizes,
-          "tied": False,
-          "max_relative_distance": (
-              model.encoder.spatial_relations_builder.max_rel_len
-          ),
-      },
-      eval_mode=True,
-      config_dropout=0.1,
-      layer_norm_epsilon=1e-5,
-      shim=ET_SHIM,
-      no_grad=no_grad,
-  )
+  max_distance = model.encoder.spatial_relations_builder.max_rel_len
+  sizes = {**sizes, "tied": False, "max_relative_distance": max_distance}
+  meta = _et_meta(commit, function, sizes, ET_SHIM, no_grad=no_grad)
   _save("et_cogs_parser", meta, inputs, params, outputs)
   _update_readme(
       "et_cogs",

@@ -998,6 +998,32 @@ def rat_tree_without_tables(tree):
   }
 
 
+def _clutrr_case(model, convert, params, inputs):
+  """Our CLUTRR `model` on a CLUTRR golden: (their parameters converted,
+  checked against our init; loss_fn(tree) -> (their loss: the mean
+  cross-entropy of the query labels, the logits))."""
+  args = (
+      jnp.asarray(inputs["labels"]),
+      jnp.asarray(inputs["query"]),
+      jnp.asarray(~inputs["padding_mask"]),
+  )
+  targets = jnp.asarray(inputs["query_labels"])
+  ours = convert(params)
+  _check_tree(
+      ours,
+      model.init(jax.random.PRNGKey(0), *args)["params"],
+      type(model).__name__,
+  )
+
+  def loss_fn(tree):
+    logits = model.apply({"params": tree}, *args, deterministic=True)
+    log_p = jax.nn.log_softmax(logits)
+    loss = -jnp.mean(jnp.take_along_axis(log_p, targets[:, None], axis=1))
+    return loss, logits
+
+  return ours, loss_fn
+
+
 def _run_rat_clutrr(meta, inputs, params):
   """Their mask drops pairs with a padded node on either side (a padded
   node's row attends uniformly), ours padded keys only: equal on every real
@@ -1012,17 +1038,9 @@ def _run_rat_clutrr(meta, inputs, params):
       tied=sizes["tied"],
       dropout_rate=DROPOUT,
   )
-  model = ClutrrRAT(config)
-  labels = jnp.asarray(inputs["labels"])
-  query = jnp.asarray(inputs["query"])
-  node_mask = jnp.asarray(~inputs["padding_mask"])
-  targets = jnp.asarray(inputs["query_labels"])
   convert = lambda p: et_torch.convert_clutrr_rat(p, config)
-  ours = convert(params)
-  _check_tree(
-      ours,
-      model.init(jax.random.PRNGKey(0), labels, query, node_mask)["params"],
-      "ClutrrRAT",
+  ours, with_tables_loss = _clutrr_case(
+      ClutrrRAT(config), convert, params, inputs
   )
   names = et_torch.RAT_RELATION_NAMES
   layers = [k for k in ours if k != "head"]
@@ -1052,12 +1070,7 @@ def _run_rat_clutrr(meta, inputs, params):
         )
         for k, v in tree.items()
     }
-    logits = model.apply(
-        {"params": tree}, labels, query, node_mask, deterministic=True
-    )
-    log_p = jax.nn.log_softmax(logits)
-    loss = -jnp.mean(jnp.take_along_axis(log_p, targets[:, None], axis=1))
-    return loss, logits
+    return with_tables_loss(tree)
 
   relation_params = tuple(jnp.asarray(params[n]) for n in names)
   # The converter's tables are rat_relation_table's (identity label rows).
@@ -1089,27 +1102,10 @@ def _run_et_clutrr(meta, inputs, params):
   padded one either way and the head reads a real pair, so all are
   compared whole."""
   config = _et_stack(meta).config
-  model = ClutrrEdgeTransformer(config)
-  labels = jnp.asarray(inputs["labels"])
-  query = jnp.asarray(inputs["query"])
-  node_mask = jnp.asarray(~inputs["padding_mask"])
-  targets = jnp.asarray(inputs["query_labels"])
   convert = lambda p: et_torch.convert_clutrr_et(p, config)
-  ours = convert(params)
-  _check_tree(
-      ours,
-      model.init(jax.random.PRNGKey(0), labels, query, node_mask)["params"],
-      "ClutrrEdgeTransformer",
+  ours, loss_fn = _clutrr_case(
+      ClutrrEdgeTransformer(config), convert, params, inputs
   )
-
-  def loss_fn(tree):
-    logits = model.apply(
-        {"params": tree}, labels, query, node_mask, deterministic=True
-    )
-    log_p = jax.nn.log_softmax(logits)
-    loss = -jnp.mean(jnp.take_along_axis(log_p, targets[:, None], axis=1))
-    return loss, logits
-
   (loss, logits), grads = jax.jit(jax.value_and_grad(loss_fn, has_aux=True))(
       jax.tree_util.tree_map(jnp.asarray, ours)
   )
@@ -1117,6 +1113,19 @@ def _run_et_clutrr(meta, inputs, params):
   for name, value in to_authors(convert, params, grads, ".").items():
     out[f"grad/{name}"] = value
   return out
+
+
+def cogs_parser_model(meta) -> CogsGraphEdgeTransformer:
+  """Our model of the golden et_cogs_parser (its sizes; parent scores on
+  x_ij, as their parser)."""
+  sizes = meta["sizes"]
+  return CogsGraphEdgeTransformer(
+      _et_stack(meta).config,
+      vocab_size=sizes["vocab"],
+      label_sizes=tuple(sizes["label_sizes"]),
+      max_distance=sizes["max_relative_distance"],
+      parent_from_column=False,
+  )
 
 
 def _run_et_cogs_parser(meta, inputs, params):
@@ -1127,15 +1136,8 @@ def _run_et_cogs_parser(meta, inputs, params):
   are zeroed on both sides (their padded rows are not ours, and no loss
   reads them). The loss: each head's cross-entropy averaged over the real
   tokens, summed, as theirs."""
-  sizes = meta["sizes"]
-  config = _et_stack(meta).config
-  model = CogsGraphEdgeTransformer(
-      config,
-      vocab_size=sizes["vocab"],
-      label_sizes=tuple(sizes["label_sizes"]),
-      max_distance=sizes["max_relative_distance"],
-      parent_from_column=False,
-  )
+  model = cogs_parser_model(meta)
+  config = model.config
   tokens = jnp.asarray(inputs["tokens"])
   real_BxN = jnp.asarray(~inputs["padding_mask"])
   targets = {"parent": inputs["parent"], **{f: inputs[f] for f in LABEL_FIELDS}}

@@ -333,45 +333,10 @@ def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(tmp_path):
       },
   }
   path = tmp_path / "earlier.json"
-  path.write_text(json.dumps(earlier))
-  result = entry.run(
-      "clutrr_et",
-      None,
-      "smoke",
-      str(work),
-      str(tmp_path / "out"),
-      "python",
-      "unused.csv",
-      report_only=True,
-      reuse_reference=str(path),
-      log=lambda m: None,
-  )
-  assert result["seeds_finished"] == [0, 1]
-  assert result["reference_reused_from"] == str(path)
-  assert result["runs"]["theirs"][1][-1] == point(4, 0.6)
-  # What an earlier version recorded for the same data (the generator's
-  # module before its rename) is the same record.
-  earlier["data"] = earlier["data"].replace("clutrr_generator", "clutrr")
-  assert earlier["data"] in clutrr_et.ClutrrEt.earlier_records["data"]
-  path.write_text(json.dumps(earlier))
-  again = entry.run(
-      "clutrr_et",
-      None,
-      "smoke",
-      str(work),
-      str(tmp_path / "out"),
-      "python",
-      "unused.csv",
-      report_only=True,
-      reuse_reference=str(path),
-      log=lambda m: None,
-  )
-  assert again["runs"]["theirs"] == result["runs"]["theirs"]
-  # A record that differs from this comparison's (their flags) is refused.
-  earlier["reference_flags"] = ["--lr", "0.5"]
-  path.write_text(json.dumps(earlier))
-  with pytest.raises(ValueError, match="\\['reference_flags'\\] differ"):
-    entry.run(
+
+  def reuse():
+    path.write_text(json.dumps(earlier))
+    return entry.run(
         "clutrr_et",
         None,
         "smoke",
@@ -381,7 +346,23 @@ def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(tmp_path):
         "unused.csv",
         report_only=True,
         reuse_reference=str(path),
+        log=lambda m: None,
     )
+
+  result = reuse()
+  assert result["seeds_finished"] == [0, 1]
+  assert result["reference_reused_from"] == str(path)
+  assert result["runs"]["theirs"][1][-1] == point(4, 0.6)
+  # What an earlier version recorded for the same data (the generator's
+  # module before its rename) is the same record.
+  earlier["data"] = earlier["data"].replace("clutrr_generator", "clutrr")
+  assert earlier["data"] in clutrr_et.ClutrrEt.earlier_records["data"]
+  again = reuse()
+  assert again["runs"]["theirs"] == result["runs"]["theirs"]
+  # A record that differs from this comparison's (their flags) is refused.
+  earlier["reference_flags"] = ["--lr", "0.5"]
+  with pytest.raises(ValueError, match="\\['reference_flags'\\] differ"):
+    reuse()
 
 
 def test_chance_failure_rate_of_the_matching_rule():

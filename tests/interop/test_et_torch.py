@@ -190,13 +190,7 @@ def test_cogs_parser_fills_our_whole_cogs_model():
       },
   )
   converted = et_torch.convert_cogs_parser(state_dict, config)
-  model = CogsGraphEdgeTransformer(
-      config,
-      vocab_size=sizes["vocab"],
-      label_sizes=tuple(sizes["label_sizes"]),
-      max_distance=sizes["max_relative_distance"],
-      parent_from_column=False,
-  )
+  model = compare_goldens.cogs_parser_model(meta)
   tokens = _spec(inputs["tokens"].shape, np.int32)
   goldens.assert_same_shapes(
       converted, jax.eval_shape(model.init, KEY, tokens)["params"]
