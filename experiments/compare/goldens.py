@@ -110,8 +110,11 @@ TOLERANCE = 1e-5
 # stop-gradient on fed-back scalar hints) is 2.6e-2. floyd_model_padded: the
 # heads' sums over pairs reach |1000| (measured: 2.2e-5 scaled, their own
 # fp32 run is 1.8e-5 from their float64 one; in float64, with the attention
-# core's fp32 statistics made float64, ours equals theirs to 5e-14).
-WHOLE_MODEL_TOLERANCE = 5e-5
+# core's fp32 statistics made float64, ours equals theirs to 5e-14). The
+# same code on another host measured 3.2e-5, and 5.3e-5 under the test
+# suite's cheap XLA CPU flags (tests/conftest.py): the bound is 1e-4, still
+# 260x below the real difference above.
+WHOLE_MODEL_TOLERANCE = 1e-4
 DROPOUT = 0.1  # ours; must be inactive when deterministic
 
 RT_CASES = (
