@@ -3,6 +3,8 @@
 import functools
 import json
 import os
+import platform
+import re
 import subprocess
 import tempfile
 from typing import Any, Mapping, Optional, Sequence, Tuple
@@ -41,9 +43,10 @@ def host() -> dict:
   """Where a sitting ran, as far as it changes the numbers or the speed:
   JAX's backend and device count, the CPUs this process may use,
   `XLA_FLAGS` (XLA:CPU's float path depends on its thread count, so the
-  same code on 1 or 2 cores can differ in the last bits), and the versions
-  of jax, jaxlib, flax and optax (a sitting resumed on a machine installed
-  afresh may run others)."""
+  same code on 1 or 2 cores can differ in the last bits), the CPU (its
+  model name and the vector extensions XLA:CPU compiles for, which change
+  the rounding too) and the versions of jax, jaxlib, flax and optax (a
+  sitting resumed on a machine installed afresh may run others)."""
   from importlib import metadata  # pylint: disable=g-import-not-at-top
 
   import jax  # pylint: disable=g-import-not-at-top
@@ -57,10 +60,32 @@ def host() -> dict:
       "devices": jax.device_count(),
       "cpus": cpus,
       "xla_flags": os.environ.get("XLA_FLAGS", ""),
+      **_cpu(),
       "versions": {
           name: metadata.version(name)
           for name in ("jax", "jaxlib", "flax", "optax")
       },
+  }
+
+
+# The vector extensions that change XLA:CPU's kernels.
+_ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_tile")
+
+
+def _cpu() -> dict:
+  """{'cpu': model name, 'isa': the `_ISA_FLAGS` it has}, from
+  /proc/cpuinfo (Linux); {'cpu': platform.processor()} elsewhere."""
+  try:
+    with open("/proc/cpuinfo") as f:
+      info = f.read()
+  except OSError:
+    return {"cpu": platform.processor()}
+  model = re.search(r"^model name\s*:\s*(.*)$", info, re.M)
+  flags = re.search(r"^flags\s*:\s*(.*)$", info, re.M)
+  have = set(flags.group(1).split()) if flags else set()
+  return {
+      "cpu": model.group(1).strip() if model else platform.processor(),
+      "isa": [f for f in _ISA_FLAGS if f in have],
   }
 
 

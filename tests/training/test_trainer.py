@@ -206,6 +206,7 @@ def test_the_record_says_which_steps_ran_in_which_sitting(tmp_path):
     assert sitting["host"] == reporting.host()
     assert sitting["host"]["cpus"] >= 1
     assert sitting["host"]["versions"]["jax"] == jax.__version__
+    assert sitting["host"]["cpu"]
   head = subprocess.run(
       ["git", "-C", os.path.dirname(__file__), "rev-parse", "HEAD"],
       capture_output=True,
