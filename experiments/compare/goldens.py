@@ -9,8 +9,9 @@ one; `RUNNERS[case](meta, inputs, params)` maps their parameters onto our
 parameter trees with the library's converters (`relational_jax.interop`:
 rt_haiku, et_torch, csordas_torch, floyd_torch, g2g_torch, where the mapping is
 documented) and runs ours; `max_abs_diffs(case)` compares the two in fp32
-(`TOLERANCE`; `WHOLE_MODEL_TOLERANCE` for `WHOLE_MODEL_CASES`). Used by tests/fidelity/test_peer_goldens.py
-(ours equals the authors' code, case by case), by
+(`TOLERANCE`; `WHOLE_MODEL_TOLERANCE` for `WHOLE_MODEL_CASES`). Used by
+tests/fidelity/test_peer_goldens.py (ours equals the authors' code, case by
+case), by
 `experiments.bench.gpu_check` (the same at each matmul precision on an
 accelerator) and by `scripts/make_peer_goldens.py --record`.
 
@@ -41,8 +42,9 @@ parameter's gradient, rat_clutrr*) and our CLUTRR Edge Transformer
 encoder and output MLP; logits, loss and every parameter's gradient,
 et_clutrr) and our graph-COGS model (`CogsGraphEdgeTransformer`) against
 their whole COGS parser (cogs/model.py `Parser`: parent scores, label
-logits, loss, every gradient, et_cogs_parser); and our whole CLRS model (processors.CarryModel configured by
-experiments/compare/clrs_rt.py's our_config) against their BaselineModel
+logits, loss, every gradient, et_cogs_parser); and our whole CLRS model
+(processors.CarryModel configured by experiments/compare/clrs_rt.py's
+our_config) against their BaselineModel
 (rt_net_*: training loss and every gradient, with teacher forcing and with
 noisy teacher forcing under a fixed force mask, and evaluation predictions;
 differences scaled by the output's magnitude, see max_abs_diffs).

@@ -181,11 +181,11 @@ def upgrade_clrs(saved: Mapping[str, Any]) -> Dict[str, Any]:
   (`clrs.config.unread_processor_fields`: use_ln for et and floyd, the RT
   kinds' node_readout, nb_triplet_fts for ours, our options and the
   factory arguments they never read for dm-clrs's kinds) take their
-  defaults, and so do the fields of the kind's model
-  section that it withholds (`ProcessorSpec.withheld`: e.g. edge_msg_dim
-  for 'rt_no_edge_update'; dropped where today's section lacks them, as
-  floyd's zero_padded_pairs): earlier versions saved any value
-  there and ignored it, today's refuse one that differs.
+  defaults, and so do the fields of the kind's model section that it
+  withholds (`ProcessorSpec.withheld`: e.g. edge_msg_dim for
+  'rt_no_edge_update'; dropped where today's section lacks them, as floyd's
+  zero_padded_pairs): earlier versions saved any value there and ignored
+  it, today's refuse one that differs.
   """
   import processors  # pylint: disable=g-import-not-at-top  # (imports dm-clrs)
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top

@@ -304,8 +304,8 @@ def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   their own processor options (RT: no node_readout) and no
   nb_triplet_fts; CLRS kinds read no model section, none of our
   processor options, and only the factory arguments that dm-clrs's kind
-  reads (`processors.factory.CLRS_ARGUMENT_READERS`); a user's processor factory reads none of them.
-  """
+  reads (`processors.factory.CLRS_ARGUMENT_READERS`); a user's processor
+  factory reads none of them."""
   sections = tuple(clrs_config.model_sections())
   if custom_factory:
     return ("processor",) + sections
