@@ -59,6 +59,7 @@ LayerNorm epsilon: both references use 1e-5 (hk.LayerNorm's and
 torch.nn.LayerNorm's default); ours must too (`ln_epsilon`, default 1e-5).
 """
 
+import dataclasses
 import functools
 import json
 import pathlib
@@ -1100,13 +1101,14 @@ def _run_rat_clutrr(meta, inputs, params):
   return out
 
 
-def _run_et_clutrr(meta, inputs, params):
+def _run_et_clutrr(meta, inputs, params, **config_options):
   """Their whole CLUTRR Edge Transformer: logits, loss and every
   parameter's gradient. Their mask drops triangles with a padded node,
   ours padded pivots only (`_run_et_stack_graph`): real pairs never read a
   padded one either way and the head reads a real pair, so all are
-  compared whole."""
-  config = _et_stack(meta).config
+  compared whole. `config_options`: ETConfig fields (e.g.
+  impl='pallas_fused')."""
+  config = dataclasses.replace(_et_stack(meta).config, **config_options)
   convert = lambda p: et_torch.convert_clutrr_et(p, config)
   ours, loss_fn = _clutrr_case(
       ClutrrEdgeTransformer(config), convert, params, inputs
