@@ -778,14 +778,15 @@ def _floyd_model_convert(params, config):
   return tree
 
 
-def _run_floyd_model(meta, inputs, params):
+def _run_floyd_model(meta, inputs, params, **config_options):
   """Their example model: x = E_adj[adj] on real pairs (zero elsewhere),
   our FloydTransformer with the node mask (their attn_mask
   ~pair_mask[:, None, :, None, :] and the pair-mask product after each
   block), then their heads: linear maps of sum_ij x_ij (g), sum_j x_ij +
   x_ji (v) and x_ij (e). The embedding and heads are a lookup and three
   linear maps, written here; the golden checks the stack end to end, padded,
-  with every parameter's gradient."""
+  with every parameter's gradient. `config_options`: FloydConfig fields
+  (e.g. impl='pallas_fused')."""
   sizes = meta["sizes"]
   config = FloydConfig(
       num_layers=sizes["depth"],
@@ -797,6 +798,7 @@ def _run_floyd_model(meta, inputs, params):
       use_ffn=meta["options"]["enable_ffn"],
       chunk_size=2,
   )
+  config = dataclasses.replace(config, **config_options)
   stack = FloydTransformer(config)
   node_BxN = jnp.asarray(inputs["node_mask"])
   pair_BxNxNx1 = (node_BxN[:, :, None] & node_BxN[:, None, :])[..., None]
