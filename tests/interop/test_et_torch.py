@@ -132,6 +132,17 @@ def test_tied_stack_drops_the_unused_clones_only():
     et_torch.convert_graph_encoder(with_clones, untied)
 
 
+def _cogs_buffers(width, prefix=""):
+  """The two buffers a real state dict of their cogs encoder holds beside
+  its parameters (the goldens hold parameters only)."""
+  return {
+      f"{prefix}pe.pe": np.zeros((1, 200, width), np.float32),
+      f"{prefix}spatial_relations_builder.relations": np.zeros(
+          (150, 150), np.int64
+      ),
+  }
+
+
 def test_sequence_encoder_fills_our_cogs_model():
   meta, inputs, params = goldens.load("et_stack_untied_sequence")
   sizes = meta["sizes"]
@@ -139,13 +150,7 @@ def test_sequence_encoder_fills_our_cogs_model():
   # Their 'positional' projections ride along in the golden; add the two
   # buffers a real state dict has too.
   assert "left_linear.weight" in params
-  state_dict = dict(
-      params,
-      **{
-          "pe.pe": np.zeros((1, 200, sizes["width"]), np.float32),
-          "spatial_relations_builder.relations": np.zeros((150, 150), np.int64),
-      },
-  )
+  state_dict = dict(params, **_cogs_buffers(sizes["width"]))
   converted = et_torch.convert_sequence_encoder(
       state_dict, config, token_embedding=inputs["token_table"]
   )
@@ -180,15 +185,7 @@ def test_cogs_parser_fills_our_whole_cogs_model():
   meta, inputs, params = goldens.load("et_cogs_parser")
   sizes = meta["sizes"]
   config = _config(sizes)
-  state_dict = dict(
-      params,
-      **{
-          "encoder.pe.pe": np.zeros((1, 200, sizes["width"]), np.float32),
-          "encoder.spatial_relations_builder.relations": np.zeros(
-              (150, 150), np.int64
-          ),
-      },
-  )
+  state_dict = dict(params, **_cogs_buffers(sizes["width"], "encoder."))
   converted = et_torch.convert_cogs_parser(state_dict, config)
   model = compare_goldens.cogs_parser_model(meta)
   tokens = _spec(inputs["tokens"].shape, np.int32)
