@@ -1173,9 +1173,10 @@ def make_et_clutrr(reference, commit):
 
 
 # Their COGS parser at small sizes: 2 untied layers (their encoder applies
-# every clone; share_layers only takes effect on a device move), sentences
-# of 6 and 4 tokens (ids >= 2; 1 is their padding_idx) and label
-# vocabularies of 5, 4, 3 and 6 (0 = their ignored padding label).
+# every clone; share_layers is read only by their Lightning hook
+# on_post_move_to_device, for TPU weight tying), sentences of 6 and 4 tokens
+# (ids >= 2; 1 is their padding_idx) and label vocabularies of 5, 4, 3 and 6
+# (0 = their ignored padding label).
 ET_COGS_SIZES = dict(
     batch=2,
     nodes=6,
