@@ -1213,7 +1213,8 @@ def make_et_cogs(reference, commit):
   labels = [rng.integers(1, size, (b, n)) for size in sizes["label_sizes"]]
   for label in labels:
     label[padding] = 0  # their pad_index
-  fields = ("role", "category", "noun_type", "verb")
+  fields = ("role", "category", "noun_type", "verb")  # their batch keys
+  heads = ("role", "category", "noun_type", "verb_name")  # our LABEL_FIELDS
   args = types.SimpleNamespace(
       model_type="edge_transformer",
       token_vocab_size=sizes["vocab"],
@@ -1230,7 +1231,7 @@ def make_et_cogs(reference, commit):
       **{
           f"{name}_vocab_size": size
           for name, size in zip(
-              ("role", "category", "noun_type", "verb_name"),
+              heads,
               sizes["label_sizes"],
           )
       },
@@ -1248,20 +1249,13 @@ def make_et_cogs(reference, commit):
   logits = outputs.pop("logits")
   real = (~padding)[:, :, None]
   outputs["parent"] = logits[0].detach().numpy()
-  for name, value in zip(
-      ("role", "category", "noun_type", "verb_name"), logits[1:]
-  ):
+  for name, value in zip(heads, logits[1:]):
     outputs[name] = value.detach().numpy() * real
   inputs = {
       "tokens": tokens.astype(np.int32),
       "padding_mask": padding,
       "parent": parent.astype(np.int32),
-      **{
-          name: v.astype(np.int32)
-          for name, v in zip(
-              ("role", "category", "noun_type", "verb_name"), labels
-          )
-      },
+      **{name: v.astype(np.int32) for name, v in zip(heads, labels)},
   }
   function = (
       "cogs/model.py Parser._calculate_loss (model_type='edge_transformer', "
