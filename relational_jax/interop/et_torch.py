@@ -66,6 +66,7 @@ import numpy as np
 
 from relational_jax.interop.common import Reader
 from relational_jax.interop.common import torch_linear
+from relational_jax.layers.shapes import check_config_type
 from relational_jax.layers.triangular import ABLATIONS
 from relational_jax.models.clutrr import NUM_EDGE_LABELS
 from relational_jax.models.clutrr import NUM_RELATIONS
@@ -606,10 +607,7 @@ def convert_clutrr_rat(
     ValueError: a missing or unexpected key, a shape that does not fit the
       config, qkv_bias=False, or bad label_rows / class_rows.
   """
-  if not isinstance(config, RATConfig):
-    raise ValueError(
-        f"config must be a RATConfig, got {type(config).__name__}."
-    )
+  check_config_type(config, RATConfig)
   if not config.qkv_bias:
     raise ValueError(
         "their query / key / value maps are biased (rat.py "

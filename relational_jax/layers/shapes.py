@@ -87,6 +87,15 @@ def check_choice(value, choices: Sequence, name: str) -> None:
     )
 
 
+def check_config_type(config, cls: type, name: str = "config") -> None:
+  """Raises ValueError unless `config` is a `cls` (naming both types)."""
+  if not isinstance(config, cls):
+    raise ValueError(
+        f"{name} must be a {cls.__name__} instance, got "
+        f"{type(config).__name__}."
+    )
+
+
 def check_bool_fields(config) -> None:
   """Raises ValueError naming a field of the dataclass `config` declared
   `bool` whose value is not one (a string such as 'no' is truthy)."""

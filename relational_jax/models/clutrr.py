@@ -270,10 +270,7 @@ class ClutrrRAT(nn.Module):
       deterministic: bool = True,
   ) -> Array:
     _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
-    if not isinstance(self.config, RATConfig):
-      raise ValueError(
-          f"config must be a RATConfig, got {type(self.config).__name__}."
-      )
+    shapes.check_config_type(self.config, RATConfig)
     b, n = edge_labels_BxNxN.shape[:2]
     n_BxNxD = jnp.zeros((b, n, self.config.d_model), jnp.float32)
     if self.config.tied:
@@ -310,10 +307,7 @@ class ClutrrRT(nn.Module):
     _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
     shapes.check_choice(self.readout, RT_READOUTS, "readout")
     shapes.check_choice(self.node_init, NODE_INITS, "node_init")
-    if not isinstance(self.config, RTConfig):
-      raise ValueError(
-          f"config must be an RTConfig, got {type(self.config).__name__}."
-      )
+    shapes.check_config_type(self.config, RTConfig)
     cfg = self.config
     b, n = edge_labels_BxNxN.shape[:2]
     e_BxNxNxE = nn.Embed(NUM_EDGE_LABELS, cfg.edge_width, name="embed")(
@@ -357,10 +351,7 @@ class ClutrrFloyd(nn.Module):
       deterministic: bool = True,
   ) -> Array:
     _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
-    if not isinstance(self.config, FloydConfig):
-      raise ValueError(
-          f"config must be a FloydConfig, got {type(self.config).__name__}."
-      )
+    shapes.check_config_type(self.config, FloydConfig)
     x_BxNxNxD = GraphEdgeEmbedding(
         NUM_EDGE_LABELS, self.config.edge_width, name="embed"
     )(edge_labels_BxNxN)

@@ -67,10 +67,7 @@ class CogsGraphEdgeTransformer(nn.Module):
       node_mask_BxN: Optional[Array] = None,
       deterministic: bool = True,
   ) -> Dict[str, Array]:
-    if not isinstance(self.config, ETConfig):
-      raise ValueError(
-          f"config must be an ETConfig, got {type(self.config).__name__}."
-      )
+    shapes.check_config_type(self.config, ETConfig)
     if len(self.label_sizes) != len(LABEL_FIELDS):
       raise ValueError(
           "label_sizes needs one size per field of "

@@ -486,10 +486,7 @@ class EdgeTransformer(nn.Module):
   ) -> Array:
     """node_time_BxN: optional causal node times (see `TriangularAttention`);
     the FFN is per edge, so the whole stack is causal."""
-    if not isinstance(self.config, ETConfig):
-      raise ValueError(
-          f"config must be an ETConfig, got {type(self.config).__name__}."
-      )
+    shapes.check_config_type(self.config, ETConfig)
     _check_square(x_BxNxNxD, "x_BxNxNxD")
     shapes.check_shape(
         x_BxNxNxD,

@@ -128,11 +128,7 @@ class ETSeq2SeqConfig:
           "first_token_vectors must be a bool, got "
           f"{self.first_token_vectors!r}."
       )
-    if not isinstance(self.et, et_lib.ETConfig):
-      raise ValueError(
-          "et must be an edge_transformer.ETConfig, got "
-          f"{type(self.et).__name__}."
-      )
+    shapes.check_config_type(self.et, et_lib.ETConfig, "et")
     if self.et.ablation != "none":
       raise ValueError(
           "ETSeq2SeqConfig needs et.ablation='none' (the "

@@ -361,10 +361,7 @@ class FloydTransformer(nn.Module):
       *,
       deterministic: bool = True,
   ) -> Array:
-    if not isinstance(self.config, FloydConfig):
-      raise ValueError(
-          f"config must be a FloydConfig, got {type(self.config).__name__}."
-      )
+    shapes.check_config_type(self.config, FloydConfig)
     shapes.check_shape(
         x_BxNxNxD,
         ("B", "N", "N", self.config.edge_width),

@@ -231,3 +231,17 @@ def test_floyd_jit_dropout_and_config_check():
   bad = models.ClutrrFloyd(ETConfig(num_layers=1, num_heads=2, head_dim=4))
   with pytest.raises(ValueError, match="config must be a FloydConfig"):
     bad.init(jax.random.PRNGKey(0), *args)
+
+
+@pytest.mark.parametrize(
+    "model_cls, wanted",
+    [(models.ClutrrRAT, "RATConfig"), (models.ClutrrRT, "RTConfig")],
+)
+def test_a_config_of_another_model_is_refused_naming_both(model_cls, wanted):
+  a = _batch()
+  args = (a["edge_labels"], a["query"], a["node_mask"])
+  bad = model_cls(FloydConfig(num_layers=1, num_heads=2, head_dim=4))
+  with pytest.raises(
+      ValueError, match=f"config must be a {wanted} instance, got FloydConfig"
+  ):
+    bad.init(jax.random.PRNGKey(0), *args)
