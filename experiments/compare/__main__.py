@@ -2,6 +2,8 @@ r"""Run one comparison: `python -m experiments.compare NAME --reference=DIR`.
 
   python -m experiments.compare clutrr_et --reference=/tmp/peers/et \
       --reference_python=/tmp/torchvenv/bin/python --budget=cpu
+  python -m experiments.compare cogs_graph_et --reference=/tmp/peers/et \
+      --reference_python=/tmp/torchvenv/bin/python --budget=cpu
   python -m experiments.compare scan_relative_universal --reference=/tmp/cs \
       --reference_python=/tmp/torchvenv/bin/python --budget=cpu
   python -m experiments.compare clrs_rt --reference=/tmp/peers/rt \
@@ -56,7 +58,10 @@ def define_flags():
       "clutrr_et: the official test file.",
   )
   flags.DEFINE_string(
-      "shared_data", _SHARED, "scan_relative_universal: holds scan/tasks.txt."
+      "shared_data",
+      _SHARED,
+      "Holds scan/tasks.txt (scan_relative_universal) and cogs/*.tsv "
+      "(cogs_graph_et).",
   )
   flags.DEFINE_integer("reference_threads", 1, "torch threads of their side.")
   flags.DEFINE_boolean(

@@ -4,7 +4,8 @@ A comparison trains our implementation and the authors' own code with
 matched settings on the same data and puts the two learning curves side by
 side. `Comparison` states everything the entry point
 (`python -m experiments.compare NAME`) uses; each comparison module
-(`clrs_rt.py`, `clutrr_et.py`, `scan_relative_universal.py`) subclasses it,
+(`clrs_rt.py`, `clutrr_et.py`, `cogs_graph_et.py`,
+`scan_relative_universal.py`) subclasses it,
 and `registry.COMPARISONS` names the instances. Nothing is discovered by
 attribute names: a subclass that leaves out a part cannot be instantiated
 (`TypeError` naming it), so the registry holds only complete comparisons.
@@ -76,7 +77,7 @@ class DataInputs:
   comparison reads the ones it needs (its docstring names them)."""
 
   test_csv: str  # clutrr_et: the official CLUTRR test file.
-  shared_data: str  # scan_relative_universal: holds scan/tasks.txt.
+  shared_data: str  # Holds scan/tasks.txt and cogs/*.tsv.
   reference: str  # The authors' checkout.
   reference_python: str  # The Python of the authors' environment.
 

@@ -7,6 +7,7 @@ line here.
 from typing import Mapping, Tuple
 
 from experiments.compare import clrs_rt
+from experiments.compare import cogs_graph_et
 from experiments.compare import clutrr_et
 from experiments.compare import protocol
 from experiments.compare import scan_relative_universal
@@ -15,6 +16,7 @@ from relational_jax.layers.shapes import check_choice
 COMPARISONS: Mapping[str, protocol.Comparison] = {
     "clrs_rt": clrs_rt.ClrsRt(),
     "clutrr_et": clutrr_et.ClutrrEt(),
+    "cogs_graph_et": cogs_graph_et.CogsGraphEt(),
     "scan_relative_universal": scan_relative_universal.ScanRelativeUniversal(),
 }
 

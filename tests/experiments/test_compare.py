@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from experiments.compare import clutrr_et
+from experiments.compare import cogs_graph_et
 from experiments.compare import curves
 from experiments.compare import reference
 
@@ -170,6 +171,66 @@ def test_clutrr_et_settings_translate_field_by_field(tmp_path):
     clutrr_et.our_config(
         budget, 0, str(tmp_path), dict(hp, scheduler="constant")
     )
+
+
+def test_cogs_graph_et_settings_translate_field_by_field(tmp_path):
+  hp = cogs_graph_et.AUTHORS
+  budget = cogs_graph_et.BUDGETS["cpu"]
+  c = cogs_graph_et.our_config(budget, seed=1, data_dir=str(tmp_path))
+  et, t, d = c.edge_transformer, c.train, c.data
+  assert et.num_layers == hp["num_message_rounds"]
+  assert et.num_heads * et.head_dim == hp["dim"]
+  assert et.num_heads == hp["num_heads"]
+  assert et.ffn_dim == hp["ff_factor"] * hp["dim"]
+  assert et.dropout_rate == et.attention_dropout_rate == hp["dropout"]
+  # The function their code trains: untied, parent scores from x_ij.
+  assert not et.tied and not c.head.parent_from_column
+  assert t.optimizer == "adamw" and t.weight_decay == 0.01  # torch's AdamW.
+  assert t.learning_rate == hp["lr"] and t.batch_size == hp["batch_size"]
+  assert t.clip == hp["max_grad_norm"]
+  assert t.warmup_steps == hp["num_warmup_steps"] and t.schedule == "linear"
+  assert (t.steps, t.eval_every, t.seed) == (budget.steps, budget.eval_every, 1)
+  assert t.eval_tests and d.val_file == "" and d.max_eval_examples == 0
+  assert d.eval_files == ("dev.tsv", "test.tsv", "gen.tsv")
+  flags = cogs_graph_et.reference_flags()
+  parsed = dict(zip(flags[::2], flags[1::2]))
+  assert parsed == {f"--{k}": str(v) for k, v in hp.items()}
+  for name, value in (("optimizer", "Adam"), ("input_encoding", "positional")):
+    with pytest.raises(ValueError, match=f"{name}=.*{value!r}"):
+      cogs_graph_et.our_config(budget, 0, str(tmp_path), {**hp, name: value})
+
+
+def test_cogs_graph_et_writes_the_same_rows_for_both_sides(tmp_path):
+  from relational_jax.data import cogs_graph as data
+  from relational_jax.data import paths
+
+  src = tmp_path / "cogs"
+  src.mkdir()
+  for name, rows in (("train", 12), ("dev", 20), ("test", 20), ("gen", 30)):
+    with open(os.path.join(paths.COGS_DIR, f"{name}.tsv")) as f:
+      (src / f"{name}.tsv").write_text("".join(f.readlines()[:rows]))
+  budget = cogs_graph_et.Budget(steps=1, eval_every=1, seeds=1, eval_examples=5)
+  out = cogs_graph_et.prepare_data(budget, str(tmp_path / "s"), str(src))
+  for name, rows in (("train", 12), ("dev", 5), ("test", 5), ("gen", 5)):
+    tsv = os.path.join(out, f"{name}.tsv")
+    with open(os.path.join(out, f"{name}_seqtag.jsonl")) as f:
+      seqtag = [json.loads(line) for line in f]
+    assert len(seqtag) == rows, name
+    converted = data.canonical_jsonl(data.convert_file(tsv)).split("\n")
+    assert seqtag == [json.loads(line) for line in converted]
+    with open(tsv) as f:
+      kept = f.readlines()
+    with open(src / f"{name}.tsv") as f:
+      original = f.readlines()
+    assert all(line in original for line in kept)  # Rows of the file...
+    assert kept == [l for l in original if l in kept]  # ...in its order.
+  assert {g["distribution"] for g in seqtag} <= {
+      line.split("\t")[2].strip() for line in original
+  }
+  # Written once: a second call keeps the files.
+  stamp = os.path.getmtime(os.path.join(out, "gen.tsv"))
+  cogs_graph_et.prepare_data(budget, str(tmp_path / "s"), str(src))
+  assert os.path.getmtime(os.path.join(out, "gen.tsv")) == stamp
 
 
 def test_reference_curve_log_is_parsed(tmp_path):

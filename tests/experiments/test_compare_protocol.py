@@ -15,6 +15,7 @@ import experiments.compare
 from experiments.compare import __main__ as entry
 from experiments.compare import clrs_rt
 from experiments.compare import clutrr_et
+from experiments.compare import cogs_graph_et as cogs
 from experiments.compare import protocol
 from experiments.compare import registry
 from experiments.compare import scan_relative_universal as scan
@@ -36,14 +37,16 @@ def _params(fn):
   ]
 
 
-def test_the_registry_names_the_three_comparisons():
+def test_the_registry_names_the_four_comparisons():
   assert registry.names() == (
       "clrs_rt",
       "clutrr_et",
+      "cogs_graph_et",
       "scan_relative_universal",
   )
   assert isinstance(registry.get("clrs_rt"), clrs_rt.ClrsRt)
   assert isinstance(registry.get("clutrr_et"), clutrr_et.ClutrrEt)
+  assert isinstance(registry.get("cogs_graph_et"), cogs.CogsGraphEt)
   assert isinstance(
       registry.get("scan_relative_universal"), scan.ScanRelativeUniversal
   )
@@ -86,7 +89,9 @@ def test_a_comparison_missing_a_part_cannot_be_made():
 
 
 def test_unknown_names_raise_value_error_naming_the_choices(tmp_path):
-  choices = "['clrs_rt', 'clutrr_et', 'scan_relative_universal']"
+  choices = (
+      "['clrs_rt', 'clutrr_et', 'cogs_graph_et', 'scan_relative_universal']"
+  )
   # `curves` is a module of experiments.compare, not a registered comparison.
   for name in ("nope", "curves", "protocol"):
     with pytest.raises(ValueError) as e:
@@ -208,6 +213,10 @@ def test_prepare_data_reads_the_inputs_each_comparison_names(tmp_path):
   with pytest.raises(FileNotFoundError, match="absent/test.csv"):
     registry.get("clutrr_et").prepare_data(
         clutrr_et.BUDGETS["smoke"], str(tmp_path / "s1"), inputs
+    )
+  with pytest.raises(FileNotFoundError, match="absent/cogs/train.tsv"):
+    registry.get("cogs_graph_et").prepare_data(
+        cogs.BUDGETS["smoke"], str(tmp_path / "s0"), inputs
     )
   with pytest.raises(FileNotFoundError, match="absent/scan/tasks.txt"):
     registry.get("scan_relative_universal").prepare_data(

@@ -1,5 +1,5 @@
 """COGS graph training: fits real COGS rows, exact resume (and a changed
-config refused), config errors."""
+config refused), learning curves on every evaluation file, config errors."""
 
 import os
 
@@ -16,7 +16,7 @@ def _config(steps=80, **overrides):
   et = c.edge_transformer
   et.num_layers, et.num_heads, et.head_dim = 2, 2, 16
   et.chunk_size = et.ffn_chunk_size = None
-  et.dropout_rate = 0.0
+  et.dropout_rate = et.attention_dropout_rate = 0.0
   c.data.max_train_examples = 64
   c.data.eval_files = ("dev.tsv",)
   c.data.val_file = ""
@@ -78,6 +78,34 @@ def test_exact_resume(tmp_path):
         _config(steps=6, **small, **{"train.batch_size": 16}),
         str(tmp_path / "split"),
     )
+
+
+def test_eval_tests_scores_every_file_at_every_evaluation(tmp_path):
+  c = _config(
+      steps=2,
+      **{
+          "train.eval_every": 1,
+          "train.eval_tests": True,
+          "edge_transformer.num_layers": 1,
+          "data.eval_files": ("dev.tsv", "gen.tsv"),
+          "data.max_eval_examples": 4,
+      },
+  )
+  results = cg.train_and_evaluate(c, str(tmp_path))
+  assert [e["step"] for e in results["history"]] == [1, 2]
+  for entry in results["history"]:
+    assert "val_accuracy" not in entry  # No data.val_file.
+    assert set(entry["tests"]) == {"dev", "gen"}
+    assert all(t["count"] == 4 for t in entry["tests"].values())
+  # The last evaluation is the final model's.
+  assert results["history"][-1]["tests"] == results["evaluations"]
+
+
+def test_default_is_the_authors_dropout_with_the_papers_tied_layers():
+  et = cg.default_config().edge_transformer
+  # Their EdgeAttention drops the attention weights at --dropout too.
+  assert et.dropout_rate == et.attention_dropout_rate == 0.1
+  assert et.tied  # The paper's Base; their released code trains untied.
 
 
 def test_bad_configs(tmp_path):

@@ -27,7 +27,7 @@ TASK_TRAIN_FIELDS = {
     "clrs": (),
     "seq2seq": ("seed", "dropout_prng"),
     "clutrr": ("seed", "eval_tests"),
-    "cogs_graph": ("seed",),
+    "cogs_graph": ("seed", "eval_tests"),
 }
 
 

@@ -1,0 +1,332 @@
+"""COGS graph parsing, Edge Transformer: ours beside bergen/EdgeTransformer
+`cogs/`.
+
+Same data on both sides, written once under `<workdir>/scratch/data/`: the
+official COGS train.tsv whole, and a seeded subset of `eval_examples` rows of
+each of dev.tsv, test.tsv and gen.tsv (the rows in file order), each as the
+TSV our side reads and as the `*_seqtag.jsonl` their `load.py` reads
+(`relational_jax.data.cogs_graph.convert_file`, field by field the authors'
+files: tests/data/test_cogs_graph.py). Both sides train the authors'
+`cogs/train.py` defaults (`AUTHORS`: 3 layers, d 64, 4 heads, FFN 4d, dropout
+0.1, AdamW lr 5e-4, 1000 linear-warmup steps, linear decay to 0 at the
+last step, clip 1.0, batch 100) for `steps` steps, and score the sentence
+accuracy of the three files every `eval_every` steps.
+
+Our side is set to the function their code trains (`our_config`):
+* untied layers: their encoder applies three independently initialised
+  clones; their `share_layers` is read only by a Lightning hook for TPUs
+  (our reproduction's default is the paper's tied "Base");
+* parent scores from x_ij (`head.parent_from_column=False`; the paper's
+  text reads x_ji, our default);
+* dropout on the triangular attention weights too (their `EdgeAttention`).
+
+Known differences, kept (they do not change the function trained):
+* batch order: both shuffle every epoch, each with its own seeded draw;
+  theirs drops the short last batch (241 steps an epoch), ours pads it with
+  zero-weight rows (242);
+* vocabularies: theirs from all four files in order (so their word
+  embedding's `padding_idx=1`, zero and never trained, is the first
+  training token, "A"), ours from the training graphs, sorted;
+* initialisation from each side's own RNG; their run in float32 on the
+  CPU (their Lightning trainer: float16 mixed precision on a GPU).
+"""
+
+import dataclasses
+import os
+import sys
+from typing import Dict, List, Mapping, Sequence
+
+import numpy as np
+
+from experiments.compare import curves
+from experiments.compare import protocol
+
+REPOSITORY = "bergen/EdgeTransformer"
+MARKER = os.path.join("cogs", "train.py")
+EVAL_FILES = ("dev", "test", "gen")
+
+# The authors' cogs/train.py defaults, spelled out (their flag: value).
+AUTHORS = {
+    "model_type": "edge_transformer",
+    "optimizer": "AdamW",
+    "scheduler": "linear_warmup",
+    "lr": 5e-4,
+    "batch_size": 100,
+    "num_warmup_steps": 1000,
+    "max_grad_norm": 1.0,
+    "beta1": 0.9,
+    "beta2": 0.999,
+    "eps": 1e-8,
+    "num_message_rounds": 3,
+    "dropout": 0.1,
+    "dim": 64,
+    "num_heads": 4,
+    "ff_factor": 4,
+    "input_encoding": "relational",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+  steps: int
+  eval_every: int
+  seeds: int
+  eval_examples: int  # Rows of each of dev, test, gen (0: all).
+
+
+# cpu: our cpu reproduction's 600 steps (2.5 epochs, inside the warmup) on
+# 500-row subsets; smoke: the harness end to end in seconds.
+BUDGETS = {
+    "paper": Budget(48_200, 2410, 3, 0),
+    "cpu": Budget(600, 100, 3, 500),
+    "smoke": Budget(4, 2, 2, 8),
+}
+
+
+def reference_flags(hp: Mapping = AUTHORS) -> List[str]:
+  """Their train.py flags for the hyperparameters `hp`."""
+  flags = []
+  for name, value in hp.items():
+    flags += [f"--{name}", str(value)]
+  return flags
+
+
+def our_config(budget: Budget, seed: int, data_dir: str, hp: Mapping = AUTHORS):
+  """Our `relational_jax.training.cogs_graph` config matching `hp` (their
+  flag names) on the files in `data_dir`.
+
+  Raises:
+    ValueError: a value of `hp` our task cannot express, named.
+  """
+  from relational_jax.training import cogs_graph  # pylint: disable=g-import-not-at-top
+
+  fixed = {
+      "model_type": "edge_transformer",
+      "optimizer": "AdamW",
+      "scheduler": "linear_warmup",
+      "input_encoding": "relational",
+      "beta1": 0.9,
+      "beta2": 0.999,
+      "eps": 1e-8,
+  }
+  for name, value in fixed.items():
+    if hp[name] != value:
+      raise ValueError(
+          f"our COGS graph task has {name}={value!r} only; got {hp[name]!r}."
+      )
+  if hp["dim"] % hp["num_heads"]:
+    raise ValueError(
+        f"dim {hp['dim']} is not a multiple of num_heads {hp['num_heads']}."
+    )
+  c = cogs_graph.default_config()
+  et = c.edge_transformer
+  et.num_layers = hp["num_message_rounds"]
+  et.num_heads = hp["num_heads"]
+  et.head_dim = hp["dim"] // hp["num_heads"]
+  et.ffn_dim = hp["ff_factor"] * hp["dim"]
+  et.dropout_rate = et.attention_dropout_rate = hp["dropout"]
+  et.tied = False  # Their share_layers never ties (module docstring).
+  et.layout = "released_code"
+  c.head.parent_from_column = False  # Their decode_parent reads x_ij.
+  d = c.data
+  d.data_dir = data_dir
+  d.train_file, d.val_file = "train.tsv", ""
+  d.eval_files = tuple(f"{name}.tsv" for name in EVAL_FILES)
+  d.max_eval_examples = 0  # The files are the budget's subsets.
+  t = c.train
+  t.learning_rate, t.batch_size, t.clip = (
+      hp["lr"],
+      hp["batch_size"],
+      hp["max_grad_norm"],
+  )
+  t.optimizer, t.schedule = "adamw", "linear"
+  t.warmup_steps = hp["num_warmup_steps"]
+  t.steps, t.eval_every, t.eval_tests = budget.steps, budget.eval_every, True
+  t.seed, t.progress, t.select_on = seed, False, "last"
+  return c
+
+
+def prepare_data(budget: Budget, scratch: str, cogs_dir: str) -> str:
+  """Writes <scratch>/data/{train,dev,test,gen}.tsv and their
+  *_seqtag.jsonl once (module docstring); returns that directory."""
+  from relational_jax.data import cogs_graph as data  # pylint: disable=g-import-not-at-top
+
+  out = os.path.join(scratch, "data")
+  os.makedirs(out, exist_ok=True)
+  for salt, name in enumerate(("train",) + EVAL_FILES):
+    tsv = os.path.join(out, f"{name}.tsv")
+    seqtag = os.path.join(out, f"{name}_seqtag.jsonl")
+    if os.path.isfile(tsv) and os.path.isfile(seqtag):
+      continue
+    src = os.path.join(cogs_dir, f"{name}.tsv")
+    if not os.path.isfile(src):
+      raise FileNotFoundError(f"COGS file {src} not found.")
+    with open(src, encoding="utf-8") as f:
+      lines = [line for line in f if line.strip()]
+    if name != "train" and 0 < budget.eval_examples < len(lines):
+      rng = np.random.default_rng([0, salt])
+      keep = np.sort(rng.choice(len(lines), budget.eval_examples, False))
+      lines = [lines[int(i)] for i in keep]
+    with open(tsv + ".tmp", "w", encoding="utf-8") as f:
+      f.writelines(lines)
+    graphs = data.convert_file(tsv + ".tmp")
+    with open(seqtag + ".tmp", "w", encoding="utf-8") as f:
+      f.write(data.canonical_jsonl(graphs) + "\n")
+    os.replace(seqtag + ".tmp", seqtag)
+    os.replace(tsv + ".tmp", tsv)
+  return out
+
+
+def metrics_of(tests: Mapping) -> Dict[str, float]:
+  """{'dev', 'test', 'gen'}: the sentence accuracy of each file, from one
+  evaluation's {name: {'all', ...}}."""
+  return {name: float(tests[name]["all"]) for name in EVAL_FILES}
+
+
+def run_ours(
+    budget: Budget, seed: int, data_dir: str, workdir: str, log=print
+) -> List[Dict]:
+  """Trains (or resumes) our side; its evaluation points."""
+  from relational_jax.training import cogs_graph  # pylint: disable=g-import-not-at-top
+
+  results = cogs_graph.train_and_evaluate(
+      our_config(budget, seed, data_dir), workdir, log=log
+  )
+  return [
+      {"step": e["step"], "metrics": metrics_of(e["tests"])}
+      for e in results["history"]
+  ]
+
+
+def run_theirs(
+    budget: Budget,
+    seed: int,
+    reference: str,
+    scratch: str,
+    python: str,
+    out_dir: str,
+    threads: int = 1,
+) -> List[Dict]:
+  """Runs (or resumes, or reuses) the authors' side in `python` (their
+  environment); returns its evaluation points. The wrapper checkpoints into
+  `out_dir` at every evaluation; its output goes to `out_dir/log.txt`."""
+  curve = os.path.join(out_dir, "curve.jsonl")
+  points = read_curve(curve)
+  if points and points[-1]["step"] == budget.steps:
+    return points
+  os.makedirs(out_dir, exist_ok=True)
+  script = os.path.join(
+      os.path.dirname(__file__), "refs", "cogs_graph_et_torch.py"
+  )
+  cmd = [
+      python,
+      script,
+      f"--reference={reference}",
+      f"--scratch={scratch}",
+      f"--seed={seed}",
+      f"--steps={budget.steps}",
+      f"--eval_every={budget.eval_every}",
+      f"--threads={threads}",
+      f"--out_dir={out_dir}",
+      "--authors_flags=" + " ".join(reference_flags()),
+  ]
+  protocol.run_reference(cmd, os.path.join(out_dir, "log.txt"))
+  return read_curve(curve)
+
+
+def read_curve(path: str) -> List[Dict]:
+  """The evaluation points of the wrapper's curve.jsonl ([] if absent)."""
+  return [
+      {"step": e["step"], "metrics": metrics_of(e["tests"])}
+      for e in protocol.read_jsonl(path)
+  ]
+
+
+def finished_ours(budget: Budget, workdir: str):
+  """A finished run's evaluation points (from its results.json), or None."""
+  history = curves.finished_history(workdir, budget.steps)
+  if history is None:
+    return None
+  return [
+      {"step": e["step"], "metrics": metrics_of(e["tests"])} for e in history
+  ]
+
+
+def finished_theirs(budget: Budget, out_dir: str):
+  """A finished reference run's evaluation points, or None."""
+  points = read_curve(os.path.join(out_dir, "curve.jsonl"))
+  return points if points and points[-1]["step"] == budget.steps else None
+
+
+def metric_names() -> Sequence[str]:
+  return EVAL_FILES
+
+
+def describe(budget: Budget) -> Dict:
+  return {
+      "repository": REPOSITORY,
+      "hyperparameters": dict(AUTHORS),
+      "reference_flags": reference_flags(),
+      "budget": dataclasses.asdict(budget),
+      "data": (
+          "the official COGS train.tsv, and seeded subsets of dev / test / "
+          "gen.tsv (budget eval_examples; 0: whole), as TSV and as the "
+          "authors' seqtag JSONL (relational_jax.data.cogs_graph)"
+      ),
+      "ours": (
+          "cogs_graph: edge_transformer.tied=False, attention dropout = "
+          "dropout, head.parent_from_column=False (their code's function)"
+      ),
+      "differences": [
+          (
+              "batch order: both shuffle per epoch with their own seeded "
+              "draws; theirs drops the short last batch, ours pads it"
+          ),
+          (
+              "vocabularies: theirs from all four files in order (their "
+              "word embedding's padding_idx=1, the first training token, "
+              "stays zero), ours from the training graphs"
+          ),
+          "initialisation drawn by each side's RNG",
+          (
+              "their Lightning Trainer replaced by the equivalent plain loop "
+              "(refs/cogs_graph_et_torch.py) in float32 on the CPU "
+              "(theirs: float16 mixed precision on a GPU); DataLoader "
+              "workers 0 instead of 8"
+          ),
+      ],
+  }
+
+
+class CogsGraphEt(protocol.Comparison):
+  """The comparison `cogs_graph_et` (module docstring); prepare_data reads
+  the COGS TSVs beside `inputs.shared_data`'s SCAN folder (the package's
+  official data)."""
+
+  name = "cogs_graph_et"
+  repository = REPOSITORY
+  marker = MARKER
+  budgets = BUDGETS
+  run_ours = staticmethod(run_ours)
+  run_theirs = staticmethod(run_theirs)
+  finished_ours = staticmethod(finished_ours)
+  finished_theirs = staticmethod(finished_theirs)
+  metric_names = staticmethod(metric_names)
+  describe = staticmethod(describe)
+
+  def reference_flags(self, budget: Budget, seed: int) -> List[str]:
+    # The same for every budget and seed: the wrapper passes the seed,
+    # steps and evaluation cadence.
+    del budget, seed
+    return reference_flags()
+
+  def prepare_data(
+      self, budget: Budget, scratch: str, inputs: protocol.DataInputs
+  ) -> str:
+    return prepare_data(
+        budget, scratch, os.path.join(inputs.shared_data, "cogs")
+    )
+
+
+if __name__ == "__main__":
+  sys.exit("run `python -m experiments.compare cogs_graph_et`")
