@@ -18,7 +18,12 @@ Our side is set to the function their code trains (`our_config`):
   (our reproduction's default is the paper's tied "Base");
 * parent scores from x_ij (`head.parent_from_column=False`; the paper's
   text reads x_ji, our default);
-* dropout on the triangular attention weights too (their `EdgeAttention`).
+* dropout on the triangular attention weights too (their `EdgeAttention`);
+* their initialisation (`edge_transformer.init='bergen'`, the COGS default:
+  N(0, 1) word embeddings, Xavier-uniform maps and relative positions,
+  PyTorch's default biases and output layers). The first cpu run drew
+  Flax's (LeCun-normal maps, zero biases, N(0, 1/D) embeddings) and learned
+  faster than theirs: results/compare/cogs_graph_et__before_bergen_init.json.
 
 Known differences, kept (they do not change the function trained):
 * batch order: both shuffle every epoch, each with its own seeded draw;
@@ -26,7 +31,9 @@ Known differences, kept (they do not change the function trained):
   zero-weight rows (242);
 * vocabularies: theirs from all four files in order (so their word
   embedding's `padding_idx=1`, zero and never trained, is the first
-  training token, "A"), ours from the training graphs, sorted;
+  training token, "A"), ours from the training graphs, sorted; their
+  relative-position table has two rows more (unused), so its Xavier bound
+  is 0.3% narrower;
 * initialisation from each side's own RNG; their run in float32 on the
   CPU (their Lightning trainer: float16 mixed precision on a GPU).
 """
@@ -126,6 +133,7 @@ def our_config(budget: Budget, seed: int, data_dir: str, hp: Mapping = AUTHORS):
   et.ffn_dim = hp["ff_factor"] * hp["dim"]
   et.dropout_rate = et.attention_dropout_rate = hp["dropout"]
   et.tied = False  # Their share_layers never ties (module docstring).
+  et.init = "bergen"  # Their parameters' distributions.
   et.layout = "released_code"
   c.head.parent_from_column = False  # Their decode_parent reads x_ij.
   d = c.data
@@ -275,7 +283,8 @@ def describe(budget: Budget) -> Dict:
       ),
       "ours": (
           "cogs_graph: edge_transformer.tied=False, attention dropout = "
-          "dropout, head.parent_from_column=False (their code's function)"
+          "dropout, head.parent_from_column=False (their code's function), "
+          "edge_transformer.init='bergen' (their initialisation)"
       ),
       "differences": [
           (

@@ -39,6 +39,21 @@ Transformer's layers) may take:
   'flax'     Flax's `lecun_normal` per kernel (std 1/sqrt(fan_in) of that
              kernel's own input), biases zero.
 
+`ET_INITS` names the schemes an `ETConfig.init` (the Edge Transformer's
+layers, and the embeddings and heads of the models built on them) may take:
+
+  'bergen'   Bergen et al.'s released code (bergen/EdgeTransformer, PyTorch):
+             their encoders' `_reset_parameters` draws every parameter of two
+             or more dimensions Xavier uniform (the triangular attention's
+             maps, the FFN, and the embeddings inside the encoder: CLUTRR's
+             edge labels, COGS' relative positions); their biases keep
+             PyTorch's Linear default U(-1/sqrt(fan_in), 1/sqrt(fan_in));
+             the COGS word embedding, outside the encoder, PyTorch's N(0, 1);
+             the output layers (COGS' per-field classifiers and parent
+             scorer, CLUTRR's MLP) PyTorch's Linear defaults.
+  'flax'     Flax's defaults: LeCun-normal kernels, zero biases, embeddings
+             N(0, 1/D).
+
 Xavier on a Flax `DenseGeneral` kernel is over the flattened 2-D map (Flax
 initialises DenseGeneral kernels in their flattened shape), which is the
 fan of their `torch.nn.Linear`.
@@ -55,6 +70,7 @@ from relational_jax.layers import shapes
 
 INITS = ("csordas", "flax")
 RT_INITS = ("diao", "flax")
+ET_INITS = ("bergen", "flax")
 Initializer = Callable
 
 
@@ -152,3 +168,38 @@ def embedding(
   if scaling == "ped":
     return nn.initializers.normal(stddev=math.sqrt(2.0 / d_model))
   return nn.initializers.normal(stddev=1.0)
+
+
+def et_linear(init: str, fan_in: int) -> Dict[str, Initializer]:
+  """kernel / bias initialisers of a linear map inside an Edge Transformer
+  layer whose input is `fan_in` wide (`ET_INITS`)."""
+  shapes.check_choice(init, ET_INITS, "init")
+  if init == "flax":
+    return {
+        "kernel": nn.linear.default_kernel_init,
+        "bias": nn.initializers.zeros,
+    }
+  return {"kernel": xavier_uniform(), "bias": torch_linear_bias(fan_in)}
+
+
+def et_output(init: str, fan_in: int) -> Dict[str, Initializer]:
+  """kernel / bias initialisers of an output layer on Edge Transformer
+  states `fan_in` wide: PyTorch's Linear defaults under 'bergen'."""
+  shapes.check_choice(init, ET_INITS, "init")
+  if init == "flax":
+    return {
+        "kernel": nn.linear.default_kernel_init,
+        "bias": nn.initializers.zeros,
+    }
+  return {"kernel": torch_linear_kernel(), "bias": torch_linear_bias(fan_in)}
+
+
+def et_embedding(init: str, inside_encoder: bool) -> Initializer:
+  """Initialiser of an embedding table feeding an Edge Transformer: under
+  'bergen' Xavier uniform for the tables their encoders own (edge labels,
+  relative positions), PyTorch's N(0, 1) for a token embedding outside
+  them; Flax's `nn.Embed` default under 'flax'."""
+  shapes.check_choice(init, ET_INITS, "init")
+  if init == "flax":
+    return nn.linear.default_embed_init
+  return xavier_uniform() if inside_encoder else nn.initializers.normal(1.0)

@@ -57,6 +57,7 @@ import jax
 import jax.numpy as jnp
 
 from relational_jax.layers import dense as dense_lib
+from relational_jax.layers import init as init_lib
 from relational_jax.layers import online_softmax
 from relational_jax.layers import shapes
 from relational_jax.layers import triangular_pallas
@@ -599,6 +600,9 @@ class TriangularAttention(nn.Module):
       deterministic calls use `impl`.
     dtype: computation dtype (None: the input's); softmax stats stay fp32.
     param_dtype: parameter dtype.
+    init_scheme: the parameters' initialisation, 'flax' or 'bergen' (the ET
+      authors': Xavier-uniform maps, PyTorch's default biases;
+      `relational_jax.layers.init.ET_INITS`).
 
   `__call__` is `output(aggregate(x))`; `aggregate` is `project` followed by
   the pivot sum (eq. 4-8). The pieces are public for incremental decoding
@@ -615,7 +619,7 @@ class TriangularAttention(nn.Module):
   attention_dropout_rate: float = 0.0
   dtype: Optional[Any] = None
   param_dtype: Any = jnp.float32
-  kernel_init: Any = nn.initializers.lecun_normal()
+  init_scheme: str = "flax"  # Not `init`: that is Module.init.
 
   @nn.compact
   def _projections(self, width: int, dtype) -> dict:
@@ -626,6 +630,9 @@ class TriangularAttention(nn.Module):
     names (query, key, value_left, value_right, out) live in one place.
     """
     k_size = shapes.check_divides(width, self.num_heads, "width D")
+    inits = init_lib.et_linear(
+        self.init_scheme, width
+    )  # Every map reads D wide.
     proj = functools.partial(
         dense_lib.DenseGeneral,
         features=(self.num_heads, k_size),
@@ -633,7 +640,8 @@ class TriangularAttention(nn.Module):
         use_bias=self.use_bias,
         dtype=dtype,
         param_dtype=self.param_dtype,
-        kernel_init=self.kernel_init,
+        kernel_init=inits["kernel"],
+        bias_init=inits["bias"],
     )
     return dict(
         query=proj(name="query"),  # eq. 6
@@ -648,7 +656,8 @@ class TriangularAttention(nn.Module):
             use_bias=self.use_bias,
             dtype=dtype,
             param_dtype=self.param_dtype,
-            kernel_init=self.kernel_init,
+            kernel_init=inits["kernel"],
+            bias_init=inits["bias"],
             name="out",
         ),
     )

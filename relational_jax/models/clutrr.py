@@ -49,6 +49,7 @@ import jax.numpy as jnp
 
 from relational_jax.data.clutrr import NUM_EDGE_LABELS
 from relational_jax.data.clutrr import NUM_RELATIONS
+from relational_jax.layers import init as init_lib
 from relational_jax.layers import shapes
 from relational_jax.layers.relation_aware import RelationAwareAttention
 from relational_jax.models.edge_transformer import EdgeTransformer
@@ -170,18 +171,30 @@ def _query_nodes(n_BxNxD: Array, query_Bx2: Array) -> Array:
 
 class QueryHead(nn.Module):
   """Logits BxY from a readout vector BxD: a linear layer (head_layers=1)
-  or Linear(D, D) -> ReLU -> Linear(D, Y) (head_layers=2, authors' code)."""
+  or Linear(D, D) -> ReLU -> Linear(D, Y) (head_layers=2, authors' code);
+  `init_scheme`: 'flax' or 'bergen' (`ETConfig.init`: PyTorch's Linear defaults,
+  as their get_mlp)."""
 
   num_classes: int = NUM_RELATIONS
   head_layers: int = 2
+  init_scheme: str = "flax"
 
   @nn.compact
   def __call__(self, r_BxD: Array) -> Array:
     if self.head_layers not in (1, 2):
       raise ValueError(f"head_layers must be 1 or 2, got {self.head_layers}.")
+    inits = init_lib.et_output(
+        self.init_scheme, r_BxD.shape[-1]
+    )  # Both read D.
+    dense = lambda features, name: nn.Dense(
+        features,
+        kernel_init=inits["kernel"],
+        bias_init=inits["bias"],
+        name=name,
+    )
     if self.head_layers == 2:
-      r_BxD = nn.relu(nn.Dense(r_BxD.shape[-1], name="hidden")(r_BxD))
-    return nn.Dense(self.num_classes, name="logits")(r_BxD)
+      r_BxD = nn.relu(dense(r_BxD.shape[-1], "hidden")(r_BxD))
+    return dense(self.num_classes, "logits")(r_BxD)
 
 
 class ClutrrEdgeTransformer(nn.Module):
@@ -200,14 +213,17 @@ class ClutrrEdgeTransformer(nn.Module):
   ) -> Array:
     _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
     x_BxNxNxD = GraphEdgeEmbedding(
-        NUM_EDGE_LABELS, self.config.edge_width, name="embed"
+        NUM_EDGE_LABELS,
+        self.config.edge_width,
+        init_scheme=self.config.init,
+        name="embed",
     )(edge_labels_BxNxN)
     x_BxNxNxD = EdgeTransformer(self.config, name="et")(
         x_BxNxNxD, node_mask_BxN, deterministic=deterministic
     )
-    return QueryHead(head_layers=self.head_layers, name="head")(
-        gather_query(x_BxNxNxD, query_Bx2)
-    )
+    return QueryHead(
+        head_layers=self.head_layers, init_scheme=self.config.init, name="head"
+    )(gather_query(x_BxNxNxD, query_Bx2))
 
 
 class _RATLayer(nn.Module):

@@ -80,6 +80,7 @@ class CogsGraphEdgeTransformer(nn.Module):
         self.vocab_size,
         self.config.edge_width,
         max_distance=self.max_distance,
+        init_scheme=self.config.init,
         name="embed",
     )(tokens_BxN)
     x_BxNxNxD = EdgeTransformer(self.config, name="et")(
@@ -87,11 +88,13 @@ class CogsGraphEdgeTransformer(nn.Module):
     )
     out = {
         "parent": ParentPointerHead(
-            from_column=self.parent_from_column, name="parent"
+            from_column=self.parent_from_column,
+            init_scheme=self.config.init,
+            name="parent",
         )(x_BxNxNxD, node_mask_BxN)
     }
     for field, size in zip(LABEL_FIELDS, self.label_sizes):
-      out[field] = NodeClassifier(int(size), name=field)(x_BxNxNxD).astype(
-          jnp.float32
-      )
+      out[field] = NodeClassifier(
+          int(size), init_scheme=self.config.init, name=field
+      )(x_BxNxNxD).astype(jnp.float32)
     return out

@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 
 from relational_jax.layers import dense as dense_lib
+from relational_jax.layers import init as init_lib
 from relational_jax.layers import shapes
 from relational_jax.layers.triangular import ABLATIONS
 from relational_jax.layers.triangular import IMPLS
@@ -89,6 +90,9 @@ class ETConfig:
       `TriangularAttention.attention_dropout_rate`).
     ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's default
       is 1e-6).
+    init: 'flax' or 'bergen' (the ET authors' initialisation of the layers,
+      and of the embeddings and heads of the models that read it;
+      `relational_jax.layers.init.ET_INITS`).
   """
 
   num_layers: int = 3
@@ -104,6 +108,7 @@ class ETConfig:
   dropout_rate: float = 0.0
   attention_dropout_rate: float = 0.0
   ln_epsilon: float = 1e-5
+  init: str = "flax"
 
   def __post_init__(self):
     shapes.check_bool_fields(self)
@@ -115,6 +120,7 @@ class ETConfig:
     shapes.check_choice(self.ablation, ABLATIONS, "ablation")
     shapes.check_choice(self.impl, IMPLS, "impl")
     shapes.check_choice(self.layout, LAYOUTS, "layout")
+    shapes.check_choice(self.init, init_lib.ET_INITS, "init")
     for name in ("dropout_rate", "attention_dropout_rate"):
       if not 0.0 <= getattr(self, name) < 1.0:
         raise ValueError(
@@ -178,6 +184,7 @@ class EdgeTransformerLayer(nn.Module):
       its own mask (same distribution, a different random stream than None).
     ln_epsilon: LayerNorm epsilon, 1e-5 as the authors' code (Flax's
       default is 1e-6).
+    init_scheme: 'flax' or 'bergen' (`ETConfig.init`).
   """
 
   num_heads: int
@@ -190,6 +197,7 @@ class EdgeTransformerLayer(nn.Module):
   layout: str = "paper"
   ffn_chunk_size: Optional[int] = 4
   ln_epsilon: float = 1e-5
+  init_scheme: str = "flax"  # Not `init`: that is Module.init.
   dtype: Optional[Any] = None
   param_dtype: Any = jnp.float32
 
@@ -207,6 +215,7 @@ class EdgeTransformerLayer(nn.Module):
         layout=config.layout,
         ffn_chunk_size=config.ffn_chunk_size,
         ln_epsilon=config.ln_epsilon,
+        init_scheme=config.init,
         **kwargs,
     )
 
@@ -227,6 +236,8 @@ class EdgeTransformerLayer(nn.Module):
         param_dtype=self.param_dtype,
         name=name,
     )
+    hidden = init_lib.et_linear(self.init_scheme, width)
+    out = init_lib.et_linear(self.init_scheme, self._ffn_width(width))
     return dict(
         ln_attention=norm("ln_attention"),
         attention=TriangularAttention(
@@ -237,6 +248,7 @@ class EdgeTransformerLayer(nn.Module):
             attention_dropout_rate=self.attention_dropout_rate,
             dtype=dtype,
             param_dtype=self.param_dtype,
+            init_scheme=self.init_scheme,
             name="attention",
         ),
         ln_ffn=norm("ln_ffn"),
@@ -244,10 +256,17 @@ class EdgeTransformerLayer(nn.Module):
             self._ffn_width(width),
             dtype=dtype,
             param_dtype=self.param_dtype,
+            kernel_init=hidden["kernel"],
+            bias_init=hidden["bias"],
             name="ffn_hidden",
         ),
         ffn_out=dense_lib.Dense(
-            width, dtype=dtype, param_dtype=self.param_dtype, name="ffn_out"
+            width,
+            dtype=dtype,
+            param_dtype=self.param_dtype,
+            kernel_init=out["kernel"],
+            bias_init=out["bias"],
+            name="ffn_out",
         ),
         dropout=nn.Dropout(self.dropout_rate, name="dropout"),
     )
@@ -514,11 +533,14 @@ class GraphEdgeEmbedding(nn.Module):
   Attributes:
     num_labels: size of the label vocabulary (include a 'no edge' label).
     features: D.
+    init_scheme: 'flax' or 'bergen' (`ETConfig.init`: Xavier uniform, the
+      table belonging to the authors' encoder).
   """
 
   num_labels: int
   features: int
   param_dtype: Any = jnp.float32
+  init_scheme: str = "flax"
 
   @nn.compact
   def __call__(self, labels_BxNxN: Array) -> Array:
@@ -532,6 +554,9 @@ class GraphEdgeEmbedding(nn.Module):
         self.num_labels,
         self.features,
         param_dtype=self.param_dtype,
+        embedding_init=init_lib.et_embedding(
+            self.init_scheme, inside_encoder=True
+        ),
         name="label",
     )(labels_BxNxN)
 
@@ -546,12 +571,15 @@ class SequenceEdgeEmbedding(nn.Module):
     vocab_size: token vocabulary of e.
     features: D.
     max_distance: offsets beyond this share the boundary embedding.
+    init_scheme: 'flax' or 'bergen' (`ETConfig.init`: a Xavier uniform, as
+      in the authors' encoder; e PyTorch's N(0, 1), their word embedding).
   """
 
   vocab_size: int
   features: int
   max_distance: int = 16
   param_dtype: Any = jnp.float32
+  init_scheme: str = "flax"
 
   @nn.compact
   def _tables(self) -> dict:
@@ -563,12 +591,14 @@ class SequenceEdgeEmbedding(nn.Module):
             2 * self.max_distance + 1,
             self.features,
             param_dtype=self.param_dtype,
+            embedding_init=init_lib.et_embedding(self.init_scheme, True),
             name="relative_position",
         ),
         token=nn.Embed(
             self.vocab_size,
             self.features,
             param_dtype=self.param_dtype,
+            embedding_init=init_lib.et_embedding(self.init_scheme, False),
             name="token",
         ),
     )
@@ -607,12 +637,19 @@ class EdgeClassifier(nn.Module):
 
   num_classes: int
   param_dtype: Any = jnp.float32
+  init_scheme: str = "flax"  # ETConfig.init; 'bergen': PyTorch's defaults.
 
   @nn.compact
   def __call__(self, x_BxNxNxD: Array) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
+    d = x_BxNxNxD.shape[-1]
+    inits = init_lib.et_output(self.init_scheme, d)
     return nn.Dense(
-        self.num_classes, param_dtype=self.param_dtype, name="logits"
+        self.num_classes,
+        param_dtype=self.param_dtype,
+        kernel_init=inits["kernel"],
+        bias_init=inits["bias"],
+        name="logits",
     )(x_BxNxNxD)
 
 
@@ -621,13 +658,20 @@ class NodeClassifier(nn.Module):
 
   num_classes: int
   param_dtype: Any = jnp.float32
+  init_scheme: str = "flax"  # ETConfig.init; 'bergen': PyTorch's defaults.
 
   @nn.compact
   def __call__(self, x_BxNxNxD: Array) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
     x_BxNxD = jnp.einsum("biid->bid", x_BxNxNxD)
+    d = x_BxNxD.shape[-1]
+    inits = init_lib.et_output(self.init_scheme, d)
     return nn.Dense(
-        self.num_classes, param_dtype=self.param_dtype, name="logits"
+        self.num_classes,
+        param_dtype=self.param_dtype,
+        kernel_init=inits["kernel"],
+        bias_init=inits["bias"],
+        name="logits",
     )(x_BxNxD)
 
 
@@ -645,6 +689,7 @@ class ParentPointerHead(nn.Module):
 
   from_column: bool = True
   param_dtype: Any = jnp.float32
+  init_scheme: str = "flax"  # ETConfig.init; 'bergen': PyTorch's defaults.
 
   @nn.compact
   def __call__(
@@ -652,9 +697,14 @@ class ParentPointerHead(nn.Module):
   ) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
     b, n = x_BxNxNxD.shape[:2]
-    score_BxNxN = nn.Dense(1, param_dtype=self.param_dtype, name="score")(
-        x_BxNxNxD
-    )[..., 0].astype(
+    inits = init_lib.et_output(self.init_scheme, x_BxNxNxD.shape[-1])
+    score_BxNxN = nn.Dense(
+        1,
+        param_dtype=self.param_dtype,
+        kernel_init=inits["kernel"],
+        bias_init=inits["bias"],
+        name="score",
+    )(x_BxNxNxD)[..., 0].astype(
         jnp.float32
     )  # score[b, r, s] of x_rs
     logits_BxNxN = (

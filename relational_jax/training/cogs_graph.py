@@ -46,19 +46,22 @@ Config sections:
 
 Defaults: the authors' `cogs/train.py`: 3 layers, d 64, 4 heads, FFN 4d,
 dropout 0.1 (also on the triangular attention weights, as their
-`EdgeAttention`), AdamW lr 5e-4, 1000 warmup steps, linear decay, clip 1.0,
-batch 100, 200 epochs of the 24,155 training rows as the authors count
-them (241 full batches per epoch: 48,200 steps; our epochs pad the short
-last batch, 242 steps, so that is 199.2 of ours), the last model tested on
-gen.tsv.
+`EdgeAttention`), their initialisation (`edge_transformer.init='bergen'`:
+N(0, 1) token embeddings, Xavier-uniform maps and relative positions,
+PyTorch's default biases and output layers), AdamW lr 5e-4, 1000 warmup
+steps, linear decay, clip 1.0, batch 100, 200 epochs of the 24,155
+training rows as the authors count them (241 full batches per epoch:
+48,200 steps; our epochs pad the short last batch, 242 steps, so that is
+199.2 of ours), the last model tested on gen.tsv.
 
 Tied layers by default: the paper's "Base" model (sec. 3, "by default we
 tie the weights"; Table 6: Base 87.4, untied 86.3). Their released COGS
 code does not tie them: its `EdgeTransformerEncoder` applies three
 independently initialised clones, and its `share_layers` flag (default
 True) is read only by their Lightning hook `on_post_move_to_device`, which
-Lightning calls only in its TPU (later also HPU) strategies. `edge_transformer.tied=False` is
-the function their code trains (the `cogs_graph_et` comparison).
+Lightning calls only in its TPU (later also HPU) strategies.
+`edge_transformer.tied=False` is the function their code trains (the
+`cogs_graph_et` comparison).
 """
 
 import json
@@ -108,6 +111,7 @@ def default_config() -> ConfigDict:
   et.num_layers, et.num_heads, et.head_dim = 3, 4, 16  # d = 64.
   et.tied, et.dropout_rate, et.layout = True, 0.1, "released_code"
   et.attention_dropout_rate = 0.1  # Their EdgeAttention drops `att` too.
+  et.init = "bergen"  # Their parameters' distributions (ETConfig.init).
   c.head = ConfigDict(dict(max_distance=16, parent_from_column=True))
   c.data = ConfigDict(
       dict(
@@ -367,10 +371,14 @@ def train_and_evaluate(
   return engine.run(sys.modules[__name__], config, workdir, log)
 
 
-def saved_defaults() -> None:
-  """None: the one field added since the first graph-COGS runs,
-  `train.eval_tests`, is free to change on resume (`RESUMABLE_CHANGES`)."""
-  return None
+def saved_defaults() -> ConfigDict:
+  """What a run saved before a config field existed did (the resume check
+  compares those fields as these values): `default_config()`, except that
+  such runs drew Flax's initialisation (`edge_transformer.init`).
+  `train.eval_tests`, also added since, may change on resume."""
+  c = default_config()
+  c.edge_transformer.init = "flax"
+  return c
 
 
 def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:

@@ -183,8 +183,10 @@ def test_cogs_graph_et_settings_translate_field_by_field(tmp_path):
   assert et.num_heads == hp["num_heads"]
   assert et.ffn_dim == hp["ff_factor"] * hp["dim"]
   assert et.dropout_rate == et.attention_dropout_rate == hp["dropout"]
-  # The function their code trains: untied, parent scores from x_ij.
+  # The function their code trains: untied, parent scores from x_ij; their
+  # initialisation.
   assert not et.tied and not c.head.parent_from_column
+  assert et.init == "bergen"
   assert t.optimizer == "adamw" and t.weight_decay == 0.01  # torch's AdamW.
   assert t.learning_rate == hp["lr"] and t.batch_size == hp["batch_size"]
   assert t.clip == hp["max_grad_norm"]
