@@ -70,10 +70,11 @@ def test_a_missing_key_names_the_template_line_file_and_key():
 
 
 def test_a_null_on_the_key_path_is_named():
-  # The COGS JSON has `final.gen_per_category`; its `best` is null.
+  # This COGS JSON (a kept earlier run) has `final.gen_per_category`; its
+  # `best` is null.
   template = (
-      "{% set r = load('reproductions/"
-      "cogs_graph_edge_transformer_cpu__full_eval__results.json') %}"
+      "{% set r = load('reproductions/cogs_graph_edge_transformer_cpu"
+      "__full_eval__before_bergen_init__results.json') %}"
       "{{ r.best.gen_per_category.cp_recursion | a3 }}"
   )
   with pytest.raises(results_doc.KeyMissing, match="'best' is null"):
