@@ -144,14 +144,19 @@ def feed_forward(
   }
 
 
+def _flax_linear() -> Dict[str, Initializer]:
+  """kernel / bias initialisers of Flax's `nn.Dense`: LeCun normal, zeros."""
+  return {
+      "kernel": nn.linear.default_kernel_init,
+      "bias": nn.initializers.zeros,
+  }
+
+
 def output_map(init: str, d_model: int) -> Dict[str, Initializer]:
   """kernel / bias initialisers of the untied D -> V output layer."""
   shapes.check_choice(init, INITS, "init")
   if init == "flax":
-    return {
-        "kernel": nn.linear.default_kernel_init,
-        "bias": nn.initializers.zeros,
-    }
+    return _flax_linear()
   return {"kernel": xavier_uniform(), "bias": torch_linear_bias(d_model)}
 
 
@@ -175,10 +180,7 @@ def et_linear(init: str, fan_in: int) -> Dict[str, Initializer]:
   layer whose input is `fan_in` wide (`ET_INITS`)."""
   shapes.check_choice(init, ET_INITS, "init")
   if init == "flax":
-    return {
-        "kernel": nn.linear.default_kernel_init,
-        "bias": nn.initializers.zeros,
-    }
+    return _flax_linear()
   return {"kernel": xavier_uniform(), "bias": torch_linear_bias(fan_in)}
 
 
@@ -187,10 +189,7 @@ def et_output(init: str, fan_in: int) -> Dict[str, Initializer]:
   states `fan_in` wide: PyTorch's Linear defaults under 'bergen'."""
   shapes.check_choice(init, ET_INITS, "init")
   if init == "flax":
-    return {
-        "kernel": nn.linear.default_kernel_init,
-        "bias": nn.initializers.zeros,
-    }
+    return _flax_linear()
   return {"kernel": torch_linear_kernel(), "bias": torch_linear_bias(fan_in)}
 
 
