@@ -209,7 +209,8 @@ def reused_reference_runs(path, name, comparison, budget_name):
   budget with the same record of their side (`describe`: repository,
   hyperparameters, their flags, budget, data; or what an earlier version
   recorded for the same, `Comparison.earlier_records`): a reference run is
-  deterministic given those and its seed, so rerunning it would repeat it."""
+  deterministic given those and its seed, so rerunning it would repeat it.
+  What describes our side (`ours`) and the listed differences may change."""
   with open(path) as f:
     earlier = json.load(f)
   now = {
@@ -217,7 +218,7 @@ def reused_reference_runs(path, name, comparison, budget_name):
       "budget_name": budget_name,
       **comparison.describe(comparison.budget(budget_name)),
   }
-  keys = [k for k in now if k not in ("differences", "resolved")]
+  keys = [k for k in now if k not in ("ours", "differences", "resolved")]
   same = lambda k: (now[k],) + tuple(comparison.earlier_records.get(k, ()))
   changed = [k for k in keys if earlier.get(k) not in same(k)]
   if changed:

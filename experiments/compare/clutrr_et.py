@@ -30,7 +30,6 @@ import shutil
 import sys
 from typing import Dict, List, Mapping, Sequence
 
-from experiments.compare import curves
 from experiments.compare import protocol
 
 REPOSITORY = "bergen/EdgeTransformer"
@@ -152,10 +151,10 @@ def prepare_data(budget: Budget, scratch: str, test_csv: str) -> str:
   return data_dir
 
 
-def metrics_of(tests: Mapping) -> Dict[str, float]:
-  """{'test_all', 'test_k2', ..., 'test_k10'} of one evaluation's
-  {'test': {'all', 'per_k'}}."""
-  test = tests["test"]
+def metrics_of(entry: Mapping) -> Dict[str, float]:
+  """{'test_all', 'test_k2', ..., 'test_k10'} of one evaluation entry's
+  {'tests': {'test': {'all', 'per_k'}}} (either side's)."""
+  test = entry["tests"]["test"]
   out = {"test_all": float(test["all"])}
   out.update({f"test_k{k}": float(v) for k, v in test["per_k"].items()})
   return out
@@ -170,10 +169,7 @@ def run_ours(
   results = clutrr.train_and_evaluate(
       our_config(budget, seed, data_dir), workdir, log=log
   )
-  return [
-      {"step": e["step"], "metrics": metrics_of(e["tests"])}
-      for e in results["history"]
-  ]
+  return protocol.points(results["history"], metrics_of)
 
 
 def run_theirs(
@@ -186,17 +182,8 @@ def run_theirs(
     threads: int = 1,
 ) -> List[Dict]:
   """Runs (or resumes, or reuses) the authors' side in `python` (their
-  environment); returns its evaluation points. The wrapper checkpoints into
-  `out_dir` at every evaluation; its output goes to `out_dir/log.txt`."""
-  curve = os.path.join(out_dir, "curve.jsonl")
-  points = read_curve(curve)
-  if points and points[-1]["step"] == budget.steps:
-    return points
-  os.makedirs(out_dir, exist_ok=True)
-  script = os.path.join(os.path.dirname(__file__), "refs", "clutrr_et_torch.py")
-  cmd = [
-      python,
-      script,
+  environment) in `out_dir` (`protocol.run_wrapper`); its points."""
+  flags = [
       f"--reference={reference}",
       f"--scratch={scratch}",
       f"--data_path={DATA_PATH}",
@@ -204,39 +191,32 @@ def run_theirs(
       f"--steps={budget.steps}",
       f"--eval_every={budget.eval_every}",
       f"--threads={threads}",
-      f"--out_dir={out_dir}",
       "--authors_flags=" + " ".join(reference_flags()),
   ]
-  log_path = os.path.join(out_dir, "log.txt")
   # Their label ids come from list(set(names)): the order follows Python's
   # string hash, random per process unless PYTHONHASHSEED is fixed.
   env = dict(os.environ, PYTHONHASHSEED=str(seed))
-  protocol.run_reference(cmd, log_path, env=env)
-  return read_curve(curve)
-
-
-def read_curve(path: str) -> List[Dict]:
-  """The evaluation points of the wrapper's curve.jsonl ([] if absent)."""
-  entries = protocol.read_jsonl(path)
-  return [
-      {"step": e["step"], "metrics": metrics_of(e["tests"])} for e in entries
-  ]
+  return protocol.run_wrapper(
+      python,
+      "clutrr_et_torch.py",
+      flags,
+      out_dir,
+      budget.steps,
+      metrics_of,
+      env=env,
+  )
 
 
 def finished_ours(budget: Budget, workdir: str):
   """A finished run's evaluation points (from its results.json), or None."""
-  history = curves.finished_history(workdir, budget.steps)
-  if history is None:
-    return None
-  return [
-      {"step": e["step"], "metrics": metrics_of(e["tests"])} for e in history
-  ]
+  return protocol.finished_history(workdir, budget.steps, metrics_of)
 
 
 def finished_theirs(budget: Budget, out_dir: str):
   """A finished reference run's evaluation points, or None."""
-  points = read_curve(os.path.join(out_dir, "curve.jsonl"))
-  return points if points and points[-1]["step"] == budget.steps else None
+  return protocol.finished(
+      protocol.wrapper_curve(out_dir, metrics_of), budget.steps
+  )
 
 
 def metric_names() -> Sequence[str]:

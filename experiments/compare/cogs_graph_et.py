@@ -45,7 +45,6 @@ from typing import Dict, List, Mapping, Sequence
 
 import numpy as np
 
-from experiments.compare import curves
 from experiments.compare import protocol
 
 REPOSITORY = "bergen/EdgeTransformer"
@@ -185,10 +184,10 @@ def prepare_data(budget: Budget, scratch: str, cogs_dir: str) -> str:
   return out
 
 
-def metrics_of(tests: Mapping) -> Dict[str, float]:
+def metrics_of(entry: Mapping) -> Dict[str, float]:
   """{'dev', 'test', 'gen'}: the sentence accuracy of each file, from one
-  evaluation's {name: {'all', ...}}."""
-  return {name: float(tests[name]["all"]) for name in EVAL_FILES}
+  evaluation entry's {'tests': {name: {'all', ...}}} (either side's)."""
+  return {name: float(entry["tests"][name]["all"]) for name in EVAL_FILES}
 
 
 def run_ours(
@@ -200,10 +199,7 @@ def run_ours(
   results = cogs_graph.train_and_evaluate(
       our_config(budget, seed, data_dir), workdir, log=log
   )
-  return [
-      {"step": e["step"], "metrics": metrics_of(e["tests"])}
-      for e in results["history"]
-  ]
+  return protocol.points(results["history"], metrics_of)
 
 
 def run_theirs(
@@ -216,54 +212,31 @@ def run_theirs(
     threads: int = 1,
 ) -> List[Dict]:
   """Runs (or resumes, or reuses) the authors' side in `python` (their
-  environment); returns its evaluation points. The wrapper checkpoints into
-  `out_dir` at every evaluation; its output goes to `out_dir/log.txt`."""
-  curve = os.path.join(out_dir, "curve.jsonl")
-  points = read_curve(curve)
-  if points and points[-1]["step"] == budget.steps:
-    return points
-  os.makedirs(out_dir, exist_ok=True)
-  script = os.path.join(
-      os.path.dirname(__file__), "refs", "cogs_graph_et_torch.py"
-  )
-  cmd = [
-      python,
-      script,
+  environment) in `out_dir` (`protocol.run_wrapper`); its points."""
+  flags = [
       f"--reference={reference}",
       f"--scratch={scratch}",
       f"--seed={seed}",
       f"--steps={budget.steps}",
       f"--eval_every={budget.eval_every}",
       f"--threads={threads}",
-      f"--out_dir={out_dir}",
       "--authors_flags=" + " ".join(reference_flags()),
   ]
-  protocol.run_reference(cmd, os.path.join(out_dir, "log.txt"))
-  return read_curve(curve)
-
-
-def read_curve(path: str) -> List[Dict]:
-  """The evaluation points of the wrapper's curve.jsonl ([] if absent)."""
-  return [
-      {"step": e["step"], "metrics": metrics_of(e["tests"])}
-      for e in protocol.read_jsonl(path)
-  ]
+  return protocol.run_wrapper(
+      python, "cogs_graph_et_torch.py", flags, out_dir, budget.steps, metrics_of
+  )
 
 
 def finished_ours(budget: Budget, workdir: str):
   """A finished run's evaluation points (from its results.json), or None."""
-  history = curves.finished_history(workdir, budget.steps)
-  if history is None:
-    return None
-  return [
-      {"step": e["step"], "metrics": metrics_of(e["tests"])} for e in history
-  ]
+  return protocol.finished_history(workdir, budget.steps, metrics_of)
 
 
 def finished_theirs(budget: Budget, out_dir: str):
   """A finished reference run's evaluation points, or None."""
-  points = read_curve(os.path.join(out_dir, "curve.jsonl"))
-  return points if points and points[-1]["step"] == budget.steps else None
+  return protocol.finished(
+      protocol.wrapper_curve(out_dir, metrics_of), budget.steps
+  )
 
 
 def metric_names() -> Sequence[str]:

@@ -36,7 +36,7 @@ import dataclasses
 import json
 import os
 import subprocess
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from experiments.compare import curves
 from relational_jax.layers.shapes import check_choice
@@ -69,6 +69,57 @@ def read_jsonl(path: str) -> List[Dict]:
     return []
   with open(path) as f:
     return [json.loads(line) for line in f if line.strip()]
+
+
+MetricsOf = Callable[[Mapping], Dict[str, float]]  # An entry's metrics.
+REFS = os.path.join(os.path.dirname(__file__), "refs")  # The wrappers.
+
+
+def points(entries: Sequence[Mapping], metrics_of: MetricsOf) -> Run:
+  """A run's evaluation points from its logged entries (each with "step")."""
+  return [{"step": e["step"], "metrics": metrics_of(e)} for e in entries]
+
+
+def finished(run: Run, steps: int) -> Optional[Run]:
+  """`run` when its last point is at `steps` (it finished), else None."""
+  return run if run and run[-1]["step"] == steps else None
+
+
+def finished_history(
+    workdir: str, steps: int, metrics_of: MetricsOf
+) -> Optional[Run]:
+  """Our finished run's points (`<workdir>/results.json`'s history), else
+  None."""
+  history = curves.finished_history(workdir, steps)
+  return None if history is None else points(history, metrics_of)
+
+
+def wrapper_curve(out_dir: str, metrics_of: MetricsOf) -> Run:
+  """The points of the wrapper's `<out_dir>/curve.jsonl` ([] if absent)."""
+  return points(read_jsonl(os.path.join(out_dir, "curve.jsonl")), metrics_of)
+
+
+def run_wrapper(
+    python: str,
+    script: str,
+    flags: Sequence[str],
+    out_dir: str,
+    steps: int,
+    metrics_of: MetricsOf,
+    **kwargs: Any,
+) -> Run:
+  """Runs (or resumes) the wrapper `refs/<script>` in `python` (the
+  authors' environment) with `flags` and `--out_dir`, unless its curve
+  already reaches `steps`; returns the curve's points. The wrapper
+  checkpoints into `out_dir` at every evaluation; its output is appended to
+  `out_dir/log.txt`; `kwargs` go to `run_reference`."""
+  done = finished(wrapper_curve(out_dir, metrics_of), steps)
+  if done:
+    return done
+  os.makedirs(out_dir, exist_ok=True)
+  cmd = [python, os.path.join(REFS, script), *flags, f"--out_dir={out_dir}"]
+  run_reference(cmd, os.path.join(out_dir, "log.txt"), **kwargs)
+  return wrapper_curve(out_dir, metrics_of)
 
 
 @dataclasses.dataclass(frozen=True)

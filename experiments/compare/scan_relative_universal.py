@@ -45,7 +45,6 @@ import os
 import sys
 from typing import Dict, List, Mapping, Sequence
 
-from experiments.compare import curves
 from experiments.compare import protocol
 from relational_jax.layers.shapes import check_choice
 
@@ -276,6 +275,16 @@ def prepare_data(budget: Budget, scratch: str, shared_data: str) -> str:
   return shared_data
 
 
+def _our_metrics(entry: Mapping) -> Dict[str, float]:
+  """METRICS of one history entry of ours ({'iid': ..., 'gen': ...})."""
+  return {m: float(entry[m]) for m in METRICS}
+
+
+def _their_metrics(entry: Mapping) -> Dict[str, float]:
+  """METRICS of one curve.jsonl entry of the wrapper ({'accuracy': ...})."""
+  return {m: float(entry["accuracy"][m]) for m in METRICS}
+
+
 def run_ours(
     budget: Budget, seed: int, data_dir: str, workdir: str, log=print
 ) -> List[Dict]:
@@ -285,10 +294,7 @@ def run_ours(
   results = seq2seq.train_and_evaluate(
       our_config(budget, seed, data_dir), workdir, log=log
   )
-  return [
-      {"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
-      for h in results["history"]
-  ]
+  return protocol.points(results["history"], _our_metrics)
 
 
 def run_theirs(
@@ -300,22 +306,10 @@ def run_theirs(
     out_dir: str,
     threads: int = 1,
 ) -> List[Dict]:
-  """Runs (or resumes, or reuses) the authors' side in `python`; its
-  evaluation points. The wrapper checkpoints into `out_dir` at every
-  evaluation (exact resume) and writes `out_dir/curve.jsonl`; its output is
-  appended to `out_dir/log.txt`."""
-  log_path = os.path.join(out_dir, "log.txt")
-  curve_path = os.path.join(out_dir, "curve.jsonl")
-  points = _read_curve(curve_path)
-  if points and points[-1]["step"] == budget.steps:
-    return points
-  os.makedirs(out_dir, exist_ok=True)
-  script = os.path.join(
-      os.path.dirname(__file__), "refs", "scan_csordas_torch.py"
-  )
-  cmd = [
-      python,
-      script,
+  """Runs (or resumes, or reuses) the authors' side in `python` in
+  `out_dir` (`protocol.run_wrapper`: exact resume from the checkpoint of
+  the last evaluation); its points."""
+  flags = [
       f"--reference={reference}",
       f"--scratch={scratch}",
       "--scan_file="
@@ -326,39 +320,28 @@ def run_theirs(
       f"--eval_every={budget.eval_every}",
       f"--threads={threads}",
       f"--max_eval_examples={budget.max_eval_examples}",
-      f"--out_dir={out_dir}",
       "--authors_flags=" + " ".join(reference_flags(AUTHORS, budget)),
   ]
-  protocol.run_reference(cmd, log_path)
-  return _read_curve(curve_path)
-
-
-def _read_curve(path: str) -> List[Dict]:
-  """The evaluation points of the wrapper's curve.jsonl ([] if absent)."""
-  return [
-      {
-          "step": entry["step"],
-          "metrics": {m: float(entry["accuracy"][m]) for m in METRICS},
-      }
-      for entry in protocol.read_jsonl(path)
-  ]
+  return protocol.run_wrapper(
+      python,
+      "scan_csordas_torch.py",
+      flags,
+      out_dir,
+      budget.steps,
+      _their_metrics,
+  )
 
 
 def finished_ours(budget: Budget, workdir: str):
   """A finished run's evaluation points (from its results.json), or None."""
-  history = curves.finished_history(workdir, budget.steps)
-  if history is None:
-    return None
-  return [
-      {"step": h["step"], "metrics": {m: float(h[m]) for m in METRICS}}
-      for h in history
-  ]
+  return protocol.finished_history(workdir, budget.steps, _our_metrics)
 
 
 def finished_theirs(budget: Budget, out_dir: str):
   """A finished reference run's evaluation points, or None."""
-  points = _read_curve(os.path.join(out_dir, "curve.jsonl"))
-  return points if points and points[-1]["step"] == budget.steps else None
+  return protocol.finished(
+      protocol.wrapper_curve(out_dir, _their_metrics), budget.steps
+  )
 
 
 def metric_names() -> Sequence[str]:

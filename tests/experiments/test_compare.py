@@ -12,6 +12,7 @@ import pytest
 from experiments.compare import clutrr_et
 from experiments.compare import cogs_graph_et
 from experiments.compare import curves
+from experiments.compare import protocol
 from experiments.compare import reference
 
 REPO = os.path.dirname(
@@ -245,8 +246,9 @@ def test_reference_curve_log_is_parsed(tmp_path):
       },
   }
   log.write_text(json.dumps(entry) + "\n")
-  assert clutrr_et.read_curve(str(tmp_path / "absent.jsonl")) == []
-  points = clutrr_et.read_curve(str(log))
+  read = lambda d: protocol.wrapper_curve(str(d), clutrr_et.metrics_of)
+  assert read(tmp_path / "absent") == []
+  points = read(tmp_path)
   assert points == [
       {"step": 50, "metrics": {"test_all": 0.5, "test_k2": 1.0, "test_k3": 0.0}}
   ]
@@ -422,6 +424,9 @@ def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(tmp_path):
   assert earlier["data"] in clutrr_et.ClutrrEt.earlier_records["data"]
   again = reuse()
   assert again["runs"]["theirs"] == result["runs"]["theirs"]
+  # Our side's description (a changed default of ours) does not touch theirs.
+  earlier["ours"] = "clutrr: an earlier default of ours"
+  assert reuse()["runs"]["theirs"] == result["runs"]["theirs"]
   # A record that differs from this comparison's (their flags) is refused.
   earlier["reference_flags"] = ["--lr", "0.5"]
   with pytest.raises(ValueError, match="\\['reference_flags'\\] differ"):

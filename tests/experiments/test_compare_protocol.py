@@ -246,3 +246,29 @@ def test_run_reference_logs_and_names_a_failure(tmp_path):
   assert protocol.read_jsonl(str(curve)) == []
   curve.write_text('{"step": 1}\n\n{"step": 2}\n')
   assert protocol.read_jsonl(str(curve)) == [{"step": 1}, {"step": 2}]
+
+
+def test_run_wrapper_runs_until_the_curve_reaches_its_steps(tmp_path):
+  # A stand-in for the authors' Python: it records its arguments and
+  # appends one evaluation point per call to <out_dir>/curve.jsonl.
+  fake = tmp_path / "their_python"
+  fake.write_text(
+      f"#!{sys.executable}\nimport json, os, sys\nout = sys.argv[-1].split('=',"
+      " 1)[1]\npath = os.path.join(out, 'curve.jsonl')\nn ="
+      " len(open(path).readlines()) if os.path.exists(path) else 0\nprint('"
+      " '.join(sys.argv[1:]))\nopen(path, 'a').write(json.dumps({'step': 10 *"
+      " (n + 1), 'acc': n}) + '\\n')\n"
+  )
+  fake.chmod(0o755)
+  out = str(tmp_path / "theirs")
+  metrics_of = lambda e: {"acc": float(e["acc"])}
+  run = lambda: protocol.run_wrapper(
+      str(fake), "w.py", ["--seed=3"], out, 20, metrics_of
+  )
+  assert run() == [{"step": 10, "metrics": {"acc": 0.0}}]  # Killed early.
+  assert protocol.finished(protocol.wrapper_curve(out, metrics_of), 20) is None
+  finished = run()  # Resumed: the curve now reaches step 20.
+  assert finished[-1] == {"step": 20, "metrics": {"acc": 1.0}}
+  assert run() == finished  # Finished: not run again.
+  log = (tmp_path / "theirs" / "log.txt").read_text().splitlines()
+  assert log == [f"{protocol.REFS}/w.py --seed=3 --out_dir={out}"] * 2

@@ -125,7 +125,7 @@ def test_scan_reference_curve_is_parsed(tmp_path):
       "sizes": {"train": 16458, "iid": 1828, "gen": 2624},
   }
   curve.write_text(json.dumps(entry_) + "\n")
-  assert scan._read_curve(str(curve)) == [
+  assert protocol.wrapper_curve(str(tmp_path), scan._their_metrics) == [
       {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}
   ]
   assert scan.finished_theirs(scan.Budget(200, 100, 1), str(tmp_path)) == [

@@ -28,9 +28,8 @@ decay follow the shortened budget as on our side). Every `--eval_every`
 steps the model is scored on every test file, per k (`task_name`), in
 eval mode without gradients.
 
-Every evaluation point is appended to `<out_dir>/curve.jsonl`, and the run
-is checkpointed there (`checkpoint.pt`: model, optimiser, scheduler, step
-and torch's RNG state) at the same moment, so a killed run resumes exactly
+Every evaluation point is appended to `<out_dir>/curve.jsonl` and the run
+checkpointed there (`lightning_loop.fit`), so a killed run resumes exactly
 where its last evaluation left it (their batches are in a fixed order, so the
 step fixes the next batch).
 """
@@ -39,42 +38,16 @@ import argparse
 import csv
 import os
 import sys
-import time
 
-import curve_file  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
+import lightning_loop  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
 
 
 def _args():
   p = argparse.ArgumentParser()
-  p.add_argument(
-      "--reference",
-      required=True,
-      help="Checkout of github.com/bergen/EdgeTransformer.",
-  )
-  p.add_argument(
-      "--scratch",
-      required=True,
-      help="Directory holding data/<data_path>/*{train,test}.csv.",
+  lightning_loop.add_flags(
+      p, scratch_help="Directory holding data/<data_path>/*{train,test}.csv."
   )
   p.add_argument("--data_path", default="compare")
-  p.add_argument("--seed", type=int, required=True)
-  p.add_argument("--steps", type=int, required=True)
-  p.add_argument("--eval_every", type=int, required=True)
-  p.add_argument("--threads", type=int, default=1)
-  p.add_argument(
-      "--stop_at",
-      type=int,
-      default=0,
-      help="Stop after the checkpoint of this step (a resume test).",
-  )
-  p.add_argument(
-      "--out_dir", required=True, help="curve.jsonl and checkpoint.pt go here."
-  )
-  p.add_argument(
-      "--authors_flags",
-      default="",
-      help="Extra flags for their train.py parser, space separated.",
-  )
   return p.parse_args()
 
 
@@ -142,86 +115,34 @@ def main():
   optimizer, scheduler = opt["optimizer"], opt["lr_scheduler"]["scheduler"]
 
   def evaluate():
-    model.eval()
     out = {}
-    with torch.no_grad():
-      for name, test_loader, ks in tests:
-        correct = []
-        for batch in test_loader:
-          _, logits = model._calculate_loss(batch)
-          correct += (logits.argmax(-1) == batch["query_labels"]).tolist()
-        per_k, counts = {}, {}
-        for k in sorted(set(ks)):
-          hits = [c for c, kk in zip(correct, ks) if kk == k]
-          per_k[str(k)] = sum(hits) / len(hits)
-          counts[str(k)] = len(hits)
-        out[os.path.splitext(name)[0].split("_")[-1]] = {
-            "all": sum(correct) / len(correct),
-            "per_k": per_k,
-            "count_per_k": counts,
-        }
-    model.train()
+    for name, test_loader, ks in tests:
+      correct = []
+      for batch in test_loader:
+        _, logits = model._calculate_loss(batch)
+        correct += (logits.argmax(-1) == batch["query_labels"]).tolist()
+      per_k, counts = {}, {}
+      for k in sorted(set(ks)):
+        hits = [c for c, kk in zip(correct, ks) if kk == k]
+        per_k[str(k)] = sum(hits) / len(hits)
+        counts[str(k)] = len(hits)
+      out[os.path.splitext(name)[0].split("_")[-1]] = {
+          "all": sum(correct) / len(correct),
+          "per_k": per_k,
+          "count_per_k": counts,
+      }
     return out
 
-  os.makedirs(a.out_dir, exist_ok=True)
-  ckpt_path = os.path.join(a.out_dir, "checkpoint.pt")
-  curve_path = os.path.join(a.out_dir, "curve.jsonl")
-  step = 0
-  if os.path.isfile(ckpt_path):
-    ckpt = torch.load(ckpt_path, weights_only=False)
-    model.load_state_dict(ckpt["model"])
-    optimizer.load_state_dict(ckpt["optimizer"])
-    scheduler.load_state_dict(ckpt["scheduler"])
-    torch.set_rng_state(ckpt["torch_rng"])
-    step = ckpt["step"]
-    curve_file.restart(curve_path, step)
-    print(f"resumed at step {step}", flush=True)
-  else:
-    curve_file.restart(curve_path, None)
-
-  def save(point):
-    curve_file.append(curve_path, point)
-    torch.save(
-        {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "step": step,
-            "torch_rng": torch.get_rng_state(),
-        },
-        ckpt_path + ".tmp",
-    )
-    os.replace(ckpt_path + ".tmp", ckpt_path)
-
-  started = time.time()
-  model.train()
-  skip = step % len(loader)  # Batches of the current epoch already done.
-  while step < a.steps:
-    for batch in loader:
-      if skip:
-        skip -= 1
-        continue
-      loss, _ = model._calculate_loss(batch)
-      optimizer.zero_grad()
-      loss.backward()
-      torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
-      optimizer.step()
-      scheduler.step()
-      step += 1
-      if step % a.eval_every == 0 or step == a.steps:
-        point = {
-            "step": step,
-            "loss": float(loss.detach()),
-            "train_seconds": time.time() - started,
-            "tests": evaluate(),
-        }
-        save(point)
-        print(f"step {step}: loss {point['loss']:.4f}", flush=True)
-        started = time.time()
-        if step == a.stop_at:
-          return
-      if step >= a.steps:
-        break
+  lightning_loop.fit(
+      a,
+      model,
+      optimizer,
+      scheduler,
+      args.max_grad_norm,
+      lambda epoch: loader,  # Their fixed order, the same every epoch.
+      len(loader),
+      evaluate,
+  )
 
 
 if __name__ == "__main__":

@@ -34,15 +34,15 @@ batches; the schedule's `num_training_steps` is set to it, as on our side.
 
 Every `--eval_every` steps an evaluation point is appended to
 `<out_dir>/curve.jsonl` and the run is checkpointed there
-(`checkpoint.pt`: model, optimiser, scheduler, step and torch's RNG state).
+(`lightning_loop.fit`: model, optimiser, scheduler, step and torch's RNG
+state), so a killed run resumes exactly.
 """
 
 import argparse
 import os
 import sys
-import time
 
-import curve_file  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
+import lightning_loop  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
 
 # Their evaluation sets in `load.read_cogs_datasets`' `test_sets_names`,
 # the ones scored here.
@@ -51,33 +51,9 @@ EVAL_SETS = ("dev", "test", "gen")
 
 def _args():
   p = argparse.ArgumentParser()
-  p.add_argument(
-      "--reference",
-      required=True,
-      help="Checkout of github.com/bergen/EdgeTransformer.",
-  )
-  p.add_argument(
-      "--scratch",
-      required=True,
-      help="Directory holding data/{train,test,dev,gen}_seqtag.jsonl.",
-  )
-  p.add_argument("--seed", type=int, required=True)
-  p.add_argument("--steps", type=int, required=True)
-  p.add_argument("--eval_every", type=int, required=True)
-  p.add_argument("--threads", type=int, default=1)
-  p.add_argument(
-      "--stop_at",
-      type=int,
-      default=0,
-      help="Stop after the checkpoint of this step (a resume test).",
-  )
-  p.add_argument(
-      "--out_dir", required=True, help="curve.jsonl and checkpoint.pt go here."
-  )
-  p.add_argument(
-      "--authors_flags",
-      default="",
-      help="Extra flags for their train.py parser, space separated.",
+  lightning_loop.add_flags(
+      p,
+      scratch_help="Directory holding data/{train,test,dev,gen}_seqtag.jsonl.",
   )
   return p.parse_args()
 
@@ -160,78 +136,26 @@ def main():
   optimizer, scheduler = opt["optimizer"], opt["lr_scheduler"]["scheduler"]
 
   def evaluate():
-    model.eval()
     out = {}
-    with torch.no_grad():
-      for name, loader, size in evals:
-        correct = 0
-        for batch in loader:
-          _, scores = model._calculate_loss(batch)
-          acc = model.compute_acc(batch, scores)  # Their batch mean.
-          correct += round(float(acc) * batch["tokens"].shape[0])
-        out[name] = {"all": correct / size, "count": size}
-    model.train()
+    for name, loader, size in evals:
+      correct = 0
+      for batch in loader:
+        _, scores = model._calculate_loss(batch)
+        acc = model.compute_acc(batch, scores)  # Their batch mean.
+        correct += round(float(acc) * batch["tokens"].shape[0])
+      out[name] = {"all": correct / size, "count": size}
     return out
 
-  os.makedirs(a.out_dir, exist_ok=True)
-  ckpt_path = os.path.join(a.out_dir, "checkpoint.pt")
-  curve_path = os.path.join(a.out_dir, "curve.jsonl")
-  step = 0
-  if os.path.isfile(ckpt_path):
-    ckpt = torch.load(ckpt_path, weights_only=False)
-    model.load_state_dict(ckpt["model"])
-    optimizer.load_state_dict(ckpt["optimizer"])
-    scheduler.load_state_dict(ckpt["scheduler"])
-    torch.set_rng_state(ckpt["torch_rng"])
-    step = ckpt["step"]
-    curve_file.restart(curve_path, step)
-    print(f"resumed at step {step}", flush=True)
-  else:
-    curve_file.restart(curve_path, None)
-
-  def save(point):
-    curve_file.append(curve_path, point)
-    torch.save(
-        {
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "scheduler": scheduler.state_dict(),
-            "step": step,
-            "torch_rng": torch.get_rng_state(),
-        },
-        ckpt_path + ".tmp",
-    )
-    os.replace(ckpt_path + ".tmp", ckpt_path)
-
-  started = time.time()
-  model.train()
-  while step < a.steps:
-    skip = step % steps_per_epoch  # Batches of this epoch already done.
-    for batch in epoch_loader(step // steps_per_epoch):
-      if skip:
-        skip -= 1
-        continue
-      loss, _ = model._calculate_loss(batch)
-      optimizer.zero_grad()
-      loss.backward()
-      torch.nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
-      optimizer.step()
-      scheduler.step()
-      step += 1
-      if step % a.eval_every == 0 or step == a.steps:
-        point = {
-            "step": step,
-            "loss": float(loss.detach()),
-            "train_seconds": time.time() - started,
-            "tests": evaluate(),
-        }
-        save(point)
-        print(f"step {step}: loss {point['loss']:.4f}", flush=True)
-        started = time.time()
-        if step == a.stop_at:
-          return
-      if step >= a.steps:
-        break
+  lightning_loop.fit(
+      a,
+      model,
+      optimizer,
+      scheduler,
+      args.max_grad_norm,
+      epoch_loader,
+      steps_per_epoch,
+      evaluate,
+  )
 
 
 if __name__ == "__main__":
