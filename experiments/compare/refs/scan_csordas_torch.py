@@ -299,6 +299,9 @@ def train(a):
           "accuracy": accuracy,
           "sizes": sizes,
       }
+      # The point first: a run killed before the checkpoint below redoes
+      # these steps (restart drops the point) instead of losing the point.
+      curve_file.append(curve_path, point)
       torch.save(
           {
               "model": task.model.state_dict(),
@@ -309,7 +312,6 @@ def train(a):
           ckpt_path + ".tmp",
       )
       os.replace(ckpt_path + ".tmp", ckpt_path)
-      curve_file.append(curve_path, point)
       print("CURVE " + json.dumps(point), flush=True)
       if step == a.stop_at:
         return
