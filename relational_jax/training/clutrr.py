@@ -619,35 +619,22 @@ def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
   init = _state_init(model, tx, {k: v[:1] for k, v in train_arrays.items()})
   predict = make_predict(model, mesh)
 
-  def evaluate(params) -> Dict:
-    entry = {}
-    if "val" in data:
-      entry["val_accuracy"] = accuracy_by_k(
-          predict, params, data["val"], eval_batch, mesh
-      )["all"]
-    if t_cfg.eval_tests:  # Learning curves on the test sets.
-      entry["tests"] = {
-          name: accuracy_by_k(predict, params, examples, eval_batch, mesh)
-          for name, examples in data.items()
-          if name not in ("train", "val")
-      }
-    return entry
+  def score(params, examples):
+    return accuracy_by_k(predict, params, examples, eval_batch, mesh)
 
-  task = trainer.FunctionalTask(
+  task = engine.held_out_task(
       init=init,
       train_step=make_train_step(model, tx, mesh),
-      stream=trainer.EpochStream(
-          num_train, t_cfg.batch_size, t_cfg.seed, batch_at
-      ),
-      evaluate=evaluate,
+      batch_at=batch_at,
+      score=score,
+      data=data,
+      train=t_cfg,
       mesh=mesh,
-      seed=t_cfg.seed,
-      score_key="val_accuracy" if "val" in data else None,
   )
 
   def final(params, done, selected) -> Dict:
     evaluations = {
-        name: accuracy_by_k(predict, params, examples, eval_batch, mesh)
+        name: score(params, examples)
         for name, examples in data.items()
         if name != "train"
     }

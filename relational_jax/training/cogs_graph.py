@@ -422,28 +422,14 @@ def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
         predict, params, graphs, vocabs, eval_batch, multiple, mesh
     )
 
-  def evaluate(params) -> Dict:
-    entry = {}
-    if "val" in data:
-      entry["val_accuracy"] = score(params, data["val"])["all"]
-    if t_cfg.eval_tests:  # Learning curves on the evaluation files.
-      entry["tests"] = {
-          name: score(params, graphs)
-          for name, graphs in data.items()
-          if name not in ("train", "val")
-      }
-    return entry
-
-  task = trainer.FunctionalTask(
+  task = engine.held_out_task(
       init=init,
       train_step=make_train_step(model, tx, mesh),
-      stream=trainer.EpochStream(
-          num_train, t_cfg.batch_size, t_cfg.seed, batch_at
-      ),
-      evaluate=evaluate,
+      batch_at=batch_at,
+      score=score,
+      data=data,
+      train=t_cfg,
       mesh=mesh,
-      seed=t_cfg.seed,
-      score_key="val_accuracy" if "val" in data else None,
   )
 
   def final(params, done, selected) -> Dict:

@@ -74,6 +74,49 @@ class Built:
   record_only: bool = False
 
 
+def held_out_task(
+    *,
+    init: Callable,
+    train_step: Callable,
+    batch_at: Callable,
+    score: Callable[[Any, Any], Dict],
+    data: Dict[str, Any],
+    train: ConfigDict,
+    mesh,
+) -> trainer.FunctionalTask:
+  """The trainer's task of a task whose `data` maps set names to examples:
+  'train' (trained on in epochs, `trainer.EpochStream` of `batch_at`), an
+  optional 'val' and evaluation sets (CLUTRR's test files, graph COGS's
+  dev/test/gen). Each evaluation holds `val_accuracy` (`score(params,
+  data['val'])['all']`, the selection score) when there is a 'val' set
+  (else nothing is selected: the run keeps its last state) and, with
+  `train.eval_tests`, `tests`: every evaluation set's `score`."""
+
+  def evaluate(params) -> Dict:
+    entry = {}
+    if "val" in data:
+      entry["val_accuracy"] = score(params, data["val"])["all"]
+    if train.eval_tests:
+      entry["tests"] = {
+          name: score(params, examples)
+          for name, examples in data.items()
+          if name not in ("train", "val")
+      }
+    return entry
+
+  return trainer.FunctionalTask(
+      init=init,
+      train_step=train_step,
+      stream=trainer.EpochStream(
+          len(data["train"]), train.batch_size, train.seed, batch_at
+      ),
+      evaluate=evaluate,
+      mesh=mesh,
+      seed=train.seed,
+      score_key="val_accuracy" if "val" in data else None,
+  )
+
+
 def results_path(config: ConfigDict, workdir: str) -> str:
   """Every task's results JSON: `config.results_path`, or
   `<workdir>/results.json` when it is ''."""
