@@ -31,7 +31,9 @@ best-state selection, the final evaluation, the results JSON and plot, files
 from process 0 only. A task whose config holds several runs (CLRS: one per
 algorithm and seed, each in its own directory, each with its own results)
 uses the two parts of `run` that it repeats: `check_config` once, and `fit`
-(train, then the selected state) per run.
+(train, then the selected state) per run. `held_out_task` is the trainer's
+task of the tasks whose data are named sets of examples (CLUTRR, graph
+COGS: train, an optional val, evaluation sets).
 """
 
 import dataclasses
