@@ -81,3 +81,39 @@ def test_every_task_resumes_the_same_train_fields(name):
 
   resumable = registry.get(name).RESUMABLE_CHANGES
   assert set(trainer.RESUMABLE_TRAIN_CHANGES) <= set(resumable)
+
+
+@pytest.mark.parametrize("with_val", [True, False])
+@pytest.mark.parametrize("eval_tests", [True, False])
+def test_held_out_task_scores_val_and_the_evaluation_sets(with_val, eval_tests):
+  """Selection on 'val' when there is one (else none: the last state);
+  every other set's score in `tests` with train.eval_tests; an epoch
+  stream over 'train'."""
+  data = {"train": list(range(10)), "test": [1, 1], "gen": [0, 1]}
+  if with_val:
+    data["val"] = [1, 0, 0, 0]
+  train = config_lib.ConfigDict(
+      dict(batch_size=4, seed=3, eval_tests=eval_tests)
+  )
+  task = engine.held_out_task(
+      init=None,
+      train_step=None,
+      batch_at=lambda idx: idx,
+      score=lambda params, examples: {"all": sum(examples) / len(examples)},
+      data=data,
+      train=train,
+      mesh=None,
+  )
+  assert task.score_key == ("val_accuracy" if with_val else None)
+  expected = {}
+  if with_val:
+    expected["val_accuracy"] = 0.25
+  if eval_tests:
+    expected["tests"] = {"test": {"all": 1.0}, "gen": {"all": 0.5}}
+  entry, score = task.evaluate({"params": None}, step=0)
+  assert entry == expected
+  assert score == (0.25 if with_val and entry else None)
+  assert task.seed == 3
+  epoch = [list(next(task.stream)) for _ in range(3)]  # ceil(10 / 4) batches
+  assert sorted(i for b in epoch for i in b) == list(range(10))
+  assert [len(b) for b in epoch] == [4, 4, 2]  # batch_at pads the last.
