@@ -18,6 +18,7 @@ MAINS = {
     "experiments.clrs_train": True,
     "experiments.clrs_evaluate": True,
     "experiments.seq2seq_train": True,
+    "experiments.seq2seq_evaluate": False,
     "experiments.clutrr_train": False,
     "experiments.cogs_graph_train": False,
     "experiments.reproduce": False,

@@ -18,6 +18,11 @@ e.g. the 21 COGS generalisation categories) are also scored per category,
 `accuracy_by_category(correct, categories)`; the count-weighted mean of the
 per-category accuracies is the set's total exact match.
 
+Csordas et al.'s code scores a row of its evaluation batch's longest
+target without its final EOS (`batch_longest_matches`); training-time
+evaluation is strict, and `loop.evaluate_checkpoint`
+(`experiments.seq2seq_evaluate`) scores a saved checkpoint both ways.
+
 Model selection (`config.train.select_on`): 'auto' selects on 'gen_val' when
 the data has one and otherwise keeps the LAST evaluated step (not the best
 IID step: Csordas et al. 2021 sec. 3.2 show that IID accuracy saturates
@@ -38,7 +43,7 @@ from relational_jax.training import trainer
 from relational_jax.training.seq2seq.data import EncodedSet
 
 
-def exact_match_rows(
+def greedy_rows(
     model,
     params,
     eval_set: EncodedSet,
@@ -47,19 +52,12 @@ def exact_match_rows(
     mesh,
     arities: Optional[np.ndarray] = None,
 ) -> np.ndarray:
-  """Per-row exact match (bool, N) of greedy decoding on `eval_set`, in
-  batches of `batch_size` (`trainer.map_rows`). A target row holding UNK is never a match (module docstring).
-  """
+  """Greedy decodings (int, N x `decode_len`: EOS, then PAD) of `eval_set`,
+  in batches of `batch_size` (`trainer.map_rows`)."""
   s = eval_set
-  if decode_len != s.tgt_out.shape[1]:
-    raise ValueError(
-        f"decode_len={decode_len} must equal the target width "
-        f"{s.tgt_out.shape[1]} of the evaluation set (whole rows are "
-        "compared, EOS and padding included)."
-    )
   extras = {} if arities is None else {"arities": arities.tolist()}
 
-  def correct_at(idx):
+  def decode(idx):
     src = mesh_lib.shard_batch(s.src[idx], mesh)
     tree = s.tree_extras(idx, strict=False)  # Sources may hold UNK.
     src_tree = {
@@ -79,12 +77,77 @@ def exact_match_rows(
     )
     if jax.process_count() > 1:  # Gather the other processes' rows.
       pred = multihost_utils.process_allgather(pred, tiled=True)
-    target = s.tgt_out[idx]
-    return np.all(np.asarray(pred) == target, axis=1) & ~np.any(
-        target == UNK_ID, axis=1
-    )
+    return np.asarray(pred)
 
-  return trainer.map_rows(correct_at, len(s), batch_size)
+  return trainer.map_rows(decode, len(s), batch_size)
+
+
+def row_matches(pred_NxT: np.ndarray, tgt_NxT: np.ndarray) -> np.ndarray:
+  """Per-row exact match (bool, N): the whole row, EOS and the PAD after it
+  included; a target row holding UNK is never a match (module docstring)."""
+  if pred_NxT.shape != tgt_NxT.shape:
+    raise ValueError(
+        f"decodings of shape {pred_NxT.shape} must equal the targets' "
+        f"{tgt_NxT.shape} (whole rows are compared, EOS and padding "
+        "included)."
+    )
+  return np.all(pred_NxT == tgt_NxT, axis=1) & ~np.any(
+      tgt_NxT == UNK_ID, axis=1
+  )
+
+
+def target_lengths(tgt_NxT: np.ndarray) -> np.ndarray:
+  """Tokens before each target row's EOS (int, N)."""
+  return np.argmax(tgt_NxT == EOS_ID, axis=1)
+
+
+def batch_longest_matches(
+    pred_NxT: np.ndarray, tgt_NxT: np.ndarray, batch_size: int
+) -> np.ndarray:
+  """Per-row exact match as Csordas et al.'s code scores it (bool, N).
+
+  Their evaluation decodes a batch greedily for as many steps as its
+  longest target has tokens, EOS not counted (`run_greedy(max_len=
+  out_len.max())`), and a row is right when its tokens match and its
+  decoded length, the steps before the first EOS or all of them, equals
+  the target's (`SequenceTestState.compare_direct`). So the rows of a
+  batch's longest target length are right without emitting EOS after
+  their last token; every other row is scored as `row_matches`. Batches
+  are consecutive runs of `batch_size` rows in set order, as their
+  unshuffled evaluation loader (their SCAN profile: 2048 rows)."""
+  ok_N = row_matches(pred_NxT, tgt_NxT)
+  len_N = target_lengths(tgt_NxT)
+  for start in range(0, len(tgt_NxT), batch_size):
+    rows = np.arange(start, min(start + batch_size, len(tgt_NxT)))
+    longest = len_N[rows].max()
+    rows = rows[len_N[rows] == longest]
+    ok_N[rows] = np.all(
+        pred_NxT[rows, :longest] == tgt_NxT[rows, :longest], axis=1
+    ) & ~np.any(tgt_NxT[rows] == UNK_ID, axis=1)
+  return ok_N
+
+
+def exact_match_rows(
+    model,
+    params,
+    eval_set: EncodedSet,
+    decode_len: int,
+    batch_size: int,
+    mesh,
+    arities: Optional[np.ndarray] = None,
+) -> np.ndarray:
+  """Per-row exact match (bool, N) of greedy decoding on `eval_set`
+  (`greedy_rows`, `row_matches`)."""
+  if decode_len != eval_set.tgt_out.shape[1]:
+    raise ValueError(
+        f"decode_len={decode_len} must equal the target width "
+        f"{eval_set.tgt_out.shape[1]} of the evaluation set (whole rows are "
+        "compared, EOS and padding included)."
+    )
+  pred_NxT = greedy_rows(
+      model, params, eval_set, decode_len, batch_size, mesh, arities
+  )
+  return row_matches(pred_NxT, eval_set.tgt_out)
 
 
 def exact_match(

@@ -47,8 +47,10 @@ from relational_jax.data.vocab import PAD_ID, Vocab
 from relational_jax.models import et_seq2seq
 from relational_jax.models import seq2seq as seq2seq_models
 from relational_jax.training import checkpoints as ckpt_lib
+from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
+from relational_jax.training import errors
 from relational_jax.training import optim
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
@@ -697,13 +699,127 @@ def restore_checkpoint(
   """(state, meta) of a run's newest `which` checkpoint ('latest' or
   'best'), restored with the run's saved vocabularies; None if none. Pass
   the `model`, `data` and `optimizer` the run was trained with."""
+  experiment = _saved_experiment(config, workdir, model, data, optimizer)
+  return trainer.restore(
+      experiment.abstract_state(), trainer.checkpoint_dir(workdir), which
+  )
+
+
+def _saved_experiment(config, workdir, model, data, optimizer) -> Experiment:
   vocabs = tuple(
       Vocab.load(os.path.join(workdir, f"vocab_{n}.json"))
       for n in ("src", "tgt")
   )
-  experiment = Experiment(
+  return Experiment(
       config, vocabs=vocabs, model=model, data=data, optimizer=optimizer
   )
-  return trainer.restore(
+
+
+def load_config(workdir: str) -> ConfigDict:
+  """A run's `<workdir>/config.json` in today's layout (a field added since
+  it was saved counts as its default, as on resume)."""
+  path = os.path.join(workdir, "config.json")
+  if not os.path.isfile(path):
+    raise FileNotFoundError(
+        f"{path} not found: {workdir!r} is not a seq2seq work directory."
+    )
+
+  def merged(default, saved):
+    return {
+        k: (
+            merged(v, saved[k])
+            if isinstance(v, dict) and k in saved
+            else saved.get(k, v)
+        )
+        for k, v in default.items()
+    } | {k: v for k, v in saved.items() if k not in default}
+
+  saved = compat.upgrade_saved(reporting.read_json(path))
+  return config_lib.from_dict(
+      merged(config_lib.to_dict(s2s_config.default_config()), saved)
+  )
+
+
+def evaluate_checkpoint(
+    workdir: str,
+    which: str = "latest",
+    *,
+    csordas_batch_size: int = 2048,
+    max_wrong: int = 50,
+    model: ModelArg = None,
+    data: Optional[data_lib.Seq2SeqData] = None,
+) -> Dict:
+  """Scores a saved run's newest `which` checkpoint on every evaluation set,
+  strictly and as Csordas et al.'s code does (`evaluation` module
+  docstring), and says which rows are wrong.
+
+  Returns {'workdir', 'checkpoint', 'step', 'csordas_batch_size', 'sets':
+  {name: {'size', 'exact_match' (strict, as in training), 'exact_match_csordas'
+  (`batch_longest_matches` in batches of `csordas_batch_size`),
+  'by_target_length': {tokens before EOS: {'rows', 'wrong',
+  'wrong_csordas'}}, 'wrong': the first `max_wrong` strictly wrong rows
+  ({'row', 'source', 'target', 'prediction'}, as text)}}}.
+  """
+  if csordas_batch_size < 1:
+    raise ValueError(
+        f"csordas_batch_size must be >= 1, got {csordas_batch_size}."
+    )
+  config = load_config(workdir)
+  experiment = _saved_experiment(config, workdir, model, data, None)
+  restored = trainer.restore(
       experiment.abstract_state(), trainer.checkpoint_dir(workdir), which
   )
+  if restored is None:
+    raise errors.UserError(
+        f"No {which} checkpoint in {trainer.checkpoint_dir(workdir)}: the"
+        " run has not been saved yet."
+    )
+  state, meta = restored
+  text = lambda vocab, ids: " ".join(
+      vocab.id_to_token(int(t)) for t in ids if t != PAD_ID
+  )
+  sets = {}
+  for name, s in experiment.eval_sets.items():
+    pred_NxT = evaluation.greedy_rows(
+        experiment.model,
+        state["params"],
+        s,
+        experiment.decode_len,
+        experiment.eval_batch,
+        experiment.mesh,
+        experiment.arities,
+    )
+    ok_N = evaluation.row_matches(pred_NxT, s.tgt_out)
+    ok_c_N = evaluation.batch_longest_matches(
+        pred_NxT, s.tgt_out, csordas_batch_size
+    )
+    len_N = evaluation.target_lengths(s.tgt_out)
+    sets[name] = {
+        "size": len(s),
+        "exact_match": float(np.mean(ok_N)),
+        "exact_match_csordas": float(np.mean(ok_c_N)),
+        "by_target_length": {
+            str(n): {
+                "rows": int(np.sum(len_N == n)),
+                "wrong": int(np.sum(~ok_N[len_N == n])),
+                "wrong_csordas": int(np.sum(~ok_c_N[len_N == n])),
+            }
+            for n in sorted(set(len_N.tolist()))
+        },
+        "wrong": [
+            {
+                "row": int(i),
+                "source": text(experiment.src_vocab, s.src[i]),
+                "target": text(experiment.tgt_vocab, s.tgt_out[i]),
+                "prediction": text(experiment.tgt_vocab, pred_NxT[i]),
+            }
+            for i in np.flatnonzero(~ok_N)[:max_wrong]
+        ],
+    }
+  return {
+      "workdir": workdir,
+      "checkpoint": which,
+      "step": int(meta["step"]),
+      "csordas_batch_size": csordas_batch_size,
+      "sets": sets,
+  }

@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from relational_jax.data.vocab import UNK_ID, Vocab
+from relational_jax.data.vocab import EOS_ID, UNK_ID, Vocab
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import seq2seq
 from relational_jax.training.seq2seq import evaluation
@@ -66,3 +66,81 @@ def test_exact_match_rows_unknown_target_and_categories():
       evaluation.exact_match_rows(
           LookupModel(table), None, eval_set, width, 2, mesh
       )
+
+
+def _authors_scoring(pred_NxT, tgt_NxT, batch_size):
+  """Csordas et al.'s scoring, step by step: per batch, `max_len` decoding
+  steps (the longest target, EOS not counted), the decoded length as their
+  `run_greedy` counts it, then `compare_direct`."""
+  ok = []
+  for start in range(0, len(tgt_NxT), batch_size):
+    pred, tgt = (
+        pred_NxT[start : start + batch_size],
+        tgt_NxT[start : start + batch_size],
+    )
+    ref_len = [list(row).index(EOS_ID) for row in tgt]
+    max_len = max(ref_len)
+    for p, t, n in zip(pred, tgt, ref_len):
+      running, out_len = True, 0
+      for i in range(max_len):
+        running = running and p[i] != EOS_ID
+        if running:
+          out_len = i + 1
+      tokens_ok = all(p[i] == t[i] for i in range(min(n, max_len)))
+      ok.append(tokens_ok and out_len == n and UNK_ID not in t)
+  return np.array(ok)
+
+
+def test_batch_longest_matches_equals_the_authors_scoring():
+  rng = np.random.default_rng(0)
+  n, width = 37, 9
+  tgt = np.zeros((n, width), np.int32)
+  for row, length in enumerate(rng.integers(1, width, n)):
+    tgt[row, :length] = rng.integers(4, 6, length)
+    tgt[row, length] = EOS_ID
+  # Predictions (PAD after EOS, as greedy decoding's): the target, then a
+  # few kinds of damage (a wrong token, EOS late, early or missing).
+  pred = tgt.copy()
+  for row in range(n):
+    length = list(tgt[row]).index(EOS_ID)
+    kind = row % 5
+    if kind == 1:
+      pred[row, rng.integers(0, length)] ^= 1
+    elif kind == 2 and length + 1 < width:
+      pred[row, length], pred[row, length + 1] = 4, EOS_ID
+    elif kind == 3 and length > 1:
+      pred[row, length - 1], pred[row, length] = EOS_ID, 0
+    elif kind == 4:  # No EOS: the pattern goes on (as SCAN's errors).
+      pred[row, length:] = pred[row, length - 1]
+  tgt[5, 0] = UNK_ID
+  for batch_size in (1, 4, 8, n):
+    np.testing.assert_array_equal(
+        evaluation.batch_longest_matches(pred, tgt, batch_size),
+        _authors_scoring(pred, tgt, batch_size),
+    )
+  strict = evaluation.row_matches(pred, tgt)
+  loose = evaluation.batch_longest_matches(pred, tgt, n)
+  assert np.all(strict <= loose) and np.any(loose & ~strict)
+  longest = (
+      evaluation.target_lengths(tgt) == evaluation.target_lengths(tgt).max()
+  )
+  assert not np.any(loose[~longest] != strict[~longest])
+
+
+def test_batch_longest_matches_forgives_only_the_final_eos():
+  eos, pad = EOS_ID, 0
+  tgt = np.array([[4, 5, 4, eos], [4, 5, eos, pad], [5, 5, 5, eos]])
+  pred = np.array([[4, 5, 4, 4], [4, 5, 5, eos], [5, eos, pad, pad]])
+  np.testing.assert_array_equal(evaluation.row_matches(pred, tgt), [0, 0, 0])
+  # Row 0 is of the longest length and right but for its missing EOS; row 1
+  # (shorter) must end with EOS; row 2 stops early.
+  np.testing.assert_array_equal(
+      evaluation.batch_longest_matches(pred, tgt, 3), [1, 0, 0]
+  )
+  # In batches of one, every row is its batch's longest: row 1's two
+  # tokens are right.
+  np.testing.assert_array_equal(
+      evaluation.batch_longest_matches(pred, tgt, 1), [1, 1, 0]
+  )
+  with pytest.raises(ValueError, match="must equal the targets"):
+    evaluation.row_matches(pred[:, :3], tgt)

@@ -4,6 +4,7 @@ stop, 4 devices vs 1, and a user model on user data with a user optimiser."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -562,3 +563,29 @@ def test_max_train_examples_trains_on_a_fixed_subset():
   assert seq2seq.Experiment(config, data=data).data.train == train
   with pytest.raises(ValueError, match=r"data.max_train_examples.*-1"):
     seq2seq.validate(tiny({"data.max_train_examples": -1}))
+
+
+def test_evaluate_checkpoint_scores_the_saved_run(tmp_path):
+  workdir = str(tmp_path / "run")
+  config = tiny({"train.steps": 2, "train.eval_every": 2})
+  results = seq2seq.train_and_evaluate(config, workdir, **QUIET)
+  scored = seq2seq.loop.evaluate_checkpoint(
+      workdir, csordas_batch_size=2, max_wrong=1
+  )
+  assert scored["step"] == 2 and scored["checkpoint"] == "latest"
+  for name, entry in scored["sets"].items():
+    # Strict scoring is training's; the authors' only ever forgives.
+    assert entry["exact_match"] == results["final"]["accuracies"][name]
+    assert entry["exact_match_csordas"] >= entry["exact_match"]
+    by_length = entry["by_target_length"].values()
+    assert sum(v["rows"] for v in by_length) == entry["size"] == 4
+    wrong = sum(v["wrong"] for v in by_length)
+    assert wrong == round((1 - entry["exact_match"]) * 4)
+    assert len(entry["wrong"]) == min(wrong, 1)
+    if entry["wrong"]:
+      assert set(entry["wrong"][0]) == {"row", "source", "target", "prediction"}
+  with pytest.raises(FileNotFoundError, match="not a seq2seq work directory"):
+    seq2seq.loop.evaluate_checkpoint(str(tmp_path / "none"))
+  shutil.rmtree(os.path.join(workdir, "checkpoints", "best"))
+  with pytest.raises(seq2seq.loop.errors.UserError, match="No best checkpoint"):
+    seq2seq.loop.evaluate_checkpoint(workdir, "best")
