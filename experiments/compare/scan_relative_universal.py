@@ -19,7 +19,9 @@ constant, clip 5, tied decoder embedding), passed to their code as
 flags (`reference_flags`) and translated to our config field by field
 (`our_config`, which refuses values it cannot translate). Both sides score
 IID and generalisation exact match (greedy decoding) every `eval_every`
-steps.
+steps, the same way: as their code scores (`SCORING`), ours by
+`train.csordas_batch_size` = their `test_batch_size` (our strict score
+stays in our runs' records as `iid` / `gen`).
 
 Known differences, kept (they do not change the function trained):
 * batch sampling: theirs draws every example independently with
@@ -52,6 +54,14 @@ REPOSITORY = "RobertCsordas/transformer_generalization"
 MARKER = "main.py"
 REPRODUCTION = "scan_cutoff26_relative_universal"
 METRICS = ("iid", "gen")
+# How both sides' METRICS are scored (`describe`).
+SCORING = (
+    "exact match as their code scores it (run_greedy for as many steps as "
+    "the batch's longest target, then compare_direct: a row of that length "
+    "needs no EOS), in unshuffled batches of their test_batch_size; ours "
+    "the same by train.csordas_batch_size (evaluation.batch_longest_matches)"
+    " from our greedy decodings"
+)
 
 # Their main.py flags (name: value) of the sweep cell: the trafo_scan profile,
 # the sweep's task / variant / cutoff, and main.py's defaults of the other
@@ -252,6 +262,8 @@ def our_config(budget: Budget, seed: int, data_dir: str, hp: Mapping = AUTHORS):
   tr.schedule, tr.warmup_steps = "constant", hp["lr_warmup"]
   tr.batch_size = budget.batch_size or hp["batch_size"]
   tr.eval_batch_size = min(hp["test_batch_size"], 2048)
+  # Scored as theirs too (SCORING): their evaluation batches.
+  tr.csordas_batch_size = hp["test_batch_size"]
   tr.steps, tr.eval_every = budget.steps, budget.eval_every
   tr.seed, tr.select_on, tr.progress = seed, "last", False
   return c
@@ -276,8 +288,21 @@ def prepare_data(budget: Budget, scratch: str, shared_data: str) -> str:
 
 
 def _our_metrics(entry: Mapping) -> Dict[str, float]:
-  """METRICS of one history entry of ours ({'iid': ..., 'gen': ...})."""
-  return {m: float(entry[m]) for m in METRICS}
+  """METRICS of one history entry of ours, scored as theirs (SCORING:
+  {'iid_csordas': ..., 'gen_csordas': ...}).
+
+  Raises:
+    ValueError: for a run evaluated strictly only (trained before the
+      comparison scored both sides alike): it names the step.
+  """
+  missing = [f"{m}_csordas" for m in METRICS if f"{m}_csordas" not in entry]
+  if missing:
+    raise ValueError(
+        f"our evaluation at step {entry.get('step')} has no {missing} (a "
+        "run from before both sides were scored alike, SCORING): move its "
+        "work directory away to rerun our side."
+    )
+  return {m: float(entry[f"{m}_csordas"]) for m in METRICS}
 
 
 def _their_metrics(entry: Mapping) -> Dict[str, float]:
@@ -360,6 +385,7 @@ def describe(budget: Budget) -> Dict:
           "tasks.txt order, 10%); metrics: exact match of greedy "
           "decoding on the IID and generalisation (> 26) sets"
       ),
+      "scoring": SCORING,
       "differences": [
           (
               "batch sampling: theirs with replacement (InfiniteSampler), "
@@ -385,6 +411,8 @@ class ScanRelativeUniversal(protocol.Comparison):
 
   name = "scan_relative_universal"
   repository = REPOSITORY
+  # Records before SCORING was recorded: their side was scored the same.
+  earlier_records = {"scoring": (None,)}
   marker = MARKER
   budgets = BUDGETS
   run_ours = staticmethod(run_ours)

@@ -68,7 +68,10 @@ def test_scan_settings_translate_field_by_field(tmp_path):
       "train.select_on",
       "train.progress",
       "train.eval_batch_size",
+      "train.csordas_batch_size",
   }, diff
+  # Both sides scored alike: ours in their evaluation batches.
+  assert tr.csordas_batch_size == hp["test_batch_size"]
 
 
 def test_scan_reference_flags_carry_every_value():
@@ -132,6 +135,14 @@ def test_scan_reference_curve_is_parsed(tmp_path):
       {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}
   ]
   assert scan.finished_theirs(scan.Budget(400, 100, 1), str(tmp_path)) is None
+
+
+def test_scan_our_side_is_scored_as_theirs():
+  entry_ = {"step": 500, "iid": 0.9, "gen": 0.5}
+  entry_.update(iid_csordas=0.95, gen_csordas=0.6)
+  assert scan._our_metrics(entry_) == {"iid": 0.95, "gen": 0.6}
+  with pytest.raises(ValueError, match=r"step 500 has no \['iid_csordas'"):
+    scan._our_metrics({"step": 500, "iid": 0.9, "gen": 0.5})
 
 
 def test_scan_comparison_reads_its_data_path_from_the_inputs(tmp_path):

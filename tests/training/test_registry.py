@@ -25,7 +25,7 @@ def test_every_task_has_the_entry_points_and_a_valid_default(name):
 # Fields a task adds to the common `train` section (trainer.TRAIN_FIELDS).
 TASK_TRAIN_FIELDS = {
     "clrs": (),
-    "seq2seq": ("seed", "dropout_prng"),
+    "seq2seq": ("seed", "dropout_prng", "csordas_batch_size"),
     "clutrr": ("seed", "eval_tests"),
     "cogs_graph": ("seed", "eval_tests"),
 }

@@ -17,7 +17,9 @@
   config.train             learning_rate, schedule, warmup_steps, steps, clip,
                            batch_size, eval_batch_size, eval_every,
                            checkpoint_every, seed, select_on, devices,
-                           progress, stop_at_step
+                           progress, stop_at_step, csordas_batch_size (> 0:
+                           every evaluation set also scored as Csordas et
+                           al.'s code scores it, `<set>_csordas`)
   config.results_path      '' = <workdir>/results.json
 
 The model sections hold every defaulted field of the model's config
@@ -144,6 +146,7 @@ DATA_DERIVED = (
 # official SCAN split files, or none).
 RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "data.max_eval_examples",
+    "train.csordas_batch_size",
 )
 
 
@@ -203,10 +206,14 @@ def default_config() -> ConfigDict:
           devices=0,  # 0: all devices (jax.devices()).
           progress=True,
           tensorboard=False,  # Also TensorBoard events (metrics.jsonl always).
-          stop_at_step=0,
+          stop_at_step=0,  # > 0: stop (checkpointed) at this step, as
+          # if preempted; rerun to resume.
+          csordas_batch_size=0,  # > 0: also `<set>_csordas`, each set
+          # scored as Csordas et al.'s code does, in batches of this many
+          # rows (evaluation.batch_longest_matches; their test_batch_size,
+          # 2048 for SCAN). 0: strict scoring only.
       )
-  )  # > 0: stop (checkpointed) at this step,
-  # as if preempted; rerun to resume.
+  )
   c.results_path = ""
   return c
 
@@ -293,6 +300,11 @@ def validate(
   trainer.validate_train_section(t, SELECT_ON)
   optim.validate(t)
   check_choice(t.dropout_prng, prng.DROPOUT_PRNGS, "train.dropout_prng")
+  if t.csordas_batch_size < 0:
+    raise ValueError(
+        "train.csordas_batch_size must be >= 0 (0: off), got "
+        f"{t.csordas_batch_size}."
+    )
   for name in ("max_eval_examples", "max_train_examples"):
     if d[name] < 0:
       raise ValueError(f"data.{name} must be >= 0 (0: all), got {d[name]}.")

@@ -19,9 +19,11 @@ e.g. the 21 COGS generalisation categories) are also scored per category,
 per-category accuracies is the set's total exact match.
 
 Csordas et al.'s code scores a row of its evaluation batch's longest
-target without its final EOS (`batch_longest_matches`); training-time
-evaluation is strict, and `loop.evaluate_checkpoint`
-(`experiments.seq2seq_evaluate`) scores a saved checkpoint both ways.
+target without its final EOS (`batch_longest_matches`). Training-time
+evaluation is strict; with `config.train.csordas_batch_size` > 0 it also
+reports every set their way (`<set>_csordas`, from the same decodings),
+and `loop.evaluate_checkpoint` (`experiments.seq2seq_evaluate`) scores a
+saved checkpoint both ways.
 
 Model selection (`config.train.select_on`): 'auto' selects on 'gen_val' when
 the data has one and otherwise keeps the LAST evaluated step (not the best

@@ -326,10 +326,9 @@ class Experiment:
 
   # -- Evaluation. -----------------------------------------------------------
 
-  def exact_match_rows(self, params, name: str) -> np.ndarray:
-    """Per-row exact match (bool) of greedy decoding on evaluation set
-    `name`."""
-    return evaluation.exact_match_rows(
+  def greedy_rows(self, params, name: str) -> np.ndarray:
+    """Greedy decodings (int, N x decode_len) of evaluation set `name`."""
+    return evaluation.greedy_rows(
         self.model,
         params,
         self.eval_sets[name],
@@ -339,6 +338,13 @@ class Experiment:
         self.arities,
     )
 
+  def exact_match_rows(self, params, name: str) -> np.ndarray:
+    """Per-row exact match (bool) of greedy decoding on evaluation set
+    `name`."""
+    return evaluation.row_matches(
+        self.greedy_rows(params, name), self.eval_sets[name].tgt_out
+    )
+
   def exact_match(self, params, name: str) -> float:
     """Exact-match accuracy of greedy decoding on evaluation set `name`."""
     return float(np.mean(self.exact_match_rows(params, name)))
@@ -346,13 +352,25 @@ class Experiment:
   def evaluate_with_categories(
       self, params
   ) -> Tuple[Dict[str, float], Dict[str, Dict[str, float]]]:
-    """(accuracies, by_category): exact match of every evaluation set, and
-    {'<set>_by_category': {category: exact match}} for every set with
+    """(accuracies, by_category): exact match of every evaluation set
+    (with train.csordas_batch_size > 0 also `<set>_csordas`, Csordas et
+    al.'s scoring of the same decodings, `evaluation.batch_longest_matches`),
+    and {'<set>_by_category': {category: exact match}} for every set with
     categories (e.g. 'gen_by_category' for COGS)."""
     accuracies, by_category = {}, {}
-    for name in self.eval_sets:
-      rows = self.exact_match_rows(params, name)
+    csordas_batch = self.config.train.csordas_batch_size
+    for name, s in self.eval_sets.items():
+      pred_NxT = self.greedy_rows(params, name)
+      rows = evaluation.row_matches(pred_NxT, s.tgt_out)
       accuracies[name] = float(np.mean(rows))
+      if csordas_batch:
+        accuracies[f"{name}_csordas"] = float(
+            np.mean(
+                evaluation.batch_longest_matches(
+                    pred_NxT, s.tgt_out, csordas_batch
+                )
+            )
+        )
       if name in self.eval_categories:
         by_category[f"{name}_by_category"] = evaluation.accuracy_by_category(
             rows, self.eval_categories[name]
@@ -649,7 +667,14 @@ def _final(experiment: Experiment, done: trainer.RunRecord) -> Dict:
   def accuracies_of(step, entry):
     return {
         "step": step,
-        "accuracies": {k: entry[k] for k in experiment.eval_sets},
+        "accuracies": (
+            {k: entry[k] for k in experiment.eval_sets}
+            | {  # Csordas et al.'s scoring, where the evaluation had it.
+                f"{k}_csordas": entry[f"{k}_csordas"]
+                for k in experiment.eval_sets
+                if f"{k}_csordas" in entry
+            }
+        ),
         **{
             f"{k}_by_category": entry[f"{k}_by_category"]
             for k in experiment.eval_categories
@@ -748,10 +773,12 @@ def evaluate_checkpoint(
     max_wrong: int = 50,
     model: ModelArg = None,
     data: Optional[data_lib.Seq2SeqData] = None,
+    optimizer: Optional[optax.GradientTransformation] = None,
 ) -> Dict:
   """Scores a saved run's newest `which` checkpoint on every evaluation set,
   strictly and as Csordas et al.'s code does (`evaluation` module
-  docstring), and says which rows are wrong.
+  docstring), and says which rows are wrong. Pass the `model`, `data` and
+  `optimizer` the run was trained with.
 
   Returns {'workdir', 'checkpoint', 'step', 'csordas_batch_size', 'sets':
   {name: {'size', 'exact_match' (strict, as in training), 'exact_match_csordas'
@@ -765,7 +792,7 @@ def evaluate_checkpoint(
         f"csordas_batch_size must be >= 1, got {csordas_batch_size}."
     )
   config = load_config(workdir)
-  experiment = _saved_experiment(config, workdir, model, data, None)
+  experiment = _saved_experiment(config, workdir, model, data, optimizer)
   restored = trainer.restore(
       experiment.abstract_state(), trainer.checkpoint_dir(workdir), which
   )
@@ -780,15 +807,7 @@ def evaluate_checkpoint(
   )
   sets = {}
   for name, s in experiment.eval_sets.items():
-    pred_NxT = evaluation.greedy_rows(
-        experiment.model,
-        state["params"],
-        s,
-        experiment.decode_len,
-        experiment.eval_batch,
-        experiment.mesh,
-        experiment.arities,
-    )
+    pred_NxT = experiment.greedy_rows(state["params"], name)
     ok_N = evaluation.row_matches(pred_NxT, s.tgt_out)
     ok_c_N = evaluation.batch_longest_matches(
         pred_NxT, s.tgt_out, csordas_batch_size

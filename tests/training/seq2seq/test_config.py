@@ -53,6 +53,7 @@ def test_default_config_layout_and_models():
       "progress",
       "tensorboard",
       "stop_at_step",
+      "csordas_batch_size",
   ])
   for section in ("transformer", "edge_transformer"):
     assert not set(c[section].keys()) & set(seq2seq.config.DATA_DERIVED)

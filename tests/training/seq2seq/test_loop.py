@@ -299,6 +299,77 @@ def test_per_category_accuracies_of_a_subset(tmp_path):
   _check_by_category(result, sizes)
 
 
+class NoEosTableModel(TableModel):
+  """TableModel's translation, then the first target word instead of EOS:
+  every row is strictly wrong, and right in Csordas et al.'s scoring
+  exactly when it holds its batch's longest target and is translated
+  right."""
+
+  @nn.nowrap
+  def greedy_decode(
+      self, params, src_BxS, max_len, bos, eos, *, src_mask_BxS=None
+  ):
+    src = np.asarray(src_BxS)
+    out = np.full((src.shape[0], max_len), 4, np.int32)
+    for b, row in enumerate(src):
+      ids = [self.table[t] for t in row if t][:max_len]
+      out[b, : len(ids)] = ids
+    return out
+
+
+def test_csordas_scoring_during_training_by_its_batch_size(tmp_path):
+  """train.csordas_batch_size > 0 adds `<set>_csordas` to every
+  evaluation, scored in batches of that size (not the decoding's
+  eval_batch_size); it may change on resume, and the evaluator gives the
+  same number from the saved checkpoint."""
+  train = [(w, w.upper() + "x") for w in "abcde"] * 2
+  # Targets of 2, 1, 3, 1, 1 words; 'e' is mistranslated (as above).
+  gen = [("a b", "Ax Bx"), ("c", "Cx"), ("a b c", "Ax Bx Cx"), ("d", "Dx")]
+  gen += [("e", "Ex")]
+  data = seq2seq.Seq2SeqData(train, {"gen": gen}, description="table")
+  table = (0, 0, 0, 3, 4, 5, 6, 7, 7)
+  model = lambda tgt_vocab_size, **_: NoEosTableModel(tgt_vocab_size, table)
+  base = {
+      "train.batch_size": 4,
+      "train.eval_batch_size": 4,
+      "data.max_eval_examples": 0,
+      "data.source_markers": "none",
+      **OWN_OPTIMIZER,
+  }
+  run = lambda steps, csordas: seq2seq.train_and_evaluate(
+      tiny({
+          **base,
+          "train.steps": steps,
+          "train.eval_every": 1,
+          "train.csordas_batch_size": csordas,
+      }),
+      str(tmp_path),
+      data=data,
+      optimizer=optax.sgd(0.0),
+      model=model,
+      **QUIET,
+  )
+  # Batches of 2: (a b | c) -> 'a b'; (a b c | d) -> 'a b c'; (e) -> none.
+  first = run(1, 2)
+  assert first["final"]["accuracies"] == {"gen": 0.0, "gen_csordas": 0.4}
+  # Resumed with batches of 5: only 'a b c' is its batch's longest.
+  second = run(2, 5)
+  assert [h["gen_csordas"] for h in second["history"]] == [0.4, 0.2]
+  assert [h["gen"] for h in second["history"]] == [0.0, 0.0]
+  scored = seq2seq.loop.evaluate_checkpoint(
+      str(tmp_path),
+      csordas_batch_size=5,
+      model=model,
+      data=data,
+      optimizer=optax.sgd(0.0),
+  )
+  assert scored["sets"]["gen"]["exact_match_csordas"] == 0.2
+  off = run(2, 0)  # Finished: reused, its record as it was written.
+  assert off["final"]["accuracies"]["gen_csordas"] == 0.2
+  with pytest.raises(ValueError, match=r"csordas_batch_size must be >= 0.*-1"):
+    seq2seq.validate(tiny({"train.csordas_batch_size": -1}))
+
+
 @pytest.mark.slow
 def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path):
   workdir = str(tmp_path / "nan")
