@@ -145,6 +145,33 @@ def test_scan_our_side_is_scored_as_theirs():
     scan._our_metrics({"step": 500, "iid": 0.9, "gen": 0.5})
 
 
+def test_scan_reference_runs_scored_before_scoring_was_recorded_are_reused(
+    tmp_path,
+):
+  """Their side was always scored by their code: a record from before
+  SCORING was written down is reused; another scoring is refused."""
+  from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
+
+  comparison = registry.get("scan_relative_universal")
+  points = [{"step": 4, "metrics": {"iid": 0.5, "gen": 0.1}}]
+  earlier = {
+      "name": comparison.name,
+      "budget_name": "smoke",
+      **scan.describe(scan.BUDGETS["smoke"]),
+      "runs": {"theirs": {"0": points}},
+  }
+  del earlier["scoring"]
+  path = tmp_path / "earlier.json"
+  path.write_text(json.dumps(earlier))
+  reuse = lambda: entry.reused_reference_runs(
+      str(path), comparison.name, comparison, "smoke"
+  )
+  assert reuse() == {0: points}
+  path.write_text(json.dumps(dict(earlier, scoring="strict")))
+  with pytest.raises(ValueError, match=r"\['scoring'\] differ"):
+    reuse()
+
+
 def test_scan_comparison_reads_its_data_path_from_the_inputs(tmp_path):
   comparison = registry.get("scan_relative_universal")
   assert isinstance(comparison, scan.ScanRelativeUniversal)
