@@ -461,14 +461,19 @@ def headline(results: Dict[str, Any]) -> Dict[str, float]:
 
 
 def plot_accuracies(results: Dict, path: str) -> None:
-  """PNG of every evaluation set's exact-match accuracy against step."""
+  """PNG of every evaluation set's exact-match accuracy against step (and
+  of Csordas et al.'s scoring, where the run has it)."""
   history = results["history"]
   series = []
   for name in data_lib.EVAL_SETS:
-    points = [(h["step"], h[name]) for h in history if name in h]
-    if points:
-      steps, accuracies = zip(*points)
-      series.append((data_lib.EVAL_LABELS[name], steps, accuracies))
+    for key, label in (
+        (name, data_lib.EVAL_LABELS[name]),
+        (f"{name}_csordas", f"{data_lib.EVAL_LABELS[name]}, their scoring"),
+    ):
+      points = [(h["step"], h[key]) for h in history if key in h]
+      if points:
+        steps, accuracies = zip(*points)
+        series.append((label, steps, accuracies))
   reporting.plot_curves(
       series,
       path,

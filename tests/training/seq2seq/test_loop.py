@@ -317,7 +317,9 @@ class NoEosTableModel(TableModel):
     return out
 
 
-def test_csordas_scoring_during_training_by_its_batch_size(tmp_path):
+def test_csordas_scoring_during_training_by_its_batch_size(
+    tmp_path, monkeypatch
+):
   """train.csordas_batch_size > 0 adds `<set>_csordas` to every
   evaluation, scored in batches of that size (not the decoding's
   eval_batch_size); it may change on resume, and the evaluator gives the
@@ -364,6 +366,14 @@ def test_csordas_scoring_during_training_by_its_batch_size(tmp_path):
       optimizer=optax.sgd(0.0),
   )
   assert scored["sets"]["gen"]["exact_match_csordas"] == 0.2
+  drawn = []
+  monkeypatch.setattr(
+      seq2seq.loop.reporting,
+      "plot_curves",
+      lambda series, path, **_: drawn.append([s[0] for s in series]),
+  )
+  seq2seq.loop.plot_accuracies(second, "unused.png")
+  assert drawn == [["generalisation", "generalisation, their scoring"]]
   off = run(2, 0)  # Finished: reused, its record as it was written.
   assert off["final"]["accuracies"]["gen_csordas"] == 0.2
   with pytest.raises(ValueError, match=r"csordas_batch_size must be >= 0.*-1"):
