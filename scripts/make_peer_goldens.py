@@ -1320,8 +1320,9 @@ def make_cs(reference, commit):
       pos_embeddig=(lambda x, offset: x), embedding_init="xavier"
   )
   # (name, variant, tied_embedding, their transformer_mixin args, our
-  # positions and scaling): the relative variants and the three absolute
-  # ones of their `trafos` table ('noscale', 'scaledinit', 'opennmt').
+  # positions and scaling): the relative variants, the three absolute ones
+  # of their `trafos` table ('noscale', 'scaledinit', 'opennmt') and
+  # 'universal_scaledinit'. New cases go last: each draws from `rng`.
   for name, variant, tied_embedding, args, positions, scaling in (
       (
           "cs_relative_universal",
@@ -1355,6 +1356,16 @@ def make_cs(reference, commit):
           dict(embedding_init="xavier", scale_mode="opennmt"),
           "absolute",
           "teu",
+      ),
+      # The model of Table 7's PED row (`universal_scaledinit` with the
+      # trafo_scan profile's tied embedding): scan_cutoff26_absolute_universal.
+      (
+          "cs_universal_ped",
+          layers.UniversalTransformer,
+          True,
+          dict(embedding_init="kaiming", scale_mode="down"),
+          "absolute",
+          "ped",
       ),
   ):
     model = enc_dec.TransformerEncDecModel(
@@ -1468,60 +1479,91 @@ def make_cs(reference, commit):
 
 def _cs_init_stats(torch, layers, enc_dec, commit):
   """Their initialisation at the SCAN length-cutoff size (trafo_scan profile:
-  d 128, 8 heads, FFN 256, relative Universal, tied embedding; SCAN's 13
-  input and 6 output words): per parameter its shape and the mean, standard
-  deviation and max |value| over 5 seeds of their `reset_parameters`, into
-  goldens/cs_init_scan.json."""
-  stats = {}
-  for seed in range(5):
-    torch.manual_seed(seed)
-    model = enc_dec.TransformerEncDecModel(
-        13,
-        6,
-        128,
-        ff_multiplier=2.0,
-        transformer=layers.UniversalRelativeTransformer,
-        tied_embedding=True,
-        nhead=8,
-        num_encoder_layers=3,
-        num_decoder_layers=3,
-        dropout=0.5,
-        pos_embeddig=(lambda x, offset: x),
-        embedding_init="xavier",
-    )
-    for pname, p in model.named_parameters():
-      v = p.detach().double()
-      entry = stats.setdefault(
-          pname, {"shape": list(p.shape), "mean": [], "std": [], "absmax": []}
-      )
-      entry["mean"].append(float(v.mean()))
-      entry["std"].append(float(v.std(unbiased=False)))
-      entry["absmax"].append(float(v.abs().max()))
-  out = {
-      "about": (
-          "Initial parameters of their TransformerEncDecModel "
-          "(UniversalRelativeTransformer, the relative-variant args of "
-          "tasks/transformer_mixin.py) at the SCAN trafo_scan size, "
-          "5 seeds; written by scripts/make_peer_goldens.py "
-          "--cs_reference"
+  d 128, 8 heads, FFN 256, Universal, tied embedding; SCAN's 13 input and 6
+  output words), for both cutoff-26 models: per parameter its shape and the
+  mean, standard deviation and max |value| over 5 seeds of their
+  `reset_parameters`, into goldens/cs_init_scan.json (their
+  'relative_universal') and goldens/cs_init_scan_universal_ped.json
+  ('universal_scaledinit': absolute positions, PED, Kaiming-normal
+  embeddings)."""
+  for file_name, variant, args, positions, scaling in (
+      (
+          "cs_init_scan.json",
+          layers.UniversalRelativeTransformer,
+          dict(pos_embeddig=(lambda x, offset: x), embedding_init="xavier"),
+          None,  # Written before these two keys: relative, ped.
+          None,
       ),
-      "repository": CS_URL,
-      "commit": commit,
-      "sizes": {
-          "src_words": 13,
-          "tgt_words": 6,
-          "width": 128,
-          "heads": 8,
-          "ffn": 256,
-          "layers": 3,
-          "universal": True,
-          "tied_embedding": True,
-      },
-      "parameters": stats,
-  }
-  path = GOLDEN_DIR / "cs_init_scan.json"
-  path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
-  print(f"wrote {path.relative_to(REPO)}")
+      (
+          "cs_init_scan_universal_ped.json",
+          layers.UniversalTransformer,
+          dict(embedding_init="kaiming", scale_mode="down"),
+          "absolute",
+          "ped",
+      ),
+  ):
+    stats = {}
+    for seed in range(5):
+      torch.manual_seed(seed)
+      model = enc_dec.TransformerEncDecModel(
+          13,
+          6,
+          128,
+          ff_multiplier=2.0,
+          transformer=variant,
+          tied_embedding=True,
+          nhead=8,
+          num_encoder_layers=3,
+          num_decoder_layers=3,
+          dropout=0.5,
+          **args,
+      )
+      for pname, p in model.named_parameters():
+        v = p.detach().double()
+        entry = stats.setdefault(
+            pname,
+            {"shape": list(p.shape), "mean": [], "std": [], "absmax": []},
+        )
+        entry["mean"].append(float(v.mean()))
+        entry["std"].append(float(v.std(unbiased=False)))
+        entry["absmax"].append(float(v.abs().max()))
+    sizes = {
+        "src_words": 13,
+        "tgt_words": 6,
+        "width": 128,
+        "heads": 8,
+        "ffn": 256,
+        "layers": 3,
+        "universal": True,
+        "tied_embedding": True,
+    }
+    if positions:
+      sizes.update(
+          positions=positions,
+          scaling=scaling,
+          embedding_init=args["embedding_init"],
+      )
+    args_text = (
+        "the relative-variant args"
+        if positions is None
+        else f"absolute-variant args {dict(sorted(args.items()))}"
+    )
+    out = {
+        "about": (
+            "Initial parameters of their TransformerEncDecModel "
+            f"({variant.__name__}, {args_text} of "
+            "tasks/transformer_mixin.py) at the SCAN trafo_scan size, "
+            "5 seeds; written by scripts/make_peer_goldens.py "
+            "--cs_reference"
+        ),
+        "repository": CS_URL,
+        "commit": commit,
+        "sizes": sizes,
+        "parameters": stats,
+    }
+    path = GOLDEN_DIR / file_name
+    path.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {path.relative_to(REPO)}")
 
 
 # ----------------------------------------------------------------------------

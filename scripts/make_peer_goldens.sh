@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates tests/fidelity/goldens/ from the RT, ET, Csordas et al.'s, FloydNet's and Graph2Graph's own code and
 # records ours-vs-theirs max abs differences in tests/fidelity/goldens/README.json.
-# Needs checkouts of the five repositories and a CPU torch (their seq2seq code
-# also needs the packages of their requirements.txt that it imports); CI only
-# reads the goldens.
+# Needs checkouts of the five repositories and a CPU torch with what their
+# code imports (ET: pytorch_lightning, transformers; Csordas et al.'s
+# framework package: requests, tensorboard); CI only reads the goldens.
 #   RT_REF=/tmp/peers/rt ET_REF=/tmp/peers/et CS_REF=/tmp/cs FLOYD_REF=/tmp/peers/floyd G2G_REF=/tmp/peers/g2g \
 #   TORCH_PYTHON=/tmp/torchvenv/bin/python \
 #     bash scripts/make_peer_goldens.sh
@@ -27,7 +27,7 @@ for ref in "$RT_REF:CameronDiao/relational-transformer" "$ET_REF:bergen/EdgeTran
 done
 if [ ! -x "$TORCH_PYTHON" ]; then
   "$PYTHON" -m venv "$(dirname "$(dirname "$TORCH_PYTHON")")"
-  "$TORCH_PYTHON" -m pip install torch==2.13.0 numpy
+  "$TORCH_PYTHON" -m pip install torch==2.13.0 numpy pytorch_lightning transformers requests tensorboard
 fi
 # Pass RT_COMMIT / ET_COMMIT / CS_COMMIT / FLOYD_COMMIT / G2G_COMMIT when the checkouts are not git work trees.
 JAX_PLATFORMS=cpu "$PYTHON" scripts/make_peer_goldens.py --rt_reference="$RT_REF" ${RT_COMMIT:+--commit=$RT_COMMIT}

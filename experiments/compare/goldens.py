@@ -143,6 +143,7 @@ CS_CASES = (
     "cs_absolute",
     "cs_absolute_ped",
     "cs_absolute_teu",
+    "cs_universal_ped",
 )
 PIVOTAL_CASES = (
     "pivotal_fn",
@@ -1216,6 +1217,7 @@ RUNNERS = {
     "cs_absolute": _run_cs_model,
     "cs_absolute_ped": _run_cs_model,
     "cs_absolute_teu": _run_cs_model,
+    "cs_universal_ped": _run_cs_model,
     "rt_net_binary_search": _run_rt_net,
     "rt_net_bellman_ford": _run_rt_net,
     **{c: _run_pivotal_fn for c in PIVOTAL_CASES if c.startswith("pivotal_fn")},

@@ -1,13 +1,15 @@
 """Our seq2seq initialisation ('csordas') against Csordas et al.'s own.
 
-goldens/cs_init_scan.json holds, per parameter of their TransformerEncDecModel
-at the SCAN trafo_scan size (relative Universal, tied embedding), the mean,
-standard deviation and max |value| of 5 seeds of their `reset_parameters`
-(scripts/make_peer_goldens.py --cs_reference). Ours, built as the
-`scan_cutoff26_relative_universal` reproduction builds it, must draw every
-parameter from the same distribution: the same shape (up to our 4 special
-vocabulary rows), the same standard deviation and the same bound (all their
-non-constant initialisers here are uniform).
+goldens/cs_init_scan.json (relative Universal) and
+cs_init_scan_universal_ped.json (absolute Universal with PED) hold, per
+parameter of their TransformerEncDecModel at the SCAN trafo_scan size (tied
+embedding), the mean, standard deviation and max |value| of 5 seeds of their
+`reset_parameters` (scripts/make_peer_goldens.py --cs_reference). Ours, built
+as the `scan_cutoff26_relative_universal` / `_absolute_universal`
+reproduction builds it, must draw every parameter from the same
+distribution: the same shape (up to our 4 special vocabulary rows), the same
+standard deviation and, for their uniform initialisers (all but the PED
+model's Kaiming-normal embeddings), the same bound.
 """
 
 import json
@@ -21,9 +23,8 @@ import pytest
 from relational_jax.models.seq2seq import Seq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqTransformer
 
-GOLDEN = (
-    pathlib.Path(__file__).resolve().parent / "goldens" / "cs_init_scan.json"
-)
+GOLDENS = pathlib.Path(__file__).resolve().parent / "goldens"
+GOLDEN_FILES = ("cs_init_scan.json", "cs_init_scan_universal_ped.json")
 SPECIALS = (
     4  # our PAD/BOS/EOS/UNK rows; theirs: EOS+SOS (source), SOS/EOS (target)
 )
@@ -90,8 +91,9 @@ def _our_init_stats(golden, seeds=5):
       ffn_dim=sizes["ffn"],
       num_encoder_layers=sizes["layers"],
       num_decoder_layers=sizes["layers"],
-      positions="relative",
-      scaling="ped",
+      # The relative golden predates the two keys; its reproduction: 'ped'.
+      positions=sizes.get("positions", "relative"),
+      scaling=sizes.get("scaling", "ped"),
       tied=sizes["universal"],
       tie_embeddings=sizes["tied_embedding"],
       dropout_rate=0.5,
@@ -114,10 +116,21 @@ def _our_init_stats(golden, seeds=5):
   return stats
 
 
-@pytest.fixture(scope="module")
-def golden_and_ours():
-  golden = json.loads(GOLDEN.read_text())
+@pytest.fixture(scope="module", params=GOLDEN_FILES)
+def golden_and_ours(request):
+  golden = json.loads((GOLDENS / request.param).read_text())
   return golden, _our_init_stats(golden)
+
+
+def test_goldens_are_the_two_scan_models():
+  sizes = [json.loads((GOLDENS / f).read_text())["sizes"] for f in GOLDEN_FILES]
+  assert [s.get("positions", "relative") for s in sizes] == [
+      "relative",
+      "absolute",
+  ]
+  assert (
+      sizes[1]["scaling"] == "ped" and sizes[1]["embedding_init"] == "kaiming"
+  )
 
 
 def test_every_parameter_is_mapped_both_ways(golden_and_ours):
@@ -153,6 +166,10 @@ def test_initial_distributions_equal_theirs(golden_and_ours):
       size = int(np.prod(o["shape"]))
       tol = 0.05 if size >= 4096 else 0.2
       assert o_std == pytest.approx(t_std, rel=tol), (what, o_std, t_std)
+      if "embedding" in name and golden["sizes"].get("embedding_init") == (
+          "kaiming"
+      ):
+        continue  # Normal draws: no bound; the std above decides.
       # Uniform draws: the largest |value| of 5 seeds sits at the bound; the
       # embeddings' bound moves by < 1% with our 2 extra rows.
       assert o_max == pytest.approx(t_max, rel=0.03), (what, o_max, t_max)

@@ -52,6 +52,7 @@ SLOW_CASES = RT_NET_CASES + (
     "cs_absolute",
     "cs_absolute_ped",
     "cs_absolute_teu",
+    "cs_universal_ped",
     "pivotal_block_pre",
     "pivotal_block_post_rmsnorm_bias_gelu",
     "pivotal_block_pre_affine_silu_no_mix",
