@@ -78,8 +78,9 @@ def unknown_config_field(
     name: str, default: config_dict.ConfigDict, arg: str
 ) -> Optional[str]:
   """The problem with command-line argument `arg` if it overrides a field
-  of config flag `name` that `default` lacks (naming the valid fields);
-  None otherwise."""
+  of config flag `name` that `default` lacks (naming the valid fields), or
+  gives a section (a ConfigDict) a value other than a dict literal (naming
+  its fields); None otherwise."""
   match = re.match(rf"^--?(?:no)?{re.escape(name)}\.([^=]+)", arg)
   if not match:
     return None
@@ -99,6 +100,15 @@ def unknown_config_field(
       )
     node = node[key]
     walked.append(key)
+  value = arg.split("=", 1)[1].strip() if "=" in arg else None
+  if isinstance(node, config_dict.ConfigDict) and not (value or "").startswith(
+      "{"
+  ):
+    return (
+        f"{'.'.join(walked)} is a section, not a value: {arg} sets none of "
+        f"its fields; set one (--{'.'.join(walked)}.<field>=...) of "
+        f"{sorted(node.keys())}, or give a dict ({{'field': value}})"
+    )
   return None
 
 

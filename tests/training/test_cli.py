@@ -36,6 +36,17 @@ def test_unknown_config_field_names_it_and_the_valid_fields():
   assert "config.nope" in message and "'rt'" in message
   message = cli.unknown_config_field("config", config, "--config.seeds.x=1")
   assert "config.seeds is a value" in message
+  message = cli.unknown_config_field("config", config, "--config.rt=foo")
+  assert "config.rt is a section" in message
+  assert "['head_dim', 'num_layers']" in message
+  assert "config.rt is a section" in cli.unknown_config_field(
+      "config", config, "--config.rt"
+  )
+  # A dict literal sets the section's fields (ml_collections parses it).
+  assert (
+      cli.unknown_config_field("config", config, "--config.rt={'head_dim': 4}")
+      is None
+  )
 
 
 def test_foreign_flags_are_dropped_and_only_those():
