@@ -1486,20 +1486,20 @@ def _cs_init_stats(torch, layers, enc_dec, commit):
   'relative_universal') and goldens/cs_init_scan_universal_ped.json
   ('universal_scaledinit': absolute positions, PED, Kaiming-normal
   embeddings)."""
-  for file_name, variant, args, positions, scaling in (
+  # (file, variant, their transformer_mixin args, our config beyond the
+  # shared sizes; the relative file predates those keys: relative, ped).
+  for file_name, variant, args, ours in (
       (
           "cs_init_scan.json",
           layers.UniversalRelativeTransformer,
           dict(pos_embeddig=(lambda x, offset: x), embedding_init="xavier"),
-          None,  # Written before these two keys: relative, ped.
-          None,
+          {},
       ),
       (
           "cs_init_scan_universal_ped.json",
           layers.UniversalTransformer,
           dict(embedding_init="kaiming", scale_mode="down"),
-          "absolute",
-          "ped",
+          dict(positions="absolute", scaling="ped", embedding_init="kaiming"),
       ),
   ):
     stats = {}
@@ -1536,17 +1536,12 @@ def _cs_init_stats(torch, layers, enc_dec, commit):
         "layers": 3,
         "universal": True,
         "tied_embedding": True,
+        **ours,
     }
-    if positions:
-      sizes.update(
-          positions=positions,
-          scaling=scaling,
-          embedding_init=args["embedding_init"],
-      )
     args_text = (
-        "the relative-variant args"
-        if positions is None
-        else f"absolute-variant args {dict(sorted(args.items()))}"
+        f"absolute-variant args {dict(sorted(args.items()))}"
+        if ours
+        else "the relative-variant args"
     )
     out = {
         "about": (
