@@ -160,65 +160,6 @@ def metrics_of(entry: Mapping) -> Dict[str, float]:
   return out
 
 
-def run_ours(
-    budget: Budget, seed: int, data_dir: str, workdir: str, log=print
-) -> List[Dict]:
-  """Trains (or resumes) our side; its evaluation points."""
-  from relational_jax.training import clutrr  # pylint: disable=g-import-not-at-top
-
-  results = clutrr.train_and_evaluate(
-      our_config(budget, seed, data_dir), workdir, log=log
-  )
-  return protocol.points(results["history"], metrics_of)
-
-
-def run_theirs(
-    budget: Budget,
-    seed: int,
-    reference: str,
-    scratch: str,
-    python: str,
-    out_dir: str,
-    threads: int = 1,
-) -> List[Dict]:
-  """Runs (or resumes, or reuses) the authors' side in `python` (their
-  environment) in `out_dir` (`protocol.run_wrapper`); its points."""
-  flags = [
-      f"--reference={reference}",
-      f"--scratch={scratch}",
-      f"--data_path={DATA_PATH}",
-      f"--seed={seed}",
-      f"--steps={budget.steps}",
-      f"--eval_every={budget.eval_every}",
-      f"--threads={threads}",
-      "--authors_flags=" + " ".join(reference_flags()),
-  ]
-  # Their label ids come from list(set(names)): the order follows Python's
-  # string hash, random per process unless PYTHONHASHSEED is fixed.
-  env = dict(os.environ, PYTHONHASHSEED=str(seed))
-  return protocol.run_wrapper(
-      python,
-      "clutrr_et_torch.py",
-      flags,
-      out_dir,
-      budget.steps,
-      metrics_of,
-      env=env,
-  )
-
-
-def finished_ours(budget: Budget, workdir: str):
-  """A finished run's evaluation points (from its results.json), or None."""
-  return protocol.finished_history(workdir, budget.steps, metrics_of)
-
-
-def finished_theirs(budget: Budget, out_dir: str):
-  """A finished reference run's evaluation points, or None."""
-  return protocol.finished(
-      protocol.wrapper_curve(out_dir, metrics_of), budget.steps
-  )
-
-
 def metric_names() -> Sequence[str]:
   return ("test_all",) + tuple(f"test_k{k}" for k in METRIC_KS)
 
@@ -270,7 +211,7 @@ def describe(budget: Budget) -> Dict:
   }
 
 
-class ClutrrEt(protocol.Comparison):
+class ClutrrEt(protocol.WrapperComparison):
   """The comparison `clutrr_et` (module docstring); prepare_data reads
   `inputs.test_csv`."""
 
@@ -278,10 +219,10 @@ class ClutrrEt(protocol.Comparison):
   repository = REPOSITORY
   marker = MARKER
   budgets = BUDGETS
-  run_ours = staticmethod(run_ours)
-  run_theirs = staticmethod(run_theirs)
-  finished_ours = staticmethod(finished_ours)
-  finished_theirs = staticmethod(finished_theirs)
+  task = "clutrr"
+  wrapper = "clutrr_et_torch.py"
+  our_config = staticmethod(our_config)
+  our_metrics = staticmethod(metrics_of)
   metric_names = staticmethod(metric_names)
   describe = staticmethod(describe)
   # The generator's module before it was renamed (the same rows).
@@ -299,6 +240,15 @@ class ClutrrEt(protocol.Comparison):
       self, budget: Budget, scratch: str, inputs: protocol.DataInputs
   ) -> str:
     return prepare_data(budget, scratch, inputs.test_csv)
+
+  def wrapper_flags(self, budget: Budget, scratch: str) -> List[str]:
+    del budget, scratch
+    return [f"--data_path={DATA_PATH}"]
+
+  def wrapper_env(self, seed: int) -> Dict[str, str]:
+    # Their label ids come from list(set(names)): the order follows Python's
+    # string hash, random per process unless PYTHONHASHSEED is fixed.
+    return dict(os.environ, PYTHONHASHSEED=str(seed))
 
 
 if __name__ == "__main__":

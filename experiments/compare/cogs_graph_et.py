@@ -191,55 +191,6 @@ def metrics_of(entry: Mapping) -> Dict[str, float]:
   return {name: float(entry["tests"][name]["all"]) for name in EVAL_FILES}
 
 
-def run_ours(
-    budget: Budget, seed: int, data_dir: str, workdir: str, log=print
-) -> List[Dict]:
-  """Trains (or resumes) our side; its evaluation points."""
-  from relational_jax.training import cogs_graph  # pylint: disable=g-import-not-at-top
-
-  results = cogs_graph.train_and_evaluate(
-      our_config(budget, seed, data_dir), workdir, log=log
-  )
-  return protocol.points(results["history"], metrics_of)
-
-
-def run_theirs(
-    budget: Budget,
-    seed: int,
-    reference: str,
-    scratch: str,
-    python: str,
-    out_dir: str,
-    threads: int = 1,
-) -> List[Dict]:
-  """Runs (or resumes, or reuses) the authors' side in `python` (their
-  environment) in `out_dir` (`protocol.run_wrapper`); its points."""
-  flags = [
-      f"--reference={reference}",
-      f"--scratch={scratch}",
-      f"--seed={seed}",
-      f"--steps={budget.steps}",
-      f"--eval_every={budget.eval_every}",
-      f"--threads={threads}",
-      "--authors_flags=" + " ".join(reference_flags()),
-  ]
-  return protocol.run_wrapper(
-      python, "cogs_graph_et_torch.py", flags, out_dir, budget.steps, metrics_of
-  )
-
-
-def finished_ours(budget: Budget, workdir: str):
-  """A finished run's evaluation points (from its results.json), or None."""
-  return protocol.finished_history(workdir, budget.steps, metrics_of)
-
-
-def finished_theirs(budget: Budget, out_dir: str):
-  """A finished reference run's evaluation points, or None."""
-  return protocol.finished(
-      protocol.wrapper_curve(out_dir, metrics_of), budget.steps
-  )
-
-
 def metric_names() -> Sequence[str]:
   return EVAL_FILES
 
@@ -281,7 +232,7 @@ def describe(budget: Budget) -> Dict:
   }
 
 
-class CogsGraphEt(protocol.Comparison):
+class CogsGraphEt(protocol.WrapperComparison):
   """The comparison `cogs_graph_et` (module docstring); prepare_data reads
   the COGS TSVs beside `inputs.shared_data`'s SCAN folder (the package's
   official data)."""
@@ -290,10 +241,10 @@ class CogsGraphEt(protocol.Comparison):
   repository = REPOSITORY
   marker = MARKER
   budgets = BUDGETS
-  run_ours = staticmethod(run_ours)
-  run_theirs = staticmethod(run_theirs)
-  finished_ours = staticmethod(finished_ours)
-  finished_theirs = staticmethod(finished_theirs)
+  task = "cogs_graph"
+  wrapper = "cogs_graph_et_torch.py"
+  our_config = staticmethod(our_config)
+  our_metrics = staticmethod(metrics_of)
   metric_names = staticmethod(metric_names)
   describe = staticmethod(describe)
 

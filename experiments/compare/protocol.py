@@ -27,6 +27,10 @@ Parts of a comparison:
   `describe` (the record of settings written into the JSON);
 * matching: `match` (default: `curves.compare_sides`, the issue's rule).
 
+`WrapperComparison` writes the two sides and the curve readers once for the
+usual shape: our side one run of a registered task, theirs one run of a
+wrapper script in `refs/` per seed.
+
 A run is a list of evaluation points `{"step": int, "metrics": {name:
 value}}` (`curves.Run`).
 """
@@ -228,3 +232,94 @@ class Comparison(abc.ABC):
     """
     check_choice(budget_name, tuple(self.budgets), "budget")
     return self.budgets[budget_name]
+
+
+class WrapperComparison(Comparison):
+  """A comparison whose our side is one run of the task `task`
+  (`relational_jax.training.registry`) on `our_config`, and whose their side
+  is one run per seed of `refs/<wrapper>` (`run_wrapper`), each logging
+  evaluation entries that `our_metrics` / `their_metrics` read.
+
+  The wrapper gets --reference, --scratch, --seed, --steps, --eval_every,
+  --threads, the comparison's `wrapper_flags` and --authors_flags (their
+  command line, `reference_flags`), in the environment `wrapper_env`."""
+
+  @property
+  @abc.abstractmethod
+  def task(self) -> str:
+    """Our side's task name in `relational_jax.training.registry`."""
+
+  @property
+  @abc.abstractmethod
+  def wrapper(self) -> str:
+    """Their side's script, a file name in `refs/`."""
+
+  @abc.abstractmethod
+  def our_config(self, budget: Budget, seed: int, data_dir: str) -> Any:
+    """Our side's run configuration (a ConfigDict of `task`)."""
+
+  @abc.abstractmethod
+  def our_metrics(self, entry: Mapping) -> Dict[str, float]:
+    """The metrics of one evaluation entry of our run's history."""
+
+  def their_metrics(self, entry: Mapping) -> Dict[str, float]:
+    """The metrics of one entry of the wrapper's curve.jsonl (default: as
+    `our_metrics`, for wrappers logging our entries' form)."""
+    return self.our_metrics(entry)
+
+  def wrapper_flags(self, budget: Budget, scratch: str) -> List[str]:
+    """The wrapper's flags beyond the common ones (default: none)."""
+    del budget, scratch
+    return []
+
+  def wrapper_env(self, seed: int) -> Optional[Dict[str, str]]:
+    """The wrapper's environment (default None: this process's)."""
+    del seed
+    return None
+
+  def run_ours(
+      self, budget: Budget, seed: int, data_dir: str, workdir: str, log=print
+  ) -> Run:
+    from relational_jax.training import registry  # pylint: disable=g-import-not-at-top
+
+    results = registry.get(self.task).train_and_evaluate(
+        self.our_config(budget, seed, data_dir), workdir, log=log
+    )
+    return points(results["history"], self.our_metrics)
+
+  def run_theirs(
+      self,
+      budget: Budget,
+      seed: int,
+      reference: str,
+      scratch: str,
+      python: str,
+      out_dir: str,
+      threads: int = 1,
+  ) -> Run:
+    flags = [
+        f"--reference={reference}",
+        f"--scratch={scratch}",
+        f"--seed={seed}",
+        f"--steps={budget.steps}",
+        f"--eval_every={budget.eval_every}",
+        f"--threads={threads}",
+        *self.wrapper_flags(budget, scratch),
+        "--authors_flags=" + " ".join(self.reference_flags(budget, seed)),
+    ]
+    env = self.wrapper_env(seed)
+    return run_wrapper(
+        python,
+        self.wrapper,
+        flags,
+        out_dir,
+        budget.steps,
+        self.their_metrics,
+        **({} if env is None else {"env": env}),
+    )
+
+  def finished_ours(self, budget: Budget, workdir: str) -> Optional[Run]:
+    return finished_history(workdir, budget.steps, self.our_metrics)
+
+  def finished_theirs(self, budget: Budget, out_dir: str) -> Optional[Run]:
+    return finished(wrapper_curve(out_dir, self.their_metrics), budget.steps)

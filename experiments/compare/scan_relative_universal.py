@@ -287,7 +287,7 @@ def prepare_data(budget: Budget, scratch: str, shared_data: str) -> str:
   return shared_data
 
 
-def _our_metrics(entry: Mapping) -> Dict[str, float]:
+def our_metrics(entry: Mapping) -> Dict[str, float]:
   """METRICS of one history entry of ours, scored as theirs (SCORING:
   {'iid_csordas': ..., 'gen_csordas': ...}).
 
@@ -305,68 +305,9 @@ def _our_metrics(entry: Mapping) -> Dict[str, float]:
   return {m: float(entry[f"{m}_csordas"]) for m in METRICS}
 
 
-def _their_metrics(entry: Mapping) -> Dict[str, float]:
+def their_metrics(entry: Mapping) -> Dict[str, float]:
   """METRICS of one curve.jsonl entry of the wrapper ({'accuracy': ...})."""
   return {m: float(entry["accuracy"][m]) for m in METRICS}
-
-
-def run_ours(
-    budget: Budget, seed: int, data_dir: str, workdir: str, log=print
-) -> List[Dict]:
-  """Trains (or resumes) our side; its evaluation points."""
-  from relational_jax.training import seq2seq  # pylint: disable=g-import-not-at-top
-
-  results = seq2seq.train_and_evaluate(
-      our_config(budget, seed, data_dir), workdir, log=log
-  )
-  return protocol.points(results["history"], _our_metrics)
-
-
-def run_theirs(
-    budget: Budget,
-    seed: int,
-    reference: str,
-    scratch: str,
-    python: str,
-    out_dir: str,
-    threads: int = 1,
-) -> List[Dict]:
-  """Runs (or resumes, or reuses) the authors' side in `python` in
-  `out_dir` (`protocol.run_wrapper`: exact resume from the checkpoint of
-  the last evaluation); its points."""
-  flags = [
-      f"--reference={reference}",
-      f"--scratch={scratch}",
-      "--scan_file="
-      + os.path.join(scratch, "cache", "scan_resplit", "tasks.txt"),
-      "--mode=train",
-      f"--seed={seed}",
-      f"--steps={budget.steps}",
-      f"--eval_every={budget.eval_every}",
-      f"--threads={threads}",
-      f"--max_eval_examples={budget.max_eval_examples}",
-      "--authors_flags=" + " ".join(reference_flags(AUTHORS, budget)),
-  ]
-  return protocol.run_wrapper(
-      python,
-      "scan_csordas_torch.py",
-      flags,
-      out_dir,
-      budget.steps,
-      _their_metrics,
-  )
-
-
-def finished_ours(budget: Budget, workdir: str):
-  """A finished run's evaluation points (from its results.json), or None."""
-  return protocol.finished_history(workdir, budget.steps, _our_metrics)
-
-
-def finished_theirs(budget: Budget, out_dir: str):
-  """A finished reference run's evaluation points, or None."""
-  return protocol.finished(
-      protocol.wrapper_curve(out_dir, _their_metrics), budget.steps
-  )
 
 
 def metric_names() -> Sequence[str]:
@@ -405,7 +346,7 @@ def describe(budget: Budget) -> Dict:
   }
 
 
-class ScanRelativeUniversal(protocol.Comparison):
+class ScanRelativeUniversal(protocol.WrapperComparison):
   """The comparison `scan_relative_universal` (module docstring);
   prepare_data reads `inputs.shared_data`."""
 
@@ -415,10 +356,11 @@ class ScanRelativeUniversal(protocol.Comparison):
   earlier_records = {"scoring": (None,)}
   marker = MARKER
   budgets = BUDGETS
-  run_ours = staticmethod(run_ours)
-  run_theirs = staticmethod(run_theirs)
-  finished_ours = staticmethod(finished_ours)
-  finished_theirs = staticmethod(finished_theirs)
+  task = "seq2seq"
+  wrapper = "scan_csordas_torch.py"  # Resumes from its last evaluation.
+  our_config = staticmethod(our_config)
+  our_metrics = staticmethod(our_metrics)
+  their_metrics = staticmethod(their_metrics)
   metric_names = staticmethod(metric_names)
   describe = staticmethod(describe)
 
@@ -430,6 +372,14 @@ class ScanRelativeUniversal(protocol.Comparison):
       self, budget: Budget, scratch: str, inputs: protocol.DataInputs
   ) -> str:
     return prepare_data(budget, scratch, inputs.shared_data)
+
+  def wrapper_flags(self, budget: Budget, scratch: str) -> List[str]:
+    return [
+        "--scan_file="
+        + os.path.join(scratch, "cache", "scan_resplit", "tasks.txt"),
+        "--mode=train",
+        f"--max_eval_examples={budget.max_eval_examples}",
+    ]
 
 
 if __name__ == "__main__":

@@ -272,3 +272,78 @@ def test_run_wrapper_runs_until_the_curve_reaches_its_steps(tmp_path):
   assert run() == finished  # Finished: not run again.
   log = (tmp_path / "theirs" / "log.txt").read_text().splitlines()
   assert log == [f"{protocol.REFS}/w.py --seed=3 --out_dir={out}"] * 2
+
+
+def test_a_wrapper_comparison_runs_its_task_and_its_wrapper(
+    tmp_path, monkeypatch
+):
+  # Our side: a stand-in task module, registered for this test only.
+  (tmp_path / "stand_in_task.py").write_text(
+      "import json, os\n"
+      "def train_and_evaluate(config, workdir, log=print):\n"
+      "  history = [{'step': config['steps'], 'acc': 0.25}]\n"
+      "  os.makedirs(workdir, exist_ok=True)\n"
+      "  with open(os.path.join(workdir, 'results.json'), 'w') as f:\n"
+      "    json.dump({'history': history}, f)\n"
+      "  return {'history': history}\n"
+  )
+  monkeypatch.syspath_prepend(str(tmp_path))
+  from relational_jax.training import registry as tasks  # pylint: disable=g-import-not-at-top
+
+  monkeypatch.setitem(tasks.TASKS, "stand_in", "stand_in_task")
+  # Their side: a stand-in Python that logs its command line and the
+  # environment's MARK, and writes one evaluation point.
+  fake = tmp_path / "their_python"
+  fake.write_text(
+      f"#!{sys.executable}\nimport json, os, sys\n"
+      "out = sys.argv[-1].split('=', 1)[1]\n"
+      "print(' '.join(sys.argv[1:]), os.environ.get('MARK'))\n"
+      "open(os.path.join(out, 'curve.jsonl'), 'a').write(json.dumps("
+      "{'step': 20, 'accuracy': 0.5}) + '\\n')\n"
+  )
+  fake.chmod(0o755)
+
+  class Tiny(protocol.WrapperComparison):
+    name, repository, marker, budgets = "tiny", "a/b", "m", {}
+    task, wrapper = "stand_in", "w.py"
+    prepare_data = describe = None
+
+    def metric_names(self):
+      return ("acc",)
+
+    def reference_flags(self, budget, seed):
+      return ["-lr", "1", f"-seed{seed}"]
+
+    def our_config(self, budget, seed, data_dir):
+      return {"steps": budget.steps}
+
+    def our_metrics(self, entry):
+      return {"acc": float(entry["acc"])}
+
+    def their_metrics(self, entry):
+      return {"acc": float(entry["accuracy"])}
+
+    def wrapper_flags(self, budget, scratch):
+      return [f"--data={scratch}/d"]
+
+    def wrapper_env(self, seed):
+      return dict(os.environ, MARK=f"seed{seed}")
+
+  c, budget = Tiny(), clutrr_et.Budget(20, 10, 1, 0)
+  ours, theirs = str(tmp_path / "ours"), str(tmp_path / "theirs")
+  assert c.finished_ours(budget, ours) is None
+  assert c.finished_theirs(budget, theirs) is None
+  assert c.run_ours(budget, 0, "data", ours, log=None) == [
+      {"step": 20, "metrics": {"acc": 0.25}}
+  ]
+  assert c.finished_ours(budget, ours) == [
+      {"step": 20, "metrics": {"acc": 0.25}}
+  ]
+  point = [{"step": 20, "metrics": {"acc": 0.5}}]
+  assert c.run_theirs(budget, 3, "REF", "SCR", str(fake), theirs, 2) == point
+  assert c.finished_theirs(budget, theirs) == point
+  assert (tmp_path / "theirs" / "log.txt").read_text().splitlines() == [
+      f"{protocol.REFS}/w.py --reference=REF --scratch=SCR --seed=3 "
+      "--steps=20 --eval_every=10 --threads=2 --data=SCR/d "
+      f"--authors_flags=-lr 1 -seed3 --out_dir={theirs} seed3"
+  ]

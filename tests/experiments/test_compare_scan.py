@@ -128,21 +128,26 @@ def test_scan_reference_curve_is_parsed(tmp_path):
       "sizes": {"train": 16458, "iid": 1828, "gen": 2624},
   }
   curve.write_text(json.dumps(entry_) + "\n")
-  assert protocol.wrapper_curve(str(tmp_path), scan._their_metrics) == [
+  assert protocol.wrapper_curve(str(tmp_path), scan.their_metrics) == [
       {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}
   ]
-  assert scan.finished_theirs(scan.Budget(200, 100, 1), str(tmp_path)) == [
-      {"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}
-  ]
-  assert scan.finished_theirs(scan.Budget(400, 100, 1), str(tmp_path)) is None
+  assert scan.ScanRelativeUniversal().finished_theirs(
+      scan.Budget(200, 100, 1), str(tmp_path)
+  ) == [{"step": 200, "metrics": {"iid": 0.5, "gen": 0.0}}]
+  assert (
+      scan.ScanRelativeUniversal().finished_theirs(
+          scan.Budget(400, 100, 1), str(tmp_path)
+      )
+      is None
+  )
 
 
 def test_scan_our_side_is_scored_as_theirs():
   entry_ = {"step": 500, "iid": 0.9, "gen": 0.5}
   entry_.update(iid_csordas=0.95, gen_csordas=0.6)
-  assert scan._our_metrics(entry_) == {"iid": 0.95, "gen": 0.6}
+  assert scan.our_metrics(entry_) == {"iid": 0.95, "gen": 0.6}
   with pytest.raises(ValueError, match=r"step 500 has no \['iid_csordas'"):
-    scan._our_metrics({"step": 500, "iid": 0.9, "gen": 0.5})
+    scan.our_metrics({"step": 500, "iid": 0.9, "gen": 0.5})
 
 
 def test_scan_reference_runs_scored_before_scoring_was_recorded_are_reused(
