@@ -4,6 +4,11 @@ al.'s code scores it (a row of its batch's longest target need not), the
 errors by target length, and the wrong rows as text.
 
   python -m experiments.seq2seq_evaluate --workdir=runs/scan26_rel_uni
+  python -m experiments.seq2seq_evaluate --workdir=runs/scan26_rel_uni \
+      --step=45000 --results_path=runs/scan26_rel_uni/evaluation_45000.json
+
+(--step: a saved step of the checkpoint set, such as one the run kept with
+`--config.train.keep_every`.)
 
 Writes `<workdir>/evaluation.json` (`seq2seq.loop.evaluate_checkpoint`).
 """
@@ -23,6 +28,11 @@ flags.DEFINE_string(
 )
 flags.DEFINE_enum(
     "checkpoint", "latest", ["latest", "best"], "Which checkpoint to score."
+)
+flags.DEFINE_integer(
+    "step",
+    None,
+    "Score this saved step of --checkpoint (default: its newest).",
 )
 flags.DEFINE_integer(
     "csordas_batch_size",
@@ -52,6 +62,7 @@ def main(argv):
   results = loop.evaluate_checkpoint(
       FLAGS.workdir,
       FLAGS.checkpoint,
+      step=FLAGS.step,
       csordas_batch_size=FLAGS.csordas_batch_size,
       max_wrong=FLAGS.max_wrong,
   )

@@ -2,7 +2,8 @@
 
 A run directory holds two `orbax.checkpoint.CheckpointManager`s:
 
-  <directory>/latest   the most recent states (keep 2), for resuming;
+  <directory>/latest   the most recent states (keep 2, and every
+                       `keep_every`-th step if asked), for resuming;
   <directory>/best     the selected state (keep 1), for evaluation.
 
 Every checkpoint is `ocp.args.Composite(state=StandardSave(state),
@@ -202,6 +203,8 @@ class RunCheckpoints:
     directory: run checkpoint directory (created if missing).
     keep_latest: number of latest checkpoints kept (default 2).
     keep_best: number of best checkpoints kept (default 1).
+    keep_every: also keep every latest step that is a multiple of this
+      (0: none; orbax's keep_period).
     check_finite: refuse to save states with NaN/Inf (default True).
 
   After `restore`, `skipped` lists the checkpoints it could not restore
@@ -214,10 +217,13 @@ class RunCheckpoints:
       keep_latest: int = 2,
       keep_best: int = 1,
       check_finite: bool = True,
+      keep_every: int = 0,
   ):
     for name, keep in (("keep_latest", keep_latest), ("keep_best", keep_best)):
       if keep < 1:
         raise ValueError(f"{name} must be >= 1, got {keep}.")
+    if keep_every < 0:
+      raise ValueError(f"keep_every must be >= 0, got {keep_every}.")
     self.directory = os.path.abspath(directory)
     self.check_finite = check_finite
     self.skipped: List[Dict] = []
@@ -225,10 +231,16 @@ class RunCheckpoints:
         which: ocp.CheckpointManager(
             os.path.join(self.directory, which),
             options=ocp.CheckpointManagerOptions(
-                max_to_keep=keep, create=True, enable_async_checkpointing=False
+                max_to_keep=keep,
+                keep_period=period or None,
+                create=True,
+                enable_async_checkpointing=False,
             ),
         )
-        for which, keep in (("latest", keep_latest), ("best", keep_best))
+        for which, keep, period in (
+            ("latest", keep_latest, keep_every),
+            ("best", keep_best, 0),
+        )
     }
 
   def _manager(self, which: str) -> ocp.CheckpointManager:

@@ -45,7 +45,7 @@ Config sections:
                            clip, batch_size, eval_batch_size, eval_every,
                            eval_tests (score the test sets at every
                            evaluation too: learning curves in `history`),
-                           checkpoint_every, seed, select_on, devices,
+                           checkpoint_every, keep_every, seed, select_on, devices,
                            progress, stop_at_step
   config.results_path      '' = <workdir>/results.json
 
@@ -187,6 +187,7 @@ def default_config() -> ConfigDict:
           eval_every=350,
           eval_tests=False,
           checkpoint_every=0,
+          keep_every=0,  # > 0: also keep the latest steps that are multiples.
           seed=42,
           select_on="last",
           devices=0,

@@ -38,7 +38,7 @@ Config sections:
                            length_multiple
   config.train             learning_rate, weight_decay, warmup_steps, steps,
                            clip, batch_size, eval_batch_size, eval_every,
-                           checkpoint_every, seed, select_on, devices,
+                           checkpoint_every, keep_every, seed, select_on, devices,
                            progress, stop_at_step, eval_tests (score every
                            evaluation file at every eval_every: learning
                            curves)
@@ -138,6 +138,7 @@ def default_config() -> ConfigDict:
           eval_batch_size=0,
           eval_every=2410,
           checkpoint_every=0,
+          keep_every=0,  # > 0: also keep the latest steps that are multiples.
           seed=42,
           select_on="last",
           devices=0,

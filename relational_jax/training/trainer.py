@@ -125,6 +125,9 @@ class Loop:
   steps: training steps of the whole run.
   eval_every: evaluate every this many steps (and at the last step).
   checkpoint_every: save 'latest' every this many steps (0: at evaluations).
+  keep_every: besides the newest two, keep every saved 'latest' step that
+    is a multiple of this (0: none), to score the run at those steps later;
+    a multiple of the save cadence (`checkpoint_every`, else `eval_every`).
   stop_at_step: stop (checkpointed) at this step (0: run to `steps`).
   fetch_every: bring the metrics to the host at least every this many
     steps (for the progress bar and the non-finite check).
@@ -136,6 +139,7 @@ class Loop:
   steps: int
   eval_every: int
   checkpoint_every: int = 0
+  keep_every: int = 0
   stop_at_step: int = 0
   fetch_every: int = 25
   progress: bool = True
@@ -149,6 +153,7 @@ class Loop:
         ("eval_every", 1),
         ("fetch_every", 1),
         ("checkpoint_every", 0),
+        ("keep_every", 0),
         ("stop_at_step", 0),
     ):
       value = getattr(self, name)
@@ -162,6 +167,13 @@ class Loop:
       raise ValueError(
           f"stop_at_step={self.stop_at_step} is past steps={self.steps}: the "
           "run would never stop there (0 runs to steps)."
+      )
+    save_every = self.checkpoint_every or self.eval_every
+    if self.keep_every % save_every:
+      raise ValueError(
+          f"keep_every={self.keep_every} is not a multiple of the save "
+          f"cadence {save_every} (checkpoint_every, else eval_every): the "
+          "steps it keeps would never be saved."
       )
 
 
@@ -266,7 +278,10 @@ def fit(
   stop = min(loop.steps, loop.stop_at_step or loop.steps)
   selection = getattr(task, "selection", "")
   save_every = loop.checkpoint_every or loop.eval_every
-  with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
+  _check_kept(checkpoint_dir, loop.keep_every)
+  with ckpt_lib.RunCheckpoints(
+      checkpoint_dir, keep_every=loop.keep_every
+  ) as ckpts:
     restored = ckpts.restore(task.abstract_state(), layouts=layouts_of(task))
     if restored is None:
       state, meta = task.init_state(), _fresh_meta(task.stream)
@@ -428,6 +443,25 @@ def fit(
   )
 
 
+def _check_kept(checkpoint_dir: str, keep_every: int) -> None:
+  """Refuses a resume whose `keep_every` would let the next save delete
+  'latest' steps an earlier `keep_every` kept (all but the newest two).
+
+  Raises:
+    UserError: naming those steps and the keep_every values that keep them.
+  """
+  older = ckpt_lib.saved_steps(checkpoint_dir)[:-2]
+  lost = [s for s in older if not keep_every or s % keep_every]
+  if lost:
+    keeps = math.gcd(*older)
+    raise UserError(
+        f"train.keep_every={keep_every} would delete the kept checkpoints at "
+        f"steps {lost} in {checkpoint_dir}/latest at the next save; resume "
+        f"with train.keep_every a divisor of {keeps} that is a multiple of "
+        "the save cadence, or move those steps away first."
+    )
+
+
 def has_checkpoint(checkpoint_dir: str) -> bool:
   """Whether `checkpoint_dir` holds a 'latest' checkpoint (a file-system
   read: no barrier, so processes may ask while process 0 writes the work
@@ -441,19 +475,32 @@ def restore(
     which: str = "latest",
     layouts: Sequence[Tuple[Any, Callable]] = (),
     skipped: Optional[List[Dict]] = None,
+    step: Optional[int] = None,
 ) -> Optional[Tuple[Any, Dict]]:
   """(state, record) of the newest `which` ('latest' | 'best') checkpoint in
-  `checkpoint_dir` (`layouts`: as `layouts_of`); None if there is none.
-  Checkpoints that could not be restored are moved aside
+  `checkpoint_dir`, or of its step `step` (`layouts`: as `layouts_of`); None
+  if there is none. Checkpoints that could not be restored are moved aside
   (`checkpoints.RunCheckpoints`); `skipped`, if given, is extended with
-  their records (each with `restored_instead`)."""
+  their records (each with `restored_instead`).
+
+  Raises:
+    ValueError: `which` is not a checkpoint set; `UserError` (a ValueError):
+      `step` is not saved in it (naming the saved steps).
+  """
   if which not in ("latest", "best"):
     raise ValueError(
         f"checkpoint {which!r} is not one of the valid choices "
         "['latest', 'best']."
     )
+  if step is not None:
+    saved = ckpt_lib.saved_steps(checkpoint_dir, which)
+    if step not in saved:
+      raise UserError(
+          f"no {which} checkpoint at step {step} in {checkpoint_dir}; the "
+          f"saved steps are {saved} (train.keep_every keeps more)."
+      )
   with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
-    restored = ckpts.restore(abstract_state, which, layouts=layouts)
+    restored = ckpts.restore(abstract_state, which, step, layouts=layouts)
     if skipped is not None:
       skipped.extend(ckpts.skipped)
     return restored
@@ -642,6 +689,7 @@ TRAIN_FIELDS = (
     "eval_batch_size",
     "eval_every",
     "checkpoint_every",
+    "keep_every",
     "stop_at_step",
     "learning_rate",
     "schedule",
@@ -665,6 +713,7 @@ RESUMABLE_TRAIN_CHANGES = (
     "train.eval_batch_size",
     "train.eval_every",
     "train.checkpoint_every",
+    "train.keep_every",
     "train.select_on",
     "train.devices",
     "train.progress",
@@ -677,7 +726,8 @@ RESUMABLE_TRAIN_CHANGES = (
 def validate_train_section(t, select_on: Sequence[str] = SELECT_ON) -> None:
   """Raises ValueError naming a bad field of a task's `train` section
   (steps, batch_size, eval_every, warmup_steps, eval_batch_size,
-  checkpoint_every, devices, stop_at_step, learning_rate; select_on, one of
+  checkpoint_every, keep_every, devices, stop_at_step, learning_rate;
+  select_on, one of
   the task's `select_on` choices)."""
   check_choice(t.select_on, select_on, "train.select_on")
   for name in ("steps", "batch_size", "eval_every"):
@@ -687,6 +737,7 @@ def validate_train_section(t, select_on: Sequence[str] = SELECT_ON) -> None:
       "warmup_steps",
       "eval_batch_size",
       "checkpoint_every",
+      "keep_every",
       "devices",
       "stop_at_step",
   ):
@@ -700,11 +751,12 @@ def validate_train_section(t, select_on: Sequence[str] = SELECT_ON) -> None:
 
 def loop_of(t, description: str = "") -> Loop:
   """The `Loop` of a `train` config section (steps, eval_every,
-  checkpoint_every, stop_at_step, progress, tensorboard)."""
+  checkpoint_every, keep_every, stop_at_step, progress, tensorboard)."""
   return Loop(
       steps=int(t.steps),
       eval_every=int(t.eval_every),
       checkpoint_every=int(t.checkpoint_every),
+      keep_every=int(t.keep_every),
       stop_at_step=int(t.stop_at_step),
       progress=bool(t.progress),
       description=description,

@@ -367,6 +367,39 @@ def test_bad_loop_settings_are_named():
   assert trainer.Loop(steps=3, eval_every=1, stop_at_step=3).stop_at_step == 3
   with pytest.raises(ValueError, match="'newest'.*'latest', 'best'"):
     trainer.restore(None, "/nonexistent", "newest")
+  with pytest.raises(ValueError, match="keep_every must be an int >= 0"):
+    trainer.Loop(steps=3, eval_every=1, keep_every=-1)
+  with pytest.raises(
+      ValueError, match=r"keep_every=3 is not a multiple of the save cadence 2"
+  ):
+    trainer.Loop(steps=6, eval_every=2, keep_every=3)
+  assert trainer.Loop(steps=6, eval_every=3, checkpoint_every=1, keep_every=2)
+
+
+def test_keep_every_keeps_those_steps_to_restore_and_guards_them(tmp_path):
+  ckpt = str(tmp_path)  # _fit checkpoints into the directory it is given.
+  straight = _fit(tmp_path, steps=10, keep_every=4)
+  assert trainer.ckpt_lib.saved_steps(ckpt) == [4, 8, 10]  # Saved every 2.
+  task = _task()
+  state_4, record_4 = trainer.restore(task.abstract_state(), ckpt, step=4)
+  assert int(state_4["step"]) == 4 and record_4["step"] == 4
+  newest, _ = trainer.restore(task.abstract_state(), ckpt)
+  np.testing.assert_array_equal(
+      newest["params"]["w"], straight.state["params"]["w"]
+  )
+  with pytest.raises(
+      UserError, match=r"no latest checkpoint at step 6 .* \[4, 8, 10\]"
+  ):
+    trainer.restore(task.abstract_state(), ckpt, step=6)
+  # A resume whose keep_every would delete steps 4 and 8 at its next save.
+  for keep in (0, 8, 6):
+    with pytest.raises(
+        UserError, match=r"train.keep_every=%d would delete .* steps \[4" % keep
+    ):
+      _fit(tmp_path, steps=12, keep_every=keep)
+  assert trainer.ckpt_lib.saved_steps(ckpt) == [4, 8, 10]
+  _fit(tmp_path, steps=12, keep_every=2)  # Keeps them (and 10, 12).
+  assert trainer.ckpt_lib.saved_steps(ckpt) == [4, 8, 10, 12]
 
 
 def _events(directory):

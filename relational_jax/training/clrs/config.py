@@ -98,6 +98,7 @@ def default_config() -> ConfigDict:
           eval_batch_size=32,
           eval_every=50,
           checkpoint_every=0,  # 0: at every evaluation
+          keep_every=0,  # > 0: also keep the latest steps that are multiples.
           stop_at_step=0,
           learning_rate=2.5e-4,
           schedule="constant",

@@ -16,7 +16,7 @@
                            encoder layers)
   config.train             learning_rate, schedule, warmup_steps, steps, clip,
                            batch_size, eval_batch_size, eval_every,
-                           checkpoint_every, seed, select_on, devices,
+                           checkpoint_every, keep_every, seed, select_on, devices,
                            progress, stop_at_step, csordas_batch_size (> 0:
                            every evaluation set also scored as Csordas et
                            al.'s code scores it, `<set>_csordas`)
@@ -198,6 +198,7 @@ def default_config() -> ConfigDict:
           eval_batch_size=0,  # 0: = batch_size.
           eval_every=1000,
           checkpoint_every=0,  # 0: = eval_every.
+          keep_every=0,  # > 0: also keep the latest steps that are multiples.
           seed=0,
           dropout_prng="threefry",  # One of prng.DROPOUT_PRNGS; 'counter_hash'
           # draws the same masks' distribution ~6x

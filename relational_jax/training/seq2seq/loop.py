@@ -774,16 +774,18 @@ def evaluate_checkpoint(
     workdir: str,
     which: str = "latest",
     *,
+    step: Optional[int] = None,
     csordas_batch_size: int = 2048,
     max_wrong: int = 50,
     model: ModelArg = None,
     data: Optional[data_lib.Seq2SeqData] = None,
     optimizer: Optional[optax.GradientTransformation] = None,
 ) -> Dict:
-  """Scores a saved run's newest `which` checkpoint on every evaluation set,
-  strictly and as Csordas et al.'s code does (`evaluation` module
-  docstring), and says which rows are wrong. Pass the `model`, `data` and
-  `optimizer` the run was trained with.
+  """Scores a saved run's newest `which` checkpoint (or its step `step`,
+  e.g. one `train.keep_every` kept) on every evaluation set, strictly and as
+  Csordas et al.'s code does (`evaluation` module docstring), and says which
+  rows are wrong. Pass the `model`, `data` and `optimizer` the run was
+  trained with.
 
   Returns {'workdir', 'checkpoint', 'step', 'csordas_batch_size', 'sets':
   {name: {'size', 'exact_match' (strict, as in training), 'exact_match_csordas'
@@ -799,7 +801,10 @@ def evaluate_checkpoint(
   config = load_config(workdir)
   experiment = _saved_experiment(config, workdir, model, data, optimizer)
   restored = trainer.restore(
-      experiment.abstract_state(), trainer.checkpoint_dir(workdir), which
+      experiment.abstract_state(),
+      trainer.checkpoint_dir(workdir),
+      which,
+      step=step,
   )
   if restored is None:
     raise errors.UserError(

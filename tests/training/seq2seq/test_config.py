@@ -46,6 +46,7 @@ def test_default_config_layout_and_models():
       "eval_batch_size",
       "eval_every",
       "checkpoint_every",
+      "keep_every",
       "seed",
       "dropout_prng",
       "select_on",

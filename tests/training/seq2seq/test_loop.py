@@ -648,12 +648,23 @@ def test_max_train_examples_trains_on_a_fixed_subset():
 
 def test_evaluate_checkpoint_scores_the_saved_run(tmp_path):
   workdir = str(tmp_path / "run")
-  config = tiny({"train.steps": 2, "train.eval_every": 2})
+  config = tiny(
+      {"train.steps": 6, "train.eval_every": 2, "train.keep_every": 2}
+  )
   results = seq2seq.train_and_evaluate(config, workdir, **QUIET)
   scored = seq2seq.loop.evaluate_checkpoint(
       workdir, csordas_batch_size=2, max_wrong=1
   )
-  assert scored["step"] == 2 and scored["checkpoint"] == "latest"
+  assert scored["step"] == 6 and scored["checkpoint"] == "latest"
+  # A step train.keep_every kept scores as its evaluation did in training.
+  first = seq2seq.loop.evaluate_checkpoint(workdir, step=2)
+  assert first["step"] == 2 and results["history"][0]["step"] == 2
+  for name, entry in first["sets"].items():
+    assert entry["exact_match"] == results["history"][0][name]
+  with pytest.raises(
+      seq2seq.loop.errors.UserError, match=r"step 3 .* \[2, 4, 6\]"
+  ):
+    seq2seq.loop.evaluate_checkpoint(workdir, step=3)
   for name, entry in scored["sets"].items():
     # Strict scoring is training's; the authors' only ever forgives.
     assert entry["exact_match"] == results["final"]["accuracies"][name]
