@@ -4,13 +4,13 @@ al.'s code scores it (a row of its batch's longest target need not), the
 errors by target length, and the wrong rows as text.
 
   python -m experiments.seq2seq_evaluate --workdir=runs/scan26_rel_uni
-  python -m experiments.seq2seq_evaluate --workdir=runs/scan26_rel_uni \
-      --step=45000 --results_path=runs/scan26_rel_uni/evaluation_45000.json
+  python -m experiments.seq2seq_evaluate --workdir=runs/scan26_rel_uni --step=45000
 
 (--step: a saved step of the checkpoint set, such as one the run kept with
 `--config.train.keep_every`.)
 
-Writes `<workdir>/evaluation.json` (`seq2seq.loop.evaluate_checkpoint`).
+Writes `<workdir>/evaluation.json` (with --step, `evaluation_step<step>.json`;
+`seq2seq.loop.evaluate_checkpoint`).
 """
 
 import os
@@ -42,7 +42,10 @@ flags.DEFINE_integer(
 )
 flags.DEFINE_integer("max_wrong", 50, "Wrong rows listed per set.")
 flags.DEFINE_string(
-    "results_path", None, "Output JSON (default <workdir>/evaluation.json)."
+    "results_path",
+    None,
+    "Output JSON (default <workdir>/evaluation.json; with --step,"
+    " <workdir>/evaluation_step<step>.json).",
 )
 FLAGS = flags.FLAGS
 
@@ -66,7 +69,12 @@ def main(argv):
       csordas_batch_size=FLAGS.csordas_batch_size,
       max_wrong=FLAGS.max_wrong,
   )
-  path = FLAGS.results_path or os.path.join(FLAGS.workdir, "evaluation.json")
+  default = (
+      "evaluation.json"
+      if FLAGS.step is None
+      else f"evaluation_step{FLAGS.step}.json"
+  )
+  path = FLAGS.results_path or os.path.join(FLAGS.workdir, default)
   reporting.write_json(path, results)
   for name, entry in results["sets"].items():
     print(

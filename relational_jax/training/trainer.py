@@ -126,8 +126,8 @@ class Loop:
   eval_every: evaluate every this many steps (and at the last step).
   checkpoint_every: save 'latest' every this many steps (0: at evaluations).
   keep_every: besides the newest two, keep every saved 'latest' step that
-    is a multiple of this (0: none), to score the run at those steps later;
-    a multiple of the save cadence (`checkpoint_every`, else `eval_every`).
+    is a multiple of this (0: none), to score the run later at those steps;
+    a multiple of `eval_every` or of `checkpoint_every` (the saved steps).
   stop_at_step: stop (checkpointed) at this step (0: run to `steps`).
   fetch_every: bring the metrics to the host at least every this many
     steps (for the progress bar and the non-finite check).
@@ -168,13 +168,28 @@ class Loop:
           f"stop_at_step={self.stop_at_step} is past steps={self.steps}: the "
           "run would never stop there (0 runs to steps)."
       )
-    save_every = self.checkpoint_every or self.eval_every
-    if self.keep_every % save_every:
-      raise ValueError(
-          f"keep_every={self.keep_every} is not a multiple of the save "
-          f"cadence {save_every} (checkpoint_every, else eval_every): the "
-          "steps it keeps would never be saved."
-      )
+    problem = keep_every_problem(
+        self.keep_every, self.eval_every, self.checkpoint_every
+    )
+    if problem:
+      raise ValueError(problem)
+
+
+def keep_every_problem(
+    keep_every: int, eval_every: int, checkpoint_every: int
+) -> str:
+  """Why `keep_every` keeps no step `fit` saves ('' if it does): a saved
+  step is an evaluation (`eval_every`) or a multiple of `checkpoint_every`,
+  so a kept one must be a multiple of either."""
+  if not keep_every or keep_every % eval_every == 0:
+    return ""
+  if checkpoint_every and keep_every % checkpoint_every == 0:
+    return ""
+  return (
+      f"keep_every={keep_every} is a multiple of neither eval_every="
+      f"{eval_every} nor checkpoint_every={checkpoint_every}: the steps it "
+      "keeps would never be saved."
+  )
 
 
 @dataclasses.dataclass
@@ -278,7 +293,6 @@ def fit(
   stop = min(loop.steps, loop.stop_at_step or loop.steps)
   selection = getattr(task, "selection", "")
   save_every = loop.checkpoint_every or loop.eval_every
-  _check_kept(checkpoint_dir, loop.keep_every)
   with ckpt_lib.RunCheckpoints(
       checkpoint_dir, keep_every=loop.keep_every
   ) as ckpts:
@@ -294,6 +308,7 @@ def fit(
             f"past train.steps={loop.steps}: rerun with train.steps >= "
             f"{meta['step']}, or use another work directory."
         )
+      _check_kept(ckpts, checkpoint_dir, meta.get("keep_every", 0), loop)
       task.stream.set_state(meta["stream"])
       for skipped in ckpts.skipped:
         log(
@@ -310,6 +325,7 @@ def fit(
             "the best is chosen anew from the next evaluation on"
         )
         meta["best"] = None
+    meta["keep_every"] = loop.keep_every  # What the next resume protects.
     step = int(meta["step"])
     last_saved = ckpts.latest_step()
     metrics = metrics_log.MetricsLog(
@@ -443,22 +459,24 @@ def fit(
   )
 
 
-def _check_kept(checkpoint_dir: str, keep_every: int) -> None:
-  """Refuses a resume whose `keep_every` would let the next save delete
-  'latest' steps an earlier `keep_every` kept (all but the newest two).
+def _check_kept(ckpts, checkpoint_dir: str, kept_every: int, loop: Loop):
+  """Refuses a resume whose `loop.keep_every` would let the next save delete
+  'latest' steps that the saved run's `kept_every` kept (the next save keeps
+  only the newest step besides itself, and the multiples of keep_every).
 
   Raises:
-    UserError: naming those steps and the keep_every values that keep them.
+    UserError: naming those steps and the keep_every that keeps them.
   """
-  older = ckpt_lib.saved_steps(checkpoint_dir)[:-2]
-  lost = [s for s in older if not keep_every or s % keep_every]
+  kept = [
+      s for s in ckpts.all_steps()[:-1] if kept_every and s % kept_every == 0
+  ]
+  lost = [s for s in kept if not loop.keep_every or s % loop.keep_every]
   if lost:
-    keeps = math.gcd(*older)
     raise UserError(
-        f"train.keep_every={keep_every} would delete the kept checkpoints at "
-        f"steps {lost} in {checkpoint_dir}/latest at the next save; resume "
-        f"with train.keep_every a divisor of {keeps} that is a multiple of "
-        "the save cadence, or move those steps away first."
+        f"train.keep_every={loop.keep_every} would delete the checkpoints at "
+        f"steps {lost} that train.keep_every={kept_every} kept in "
+        f"{checkpoint_dir}/latest, at the next save: resume with "
+        f"train.keep_every={kept_every}, or move those steps away first."
     )
 
 
@@ -727,8 +745,7 @@ def validate_train_section(t, select_on: Sequence[str] = SELECT_ON) -> None:
   """Raises ValueError naming a bad field of a task's `train` section
   (steps, batch_size, eval_every, warmup_steps, eval_batch_size,
   checkpoint_every, keep_every, devices, stop_at_step, learning_rate;
-  select_on, one of
-  the task's `select_on` choices)."""
+  select_on, one of the task's `select_on` choices)."""
   check_choice(t.select_on, select_on, "train.select_on")
   for name in ("steps", "batch_size", "eval_every"):
     if t[name] < 1:
@@ -737,12 +754,17 @@ def validate_train_section(t, select_on: Sequence[str] = SELECT_ON) -> None:
       "warmup_steps",
       "eval_batch_size",
       "checkpoint_every",
-      "keep_every",
       "devices",
       "stop_at_step",
   ):
     if t[name] < 0:
       raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
+  keep_every = t.get("keep_every", 0)  # (Task configs written before it.)
+  if keep_every < 0:
+    raise ValueError(f"train.keep_every must be >= 0, got {keep_every}.")
+  problem = keep_every_problem(keep_every, t.eval_every, t.checkpoint_every)
+  if problem:
+    raise ValueError("train." + problem)
   if not t.learning_rate > 0:
     raise ValueError(
         f"train.learning_rate must be positive, got {t.learning_rate}."
@@ -756,7 +778,7 @@ def loop_of(t, description: str = "") -> Loop:
       steps=int(t.steps),
       eval_every=int(t.eval_every),
       checkpoint_every=int(t.checkpoint_every),
-      keep_every=int(t.keep_every),
+      keep_every=int(t.get("keep_every", 0)),
       stop_at_step=int(t.stop_at_step),
       progress=bool(t.progress),
       description=description,

@@ -347,3 +347,23 @@ def test_a_wrapper_comparison_runs_its_task_and_its_wrapper(
       "--steps=20 --eval_every=10 --threads=2 --data=SCR/d "
       f"--authors_flags=-lr 1 -seed3 --out_dir={theirs} seed3"
   ]
+
+
+def test_the_wrapper_comparisons_name_their_task_wrapper_flags_and_env():
+  c, g, s = (
+      clutrr_et.ClutrrEt(),
+      cogs.CogsGraphEt(),
+      scan.ScanRelativeUniversal(),
+  )
+  assert (c.task, g.task, s.task) == ("clutrr", "cogs_graph", "seq2seq")
+  for comparison in (c, g, s):
+    assert os.path.isfile(os.path.join(protocol.REFS, comparison.wrapper))
+  assert c.wrapper_flags(c.budgets["smoke"], "S") == ["--data_path=compare"]
+  assert c.wrapper_env(7)["PYTHONHASHSEED"] == "7"  # Their label order.
+  assert g.wrapper_flags(g.budgets["smoke"], "S") == []
+  assert s.wrapper_flags(s.budgets["smoke"], "S") == [
+      "--scan_file=" + os.path.join("S", "cache", "scan_resplit", "tasks.txt"),
+      "--mode=train",
+      "--max_eval_examples=16",
+  ]
+  assert g.wrapper_env(7) is None and s.wrapper_env(7) is None

@@ -370,10 +370,16 @@ def test_bad_loop_settings_are_named():
   with pytest.raises(ValueError, match="keep_every must be an int >= 0"):
     trainer.Loop(steps=3, eval_every=1, keep_every=-1)
   with pytest.raises(
-      ValueError, match=r"keep_every=3 is not a multiple of the save cadence 2"
+      ValueError,
+      match=r"keep_every=3 is a multiple of neither eval_every=2 nor "
+      r"checkpoint_every=0: the steps it keeps would never be saved",
   ):
     trainer.Loop(steps=6, eval_every=2, keep_every=3)
-  assert trainer.Loop(steps=6, eval_every=3, checkpoint_every=1, keep_every=2)
+  # Saved: the evaluations (every 2) and the multiples of 3.
+  for keep in (2, 3, 4, 6):
+    assert trainer.Loop(
+        steps=12, eval_every=2, checkpoint_every=3, keep_every=keep
+    )
 
 
 def test_keep_every_keeps_those_steps_to_restore_and_guards_them(tmp_path):
@@ -391,15 +397,30 @@ def test_keep_every_keeps_those_steps_to_restore_and_guards_them(tmp_path):
       UserError, match=r"no latest checkpoint at step 6 .* \[4, 8, 10\]"
   ):
     trainer.restore(task.abstract_state(), ckpt, step=6)
-  # A resume whose keep_every would delete steps 4 and 8 at its next save.
-  for keep in (0, 8, 6):
+  # A resume whose keep_every would delete kept steps at its next save.
+  for keep, lost in ((0, "[4, 8]"), (8, "[4]"), (6, "[4, 8]")):
     with pytest.raises(
-        UserError, match=r"train.keep_every=%d would delete .* steps \[4" % keep
+        UserError,
+        match=re.escape(
+            f"train.keep_every={keep} would delete the checkpoints at steps "
+            f"{lost} that train.keep_every=4 kept"
+        ),
     ):
       _fit(tmp_path, steps=12, keep_every=keep)
   assert trainer.ckpt_lib.saved_steps(ckpt) == [4, 8, 10]
   _fit(tmp_path, steps=12, keep_every=2)  # Keeps them (and 10, 12).
   assert trainer.ckpt_lib.saved_steps(ckpt) == [4, 8, 10, 12]
+  # The kept step can be the second newest: [8, 10] after keep_every=8.
+  other = tmp_path / "other"
+  _fit(other, steps=10, keep_every=8)
+  assert trainer.ckpt_lib.saved_steps(str(other)) == [8, 10]
+  with pytest.raises(UserError, match=r"at steps \[8\] that"):
+    _fit(other, steps=12)
+  # A run that never kept a step resumes with any keep_every.
+  plain = tmp_path / "plain"
+  _fit(plain, steps=6)
+  _fit(plain, steps=8, keep_every=4)
+  assert trainer.ckpt_lib.saved_steps(str(plain)) == [4, 6, 8]
 
 
 def _events(directory):

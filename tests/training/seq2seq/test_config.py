@@ -181,6 +181,10 @@ def test_default_config_layout_and_models():
             {"transformer.num_edge_labels": 3},
             r"transformer.num_edge_labels=3: the seq2seq loop passes no",
         ),
+        (
+            {"train.eval_every": 2, "train.keep_every": 3},
+            r"train.keep_every=3 is a multiple of neither eval_every=2 nor",
+        ),
     ],
 )
 def test_bad_config_is_a_clear_error(tmp_path, overrides, message):
