@@ -14,18 +14,73 @@ training loops use it unchanged. What differs:
     (`relational_jax.training.trainer`): `state()` -> {params, opt_state},
     `train_step(state, rng, feedback)` -> (state, {loss, grad_norm}),
     `bound(params)` (a predictor of those parameters). Neither touches the
-    model's own parameters.
+    model's own parameters;
+  * a model over several algorithms (a list of specs: the generalist of
+    Ibarz et al. 2022) updates, on one algorithm's batch, only the processor
+    and that algorithm's encoders and decoders (`update_of_algorithm`:
+    dm-clrs's `filter_null_grads` semantics by our own path, which runs on
+    the optax installed here); `train_step_summed` takes one step on the
+    summed losses of one batch of every algorithm.
 """
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import haiku as hk
 import jax
+import jax.numpy as jnp
 import optax
 from clrs._src import baselines
+from clrs._src import processors as clrs_processors
 
 from processors.nets import CarryNet
 from relational_jax.parallel import mesh as mesh_lib
+
+
+def trains_with_algorithm(module: str, algorithm_index: Optional[int]) -> bool:
+  """Whether the parameters of Haiku `module` learn from a batch of algorithm
+  `algorithm_index` (None: from every algorithm's): the processor's, and the
+  encoders and decoders named for that algorithm (dm-clrs's `algo_<i>_`
+  prefix), as dm-clrs's `filter_null_grads` keeps them."""
+  return (
+      algorithm_index is None
+      or clrs_processors.PROCESSOR_TAG in module
+      or f"algo_{algorithm_index}_" in module
+  )
+
+
+def update_of_algorithm(
+    opt: optax.GradientTransformation,
+    params,
+    grads,
+    opt_state,
+    algorithm_index: Optional[int],
+):
+  """(updates, new optimiser state) of a step on a batch of algorithm
+  `algorithm_index`: the parameters of the other algorithms' encoders and
+  decoders get no update and keep their optimiser state (their gradient
+  counts as absent, not zero: no momentum builds up from it), as dm-clrs's
+  `filter_null_grads`; global optimiser state (Adam's count, the schedule)
+  advances every step, as there. Where every module trains (one algorithm,
+  or `algorithm_index` None) this is `opt.update` itself."""
+  keep = {m: trains_with_algorithm(m, algorithm_index) for m in grads}
+  if all(keep.values()):
+    return opt.update(grads, opt_state, params)
+  zeros = lambda tree: jax.tree_util.tree_map(jnp.zeros_like, tree)
+  kept = lambda new, old: {m: new[m] if keep[m] else old[m] for m in new}
+  # Absent gradients are zeros for the optimiser (they add nothing to a
+  # global norm); their updates and per-parameter state are then undone.
+  masked = {m: g if keep[m] else zeros(g) for m, g in grads.items()}
+  updates, new_state = opt.update(masked, opt_state, params)
+  updates = kept(updates, zeros(updates))
+  per_parameter = jax.tree_util.tree_structure(params)
+  is_per_parameter = lambda x: jax.tree_util.tree_structure(x) == per_parameter
+  new_state = jax.tree_util.tree_map(
+      lambda new, old: kept(new, old) if is_per_parameter(new) else new,
+      new_state,
+      opt_state,
+      is_leaf=is_per_parameter,
+  )
+  return updates, new_state
 
 
 class CarryModel(baselines.BaselineModel):
@@ -85,6 +140,31 @@ class CarryModel(baselines.BaselineModel):
     if optimizer is not None:
       self.opt = optimizer
 
+  def init(self, features, seed) -> None:
+    """`BaselineModel.init`; with several algorithms, the processor's
+    parameters are those a model of the first algorithm alone draws, so a
+    generalist over one algorithm is that algorithm's single-task model and
+    the processor's draw does not depend on the others (a lifted Flax stack
+    keeps the draw of its last call during Haiku's init, which with several
+    algorithms is in the last algorithm's pass)."""
+    super().init(features, seed)
+    if len(self._spec) == 1:
+      return
+    first = self.net_fn.init(
+        jax.random.PRNGKey(seed),
+        [features[0]],
+        True,
+        algorithm_index=0,
+        return_hints=False,
+        return_all_outputs=False,
+    )
+    params = self.params
+    for module in params:
+      if clrs_processors.PROCESSOR_TAG in module:
+        params[module] = first[module]
+    self.params = params
+    self.opt_state = self.opt.init(params)
+
   @property
   def num_devices(self) -> int:
     return mesh_lib.num_data_shards(self.mesh)
@@ -134,6 +214,11 @@ class CarryModel(baselines.BaselineModel):
         donate_argnums=(0, 3),
         out_shardings=(rep, rep, rep, rep),
     )
+    self.jitted_summed_train_step = jax.jit(
+        self._summed_train_step,
+        donate_argnums=(0, 3),
+        out_shardings=(rep, rep, rep, rep),
+    )
     self.jitted_predict = jax.jit(self._predict, static_argnums=(3, 4, 5))
     self.jitted_accum_opt_update = jax.jit(
         baselines.accum_opt_update,
@@ -151,6 +236,35 @@ class CarryModel(baselines.BaselineModel):
         params, grads, opt_state, algorithm_index
     )
     return loss, optax.tree.norm(grads), params, opt_state
+
+  def _update_params(self, params, grads, opt_state, algorithm_index):
+    """`BaselineModel._update_params` through `update_of_algorithm` (dm-clrs
+    2.0.3's `filter_null_grads` fails on the optax installed here once an
+    algorithm's modules are left out)."""
+    updates, opt_state = update_of_algorithm(
+        self.opt, params, grads, opt_state, algorithm_index
+    )
+    if self._freeze_processor:
+      kept = baselines._filter_out_processor(params)  # pylint: disable=protected-access
+      new_params = optax.apply_updates(
+          kept, baselines._filter_out_processor(updates)  # pylint: disable=protected-access
+      )
+      return hk.data_structures.merge(params, new_params), opt_state
+    return optax.apply_updates(params, updates), opt_state
+
+  def _summed_train_step(self, params, rng_key, feedbacks, opt_state):
+    """One update on the summed losses of `feedbacks`, one batch of each
+    algorithm in order (every module trains)."""
+
+    def loss(p):
+      return sum(
+          self._loss(p, rng_key, feedback, i)
+          for i, feedback in enumerate(feedbacks)
+      )
+
+    total, grads = jax.value_and_grad(loss)(params)
+    params, opt_state = self._update_params(params, grads, opt_state, None)
+    return total, optax.tree.norm(grads), params, opt_state
 
   # Parameters and optimiser state live replicated on the mesh.
   @property
@@ -192,6 +306,26 @@ class CarryModel(baselines.BaselineModel):
         self.shard_feedback(feedback),
         state["opt_state"],
         algorithm_index,
+    )
+    return (
+        {"params": params, "opt_state": opt_state},
+        {"loss": loss, "grad_norm": grad_norm},
+    )
+
+  def train_step_summed(self, state, rng_key, feedbacks: Sequence):
+    """One optimiser step on the summed losses of `feedbacks` (one batch of
+    every algorithm, in the order of the specs) from `state` (donated):
+    (new state, {loss (the sum), grad_norm})."""
+    if len(feedbacks) != len(self._spec):
+      raise ValueError(
+          "train_step_summed takes one batch per algorithm: "
+          f"{len(self._spec)}, got {len(feedbacks)}."
+      )
+    loss, grad_norm, params, opt_state = self.jitted_summed_train_step(
+        state["params"],
+        jax.device_put(rng_key, self._replicated),
+        [self.shard_feedback(f) for f in feedbacks],
+        state["opt_state"],
     )
     return (
         {"params": params, "opt_state": opt_state},

@@ -414,6 +414,62 @@ _CLRS = (
 )
 
 
+# The generalist's three algorithms: a graph, a sorting and a search task.
+GENERALIST_3 = ("bellman_ford", "insertion_sort", "binary_search")
+_GENERALIST_NOTES = (
+    "One model over the three algorithms (multi_algorithm 'generalist', as "
+    "CLRS run.py trains it: a step is one update on a batch of each "
+    "algorithm in turn, the best checkpoint on the sum of their validation "
+    "scores), at the modern-recipe variants' budget: each algorithm sees "
+    "the examples its single-task run sees. Published: the RT paper's "
+    "single-task Table 19 numbers (no generalist there), the specialists a "
+    "generalist is measured against (Ibarz et al. 2022)."
+)
+
+
+def _generalist(make) -> Callable[[], ConfigDict]:
+  def config():
+    c = make()
+    c.multi_algorithm = "generalist"
+    return c
+
+  return config
+
+
+def _generalist_budgets() -> Dict[str, Dict[str, Any]]:
+  """The modern variants' cpu budget; smoke with two algorithms, so that a
+  smoke run trains a generalist."""
+  budgets = _clrs_budgets(GENERALIST_3)
+  budgets["smoke"] = dict(budgets["smoke"], algorithms=GENERALIST_3[:2])
+  return budgets
+
+
+def _generalists():
+  return [
+      Reproduction(
+          f"{processor}_generalist_3",
+          "clrs",
+          RT,
+          f"Table 19, {column} (single-task, per algorithm)",
+          "test micro-F1 at n=64 (%)",
+          _subset(table, GENERALIST_3),
+          _generalist(make),
+          _generalist_budgets(),
+          _GENERALIST_NOTES,
+          **_run_sd(processor, _subset(table, GENERALIST_3)),
+      )
+      for processor, column, table, make in (
+          ("rt", "RT column", _RT_TABLE19, _rt_config(GENERALIST_3)),
+          (
+              "mpnn",
+              "MPNN column",
+              _MPNN_TABLE19,
+              _baseline_config(GENERALIST_3, **_MPNN),
+          ),
+      )
+  ]
+
+
 def _reproductions():
   """Each CLRS reproduction under the RT paper's protocol, and its modern-
   recipe variant (`<name>_modern`)."""
@@ -470,6 +526,7 @@ REPRODUCTIONS = [
         published_runs=_TABLE19_SEEDS,
     ),
     *_reproductions(),
+    *_generalists(),
     Reproduction(
         "pair_models_clrs",
         "clrs_rt_protocol",

@@ -324,6 +324,36 @@ def test_clrs_two_processes_train_as_one(tmp_path, cache_dir, one_process_runs):
   assert launch.output(1).count("test n=5") == 1
 
 
+@pytest.mark.slow
+def test_clrs_generalist_two_processes_train_as_one(tmp_path, cache_dir):
+  """One model over two algorithms (`multi_algorithm=generalist`): its
+  multi-algorithm stream and per-algorithm updates split over 2 processes
+  as over 1 process x 2 devices."""
+  args = [
+      a
+      for a in CLRS_ARGS
+      if not a.startswith(("--config.algorithms", "--config.train.steps"))
+  ] + [
+      "--config.algorithms=('bellman_ford','insertion_sort')",
+      "--config.multi_algorithm=generalist",
+      "--config.train.steps=5",
+  ]
+  results = {}
+  for processes in (1, 2):
+    workdir = str(tmp_path / f"generalist_{processes}")
+    run("experiments.clrs_train", args, workdir, processes, cache_dir, workdir)
+    with open(os.path.join(workdir, "results.json")) as f:
+      results[processes] = json.load(f)
+  one, two = (results[p]["generalist"]["runs"][0] for p in (1, 2))
+  assert len(one["losses"]) == 5
+  np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-5)
+  for a in ("bellman_ford", "insertion_sort"):
+    assert [h[f"val_{a}"] for h in two["history"]] == [
+        h[f"val_{a}"] for h in one["history"]
+    ]
+  assert two["test"] == one["test"]
+
+
 @pytest.fixture(scope="module")
 def seq2seq_two_process_run(tmp_path_factory, cache_dir, tsv_dir):
   """The uninterrupted 2-process seq2seq run: (its losses, its log)."""

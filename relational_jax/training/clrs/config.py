@@ -1,7 +1,14 @@
 """The CLRS run configuration: one `ConfigDict`, each field written once.
 
-  config.algorithms, seeds, processor_type, hint_mode   what to train (one
-                    model per algorithm and seed)
+  config.algorithms, seeds, processor_type, hint_mode   what to train
+  config.multi_algorithm   'separate': one model per algorithm and seed;
+                    'generalist': one model per seed over all the
+                    algorithms, as CLRS's run.py trains it (a shared
+                    processor, each algorithm's encoders and decoders; each
+                    step one update on a batch of each algorithm in turn;
+                    the best checkpoint on the sum of their validation
+                    scores); 'generalist_summed': the same model, each step
+                    one update on the summed losses of a batch of each
   config.train      the `train` section every task has
                     (`trainer.TRAIN_FIELDS`: steps, batch sizes, evaluation
                     and checkpoint cadence, the optimiser of
@@ -57,6 +64,7 @@ RT_KIND_FIELDS = processors.factory.RT_KIND_FIELDS
 RT_TRIANGULAR_FIELDS = processors.factory.RT_TRIANGULAR_FIELDS
 GRAPH_VEC_CHOICES = ("cat", "core")
 HINT_MODES = ("encoded_decoded", "decoded_only", "none")
+MULTI_ALGORITHM = ("separate", "generalist", "generalist_summed")
 HINT_REPRED_MODES = ("soft", "hard", "hard_on_eval")
 ENCODER_INITS = ("default", "xavier_on_scalars")
 
@@ -91,6 +99,7 @@ def default_config() -> ConfigDict:
   c.seeds = (42,)
   c.processor_type = "rt"
   c.hint_mode = "encoded_decoded"
+  c.multi_algorithm = "separate"
   c.train = ConfigDict(
       dict(
           steps=300,
@@ -116,7 +125,7 @@ def default_config() -> ConfigDict:
   c.protocol = ConfigDict(
       dict(
           train_lengths=(4, 7, 11, 13, 16),
-          test_lengths=(64,),
+          test_lengths=(16, 32, 64),
           max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
       )
   )
@@ -270,6 +279,9 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
     if repeated:  # A repeat would reuse the first run and count it twice.
       raise ValueError(f"{name} repeats {repeated}: each is one run.")
   shapes.check_choice(config.hint_mode, HINT_MODES, "hint_mode")
+  shapes.check_choice(
+      config.multi_algorithm, MULTI_ALGORITHM, "multi_algorithm"
+  )
   m, p, t = config.model, config.protocol, config.train
   shapes.check_choice(m.hint_repred_mode, HINT_REPRED_MODES, "hint_repred_mode")
   shapes.check_choice(m.encoder_init, ENCODER_INITS, "encoder_init")

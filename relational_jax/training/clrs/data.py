@@ -183,6 +183,34 @@ class TrainStream:
       rng.set_state(_from_rng_state(r))
 
 
+class MultiStream:
+  """The generalist's stream: the next batch of every algorithm, in order,
+  each from the `TrainStream` a single-task run of that algorithm draws
+  from; its position is theirs."""
+
+  def __init__(self, streams: Sequence[TrainStream]):
+    self.streams = list(streams)
+
+  def __iter__(self):
+    return self
+
+  def __next__(self) -> List[clrs.Feedback]:
+    return [next(s) for s in self.streams]
+
+  def get_state(self) -> Dict:
+    return {"algorithms": [s.get_state() for s in self.streams]}
+
+  def set_state(self, state: Dict) -> None:
+    states = state["algorithms"]
+    if len(states) != len(self.streams):
+      raise ValueError(
+          f"a stream position of {len(states)} algorithms cannot continue "
+          f"a stream of {len(self.streams)}."
+      )
+    for stream, s in zip(self.streams, states):
+      stream.set_state(s)
+
+
 def _endless(sampler, batch_size) -> Iterator[clrs.Feedback]:
   while True:
     yield sampler.next(batch_size)

@@ -3,8 +3,21 @@
 One model per (algorithm, seed), single-task as in the RT paper: train on
 n <= 16, validate at n = 16 every `train.eval_every` steps, keep the
 best-validation checkpoint, and test it at every length in
-`protocol.test_lengths` (default 64). Checkpoints (orbax):
-`<workdir>/<algorithm>_seed<seed>/checkpoints/{latest,best}`. Running again
+`protocol.test_lengths` (default 16, 32, 64). Checkpoints (orbax):
+`<workdir>/<algorithm>_seed<seed>/checkpoints/{latest,best}`.
+
+With `multi_algorithm` 'generalist' (or 'generalist_summed'), one model per
+seed over all of `config.algorithms` (`train_generalist`), as CLRS's
+examples/run.py trains it: one processor, each algorithm's encoders and
+decoders; a step is one update on a batch of each algorithm in turn (the
+same key for all; the other algorithms' modules untouched:
+`processors.model.update_of_algorithm`), or, summed, one update on the sum
+of their losses; each evaluation scores every algorithm's validation set and
+the best checkpoint is chosen on their sum; it is tested on every algorithm
+at the test lengths. Each algorithm's batches are those its single-task run
+draws with the same seed, so a generalist over one algorithm is that run
+(tested). Checkpoints: `<workdir>/generalist_seed<seed>/checkpoints/`.
+Running again
 on the same workdir resumes every unfinished run from its latest checkpoint,
 continuing the same data stream, and reuses finished ones. A latest
 checkpoint that cannot be restored (truncated, garbled, checksum mismatch) is
@@ -27,6 +40,7 @@ restored by all processes; `config.json`, `result.json`, the results JSON
 and the PNGs are written by process 0.
 """
 
+import functools
 import json
 import os
 import sys
@@ -34,6 +48,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 import processors
@@ -178,6 +193,69 @@ class ClrsTask:
     return self._evaluate(self.model.bound(state["params"]), step)
 
 
+class OneAlgorithm:
+  """The predictor of algorithm `index` of a multi-algorithm model (as a
+  single-algorithm model's predictor: `predict(rng_key, features)`)."""
+
+  def __init__(self, model, index: int):
+    self.model, self.index = model, index
+
+  def predict(self, rng_key, features, **kwargs):
+    return self.model.predict(
+        rng_key, features, algorithm_index=self.index, **kwargs
+    )
+
+
+class GeneralistTask(ClrsTask):
+  """The `trainer.Task` of one model over several algorithms: a step is
+  one update on each algorithm's batch in turn with the step's key (CLRS
+  run.py), or, `summed`, one update on the sum of their losses. Metrics:
+  'loss' (the sum over algorithms), 'loss_<algorithm>' (in turn only) and
+  'grad_norm' (the largest of the step's updates)."""
+
+  def __init__(self, model, stream, seed, evaluate, algorithms, summed, train):
+    super().__init__(model, stream, seed, evaluate, train)
+    self.algorithms, self.summed = tuple(algorithms), summed
+
+  def legacy_layouts(self):
+    return ()
+
+  def train_step(self, state, feedbacks, step):
+    key = jax.random.fold_in(self.key, step)
+    if self.summed:
+      return self.model.train_step_summed(state, key, feedbacks)
+    metrics, norms = {}, []
+    for i, (algorithm, feedback) in enumerate(zip(self.algorithms, feedbacks)):
+      state, m = self.model.train_step(state, key, feedback, i)
+      metrics[f"loss_{algorithm}"] = m["loss"]
+      norms.append(m["grad_norm"])
+    metrics["loss"] = sum(metrics[f"loss_{a}"] for a in self.algorithms)
+    metrics["grad_norm"] = functools.reduce(jnp.maximum, norms)
+    return state, metrics
+
+
+def generalist_evaluate(
+    algorithms: Sequence[str], val_sets: Sequence, seed: int
+) -> Callable:
+  """(model, step) -> ({'val': mean, 'val_<algorithm>': score, ...}, sum):
+  every algorithm's validation score with the key of `validation_evaluate`;
+  selection on their sum, as CLRS run.py."""
+  key = jax.random.PRNGKey(seed)
+
+  def evaluate(model, step):
+    k = jax.random.fold_in(key, 10**9 + step)
+    scores = {
+        a: evaluation.evaluate(OneAlgorithm(model, i), val_set, k)["score"]
+        for i, (a, val_set) in enumerate(zip(algorithms, val_sets))
+    }
+    total = sum(scores.values())
+    entry = {"val": total / len(scores)}
+    entry.update((f"val_{a}", v) for a, v in scores.items())
+    return entry, total
+
+  return evaluate
+
+
 def validation_evaluate(val_set, seed: int) -> Callable:
   """(model, step) -> ({'val': score}, score) on `val_set`, with the
   evaluation key fold_in(PRNGKey(seed), 10**9 + step)."""
@@ -192,14 +270,8 @@ def validation_evaluate(val_set, seed: int) -> Callable:
   return evaluate
 
 
-def model_for_run(
-    config: ConfigDict,
-    algorithm: str,
-    seed: int,
-    run_dir: str,
-    processor_factory: Optional[Callable] = None,
-):
-  """The run's model, initialised (not yet restored), and its data."""
+def _run_data(config: ConfigDict, algorithm: str, seed: int):
+  """An algorithm's training stream and validation set for seed `seed`."""
   p, t = config.protocol, config.train
   stream = clrs_data.TrainStream(algorithm, p.train_lengths, t.batch_size, seed)
   val_set = clrs_data.make_eval_set(
@@ -209,6 +281,18 @@ def model_for_run(
       t.eval_batch_size,
       p.max_eval_samples,
   )
+  return stream, val_set
+
+
+def model_for_run(
+    config: ConfigDict,
+    algorithm: str,
+    seed: int,
+    run_dir: str,
+    processor_factory: Optional[Callable] = None,
+):
+  """The run's model, initialised (not yet restored), and its data."""
+  stream, val_set = _run_data(config, algorithm, seed)
   dummy, _ = next(val_set.batches())
   model = build_model(
       config,
@@ -219,6 +303,28 @@ def model_for_run(
   )
   model.init(dummy.features, seed)
   return model, stream, val_set
+
+
+def generalist_for_run(
+    config: ConfigDict,
+    seed: int,
+    run_dir: str,
+    processor_factory: Optional[Callable] = None,
+):
+  """The generalist's model over `config.algorithms` (initialised, not yet
+  restored), its `MultiStream` and the validation sets, in that order."""
+  data = [_run_data(config, a, seed) for a in config.algorithms]
+  dummies = [next(val_set.batches())[0] for _, val_set in data]
+  model = build_model(
+      config,
+      [stream.spec for stream, _ in data],
+      dummies,
+      os.path.join(run_dir, "clrs"),
+      processor_factory=processor_factory,
+  )
+  model.init([d.features for d in dummies], seed)
+  stream = clrs_data.MultiStream([stream for stream, _ in data])
+  return model, stream, [val_set for _, val_set in data]
 
 
 def _fingerprint(params) -> List[float]:
@@ -295,6 +401,102 @@ def train_one(
   return result
 
 
+def train_generalist(
+    config: ConfigDict,
+    seed: int,
+    run_dir: str,
+    log=print,
+    processor_factory: Optional[Callable] = None,
+) -> Dict:
+  """Trains and tests the generalist of seed `seed` over
+  `config.algorithms`; resumes from `run_dir`. Its result ('test' per
+  algorithm and length), or {'stopped_at': step} after a planned stop."""
+  p, t = config.protocol, config.train
+  algorithms = tuple(config.algorithms)
+  result_path = os.path.join(run_dir, "result.json")
+  if os.path.exists(result_path):
+    done = reporting.read_json(result_path)
+    if (
+        done["complete"]
+        and done["steps"] == t.steps
+        and all(
+            set(map(str, p.test_lengths)) <= set(done["test"][a])
+            for a in algorithms
+        )
+        and done["select_on"] == t.select_on
+    ):
+      log(f"[generalist seed {seed}] already complete, reusing {result_path}")
+      return done
+  os.makedirs(run_dir, exist_ok=True)
+  model, stream, val_sets = generalist_for_run(
+      config, seed, run_dir, processor_factory
+  )
+  task = GeneralistTask(
+      model,
+      stream,
+      seed,
+      generalist_evaluate(algorithms, val_sets, seed),
+      algorithms,
+      config.multi_algorithm == "generalist_summed",
+      t,
+  )
+  run_log = lambda m: log(f"[generalist seed {seed}] {m}")
+  done, state, selected = engine.fit(
+      task,
+      trainer.loop_of(t, f"generalist/{config.processor_type}/seed{seed}"),
+      run_dir,
+      run_log,
+      t.select_on,
+  )
+  if not done.complete:
+    return {"stopped_at": done.step}
+  bound = model.bound(state["params"])
+  test = {
+      a: evaluation.test_at_lengths(
+          config,
+          a,
+          OneAlgorithm(bound, i),
+          p.test_lengths,
+          lambda m, a=a: run_log(f"{a} {m}"),
+      )
+      for i, a in enumerate(algorithms)
+  }
+  result = {
+      "algorithms": list(algorithms),
+      "seed": seed,
+      **done.to_json(),
+      "best_val": done.best["score"],
+      "best_step": done.best["step"],
+      "select_on": t.select_on,
+      "selected": selected,
+      "test": test,
+      "final_params_fingerprint": _fingerprint(
+          jax.device_get(done.state["params"])
+      ),
+  }
+  if distributed.is_primary():
+    reporting.write_json(result_path, result)
+  return result
+
+
+def per_algorithm(run: Dict, algorithm: str) -> Dict:
+  """One algorithm's part of a generalist's result, in a single-task run's
+  fields: its test scores, its validation curve ('val': its own score) and
+  its validation score at the selected checkpoint ('best_val'; 'last'
+  selection: at the last evaluation)."""
+  name = f"val_{algorithm}"
+  history = [{"step": h["step"], "val": h[name]} for h in run["history"]]
+  at = run["best_step"] if run["select_on"] == "val" else run["steps"]
+  best = [h["val"] for h in history if h["step"] == at]
+  return {
+      "seed": run["seed"],
+      "test": run["test"][algorithm],
+      "history": history,
+      "best_val": best[-1] if best else history[-1]["val"],
+      "best_step": run["best_step"],
+  }
+
+
 def unread_paths(config: Dict, custom_factory: bool = False) -> Tuple[str, ...]:
   """Config paths (prefixes) that the processor of `config` (a record)
   never reads, following `clrs_config.processor_factory`: our kinds read
@@ -330,11 +532,13 @@ def resume_conflicts(
   a field added since the run was saved counts as its default
   (`config.resume_conflicts`). The engine's resume check of this task."""
   current = config_lib.to_dict(current)
+  free = RESUMABLE_CHANGES
+  if current.get("multi_algorithm", "separate") != "separate":
+    free = tuple(f for f in free if f != "algorithms")  # One model of them.
   return config_lib.resume_conflicts(
       config_lib.to_dict(clrs_config.load(saved)),
       current,
-      free=RESUMABLE_CHANGES
-      + unread_paths(current, processor_factory is not None),
+      free=free + unread_paths(current, processor_factory is not None),
       defaults=config_lib.to_dict(clrs_config.default_config()),
   )
 
@@ -397,6 +601,10 @@ def train_and_evaluate(
   record = config_lib.to_dict(config)
   results = {"config": record, "algorithms": {}}
   t0 = time.time()
+  if config.multi_algorithm != "separate":
+    return _train_generalists(
+        config, workdir, results, t0, log, processor_factory
+    )
   for algorithm in config.algorithms:
     runs = [
         train_one(
@@ -431,6 +639,54 @@ def train_and_evaluate(
       results,
       results_path(config, workdir),
       validation=True,
+  )
+  return results
+
+
+def _train_generalists(
+    config, workdir, results, t0, log, processor_factory
+) -> Dict:
+  """`train_and_evaluate` of the generalist: one model per seed; the
+  results hold each algorithm's part of every seed's run
+  (`per_algorithm`), the runs themselves under 'generalist', and the mean
+  over algorithms of the test scores ('mean_test')."""
+  runs = [
+      train_generalist(
+          config,
+          seed,
+          os.path.join(workdir, f"generalist_seed{seed}"),
+          log,
+          processor_factory,
+      )
+      for seed in config.seeds
+  ]
+  stopped = [r["stopped_at"] for r in runs if "stopped_at" in r]
+  if stopped:
+    log(
+        f"stopped at step {min(stopped)} (train.stop_at_step); "
+        "rerun on the same work directory to resume"
+    )
+    return {"stopped_at": min(stopped)}
+  lengths = config.protocol.test_lengths
+  for algorithm in config.algorithms:
+    parts = [per_algorithm(run, algorithm) for run in runs]
+    results["algorithms"][algorithm] = {
+        "runs": parts,
+        "mean_test": evaluation.mean_over_runs(parts, lengths),
+        "mean_best_val": float(np.mean([r["best_val"] for r in parts])),
+    }
+  results["generalist"] = {"runs": runs}
+  results["mean_test"] = {
+      str(n): float(
+          np.mean(
+              [e["mean_test"][str(n)] for e in results["algorithms"].values()]
+          )
+      )
+      for n in lengths
+  }
+  results["wall_time_s"] = time.time() - t0
+  evaluation.write_results(
+      results, results_path(config, workdir), validation=True
   )
   return results
 
@@ -486,18 +742,31 @@ def evaluate_checkpoints(
       "checkpoint": which,
       "algorithms": {},
   }
-  for algorithm in config.algorithms:
-    runs = []
+  generalist = config.multi_algorithm != "separate"
+  tested_runs = {a: [] for a in config.algorithms}
+  for algorithm in config.algorithms[:1] if generalist else config.algorithms:
     for seed in config.seeds:
-      run_dir = os.path.join(workdir, f"{algorithm}_seed{seed}")
+      name = "generalist" if generalist else algorithm
+      run_dir = os.path.join(workdir, f"{name}_seed{seed}")
       if not any(  # Fail before building data and model.
           ckpt_lib.saved_steps(trainer.checkpoint_dir(run_dir), w)
           for w in ckpt_lib.WHICH
       ):
         raise _no_checkpoint(run_dir, which)
-      model, _, _ = model_for_run(
-          config, algorithm, seed, run_dir, processor_factory
-      )
+      if generalist:
+        model, _, _ = generalist_for_run(
+            config, seed, run_dir, processor_factory
+        )
+        predictors = [
+            lambda params, i=i: OneAlgorithm(model.bound(params), i)
+            for i in range(len(config.algorithms))
+        ]
+        algorithms = tuple(config.algorithms)
+      else:
+        model, _, _ = model_for_run(
+            config, algorithm, seed, run_dir, processor_factory
+        )
+        predictors, algorithms = [model.bound], (algorithm,)
       task = ClrsTask(model, None, seed, None, config.train)
       skipped = []
       restored = trainer.restore(
@@ -513,25 +782,27 @@ def evaluate_checkpoints(
       tested = skipped[-1]["restored_instead"] if skipped else {"which": which}
       for failure in skipped:
         log(
-            f"[{algorithm} seed {seed}] {failure['which']} step "
+            f"[{name} seed {seed}] {failure['which']} step "
             f"{failure['step']} could not be restored ({failure['error']}): "
             f"moved to {failure['moved_to']}; tested {tested['which']} step "
             f"{restored[1]['step']} instead"
         )
-      test = evaluation.test_at_lengths(
-          config,
-          algorithm,
-          model.bound(restored[0]["params"]),
-          test_lengths,
-          lambda m, a=algorithm, s=seed: log(f"[{a} seed {s}] {m}"),
-      )
-      runs.append({
-          "seed": seed,
-          "checkpoint": tested["which"],
-          "step": restored[1]["step"],
-          "test": test,
-          **({"skipped": skipped} if skipped else {}),
-      })
+      for a, predictor in zip(algorithms, predictors):
+        test = evaluation.test_at_lengths(
+            config,
+            a,
+            predictor(restored[0]["params"]),
+            test_lengths,
+            lambda m, a=a, s=seed: log(f"[{a} seed {s}] {m}"),
+        )
+        tested_runs[a].append({
+            "seed": seed,
+            "checkpoint": tested["which"],
+            "step": restored[1]["step"],
+            "test": test,
+            **({"skipped": skipped} if skipped else {}),
+        })
+  for algorithm, runs in tested_runs.items():
     results["algorithms"][algorithm] = {
         "runs": runs,
         "mean_test": evaluation.mean_over_runs(runs, test_lengths),
