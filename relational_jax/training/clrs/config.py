@@ -125,7 +125,7 @@ def default_config() -> ConfigDict:
   c.protocol = ConfigDict(
       dict(
           train_lengths=(4, 7, 11, 13, 16),
-          test_lengths=(16, 32, 64),
+          test_lengths=(64,),
           max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
       )
   )

@@ -3,7 +3,7 @@
 One model per (algorithm, seed), single-task as in the RT paper: train on
 n <= 16, validate at n = 16 every `train.eval_every` steps, keep the
 best-validation checkpoint, and test it at every length in
-`protocol.test_lengths` (default 16, 32, 64). Checkpoints (orbax):
+`protocol.test_lengths` (default 64). Checkpoints (orbax):
 `<workdir>/<algorithm>_seed<seed>/checkpoints/{latest,best}`.
 
 With `multi_algorithm` 'generalist' (or 'generalist_summed'), one model per
