@@ -377,7 +377,6 @@ def train_one(
   )
   if not done.complete:
     return {"stopped_at": done.step}
-  final_params = jax.device_get(done.state["params"])
   test = evaluation.test_at_lengths(
       config,
       algorithm,
@@ -385,20 +384,15 @@ def train_one(
       p.test_lengths,
       run_log,
   )
-  result = {
-      "algorithm": algorithm,
-      "seed": seed,
-      **done.to_json(),
-      "best_val": done.best["score"],
-      "best_step": done.best["step"],
-      "select_on": t.select_on,
-      "selected": selected,
-      "test": test,
-      "final_params_fingerprint": _fingerprint(final_params),
-  }
-  if distributed.is_primary():
-    reporting.write_json(result_path, result)
-  return result
+  return _write_result(
+      result_path,
+      done,
+      selected,
+      t.select_on,
+      test,
+      algorithm=algorithm,
+      seed=seed,
+  )
 
 
 def train_generalist(
@@ -461,13 +455,26 @@ def train_generalist(
       )
       for i, a in enumerate(algorithms)
   }
+  return _write_result(
+      result_path,
+      done,
+      selected,
+      t.select_on,
+      test,
+      algorithms=list(algorithms),
+      seed=seed,
+  )
+
+
+def _write_result(path, done, selected, select_on, test, **identity) -> Dict:
+  """A finished run's result (`identity`: which run), written to `path` by
+  process 0."""
   result = {
-      "algorithms": list(algorithms),
-      "seed": seed,
+      **identity,
       **done.to_json(),
       "best_val": done.best["score"],
       "best_step": done.best["step"],
-      "select_on": t.select_on,
+      "select_on": select_on,
       "selected": selected,
       "test": test,
       "final_params_fingerprint": _fingerprint(
@@ -475,7 +482,7 @@ def train_generalist(
       ),
   }
   if distributed.is_primary():
-    reporting.write_json(result_path, result)
+    reporting.write_json(path, result)
   return result
 
 
