@@ -313,3 +313,17 @@ def test_state_checksums_see_values_positions_and_dtypes():
   assert ckpt_lib.state_checksums({"k": typed})["['k']"][1] == (
       ckpt_lib.state_checksums({"k": jax.random.key_data(typed)})["['k']"][1]
   )
+
+
+def test_state_checksums_keep_their_values():
+  """Saved integrity records hold these numbers: a run's checkpoints verify
+  only while the hash of the same bits stays the same."""
+  assert ckpt_lib.state_checksums({
+      "w": jnp.arange(6, dtype=jnp.float32).reshape(2, 3),
+      "b": jnp.asarray([True, False]),
+      "h": jnp.arange(4, dtype=jnp.bfloat16),
+  }) == {
+      "['b']": ["bool", 3826800581],
+      "['h']": ["bfloat16", 2600822682],
+      "['w']": ["float32", 1642309620],
+  }
