@@ -1029,7 +1029,7 @@ def part_main_job(s: Settings, budget: Budget) -> Dict:
   key = jax.random.PRNGKey(seed)
   with tempfile.TemporaryDirectory() as workdir:
     start = time.perf_counter()
-    model, stream, _ = loop.model_for_run(config, algorithm, seed, workdir)
+    model, stream, _, _ = loop.model_for_run(config, algorithm, seed, workdir)
     build_s = time.perf_counter() - start
     cycle = len(stream.lengths)  # batches cycle over the train lengths
 

@@ -51,7 +51,7 @@ sides score the current parameters on the validation (n = 16) and test
 (n = 64) sets: metrics `<algorithm>/val`, `<algorithm>/test`.
 
 Our other processors on the same footing (`our_config(...,
-processor_type='et' | 'floyd')`, `ForkData.from_dm_clrs`): the pair-state
+processor_type='et' | 'floyd')`, `fixed_data.FixedData.build`): the pair-state
 processors (the Edge Transformer's triangular attention, FloydNet's pivotal
 attention) replace the RT at its layers, heads and head size, everything
 else as translated for the RT; their data is run.py's datasets built by
@@ -61,16 +61,14 @@ reproduction `pair_models_clrs`).
 """
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
 from typing import Dict, List, Mapping, Sequence, Tuple
 
-import numpy as np
-
 from experiments.compare import curves
 from experiments.compare import protocol
+from relational_jax.training.clrs import fixed_data
 
 REPOSITORY = "CameronDiao/relational-transformer"
 MARKER = os.path.join("clrs", "examples", "run.py")
@@ -237,7 +235,8 @@ def our_config(
   if hp["use_lstm"]:
     raise ValueError("use_lstm=True is not part of this comparison.")
   c = clrs_config.default_config()
-  c.algorithms, c.seeds = (algorithm,), (MODEL_SEED + seed + 1,)
+  # Keys from model_seed, the model initialised with model_seed + 1.
+  c.algorithms, c.seeds = (algorithm,), (MODEL_SEED + seed,)
   c.processor_type, c.hint_mode = processor_type, "encoded_decoded"
   p, t = c.protocol, c.train
   p.train_lengths, p.test_lengths = (TRAIN_LENGTH,), (TEST_LENGTH,)
@@ -246,6 +245,9 @@ def our_config(
   )
   t.steps, t.eval_every = budget.steps, budget.eval_every
   p.max_eval_samples, t.progress = budget.max_eval_samples, False
+  # run.py's fixed datasets (`fixed_data`), its init seed, the test points.
+  p.train_size, p.init_seed_offset = budget.train_size, 1
+  p.test_points = budget.test_points
   t.learning_rate = hp["learning_rate"]
   t.clip = 0.0  # their optax.adam, no clipping
   m = c.model
@@ -323,139 +325,6 @@ def prepare_data(
   return data_dir
 
 
-# run.py's --valid_size and --test_size (x the algorithm's multiplier).
-RUN_PY_EVAL_SIZE = 32
-
-
-def run_py_eval_size(algorithm: str) -> int:
-  """run.py's validation (= test) set size of `algorithm`, as the
-  wrapper's `_eval_sizes` computes it in their environment."""
-  import clrs  # pylint: disable=g-import-not-at-top
-
-  if algorithm == "find_maximum_subarray_kadane":
-    return 1024
-  if algorithm in (
-      "quickselect",
-      "minimum",
-      "binary_search",
-      "naive_string_matcher",
-      "kmp_matcher",
-      "segments_intersect",
-  ):
-    return 2048
-  settings = clrs.specs.CLRS_30_ALGS_SETTINGS[algorithm]
-  return RUN_PY_EVAL_SIZE * settings["num_samples_multiplier"]
-
-
-@dataclasses.dataclass
-class ForkData:
-  """One algorithm's datasets as the fork's samplers built them."""
-
-  spec: Dict[str, Tuple[str, str, str]]
-  arrays: Dict[str, np.ndarray]
-  train_rng_state: tuple
-  train_size: int
-
-  @classmethod
-  def load(cls, path: str) -> "ForkData":
-    with np.load(path) as f:
-      arrays = {k: f[k] for k in f.files}
-    meta = json.loads(arrays.pop("meta_json").tobytes().decode())
-    pos, has_gauss, cached = arrays.pop("train_rng_rest").tolist()
-    state = (
-        meta["rng_kind"],
-        arrays.pop("train_rng_keys").astype(np.uint32),
-        int(pos),
-        int(has_gauss),
-        float(cached),
-    )
-    spec = {k: tuple(v) for k, v in meta["spec"].items()}
-    return cls(spec, arrays, state, int(meta["train_size"]))
-
-  @classmethod
-  def from_dm_clrs(
-      cls, algorithm: str, train_size: int, hp: Mapping = AUTHORS
-  ) -> "ForkData":
-    """run.py's datasets of `algorithm` built by dm-clrs 2.0.3's samplers,
-    called as the wrapper's `data` command calls the fork's (train: seed
-    `hp['train_seed']`, `train_size` samples at n = 16; val at n = 16 and
-    test at n = 64, `run_py_eval_size` samples each): the arrays and the
-    batch stream of its dump (module docstring), without their checkout."""
-    import clrs  # pylint: disable=g-import-not-at-top
-
-    size = run_py_eval_size(algorithm)
-    arrays, samplers = {}, {}
-    for split, seed, num, length in (
-        ("train", hp["train_seed"], train_size, TRAIN_LENGTH),
-        ("val", hp["valid_seed"], size, TRAIN_LENGTH),
-        ("test", hp["test_seed"], size, TEST_LENGTH),
-    ):
-      sampler, spec = clrs.build_sampler(
-          name=algorithm, seed=seed, num_samples=num, length=length
-      )
-      samplers[split] = sampler
-      # pylint: disable=protected-access
-      for stage, dps in (
-          ("input", sampler._inputs),
-          ("hint", sampler._hints),
-          ("output", sampler._outputs),
-      ):
-        for dp in dps:
-          arrays[f"{split}/{stage}/{dp.name}"] = np.asarray(dp.data)
-      arrays[f"{split}/lengths"] = np.asarray(sampler._lengths)
-    state = samplers["train"]._rng.get_state()
-    # pylint: enable=protected-access
-    spec = {k: tuple(v) for k, v in spec.items()}
-    return cls(spec, arrays, state, train_size)
-
-  def feedback(self, split: str, idx=None):
-    """The `split` set (or its samples `idx`) as a dm-clrs `Feedback`."""
-    import clrs  # pylint: disable=g-import-not-at-top
-
-    def points(stage):
-      out = []
-      for name, (st, loc, typ) in self.spec.items():
-        if st != stage:
-          continue
-        data = self.arrays[f"{split}/{stage}/{name}"]
-        if idx is not None:
-          data = np.take(data, idx, axis=1 if stage == "hint" else 0)
-        out.append(
-            clrs.DataPoint(name=name, location=loc, type_=typ, data=data)
-        )
-      return out
-
-    lengths = self.arrays[f"{split}/lengths"]
-    if idx is not None:
-      lengths = np.take(lengths, idx, axis=0)
-    return clrs.Feedback(
-        features=clrs.Features(
-            inputs=points("input"), hints=points("hint"), lengths=lengths
-        ),
-        outputs=points("output"),
-    )
-
-  def num_samples(self, split: str) -> int:
-    return int(self.arrays[f"{split}/lengths"].shape[0])
-
-  def eval_set(
-      self, algorithm: str, split: str, batch_size: int, max_samples: int
-  ):
-    """The first `max_samples` (0: all) samples of `split` as our EvalSet."""
-    from relational_jax.training.clrs import data as clrs_data  # pylint: disable=g-import-not-at-top
-
-    n = self.num_samples(split)
-    n = min(n, max_samples) if max_samples > 0 else n
-    return clrs_data.EvalSet(
-        algorithm,
-        TRAIN_LENGTH if split == "val" else TEST_LENGTH,
-        split,
-        self.feedback(split, np.arange(n)),
-        self.spec,
-        batch_size,
-    )
-
-
 def metric_names_of(algorithms: Sequence[str]) -> Tuple[str, ...]:
   return tuple(f"{a}/{s}" for a in algorithms for s in ("val", "test"))
 
@@ -463,110 +332,30 @@ def metric_names_of(algorithms: Sequence[str]) -> Tuple[str, ...]:
 # --- Our side. ---------------------------------------------------------------
 
 
-def _rng_state(rng: np.random.RandomState) -> list:
-  kind, keys, pos, has_gauss, cached = rng.get_state()
-  return [kind, keys.tolist(), int(pos), int(has_gauss), float(cached)]
-
-
-class _ForkStream:
-  """Their run.py's batch stream: `batch_size` training samples drawn with
-  replacement by a seeded RandomState, whose state is the position."""
-
-  def __init__(self, data: "ForkData", batch_size: int):
-    self.data, self.batch_size = data, batch_size
-    self.rng = np.random.RandomState()
-    self.rng.set_state(data.train_rng_state)
-
-  def __next__(self):
-    idx = self.rng.choice(
-        self.data.train_size, (self.batch_size,), replace=True
-    )
-    return self.data.feedback("train", idx)
-
-  def get_state(self) -> list:
-    return _rng_state(self.rng)
-
-  def set_state(self, state: list) -> None:
-    self.rng.set_state(
-        tuple(state[:1]) + (np.asarray(state[1], np.uint32),) + tuple(state[2:])
-    )
-
-
 def fit_ours(
     budget: Budget,
     seed: int,
     algorithm: str,
-    data: ForkData,
+    data: fixed_data.FixedData,
     run_dir: str,
     log=print,
     stop_at: int = 0,
     processor_type: str = "rt",
 ):
   """Trains (or resumes) our model (`our_config(..., processor_type)`) on
-  `data` with the library's trainer (`relational_jax.training.engine.fit`,
-  `clrs.loop.ClrsTask`) in `run_dir`; its `trainer.RunRecord` (history
-  entries {"step", "loss", "val", "test"}; "loss": the mean training loss
-  since the previous point). Checkpointed at every evaluation (params, Adam
-  state, the batch generator's state, the history)."""
-  import jax  # pylint: disable=g-import-not-at-top
-  from relational_jax.training import engine  # pylint: disable=g-import-not-at-top
-  from relational_jax.training import trainer  # pylint: disable=g-import-not-at-top
+  `data` with the library's CLRS task (`relational_jax.training.clrs.loop.
+  fit_one`) in `run_dir`; its `trainer.RunRecord` (history entries
+  {"step", "loss", "val", "test"}; "loss": the mean training loss since the
+  previous point). Checkpointed at every evaluation (params, Adam state,
+  the batch generator's state, the history)."""
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
-  from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import loop  # pylint: disable=g-import-not-at-top
 
   config = our_config(budget, seed, algorithm, processor_type=processor_type)
+  config.train.stop_at_step = stop_at if 0 < stop_at < budget.steps else 0
   clrs_config.validate(config)
-  t = config.train
-  val_set = data.eval_set(
-      algorithm, "val", t.eval_batch_size, budget.max_eval_samples
-  )
-  test_set = data.eval_set(
-      algorithm, "test", t.eval_batch_size, budget.max_eval_samples
-  )
-  dummy, _ = next(val_set.batches())
-  os.makedirs(run_dir, exist_ok=True)
-  model = loop.build_model(
-      config, data.spec, dummy, os.path.join(run_dir, "clrs")
-  )
-  model.init(dummy.features, config.seeds[0])
-  key = jax.random.PRNGKey(MODEL_SEED + seed)
-
-  def score_test(model, step):
-    return {
-        "test": evaluation.evaluate(
-            model, test_set, jax.random.fold_in(key, 2 * 10**9 + step)
-        )["score"]
-    }
-
-  every = budget.test_points == "every_evaluation"
-
-  def evaluate(model, step):
-    val = evaluation.evaluate(
-        model, val_set, jax.random.fold_in(key, 10**9 + step)
-    )["score"]
-    return {"val": val, **(score_test(model, step) if every else {})}, val
-
-  task = loop.ClrsTask(
-      model,
-      _ForkStream(data, t.batch_size),
-      MODEL_SEED + seed,
-      evaluate,
-      t,
-      evaluate_best=None if every else score_test,
-  )
-  done, _, _ = engine.fit(
-      task,
-      trainer.Loop(
-          steps=budget.steps,
-          eval_every=budget.eval_every,
-          stop_at_step=stop_at if 0 < stop_at < budget.steps else 0,
-          progress=False,
-      ),
-      run_dir,
-      log,
-      select_on="last",
-      select=False,  # The comparison reads the evaluation history.
+  _, done, _, _, _ = loop.fit_one(
+      config, algorithm, config.seeds[0], run_dir, log, data=data
   )
   return done
 
@@ -575,7 +364,7 @@ def train_ours_one(
     budget: Budget,
     seed: int,
     algorithm: str,
-    data: ForkData,
+    data: fixed_data.FixedData,
     run_dir: str,
     log=print,
     stop_at: int = 0,
@@ -624,7 +413,7 @@ def run_ours(
       if history and history[-1]["step"] == budget.steps:
         per_algorithm[algorithm] = history
         continue
-    data = ForkData.load(data_path(data_dir, budget, algorithm))
+    data = fixed_data.FixedData.load(data_path(data_dir, budget, algorithm))
     per_algorithm[algorithm] = train_ours_one(
         budget, seed, algorithm, data, os.path.join(workdir, algorithm), log
     )

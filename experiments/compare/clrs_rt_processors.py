@@ -8,13 +8,14 @@ r"""The RT paper's CLRS protocol for any of our processors (task
 (the named reproductions `rt_clrs_*`, `mpnn_clrs_*`, `floyd_clrs_*`,
 `triplet_gmpnn_clrs_all30` and `pair_models_clrs`, experiments/
 reproductions/clrs.py). Every (processor, algorithm, seed) of the config is
-trained by `clrs_rt.fit_ours`, the one trainer with the comparison's our-side
-configuration (`clrs_rt.our_config`: the RT authors' run.py hyperparameters
-`clrs_rt.AUTHORS`, batch 4, Adam 2.5e-4 without clipping, noisy teacher
-forcing 0.5; 'et' and 'floyd' put that pair-state processor in the RT's
-place at its 3 layers x 12 heads x 16; 'mpnn' and 'triplet_gmpnn' CLRS's own
+trained by `clrs_rt.fit_ours`: the library's CLRS task
+(`relational_jax.training.clrs.loop.fit_one`) with the comparison's
+our-side configuration (`clrs_rt.our_config`: the RT authors' run.py
+hyperparameters `clrs_rt.AUTHORS`, batch 4, Adam 2.5e-4 without
+clipping, noisy teacher forcing 0.5; 'et' and 'floyd' put that pair-state
+processor in the RT's place at its 3 layers x 12 heads x 16; 'mpnn' and 'triplet_gmpnn' CLRS's own
 network at `clrs_rt.BASELINES`' sizes) on run.py's datasets
-(`clrs_rt.ForkData.from_dm_clrs`: train seed 1, `train_size` samples at
+(`fixed_data.FixedData.build`: train seed 1, `train_size` samples at
 n = 16; validation seed 2 at n = 16; test seed 3 at n = 64; the first
 `max_eval_samples` of each evaluation set), with run.py's batch stream.
 Seed s is the comparison's seed s (initialisation seed 43 + s). Every
@@ -52,6 +53,7 @@ from relational_jax.training import config as config_lib
 from relational_jax.training import engine
 from relational_jax.training import metrics_log
 from relational_jax.training import reporting
+from relational_jax.training.clrs import fixed_data
 
 ConfigDict = config_lib.ConfigDict
 REPO = os.path.dirname(
@@ -449,7 +451,7 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
   with the PNG beside it), else {"stopped_at": step} after a planned stop."""
   engine.check_config(sys.modules[__name__], config, workdir)
   budget = budget_of(config)
-  data: Dict[str, clrs_rt.ForkData] = {}
+  data: Dict[str, fixed_data.FixedData] = {}
   records: Dict[Tuple[str, str, int], Dict] = {}
   for seed in config.seeds:
     for processor in config.processors:
@@ -460,7 +462,7 @@ def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
         if record is None:
           if algorithm not in data:
             started = time.time()
-            data[algorithm] = clrs_rt.ForkData.from_dm_clrs(
+            data[algorithm] = fixed_data.FixedData.build(
                 algorithm, budget.train_size
             )
             log(

@@ -103,6 +103,7 @@ from relational_jax.models.relational_transformer import RelationalTransformer
 from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqTransformer
+from relational_jax.training.clrs import fixed_data
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN_DIR = REPO / "tests" / "fidelity" / "goldens"  # Data, not code.
@@ -385,11 +386,9 @@ def _rt_net_processor_config(meta):
 
 
 def _rt_net_feedback(meta, inputs, split):
-  from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
-
   spec = {k: tuple(v) for k, v in meta["spec"].items()}
   arrays = {k: v for k, v in inputs.items() if k.startswith(f"{split}/")}
-  return clrs_rt.ForkData(spec, arrays, None, 0).feedback(split), spec
+  return fixed_data.FixedData(spec, arrays, None, 0).feedback(split), spec
 
 
 class _FixedForceMask:

@@ -14,6 +14,7 @@ from experiments.compare import __main__ as entry
 from experiments.compare import clrs_rt
 from experiments.compare import reference
 from experiments.compare import registry
+from relational_jax.training.clrs import fixed_data
 
 RT_CHECKOUT = os.environ.get("CLRS_RT_REFERENCE", "/tmp/peers/rt")
 RT_PYTHON = os.environ.get("CLRS_RT_PYTHON", "/tmp/rtvenv/bin/python")
@@ -25,7 +26,10 @@ def test_clrs_rt_settings_translate_field_by_field():
   c = clrs_rt.our_config(budget, seed=2, algorithm="binary_search")
   m, p, r = c.model, c.protocol, c.rt
   assert c.processor_type == hp["processor_type"] == "rt"
-  assert c.algorithms == ("binary_search",) and c.seeds == (45,)
+  # Keys from model_seed 42 + 2, the model initialised with it + 1.
+  assert c.algorithms == ("binary_search",) and c.seeds == (44,)
+  assert p.init_seed_offset == 1 and p.train_size == budget.train_size
+  assert p.test_points == budget.test_points
   assert c.hint_mode == "encoded_decoded"  # 2.0.3 has no diffs: = nodiff
   assert (r.num_layers, c.processor.nb_heads, r.head_dim) == (
       hp["num_layers"],
@@ -152,7 +156,7 @@ def _fake_fork_npz(path):
 def test_fork_data_batches_follow_their_sampler_index_stream(tmp_path):
   path = str(tmp_path / "t.npz")
   _fake_fork_npz(path)
-  data = clrs_rt.ForkData.load(path)
+  data = fixed_data.FixedData.load(path)
   assert data.train_size == 3 and data.spec["h"] == ("hint", "node", "mask")
   rng = np.random.RandomState()
   rng.set_state(data.train_rng_state)
@@ -246,7 +250,9 @@ def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
   import clrs  # pylint: disable=g-import-not-at-top
 
   for algorithm, n_eval in (("bellman_ford", 32), ("binary_search", 2048)):
-    data = clrs_rt.ForkData.load(clrs_rt.data_path(data_dir, budget, algorithm))
+    data = fixed_data.FixedData.load(
+        clrs_rt.data_path(data_dir, budget, algorithm)
+    )
     for split, seed, num, length in (
         ("train", 1, budget.train_size, 16),
         ("val", 2, n_eval, 16),
@@ -274,8 +280,8 @@ def test_clrs_rt_smoke_runs_both_sides_on_the_same_data(tmp_path):
         assert list(theirs_rng.choice(num, (8,))) == list(
             ours._rng.choice(num, (8,))
         )  # pylint: disable=protected-access
-    # ForkData.from_dm_clrs (pair_models_clrs' data) is the same dump.
-    built = clrs_rt.ForkData.from_dm_clrs(algorithm, budget.train_size)
+    # FixedData.build (pair_models_clrs' data) is the same dump.
+    built = fixed_data.FixedData.build(algorithm, budget.train_size)
     assert built.spec == data.spec and set(built.arrays) == set(data.arrays)
     for name, array in data.arrays.items():
       np.testing.assert_array_equal(built.arrays[name], array)
@@ -294,7 +300,7 @@ def test_our_side_runs_on_the_library_trainer_and_resumes_exactly(tmp_path):
   uninterrupted one."""
   path = str(tmp_path / "t.npz")
   _fake_fork_npz(path)
-  data = clrs_rt.ForkData.load(path)
+  data = fixed_data.FixedData.load(path)
   budget = clrs_rt.Budget(("bellman_ford",), 4, 2, 1, 3, 2)
   quiet = lambda m: None
   straight = clrs_rt.train_ours_one(
@@ -310,34 +316,6 @@ def test_our_side_runs_on_the_library_trainer_and_resumes_exactly(tmp_path):
   assert [p["step"] for p in straight] == [2, 4]
   assert resumed == straight
   assert all(set(p) == {"step", "loss", "val", "test"} for p in straight)
-
-
-@pytest.mark.slow
-def test_new_best_test_points_score_the_test_set_where_validation_improves(
-    tmp_path,
-):
-  """protocol.test_points 'new_best': the test set is scored at each new
-  best validation point and the last step only, with the scores (so the
-  reported test score) of a run that scores it at every evaluation."""
-  path = str(tmp_path / "t.npz")
-  _fake_fork_npz(path)
-  data = clrs_rt.ForkData.load(path)
-  quiet = lambda m: None
-  points = {}
-  for which in clrs_rt.TEST_POINTS:
-    budget = clrs_rt.Budget(("bellman_ford",), 8, 2, 1, 3, 2, which)
-    points[which] = clrs_rt.train_ours_one(
-        budget, 0, "bellman_ford", data, str(tmp_path / which), log=quiet
-    )
-  every, best = points["every_evaluation"], points["new_best"]
-  assert [p["val"] for p in best] == [p["val"] for p in every]
-  vals = [p["val"] for p in every]
-  tested = [
-      i == len(vals) - 1 or all(v < vals[i] for v in vals[:i])
-      for i in range(len(vals))
-  ]
-  assert ["test" in p for p in best] == tested and not all(tested)
-  assert all(b["test"] == e["test"] for b, e in zip(best, every) if "test" in b)
 
 
 @pytest.mark.parametrize("kind", ["et", "floyd"])
@@ -396,10 +374,10 @@ def test_baselines_take_the_rt_s_place_in_clrs_s_network(kind):
 def test_fork_data_from_dm_clrs_is_run_py_s_datasets():
   """run.py's set sizes and seeds, built by dm-clrs (the arrays of the
   wrapper's dump where their checkout is present, see the smoke test)."""
-  assert clrs_rt.run_py_eval_size("bellman_ford") == 32
-  assert clrs_rt.run_py_eval_size("binary_search") == 2048
-  assert clrs_rt.run_py_eval_size("dfs") == 32
-  data = clrs_rt.ForkData.from_dm_clrs("bellman_ford", 8)
+  assert fixed_data.run_py_eval_size("bellman_ford") == 32
+  assert fixed_data.run_py_eval_size("binary_search") == 2048
+  assert fixed_data.run_py_eval_size("dfs") == 32
+  data = fixed_data.FixedData.build("bellman_ford", 8)
   assert data.train_size == 8 and data.spec["pi"] == (
       "output",
       "node",
@@ -408,9 +386,9 @@ def test_fork_data_from_dm_clrs_is_run_py_s_datasets():
   assert (data.num_samples("val"), data.num_samples("test")) == (32, 32)
   assert data.arrays["train/input/pos"].shape == (8, 16)
   assert data.arrays["test/input/pos"].shape == (32, 64)
-  stream = clrs_rt._ForkStream(data, 4)  # pylint: disable=protected-access
+  stream = fixed_data.FixedStream(data, 4)
   first = next(stream).features.lengths
-  again = clrs_rt._ForkStream(  # pylint: disable=protected-access
-      clrs_rt.ForkData.from_dm_clrs("bellman_ford", 8), 4
+  again = fixed_data.FixedStream(
+      fixed_data.FixedData.build("bellman_ford", 8), 4
   )
   np.testing.assert_array_equal(next(again).features.lengths, first)

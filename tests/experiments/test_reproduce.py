@@ -442,11 +442,13 @@ SMOKE_OVERRIDES = {
 
 # The `_modern` variants run the CLRS loop as readme_main_job does, with the
 # processors the protocol runs cover; one of them stands for all (each smoke
-# run compiles for minutes).
+# run compiles for minutes), as rt_generalist_3 for the generalists (their
+# processors train in the other smoke runs).
 SMOKE_NAMES = sorted(
     n
     for n in reproductions.REPRODUCTIONS
-    if not n.endswith("_modern") or n == "rt_clrs_core8_modern"
+    if not (n.endswith("_modern") or n.endswith("_generalist_3"))
+    or n in ("rt_clrs_core8_modern", "rt_generalist_3")
 )
 
 

@@ -58,14 +58,20 @@ FAST_XLA = (
     "--xla_llvm_disable_expensive_passes=true"
 )
 
+# The generalist over two algorithms (`multi_algorithm=generalist`): its
+# multi-algorithm stream and per-algorithm updates; a single-task run is a
+# generalist of one algorithm bit for bit (tests/training/clrs/
+# test_generalist.py).
+TWO_ALGORITHMS = ("bellman_ford", "insertion_sort")
 CLRS_ARGS = [
-    "--config.algorithms=('bellman_ford',)",
+    f"--config.algorithms={TWO_ALGORITHMS}",
+    "--config.multi_algorithm=generalist",
     "--config.protocol.train_lengths=(5,)",
     "--config.protocol.test_lengths=(5,)",
     "--config.train.batch_size=4",
     "--config.train.eval_batch_size=4",
-    "--config.train.steps=10",
-    "--config.train.eval_every=5",
+    "--config.train.steps=6",
+    "--config.train.eval_every=3",
     "--config.protocol.max_eval_samples=4",
     "--config.train.progress=False",
     # The processor does not matter here; the MPNN baseline compiles in
@@ -294,7 +300,7 @@ def _losses(results_path, experiment):
   with open(results_path) as f:
     results = json.load(f)
   if experiment == "clrs":
-    return results["algorithms"]["bellman_ford"]["runs"][0]["losses"]
+    return results["generalist"]["runs"][0]["losses"]
   return results["losses"]
 
 
@@ -310,48 +316,19 @@ def test_clrs_two_processes_train_as_one(tmp_path, cache_dir, one_process_runs):
       str(tmp_path / "clrs_2proc"),
   )
   two = _losses(os.path.join(workdir, "results.json"), "clrs")
-  one = one_process_runs["clrs"]["algorithms"]["bellman_ford"]["runs"][0]
-  assert len(one["losses"]) == len(two) == 10
+  one = one_process_runs["clrs"]["generalist"]["runs"][0]
+  assert len(one["losses"]) == len(two) == 6
   np.testing.assert_allclose(two, one["losses"], rtol=1e-5)
   # Evaluation gathers every process's predictions: the same scores.
   with open(os.path.join(workdir, "results.json")) as f:
-    run_two = json.load(f)["algorithms"]["bellman_ford"]["runs"][0]
-  assert [h["val"] for h in run_two["history"]] == [
-      h["val"] for h in one["history"]
-  ]
-  assert run_two["test"] == one["test"]
-  assert os.path.exists(os.path.join(workdir, "results_validation.png"))
-  assert launch.output(1).count("test n=5") == 1
-
-
-@pytest.mark.slow
-def test_clrs_generalist_two_processes_train_as_one(tmp_path, cache_dir):
-  """One model over two algorithms (`multi_algorithm=generalist`): its
-  multi-algorithm stream and per-algorithm updates split over 2 processes
-  as over 1 process x 2 devices."""
-  args = [
-      a
-      for a in CLRS_ARGS
-      if not a.startswith(("--config.algorithms", "--config.train.steps"))
-  ] + [
-      "--config.algorithms=('bellman_ford','insertion_sort')",
-      "--config.multi_algorithm=generalist",
-      "--config.train.steps=5",
-  ]
-  results = {}
-  for processes in (1, 2):
-    workdir = str(tmp_path / f"generalist_{processes}")
-    run("experiments.clrs_train", args, workdir, processes, cache_dir, workdir)
-    with open(os.path.join(workdir, "results.json")) as f:
-      results[processes] = json.load(f)
-  one, two = (results[p]["generalist"]["runs"][0] for p in (1, 2))
-  assert len(one["losses"]) == 5
-  np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-5)
-  for a in ("bellman_ford", "insertion_sort"):
-    assert [h[f"val_{a}"] for h in two["history"]] == [
+    run_two = json.load(f)["generalist"]["runs"][0]
+  for a in TWO_ALGORITHMS:
+    assert [h[f"val_{a}"] for h in run_two["history"]] == [
         h[f"val_{a}"] for h in one["history"]
     ]
-  assert two["test"] == one["test"]
+  assert run_two["test"] == one["test"]
+  assert os.path.exists(os.path.join(workdir, "results_validation.png"))
+  assert launch.output(1).count("test n=5") == len(TWO_ALGORITHMS)
 
 
 @pytest.fixture(scope="module")
@@ -604,39 +581,4 @@ def test_graph_tasks_two_processes_train_as_one(name, tmp_path, cache_dir):
   np.testing.assert_allclose(two["losses"], one["losses"], rtol=1e-5)
   # Evaluation gathers every process's predictions: the same scores.
   assert two["final"]["accuracies"] == one["final"]["accuracies"]
-  assert "ours" in launch.output(0) and "ours" not in launch.output(1)
-
-
-# The CLRS protocol reproductions (`clrs_rt_protocol`: rt_clrs_*,
-# pair_models_clrs, ...) through `experiments.reproduce`, 4 steps of batch 4.
-_PROTOCOL = [
-    "pair_models_clrs",
-    "--budget=smoke",
-    "--set=processors=('rt',)",
-    "--set=algorithms=('bellman_ford',)",
-    "--set=protocol.steps=4",
-]
-
-
-@pytest.mark.slow
-def test_clrs_protocol_two_processes_train_as_one(tmp_path, cache_dir):
-  one_dir, two_dir = str(tmp_path / "one"), str(tmp_path / "two")
-  run("experiments.reproduce", _PROTOCOL, one_dir, 1, cache_dir, one_dir)
-  launch = run(
-      "experiments.reproduce", _PROTOCOL, two_dir, 2, cache_dir, two_dir
-  )
-  seed_dir = os.path.join("rt", "bellman_ford", "seed0")
-
-  def losses(workdir):
-    records = metrics_log.read(os.path.join(workdir, seed_dir))
-    return [r["loss"] for r in records if r["kind"] == "train"]
-
-  assert len(losses(one_dir)) == 4
-  np.testing.assert_allclose(losses(two_dir), losses(one_dir), rtol=1e-5)
-  with open(os.path.join(one_dir, "results.json")) as f:
-    one = json.load(f)["results"]["rt"]["bellman_ford"]["seeds"]["0"]
-  with open(os.path.join(two_dir, "results.json")) as f:
-    two = json.load(f)["results"]["rt"]["bellman_ford"]["seeds"]["0"]
-  assert (two["best_val"], two["test"]) == (one["best_val"], one["test"])
-  # Process 0 alone writes the records and prints the headline.
   assert "ours" in launch.output(0) and "ours" not in launch.output(1)

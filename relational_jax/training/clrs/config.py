@@ -15,7 +15,16 @@
                     `optim.make_optimizer`, ...); `select_on` 'val' tests the
                     best-validation state, 'last' the final one
   config.protocol   the data protocol: train and test graph sizes, the
-                    evaluation sample cap
+                    evaluation sample cap; `train_size` 0 samples every
+                    batch afresh (CLRS's run.py today), > 0 trains on a
+                    fixed set of that many samples (the RT paper's
+                    protocol, `fixed_data`: run.py of its 2022 fork, one
+                    train and one test length); `test_points` when the test
+                    sets are scored ('end': the selected state, once;
+                    'every_evaluation' or 'new_best': during training, the
+                    test score that of the selected evaluation point); and
+                    `init_seed_offset` (the model is initialised with
+                    seed + offset: run.py's is 1)
   config.model      keyword arguments of `processors.CarryModel` (CLRS
                     `BaselineModel` names: hidden_dim, dropout_prob, ...)
   config.processor  arguments of `processors.get_processor_factory` that are
@@ -65,6 +74,7 @@ RT_TRIANGULAR_FIELDS = processors.factory.RT_TRIANGULAR_FIELDS
 GRAPH_VEC_CHOICES = ("cat", "core")
 HINT_MODES = ("encoded_decoded", "decoded_only", "none")
 MULTI_ALGORITHM = ("separate", "generalist", "generalist_summed")
+TEST_POINTS = ("end", "every_evaluation", "new_best")
 HINT_REPRED_MODES = ("soft", "hard", "hard_on_eval")
 ENCODER_INITS = ("default", "xavier_on_scalars")
 
@@ -127,6 +137,9 @@ def default_config() -> ConfigDict:
           train_lengths=(4, 7, 11, 13, 16),
           test_lengths=(64,),
           max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
+          train_size=0,  # > 0: a fixed train set (fixed_data), run.py 2022
+          test_points="end",
+          init_seed_offset=0,
       )
   )
   c.model = ConfigDict(
@@ -265,6 +278,36 @@ HINT_FEEDBACK_FIELDS = (
 )
 
 
+def _check_fixed_protocol(config: ConfigDict) -> None:
+  """train_size, test_points and init_seed_offset (`default_config`)."""
+  p = config.protocol
+  shapes.check_choice(p.test_points, TEST_POINTS, "protocol.test_points")
+  for name in ("train_size", "init_seed_offset"):
+    if not (isinstance(p[name], int) and p[name] >= 0):
+      raise ValueError(f"protocol.{name} must be an int >= 0, got {p[name]!r}.")
+  if p.train_size and (len(p.train_lengths), len(p.test_lengths)) != (1, 1):
+    raise ValueError(
+        f"protocol.train_size={p.train_size} (a fixed train set, run.py "
+        "2022) trains at one length and tests at one: got train_lengths="
+        f"{tuple(p.train_lengths)}, test_lengths={tuple(p.test_lengths)}."
+    )
+  if p.test_points != "end":
+    if len(p.test_lengths) != 1:
+      raise ValueError(
+          f"protocol.test_points={p.test_points!r} scores one test length "
+          f"during training; got test_lengths={tuple(p.test_lengths)} "
+          "(or test_points='end')."
+      )
+    if config.multi_algorithm != "separate" or config.train.select_on != "val":
+      raise ValueError(
+          f"protocol.test_points={p.test_points!r} takes the test score at "
+          "the best validation point of a single-task run: it needs "
+          "multi_algorithm='separate' and train.select_on='val', got "
+          f"{config.multi_algorithm!r} and {config.train.select_on!r} (or "
+          "test_points='end')."
+      )
+
+
 def validate(config: ConfigDict, custom_factory: bool = False) -> None:
   """Raises ValueError naming a bad value and the valid choices."""
   for algorithm in config.algorithms:
@@ -318,6 +361,7 @@ def validate(config: ConfigDict, custom_factory: bool = False) -> None:
         "protocol.max_eval_samples must be >= 0 (0: CLRS sizes), got "
         f"{p.max_eval_samples}."
     )
+  _check_fixed_protocol(config)
   trainer.validate_train_section(t)
   if t.eval_batch_size < 1:
     raise ValueError(

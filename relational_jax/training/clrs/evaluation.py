@@ -1,7 +1,7 @@
 """CLRS scoring: `clrs.evaluate` (mean over outputs) on seeded sets, any sizes."""
 
 import os
-from typing import Dict, Sequence
+from typing import Dict, Mapping, Optional, Sequence
 
 import clrs
 import jax
@@ -12,6 +12,7 @@ from relational_jax.parallel import distributed
 from relational_jax.training import errors
 from relational_jax.training import reporting
 from relational_jax.training.clrs import data as clrs_data
+from relational_jax.training.clrs import fixed_data
 
 
 def evaluate(model, eval_set: clrs_data.EvalSet, rng_key) -> Dict[str, float]:
@@ -32,19 +33,24 @@ def evaluate(model, eval_set: clrs_data.EvalSet, rng_key) -> Dict[str, float]:
 
 
 def test_at_lengths(
-    config, algorithm: str, model, lengths: Sequence[int], log=print
+    config,
+    algorithm: str,
+    model,
+    lengths: Sequence[int],
+    log=print,
+    test_sets: Optional[Mapping[int, clrs_data.EvalSet]] = None,
 ) -> Dict[str, float]:
   """CLRS test score of `model` (or any predictor) at each graph size in
   `lengths` (test sampler seed 3; `config.train.eval_batch_size` samples a
-  batch, at most `config.protocol.max_eval_samples`)."""
+  batch, at most `config.protocol.max_eval_samples`): on `test_sets[n]`
+  where given, else on the set sampled as CLRS's run.py does, or, with
+  `protocol.train_size`, as the RT fork's run.py does (`fixed_data`)."""
+  p, t = config.protocol, config.train
+  make = fixed_data.make_eval_set if p.train_size else clrs_data.make_eval_set
   test = {}
   for n in lengths:
-    test_set = clrs_data.make_eval_set(
-        algorithm,
-        "test",
-        n,
-        config.train.eval_batch_size,
-        config.protocol.max_eval_samples,
+    test_set = (test_sets or {}).get(int(n)) or make(
+        algorithm, "test", n, t.eval_batch_size, p.max_eval_samples
     )
     test[str(n)] = evaluate(model, test_set, jax.random.PRNGKey(3))["score"]
     log(f"test n={n}: {test[str(n)]:.4f} ({test_set.num_samples} samples)")

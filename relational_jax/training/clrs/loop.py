@@ -6,6 +6,15 @@ best-validation checkpoint, and test it at every length in
 `protocol.test_lengths` (default 64). Checkpoints (orbax):
 `<workdir>/<algorithm>_seed<seed>/checkpoints/{latest,best}`.
 
+Two data recipes, one loop: by default every batch is sampled afresh at
+the train lengths (CLRS's run.py today, `data`); with `protocol.train_size`
+> 0 the run trains on run.py's fixed datasets of the RT paper's protocol
+(`fixed_data`: a fixed train set, batches drawn with replacement). With
+`protocol.test_points` 'every_evaluation' (or 'new_best') the test set is
+scored during training (at every evaluation, or at each new best and the
+last step) and the run's test score is that of its best validation point;
+'end' tests the selected state once, at every test length.
+
 With `multi_algorithm` 'generalist' (or 'generalist_summed'), one model per
 seed over all of `config.algorithms` (`train_generalist`), as CLRS's
 examples/run.py trains it: one processor, each algorithm's encoders and
@@ -66,6 +75,7 @@ from relational_jax.training.checkpoints import abstract_like
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import evaluation
+from relational_jax.training.clrs import fixed_data
 from relational_jax.training.errors import UserError
 
 ConfigDict = config_lib.ConfigDict
@@ -270,18 +280,34 @@ def validation_evaluate(val_set, seed: int) -> Callable:
   return evaluate
 
 
-def _run_data(config: ConfigDict, algorithm: str, seed: int):
-  """An algorithm's training stream and validation set for seed `seed`."""
+def _run_data(config: ConfigDict, algorithm: str, seed: int, data=None):
+  """An algorithm's training stream, validation set and test sets
+  ({length: EvalSet}, or None: sampled at the end, `test_at_lengths`) for
+  seed `seed`: fresh samples, or with `protocol.train_size` the fixed
+  datasets (`data`, or built: `fixed_data.FixedData.build`)."""
   p, t = config.protocol, config.train
-  stream = clrs_data.TrainStream(algorithm, p.train_lengths, t.batch_size, seed)
-  val_set = clrs_data.make_eval_set(
-      algorithm,
-      "val",
-      max(p.train_lengths),
-      t.eval_batch_size,
-      p.max_eval_samples,
+  if not p.train_size:
+    stream = clrs_data.TrainStream(
+        algorithm, p.train_lengths, t.batch_size, seed
+    )
+    val_set = clrs_data.make_eval_set(
+        algorithm,
+        "val",
+        max(p.train_lengths),
+        t.eval_batch_size,
+        p.max_eval_samples,
+    )
+    return stream, val_set, None
+  if data is None:
+    data = fixed_data.FixedData.build(
+        algorithm, p.train_size, p.train_lengths[0], p.test_lengths[0]
+    )
+  val_set, test_set = (
+      data.eval_set(algorithm, split, t.eval_batch_size, p.max_eval_samples)
+      for split in ("val", "test")
   )
-  return stream, val_set
+  stream = fixed_data.FixedStream(data, t.batch_size)
+  return stream, val_set, {p.test_lengths[0]: test_set}
 
 
 def model_for_run(
@@ -290,9 +316,11 @@ def model_for_run(
     seed: int,
     run_dir: str,
     processor_factory: Optional[Callable] = None,
+    data=None,
 ):
-  """The run's model, initialised (not yet restored), and its data."""
-  stream, val_set = _run_data(config, algorithm, seed)
+  """The run's model, initialised (not yet restored), and its data
+  (`_run_data`: stream, validation set, test sets)."""
+  stream, val_set, test_sets = _run_data(config, algorithm, seed, data)
   dummy, _ = next(val_set.batches())
   model = build_model(
       config,
@@ -301,8 +329,8 @@ def model_for_run(
       os.path.join(run_dir, "clrs"),
       processor_factory=processor_factory,
   )
-  model.init(dummy.features, seed)
-  return model, stream, val_set
+  model.init(dummy.features, seed + config.protocol.init_seed_offset)
+  return model, stream, val_set, test_sets
 
 
 def generalist_for_run(
@@ -312,19 +340,22 @@ def generalist_for_run(
     processor_factory: Optional[Callable] = None,
 ):
   """The generalist's model over `config.algorithms` (initialised, not yet
-  restored), its `MultiStream` and the validation sets, in that order."""
+  restored), its `MultiStream`, the validation sets and the test sets
+  (`_run_data`), in that order."""
   data = [_run_data(config, a, seed) for a in config.algorithms]
-  dummies = [next(val_set.batches())[0] for _, val_set in data]
+  dummies = [next(val_set.batches())[0] for _, val_set, _ in data]
   model = build_model(
       config,
-      [stream.spec for stream, _ in data],
+      [stream.spec for stream, _, _ in data],
       dummies,
       os.path.join(run_dir, "clrs"),
       processor_factory=processor_factory,
   )
-  model.init([d.features for d in dummies], seed)
-  stream = clrs_data.MultiStream([stream for stream, _ in data])
-  return model, stream, [val_set for _, val_set in data]
+  model.init(
+      [d.features for d in dummies], seed + config.protocol.init_seed_offset
+  )
+  stream = clrs_data.MultiStream([stream for stream, _, _ in data])
+  return model, stream, [d[1] for d in data], [d[2] for d in data]
 
 
 def _fingerprint(params) -> List[float]:
@@ -362,28 +393,26 @@ def train_one(
     ):
       log(f"[{algorithm} seed {seed}] already complete, reusing {result_path}")
       return done
-  os.makedirs(run_dir, exist_ok=True)
-  model, stream, val_set = model_for_run(
-      config, algorithm, seed, run_dir, processor_factory
-  )
-  task = ClrsTask(model, stream, seed, validation_evaluate(val_set, seed), t)
   run_log = lambda m: log(f"[{algorithm} seed {seed}] {m}")
-  done, state, selected = engine.fit(
-      task,
-      trainer.loop_of(t, f"{algorithm}/{config.processor_type}/seed{seed}"),
-      run_dir,
-      run_log,
-      t.select_on,
+  model, done, state, selected, test_sets = fit_one(
+      config, algorithm, seed, run_dir, run_log, processor_factory
   )
   if not done.complete:
     return {"stopped_at": done.step}
-  test = evaluation.test_at_lengths(
-      config,
-      algorithm,
-      model.bound(state["params"]),
-      p.test_lengths,
-      run_log,
-  )
+  if p.test_points == "end":
+    test = evaluation.test_at_lengths(
+        config,
+        algorithm,
+        model.bound(state["params"]),
+        p.test_lengths,
+        run_log,
+        test_sets,
+    )
+  else:  # Scored during training: the selected (best) point's score.
+    best = next(h for h in done.history if h["step"] == done.best["step"])
+    test, selected = {str(p.test_lengths[0]): best["test"]}, (
+        f"val (step {best['step']})"
+    )
   return _write_result(
       result_path,
       done,
@@ -393,6 +422,67 @@ def train_one(
       algorithm=algorithm,
       seed=seed,
   )
+
+
+def fit_one(
+    config: ConfigDict,
+    algorithm: str,
+    seed: int,
+    run_dir: str,
+    log=print,
+    processor_factory: Optional[Callable] = None,
+    data=None,
+):
+  """Trains (or resumes) one (algorithm, seed) run in `run_dir`: (model,
+  run record, selected state, its description, test sets). The state is
+  None after a planned stop, and with `protocol.test_points` other than
+  'end', whose test scores are in the run record's history ('test', at the
+  one test length; key fold_in(PRNGKey(seed), 2 * 10**9 + step)). `data`:
+  the fixed datasets to train on (`protocol.train_size`), else built."""
+  p, t = config.protocol, config.train
+  os.makedirs(run_dir, exist_ok=True)
+  model, stream, val_set, test_sets = model_for_run(
+      config, algorithm, seed, run_dir, processor_factory, data
+  )
+  evaluate, score_test = validation_evaluate(val_set, seed), None
+  if p.test_points != "end":
+    (length,) = p.test_lengths
+    test_set = (test_sets or {}).get(int(length)) or clrs_data.make_eval_set(
+        algorithm, "test", length, t.eval_batch_size, p.max_eval_samples
+    )
+    key = jax.random.PRNGKey(seed)
+
+    def score_test(model, step):
+      return {
+          "test": evaluation.evaluate(
+              model, test_set, jax.random.fold_in(key, 2 * 10**9 + step)
+          )["score"]
+      }
+
+  if p.test_points == "every_evaluation":
+    validate_only = evaluate
+
+    def evaluate(model, step):  # pylint: disable=function-redefined
+      fields, score = validate_only(model, step)
+      return {**fields, **score_test(model, step)}, score
+
+  task = ClrsTask(
+      model,
+      stream,
+      seed,
+      evaluate,
+      t,
+      evaluate_best=score_test if p.test_points == "new_best" else None,
+  )
+  done, state, selected = engine.fit(
+      task,
+      trainer.loop_of(t, f"{algorithm}/{config.processor_type}/seed{seed}"),
+      run_dir,
+      log,
+      t.select_on,
+      select=p.test_points == "end",
+  )
+  return model, done, state, selected, test_sets
 
 
 def train_generalist(
@@ -422,7 +512,7 @@ def train_generalist(
       log(f"[generalist seed {seed}] already complete, reusing {result_path}")
       return done
   os.makedirs(run_dir, exist_ok=True)
-  model, stream, val_sets = generalist_for_run(
+  model, stream, val_sets, test_sets = generalist_for_run(
       config, seed, run_dir, processor_factory
   )
   task = GeneralistTask(
@@ -452,6 +542,7 @@ def train_generalist(
           OneAlgorithm(bound, i),
           p.test_lengths,
           lambda m, a=a: run_log(f"{a} {m}"),
+          test_sets[i],
       )
       for i, a in enumerate(algorithms)
   }
@@ -761,7 +852,7 @@ def evaluate_checkpoints(
       ):
         raise _no_checkpoint(run_dir, which)
       if generalist:
-        model, _, _ = generalist_for_run(
+        model, _, _, _ = generalist_for_run(
             config, seed, run_dir, processor_factory
         )
         predictors = [
@@ -770,7 +861,7 @@ def evaluate_checkpoints(
         ]
         algorithms = tuple(config.algorithms)
       else:
-        model, _, _ = model_for_run(
+        model, _, _, _ = model_for_run(
             config, algorithm, seed, run_dir, processor_factory
         )
         predictors, algorithms = [model.bound], (algorithm,)

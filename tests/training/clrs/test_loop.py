@@ -302,7 +302,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(
     clrs_loop.train_and_evaluate(cfg, workdir)
   monkeypatch.setattr(processors.CarryModel, "train_step", real_step)
   run_dir = os.path.join(workdir, "bellman_ford_seed42")
-  model, _, _ = clrs_loop.model_for_run(cfg, "bellman_ford", 42, run_dir)
+  model, _, _, _ = clrs_loop.model_for_run(cfg, "bellman_ford", 42, run_dir)
   task = clrs_loop.ClrsTask(model, None, 42, None)
   state, meta = trainer.restore(
       task.abstract_state(), os.path.join(run_dir, "checkpoints")
@@ -409,7 +409,7 @@ def test_a_user_processor_factory_trains_through_the_library(tmp_path):
   assert 0.0 <= run["test"]["5"] <= 1.0
   assert results["config"]["processor_type"] == "user_mlp"
   # The user's processor is the one that ran: its parameters are in the model.
-  model, _, _ = clrs_loop.model_for_run(
+  model, _, _, _ = clrs_loop.model_for_run(
       config,
       "bellman_ford",
       42,
@@ -449,7 +449,7 @@ def _as_saved_by_earlier_versions(workdir, config):
 
   stock = compat.stock_clrs_optimizer(config.train)
   run_dir = os.path.join(workdir, "bellman_ford_seed42")
-  model, stream, _ = clrs_loop.model_for_run(
+  model, stream, _, _ = clrs_loop.model_for_run(
       config, "bellman_ford", 42, run_dir
   )
   abstract = clrs_loop.ClrsTask(model, stream, 42, None).abstract_state()
