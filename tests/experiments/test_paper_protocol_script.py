@@ -22,38 +22,40 @@ def overrides_of(call):
   )
 
 
-def test_runs_the_four_in_order_each_with_a_valid_config(tmp_path):
+# (work directory, reproduction, its algorithm) in the queue's order.
+QUEUE = (
+    ("rt_bf_protocol", "rt_clrs_core8", "bellman_ford"),
+    ("scan26_relative_paper", "scan_cutoff26_relative_universal", None),
+    ("scan26_absolute_paper", "scan_cutoff26_absolute_universal", None),
+    ("floyd_bf_protocol", "floyd_clrs_core8", "bellman_ford"),
+    ("rt_insertion_sort_protocol", "rt_clrs_core8", "insertion_sort"),
+    ("mpnn_insertion_sort_protocol", "mpnn_clrs_core8", "insertion_sort"),
+    ("rt_binary_search_protocol", "rt_clrs_core8", "binary_search"),
+    ("mpnn_binary_search_protocol", "mpnn_clrs_core8", "binary_search"),
+    ("cogs_et_paper", "cogs_graph_edge_transformer", None),
+)
+
+
+def test_runs_the_queue_in_order_each_with_a_valid_config(tmp_path):
   proc, _, calls = run_script(tmp_path, RUNS=str(tmp_path / "runs"))
   assert proc.returncode == 0, proc.stderr
   assert [c[:3] for c in calls] == [
-      ["-m", "experiments.reproduce", name]
-      for name in (
-          "rt_clrs_core8",
-          "scan_cutoff26_relative_universal",
-          "scan_cutoff26_absolute_universal",
-          "floyd_clrs_core8",
-      )
+      ["-m", "experiments.reproduce", name] for _, name, _ in QUEUE
   ]
   workdirs = [c[-1] for c in calls]
-  assert workdirs == [
-      f"--workdir={tmp_path}/runs/{w}"
-      for w in (
-          "rt_bf_protocol",
-          "scan26_relative_paper",
-          "scan26_absolute_paper",
-          "floyd_bf_protocol",
-      )
-  ]
+  assert workdirs == [f"--workdir={tmp_path}/runs/{w}" for w, _, _ in QUEUE]
+  for call, (_, name, algorithm) in zip(calls, QUEUE):
+    if algorithm:  # One algorithm and seed 0 of a CLRS protocol run.
+      assert overrides_of(call) == {
+          "algorithms": (algorithm,),
+          "seeds": (0,),
+          "results_path": (
+              f"results/reproductions/{name}_paper__{algorithm}_seed0.json"
+          ),
+      }
   for call in calls:
     assert "--budget=paper" in call
     reproduce.check(call[2], "paper", overrides_of(call))
-  assert overrides_of(calls[0]) == {
-      "algorithms": ("bellman_ford",),
-      "seeds": (0,),
-      "results_path": (
-          "results/reproductions/rt_clrs_core8_paper__bellman_ford_seed0.json"
-      ),
-  }
   # Each run's output goes to its own log.
   assert sorted(os.listdir(tmp_path / "runs")) == sorted(
       w.rsplit("/", 1)[1] + ".log" for w in workdirs
@@ -85,5 +87,7 @@ def test_an_unknown_run_is_refused_before_any_runs(tmp_path):
   proc, _, calls = run_script(tmp_path, "scan26_relative", "scan26_rel")
   assert proc.returncode == 2
   assert "unknown run 'scan26_rel'" in proc.stderr
-  assert "rt_bf scan26_relative scan26_absolute floyd_bf" in proc.stderr
+  assert "rt_bf scan26_relative scan26_absolute floyd_bf rt_insertion_sort" in (
+      proc.stderr
+  )
   assert calls == []
