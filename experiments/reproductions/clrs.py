@@ -438,9 +438,12 @@ def _generalist(make) -> Callable[[], ConfigDict]:
 
 def _generalist_budgets() -> Dict[str, Dict[str, Any]]:
   """The modern variants' cpu budget; smoke with two algorithms, so that a
-  smoke run trains a generalist."""
+  smoke run trains a generalist, for one step (one compiled update per
+  algorithm)."""
   budgets = _clrs_budgets(GENERALIST_3)
-  budgets["smoke"] = dict(budgets["smoke"], algorithms=GENERALIST_3[:2])
+  budgets["smoke"] = dict(
+      budgets["smoke"], algorithms=GENERALIST_3[:2], **{"train.steps": 1}
+  )
   return budgets
 
 

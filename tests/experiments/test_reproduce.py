@@ -440,15 +440,19 @@ SMOKE_OVERRIDES = {
 }
 
 
-# The `_modern` variants run the CLRS loop as readme_main_job does, with the
-# processors the protocol runs cover; one of them stands for all (each smoke
-# run compiles for minutes), as rt_generalist_3 for the generalists (their
-# processors train in the other smoke runs).
+# Smoke runs that another one stands for (each compiles for up to minutes):
+# the `_modern` variants run the CLRS loop as readme_main_job does, the RT
+# among their processors (the others train in the protocol smoke runs);
+# rt_generalist_3 stands for the generalists; the CLUTRR k234 variants are
+# their k23 models on another split, which clutrr_et_k234 reads.
 SMOKE_NAMES = sorted(
     n
     for n in reproductions.REPRODUCTIONS
-    if not (n.endswith("_modern") or n.endswith("_generalist_3"))
-    or n in ("rt_clrs_core8_modern", "rt_generalist_3")
+    if not (
+        n.endswith(("_modern", "_generalist_3"))
+        or (n.startswith("clutrr_") and n.endswith("_k234"))
+    )
+    or n in ("rt_generalist_3", "clutrr_et_k234")
 )
 
 

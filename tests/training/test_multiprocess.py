@@ -62,7 +62,7 @@ FAST_XLA = (
 # multi-algorithm stream and per-algorithm updates; a single-task run is a
 # generalist of one algorithm bit for bit (tests/training/clrs/
 # test_generalist.py).
-TWO_ALGORITHMS = ("bellman_ford", "insertion_sort")
+TWO_ALGORITHMS = ("bellman_ford", "bfs")
 CLRS_ARGS = [
     f"--config.algorithms={TWO_ALGORITHMS}",
     "--config.multi_algorithm=generalist",
