@@ -6,9 +6,9 @@ import re
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
-def test_readme_is_at_most_250_lines():
+def test_readme_is_at_most_200_lines():
   lines = (REPO / "README.md").read_text().splitlines()
-  assert len(lines) <= 250, len(lines)
+  assert len(lines) <= 200, len(lines)
 
 
 def test_ci_runs_the_readme_install_and_full_test_commands():
