@@ -135,7 +135,7 @@ def default_config() -> ConfigDict:
   c.protocol = ConfigDict(
       dict(
           train_lengths=(4, 7, 11, 13, 16),
-          test_lengths=(64,),
+          test_lengths=(16, 32, 64),  # the OOD curve: n = 16 is in distribution
           max_eval_samples=0,  # 0: CLRS sizes (64 x num_samples_multiplier)
           train_size=0,  # > 0: a fixed train set (fixed_data), run.py 2022
           test_points="end",
