@@ -12,7 +12,8 @@
 #
 # 1. rt_clrs_core8 at budget paper (the RT paper's CLRS protocol, appendix D:
 #    80,000 steps of batch 4 at n = 16, validation every 80 steps, the best
-#    validation checkpoint tested at n = 64) on bellman_ford, seed 0;
+#    validation checkpoint tested at n = 64) on bellman_ford, seed 42 (run.py's
+#    model seed);
 # 2. scan_cutoff26_relative_universal, then _absolute_universal, at budget
 #    paper (Csordas et al. 2021 Table 3: 50,000 steps of batch 256);
 # 3. floyd_clrs_core8 on bellman_ford at the protocol of 1;
@@ -39,8 +40,8 @@ run() {  # run <work dir name> <reproduce arguments...>
 
 clrs_protocol() {  # clrs_protocol <processor> <algorithm> <work dir name>
   run "$3" "$1_clrs_core8" --budget=paper \
-      --set="algorithms=(\"$2\",)" --set='seeds=(0,)' \
-      --set="results_path=results/reproductions/$1_clrs_core8_paper__$2_seed0.json"
+      --set="algorithms=(\"$2\",)" --set='seeds=(42,)' \
+      --set="results_path=results/reproductions/$1_clrs_core8_paper__$2_seed42.json"
 }
 
 RUNS_ALL=(rt_bf scan26_relative scan26_absolute floyd_bf rt_insertion_sort

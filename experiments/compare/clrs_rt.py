@@ -69,40 +69,17 @@ from typing import Dict, List, Mapping, Sequence, Tuple
 from experiments.compare import curves
 from experiments.compare import protocol
 from relational_jax.training.clrs import fixed_data
+from relational_jax.training.clrs import rt_protocol
 
 REPOSITORY = "CameronDiao/relational-transformer"
 MARKER = os.path.join("clrs", "examples", "run.py")
 WRAPPER = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "refs", "clrs_rt_fork.py"
 )
-TRAIN_LENGTH, TEST_LENGTH = 16, 64  # run.py's build_sampler lengths.
-MODEL_SEED = 42  # run.py's --model_seed default (seed 0 of the comparison).
-
-# Their run.py flags (name: value), spelled out; the defaults of run.py
-# except eval_batch_size (theirs 1; see refs/clrs_rt_fork.py).
-AUTHORS = {
-    "processor_type": "rt",
-    "num_layers": 3,
-    "nb_heads": 12,
-    "head_size": 16,
-    "node_hid_size": 32,
-    "edge_hid_size_1": 16,
-    "edge_hid_size_2": 8,
-    "use_ln": True,
-    "use_lstm": False,
-    "graph_vec": "cat",
-    "ptr_from_edges": True,
-    "disable_edge_updates": False,
-    "hint_mode": "encoded_decoded_nodiff",
-    "hint_teacher_forcing_noise": 0.5,
-    "dropout_prob": 0.0,
-    "batch_size": 4,
-    "learning_rate": 2.5e-4,
-    "train_seed": 1,
-    "valid_seed": 2,
-    "test_seed": 3,
-    "eval_batch_size": 32,
-}
+TRAIN_LENGTH, TEST_LENGTH = rt_protocol.TRAIN_LENGTH, rt_protocol.TEST_LENGTH
+MODEL_SEED = rt_protocol.FIRST_SEED  # seed 0 of the comparison
+# Their run.py flags: the protocol's (`rt_protocol.RUN_PY_FLAGS`).
+AUTHORS = rt_protocol.RUN_PY_FLAGS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,30 +145,6 @@ def reference_flags(
   return [f"--{name}={value}" for name, value in hp.items()]
 
 
-# Stock dm-clrs processors under the same protocol, at the RT paper's tuned
-# sizes (the MPNN of its Table 19) and Ibarz et al.'s (Triplet-GMPNN):
-# CLRS's own network (no carried edge state, pointers from nodes).
-BASELINES = {
-    "mpnn": {"hidden_dim": 512, "learning_rate": 1.6e-3},
-    "triplet_gmpnn": {"hidden_dim": 128, "learning_rate": 1e-3},
-}
-
-
-def our_processors() -> Tuple[str, ...]:
-  """Our processors `our_config` builds: 'rt' translates their RT; the
-  pair-state kinds of the processor table (`processors.PROCESSORS`: 'et',
-  'floyd') replace it (module docstring); the baselines replace it with
-  CLRS's network."""
-  import processors  # pylint: disable=g-import-not-at-top
-
-  pair_state = tuple(
-      kind
-      for kind, spec in processors.PROCESSORS.items()
-      if issubclass(spec.processor, processors.PairStateProcessor)
-  )
-  return ("rt",) + pair_state + tuple(BASELINES)
-
-
 def our_config(
     budget: Budget,
     seed: int,
@@ -199,92 +152,18 @@ def our_config(
     hp: Mapping = AUTHORS,
     processor_type: str = "rt",
 ):
-  """Our `relational_jax.training.clrs` config matching their flags `hp`
-  (refuses values it cannot translate).
-
-  processor_type: 'rt' (their RT, translated), or 'et' / 'floyd': that
-    pair-state processor in the RT's place, at its num_layers, nb_heads and
-    head_size (the RT-only sizes node_hid_size, edge_hid_size_1/2 and the
-    RT's Haiku initialisation do not apply, nor use_ln: their config has no
-    layer norm switch, so use_ln=False is refused by the config's
-    `validate`); the rest as for 'rt'. Or a
-    stock dm-clrs processor of `BASELINES` in CLRS's own network (node
-    hiddens only, pointers from nodes) at its hidden size and learning
-    rate; the rest (data, batch, steps, no clipping, hint noise) as for 'rt'.
-
-  Raises:
-    ValueError: an untranslatable value, or a `processor_type` not in
-      `our_processors()` (naming the valid choices).
-  """
-  from relational_jax.layers import shapes  # pylint: disable=g-import-not-at-top
-  from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
-
-  shapes.check_choice(processor_type, our_processors(), "processor_type")
-  if hp["processor_type"] != "rt" or hp["disable_edge_updates"]:
-    raise ValueError(
-        "this comparison translates processor_type 'rt' with "
-        f"edge updates; got {hp['processor_type']!r}, "
-        f"disable_edge_updates={hp['disable_edge_updates']}."
-    )
-  if hp["hint_mode"] != "encoded_decoded_nodiff":
-    raise ValueError(
-        f"hint_mode {hp['hint_mode']!r}: only "
-        "'encoded_decoded_nodiff' (dm-clrs 2.0.3's "
-        "'encoded_decoded', which has no diffs) translates."
-    )
-  if hp["use_lstm"]:
-    raise ValueError("use_lstm=True is not part of this comparison.")
-  c = clrs_config.default_config()
-  # Keys from model_seed, the model initialised with model_seed + 1.
-  c.algorithms, c.seeds = (algorithm,), (MODEL_SEED + seed,)
-  c.processor_type, c.hint_mode = processor_type, "encoded_decoded"
-  p, t = c.protocol, c.train
-  p.train_lengths, p.test_lengths = (TRAIN_LENGTH,), (TEST_LENGTH,)
-  t.batch_size, t.eval_batch_size = hp["batch_size"], eval_batch_size(
-      budget, hp
+  """Our side of seed `seed` on `algorithm`: the library's protocol config
+  (`rt_protocol.config`, their flags `hp` translated; 'et' / 'floyd' /
+  'mpnn' / 'triplet_gmpnn' in the RT's place) at `budget`'s steps,
+  cadence, train size, evaluation samples and test points."""
+  c = rt_protocol.config(
+      processor_type, (algorithm,), (MODEL_SEED + seed,), flags=hp
   )
-  t.steps, t.eval_every = budget.steps, budget.eval_every
-  p.max_eval_samples, t.progress = budget.max_eval_samples, False
-  # run.py's fixed datasets (`fixed_data`), its init seed, the test points.
-  p.train_size, p.init_seed_offset = budget.train_size, 1
-  p.test_points = budget.test_points
-  t.learning_rate = hp["learning_rate"]
-  t.clip = 0.0  # their optax.adam, no clipping
-  m = c.model
-  m.hidden_dim = hp["nb_heads"] * hp["head_size"]  # run.py's hidden_size
-  m.dropout_prob = hp["dropout_prob"]
-  # Their noise is the probability of feeding back the prediction; ours
-  # the probability of feeding the ground truth. Theirs re-encodes hard
-  # (argmax / threshold) predictions.
-  m.hint_teacher_forcing = 1.0 - hp["hint_teacher_forcing_noise"]
-  m.hint_repred_mode = "hard"
-  # Their postprocess passes re-encoded SCALAR hints with their gradient
-  # (dm-clrs 2.0.3's hard mode stops it).
-  m.scalar_hint_gradient = True
-  m.use_lstm, m.nb_msg_passing_steps = False, 1
-  m.encoder_init = "default"  # their 2022 encoders: Haiku's default init
-  m.carry_state, m.ptr_from_edges = True, hp["ptr_from_edges"]
-  c.processor.use_ln, c.processor.graph_vec = hp["use_ln"], hp["graph_vec"]
-  if processor_type in BASELINES:  # CLRS's network, the baseline's sizes.
-    m.hidden_dim = BASELINES[processor_type]["hidden_dim"]
-    t.learning_rate = BASELINES[processor_type]["learning_rate"]
-    m.carry_state = m.ptr_from_edges = False
-    return c
-  c.processor.nb_heads = hp["nb_heads"]
-  if processor_type != "rt":  # A pair-state stack at the RT's sizes.
-    import processors  # pylint: disable=g-import-not-at-top
-
-    pair = c[processors.PROCESSORS[processor_type].section]
-    pair.num_layers, pair.head_dim = hp["num_layers"], hp["head_size"]
-    return c
-  r = c.rt
-  r.num_layers, r.head_dim = hp["num_layers"], hp["head_size"]
-  r.node_ffn_dim, r.edge_msg_dim, r.edge_ffn_dim = (
-      hp["node_hid_size"],
-      hp["edge_hid_size_1"],
-      hp["edge_hid_size_2"],
-  )
-  r.init = "diao"  # their Haiku initialisation over concatenated inputs
+  c.train.steps, c.train.eval_every = budget.steps, budget.eval_every
+  c.train.eval_batch_size = eval_batch_size(budget, hp)
+  c.protocol.train_size = budget.train_size
+  c.protocol.max_eval_samples = budget.max_eval_samples
+  c.protocol.test_points = budget.test_points
   return c
 
 

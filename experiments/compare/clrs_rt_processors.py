@@ -1,20 +1,19 @@
-r"""The RT paper's CLRS protocol for any of our processors (task
-'clrs_rt_protocol'), at the `clrs_rt` comparison's settings.
+r"""Several of our processors side by side under the RT paper's CLRS protocol
+(task 'clrs_rt_protocol'), at the `clrs_rt` comparison's settings.
 
-  python3 -m experiments.reproduce rt_clrs_core8 --budget=paper
   python3 -m experiments.reproduce pair_models_clrs --budget=cpu \
       --workdir=/work/runs/pair_models_clrs
 
-(the named reproductions `rt_clrs_*`, `mpnn_clrs_*`, `floyd_clrs_*`,
-`triplet_gmpnn_clrs_all30` and `pair_models_clrs`, experiments/
-reproductions/clrs.py). Every (processor, algorithm, seed) of the config is
+(the named reproduction `pair_models_clrs`, experiments/reproductions/
+clrs.py; one processor at the protocol is a config of the CLRS task,
+`relational_jax.training.clrs.rt_protocol`). Every (processor, algorithm, seed) of the config is
 trained by `clrs_rt.fit_ours`: the library's CLRS task
 (`relational_jax.training.clrs.loop.fit_one`) with the comparison's
 our-side configuration (`clrs_rt.our_config`: the RT authors' run.py
 hyperparameters `clrs_rt.AUTHORS`, batch 4, Adam 2.5e-4 without
 clipping, noisy teacher forcing 0.5; 'et' and 'floyd' put that pair-state
 processor in the RT's place at its 3 layers x 12 heads x 16; 'mpnn' and 'triplet_gmpnn' CLRS's own
-network at `clrs_rt.BASELINES`' sizes) on run.py's datasets
+network at `rt_protocol.BASELINES`' sizes) on run.py's datasets
 (`fixed_data.FixedData.build`: train seed 1, `train_size` samples at
 n = 16; validation seed 2 at n = 16; test seed 3 at n = 64; the first
 `max_eval_samples` of each evaluation set), with run.py's batch stream.
@@ -54,6 +53,7 @@ from relational_jax.training import engine
 from relational_jax.training import metrics_log
 from relational_jax.training import reporting
 from relational_jax.training.clrs import fixed_data
+from relational_jax.training.clrs import rt_protocol
 
 ConfigDict = config_lib.ConfigDict
 REPO = os.path.dirname(
@@ -126,7 +126,7 @@ def validate(config: ConfigDict) -> None:
   from relational_jax.training.clrs import config as clrs_config  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import data as clrs_data  # pylint: disable=g-import-not-at-top
 
-  valid = clrs_rt.our_processors()
+  valid = rt_protocol.kinds()
   if not config.processors:
     raise ValueError(f"processors must name at least one of {list(valid)}.")
   for processor in config.processors:

@@ -1,21 +1,23 @@
 """CLRS reproductions: the RT paper's protocol (Diao & Loynd 2023, appendix
-D; the RT authors' run.py, as the `clrs_rt` comparison's our side runs it:
-task 'clrs_rt_protocol', experiments/compare/clrs_rt_processors.py) and its
-Table 19 numbers for RT and the MPNN, plus Triplet-GMPNN (Ibarz et al. 2022)
-and FloydNet (Yu, Zeng & Ye 2026) under the same protocol; each also as a
-`<name>_modern` variant (the modern CLRS recipe of our own CLRS loop, task
-'clrs'); the README's main job; and `pair_models_clrs`: FloydNet, RT and ET
-side by side under the protocol.
+D; the RT authors' run.py, `relational_jax.training.clrs.rt_protocol`) and
+its Table 19 numbers for RT and the MPNN, plus Triplet-GMPNN (Ibarz et al.
+2022) and FloydNet (Yu, Zeng & Ye 2026) under the same protocol; each also as
+a `<name>_modern` variant (the modern CLRS recipe); the generalists
+(`<processor>_generalist_3`); the README's main job: all of them configs of
+the CLRS task ('clrs'). And `pair_models_clrs`: FloydNet, RT and ET side by
+side under the protocol (task 'clrs_rt_protocol').
 """
 
 from typing import Any, Callable, Dict
 
-from experiments.compare import clrs_rt
-from experiments.compare import clrs_rt_processors
 from experiments.reproductions import ConfigDict
 from experiments.reproductions import Reproduction
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
+from relational_jax.training.clrs import rt_protocol
+
+from experiments.compare import clrs_rt  # pair_models_clrs
+from experiments.compare import clrs_rt_processors  # pair_models_clrs
 
 RT = "Diao & Loynd 2023 (Relational Transformer)"
 FLOYD = "Yu, Zeng & Ye 2026 (FloydNet), under the RT paper's protocol"
@@ -307,33 +309,43 @@ _MODERN_NOTES = (
 
 
 def _protocol_config(processor, algorithms) -> Callable[[], ConfigDict]:
-  """The RT paper's protocol for `processor` (`clrs_rt.our_config`)."""
+  """The RT paper's protocol for `processor` (`rt_protocol.config`), 20
+  seeds (run.py's model seeds 42..61)."""
 
   def make():
-    c = clrs_rt_processors.config_of(clrs_rt.BUDGETS["paper"])
-    c.processors, c.algorithms = (processor,), tuple(algorithms)
-    c.seeds = tuple(range(20))
-    # The protocol tests the best checkpoint only: the test set (n = 64) is
-    # scored at each new best validation point, not at all 1,000.
-    c.protocol.test_points = "new_best"
-    return c
+    return rt_protocol.config(
+        processor, algorithms, seeds=tuple(range(42, 42 + _TABLE19_SEEDS))
+    )
 
   return make
 
 
 def _protocol_budgets(algorithms) -> Dict[str, Dict[str, Any]]:
-  """cpu: clrs_rt's cpu cadence (640 steps, evaluation every 80 on the
-  first 128 samples of each set), every algorithm, 1 seed; smoke: clrs_rt's
-  (bellman_ford, 2 steps) evaluated once, at step 2, on one sample of each
-  set (testing at n = 64 is most of a smoke run's time)."""
-  cpu = clrs_rt_processors.budget_overrides(clrs_rt.BUDGETS["cpu"])
-  smoke = clrs_rt_processors.budget_overrides(clrs_rt.BUDGETS["smoke"])
+  """cpu: 640 steps (2,560 examples) at the protocol's cadence (8
+  evaluations), each on the first 128 samples of each set (binary_search's
+  sets have 2,048: scoring them all would dominate), the test set scored at
+  every evaluation (the OOD curve), every algorithm, 1 seed; smoke:
+  bellman_ford, 2 steps from a train set of 16, evaluated once, at step 2,
+  on one sample of each set (testing at n = 64 is most of a smoke run's
+  time)."""
   return {
-      "cpu": dict(cpu, algorithms=tuple(algorithms), seeds=(0,)),
-      "smoke": dict(
-          smoke,
-          **{"protocol.eval_every": 2, "protocol.max_eval_samples": 1},
-      ),
+      "cpu": {
+          "algorithms": tuple(algorithms),
+          "seeds": (42,),
+          "train.steps": 640,
+          "protocol.max_eval_samples": 128,
+          "protocol.test_points": "every_evaluation",
+      },
+      "smoke": {
+          "algorithms": ("bellman_ford",),
+          "seeds": (42,),
+          "train.steps": 2,
+          "train.eval_every": 2,
+          "train.eval_batch_size": 1,
+          "protocol.train_size": 16,
+          "protocol.max_eval_samples": 1,
+          "protocol.test_points": "every_evaluation",
+      },
   }
 
 
@@ -481,7 +493,7 @@ def _reproductions():
     out.append(
         Reproduction(
             name,
-            "clrs_rt_protocol",
+            "clrs",
             paper,
             where,
             "test micro-F1 at n=64 (%)",

@@ -15,6 +15,7 @@ from experiments.compare import clrs_rt
 from experiments.compare import reference
 from experiments.compare import registry
 from relational_jax.training.clrs import fixed_data
+from relational_jax.training.clrs import rt_protocol
 
 RT_CHECKOUT = os.environ.get("CLRS_RT_REFERENCE", "/tmp/peers/rt")
 RT_PYTHON = os.environ.get("CLRS_RT_PYTHON", "/tmp/rtvenv/bin/python")
@@ -345,7 +346,7 @@ def test_pair_state_processors_take_the_rt_s_place_all_else_equal(kind):
     clrs_rt.our_config(budget, 0, "bellman_ford", processor_type="gin")
 
 
-@pytest.mark.parametrize("kind", sorted(clrs_rt.BASELINES))
+@pytest.mark.parametrize("kind", sorted(rt_protocol.BASELINES))
 def test_baselines_take_the_rt_s_place_in_clrs_s_network(kind):
   """our_config(processor_type='mpnn' | 'triplet_gmpnn'): CLRS's network
   (no carried state, pointers from nodes) at the baseline's hidden size and
@@ -366,8 +367,8 @@ def test_baselines_take_the_rt_s_place_in_clrs_s_network(kind):
       "model.ptr_from_edges",
   }
   assert (c.model.hidden_dim, c.train.learning_rate) == (
-      clrs_rt.BASELINES[kind]["hidden_dim"],
-      clrs_rt.BASELINES[kind]["learning_rate"],
+      rt_protocol.BASELINES[kind]["hidden_dim"],
+      rt_protocol.BASELINES[kind]["learning_rate"],
   )
 
 

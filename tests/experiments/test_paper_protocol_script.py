@@ -45,12 +45,12 @@ def test_runs_the_queue_in_order_each_with_a_valid_config(tmp_path):
   workdirs = [c[-1] for c in calls]
   assert workdirs == [f"--workdir={tmp_path}/runs/{w}" for w, _, _ in QUEUE]
   for call, (_, name, algorithm) in zip(calls, QUEUE):
-    if algorithm:  # One algorithm and seed 0 of a CLRS protocol run.
+    if algorithm:  # One algorithm and seed 42 of a CLRS protocol run.
       assert overrides_of(call) == {
           "algorithms": (algorithm,),
-          "seeds": (0,),
+          "seeds": (42,),
           "results_path": (
-              f"results/reproductions/{name}_paper__{algorithm}_seed0.json"
+              f"results/reproductions/{name}_paper__{algorithm}_seed42.json"
           ),
       }
   for call in calls:

@@ -179,13 +179,10 @@ def test_set_takes_a_renamed_path_as_the_config_flags_do():
 
 def test_paper_budgets_follow_the_papers():
   """The CLRS reproductions' paper budget is the RT paper's protocol (its
-  authors' run.py): n = 16 training samples from a set of 10,000, batch 4,
-  320,000 examples, validation every 320, no clipping, hint noise 0.5, hard
-  re-prediction, Haiku's default encoder init; their modern-recipe variant
-  keeps the step budget."""
-  from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
-  from experiments.compare import clrs_rt_processors  # pylint: disable=g-import-not-at-top
-
+  authors' run.py) as a config of the library's CLRS task: n = 16 training
+  samples from a set of 10,000, batch 4, 320,000 examples, validation every
+  320, no clipping, hint noise 0.5, hard re-prediction, Haiku's default
+  encoder init; their modern-recipe variant keeps the step budget."""
   for name, processor in (
       ("rt_clrs_core8", "rt"),
       ("mpnn_clrs_all30", "mpnn"),
@@ -193,18 +190,11 @@ def test_paper_budgets_follow_the_papers():
       ("triplet_gmpnn_clrs_all30", "triplet_gmpnn"),
   ):
     c = reproductions.get(name).build("paper")
-    assert reproductions.get(name).task == "clrs_rt_protocol"
-    assert tuple(c.processors) == (processor,) and len(c.seeds) == 20
-    budget = clrs_rt_processors.budget_of(c)
-    assert (budget.steps, budget.eval_every, budget.train_size) == (
-        80_000,
-        80,
-        10_000,
-    )
-    ours = clrs_rt.our_config(
-        budget, 0, c.algorithms[0], processor_type=processor
-    )
-    p, m, t = ours.protocol, ours.model, ours.train
+    assert reproductions.get(name).task == "clrs"
+    assert c.processor_type == processor
+    assert c.seeds == tuple(range(42, 62))
+    p, m, t = c.protocol, c.model, c.train
+    assert (t.steps, t.eval_every, p.train_size) == (80_000, 80, 10_000)
     assert t.batch_size * t.steps == 320_000
     assert t.batch_size * t.eval_every == 320
     assert p.train_lengths == (16,) and p.test_lengths == (64,)
@@ -212,17 +202,13 @@ def test_paper_budgets_follow_the_papers():
     assert (m.hint_repred_mode, m.encoder_init) == ("hard", "default")
     # The test set is scored where the best checkpoint is (not at every
     # validation); the cpu budget keeps the OOD curve.
-    assert budget.test_points == "new_best"
-    cpu = clrs_rt_processors.budget_of(reproductions.get(name).build("cpu"))
+    assert p.test_points == "new_best"
+    cpu = reproductions.get(name).build("cpu").protocol
     assert cpu.test_points == "every_evaluation"
-  rt = clrs_rt.our_config(
-      clrs_rt.BUDGETS["paper"], 0, "bellman_ford", processor_type="rt"
-  )
+  rt = reproductions.get("rt_clrs_core8").build("paper")
   assert rt.rt.num_layers == 3
   assert rt.processor.nb_heads * rt.rt.head_dim == 192
-  mpnn = clrs_rt.our_config(
-      clrs_rt.BUDGETS["paper"], 0, "bellman_ford", processor_type="mpnn"
-  )
+  mpnn = reproductions.get("mpnn_clrs_core8").build("paper")
   assert (mpnn.model.hidden_dim, mpnn.model.carry_state) == (512, False)
   assert len(reproductions.get("rt_clrs_all30").build("paper").algorithms) == 30
   modern = reproductions.get("rt_clrs_core8_modern").build("paper")

@@ -140,9 +140,7 @@ def test_seeds_without_the_own_seed_and_variants(fake):
 
 
 def test_seeds_need_a_task_with_one_training_seed(fake):
-  with pytest.raises(
-      ValueError, match=r"task 'clrs_rt_protocol'\) has no single"
-  ):
+  with pytest.raises(ValueError, match=r"task 'clrs'\) has no single"):
     reproduce.check("rt_clrs_core8", "smoke", {}, [1, 2])
   reproduce.check("fake_seeded", "cpu", {}, [1, 2])
   with pytest.raises(ValueError, match="train.steps must be >= 1"):

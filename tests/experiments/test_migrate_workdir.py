@@ -1,0 +1,93 @@
+"""scripts/migrate_workdir.py: an earlier layout converted once to today's."""
+
+import importlib.util
+import json
+import pathlib
+
+import pytest
+
+from experiments import reproductions
+from relational_jax.training import config as config_lib
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def migrate():
+  spec = importlib.util.spec_from_file_location(
+      "migrate_workdir", ROOT / "scripts" / "migrate_workdir.py"
+  )
+  module = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(module)
+  return module
+
+
+def old_protocol_workdir(root, processors=("floyd",), seeds=(0,)):
+  """A work directory as the comparison harness's task clrs_rt_protocol
+  wrote it: its config and `<processor>/<algorithm>/seed<s>/` runs."""
+  config = {
+      "algorithms": ["bellman_ford"],
+      "processors": list(processors),
+      "protocol": {
+          "eval_every": 80,
+          "max_eval_samples": 0,
+          "steps": 80000,
+          "test_points": "new_best",
+          "train_size": 10000,
+      },
+      "results_path": "results/reproductions/x.json",
+      "seeds": list(seeds),
+      "stop_at_step": 0,
+  }
+  (root / "config.json").write_text(json.dumps(config))
+  for p in processors:
+    for s in seeds:
+      run = root / p / "bellman_ford" / f"seed{s}"
+      (run / "checkpoints" / "latest" / "80").mkdir(parents=True)
+      (run / "metrics.jsonl").write_text('{"step": 1}\n')
+  return config
+
+
+def test_a_protocol_workdir_becomes_the_clrs_tasks(migrate, tmp_path):
+  old = old_protocol_workdir(tmp_path)
+  assert migrate.main([str(tmp_path)]) == 0
+  run = tmp_path / "bellman_ford_seed42"
+  assert (run / "checkpoints" / "latest" / "80").is_dir()
+  assert (run / "metrics.jsonl").read_text() == '{"step": 1}\n'
+  assert not (tmp_path / "floyd").exists()
+  assert json.loads((tmp_path / migrate.OLD_CONFIG).read_text()) == old
+  # The config is the one the reproduction's command builds, so that
+  # command resumes the converted run.
+  want = config_lib.override(
+      reproductions.get("floyd_clrs_core8").build("paper"),
+      {
+          "algorithms": ("bellman_ford",),
+          "seeds": (42,),
+          "results_path": "results/reproductions/x.json",
+      },
+  )
+  saved = json.loads((tmp_path / "config.json").read_text())
+  assert saved == json.loads(json.dumps(config_lib.to_dict(want)))
+
+
+def test_refusals_change_nothing(migrate, tmp_path, capsys):
+  assert migrate.main([str(tmp_path)]) == 2
+  assert "config.json not found" in capsys.readouterr().err
+  pair = tmp_path / "pair"
+  pair.mkdir()
+  old_protocol_workdir(pair, processors=("floyd", "rt"))
+  assert migrate.main([str(pair)]) == 2
+  assert "a pair_models_clrs work directory" in capsys.readouterr().err
+  assert (pair / "rt" / "bellman_ford" / "seed0").is_dir()
+  one = tmp_path / "one"
+  one.mkdir()
+  old_protocol_workdir(one)
+  (one / "bellman_ford_seed42").mkdir()
+  assert migrate.main([str(one)]) == 2
+  assert "exists already" in capsys.readouterr().err
+  assert (one / "floyd" / "bellman_ford" / "seed0").is_dir()
+  assert "processors" in json.loads((one / "config.json").read_text())
+  (one / "bellman_ford_seed42").rmdir()
+  assert migrate.main([str(one)]) == 0
+  assert migrate.main([str(one)]) == 2
+  assert "no earlier layout recognised" in capsys.readouterr().err
