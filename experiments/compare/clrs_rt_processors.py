@@ -52,6 +52,7 @@ from relational_jax.training import config as config_lib
 from relational_jax.training import engine
 from relational_jax.training import metrics_log
 from relational_jax.training import reporting
+from relational_jax.training import workdir_lock
 from relational_jax.training.clrs import fixed_data
 from relational_jax.training.clrs import rt_protocol
 
@@ -448,7 +449,14 @@ def plot(results: Mapping, path: str, title: str = "") -> None:
 def train_and_evaluate(config: ConfigDict, workdir: str, log=print) -> Dict:
   """Trains (or resumes, or skips) every run of `config` in `workdir`; the
   combined results once all are finished (also written to `results_path`
-  with the PNG beside it), else {"stopped_at": step} after a planned stop."""
+  with the PNG beside it), else {"stopped_at": step} after a planned stop.
+  The work directory is locked for the whole run (`workdir_lock`)."""
+  validate(config)  # Before the work directory is touched.
+  with workdir_lock.hold(workdir):
+    return _train_and_evaluate(config, workdir, log)
+
+
+def _train_and_evaluate(config: ConfigDict, workdir: str, log) -> Dict:
   engine.check_config(sys.modules[__name__], config, workdir)
   budget = budget_of(config)
   data: Dict[str, fixed_data.FixedData] = {}

@@ -47,6 +47,7 @@ from relational_jax.training import config as config_lib
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
+from relational_jax.training import workdir_lock
 
 ConfigDict = config_lib.ConfigDict
 
@@ -194,7 +195,14 @@ def run(
   the checkpoints, config and metrics.jsonl).
   `log` takes the run's messages whatever `train.progress` (which draws
   the progress bar only); None: print. `options`: the task's run options
-  (module docstring)."""
+  (module docstring). The work directory is locked for the whole run
+  (`workdir_lock`: a second run on it is refused)."""
+  task.validate(config, **options)  # Before the work directory is touched.
+  with workdir_lock.hold(workdir):
+    return _run(task, config, workdir, log, **options)
+
+
+def _run(task, config, workdir, log, **options) -> Dict[str, Any]:
   t = config.train
   if log is None:
     log = print

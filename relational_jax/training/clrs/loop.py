@@ -71,6 +71,7 @@ from relational_jax.training import engine
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
+from relational_jax.training import workdir_lock
 from relational_jax.training.checkpoints import abstract_like
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
@@ -689,7 +690,14 @@ def train_and_evaluate(
       there) differs from `config` in a field outside `RESUMABLE_CHANGES`;
       the message names the fields, and nothing is overwritten.
     CorruptCheckpointError: a run has checkpoints and none can be restored.
+    WorkdirInUseError: another run holds `workdir` (`workdir_lock`).
   """
+  validate(config, processor_factory)  # Before the work directory is touched.
+  with workdir_lock.hold(workdir):
+    return _train_and_evaluate(config, workdir, processor_factory, log)
+
+
+def _train_and_evaluate(config, workdir, processor_factory, log) -> Dict:
   engine.check_config(
       sys.modules[__name__],
       config,
