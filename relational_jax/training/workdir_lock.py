@@ -8,7 +8,8 @@ terminal or a scheduler retrying a job that still runs, ends at once with
 `WorkdirInUseError` (one line naming the holder: host, pid, since when;
 exit status 2 from the mains) before it touches anything. The operating
 system releases the lock when its holder dies, so a killed run restarts at
-once. Within one process the lock is re-entrant (a run resumed in the same
+once (its `.lock` file stays; the next run takes it over). A run that ends
+removes the file. Within one process the lock is re-entrant (a run resumed in the same
 process, or a task calling another on its directory).
 """
 
@@ -58,16 +59,24 @@ def hold(workdir: str):
     return
   created = not os.path.exists(workdir)
   os.makedirs(workdir, exist_ok=True)
-  fd = os.open(os.path.join(workdir, FILENAME), os.O_RDWR | os.O_CREAT, 0o644)
-  try:
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-  except BlockingIOError:
-    holder = _holder(fd)
+  path = os.path.join(workdir, FILENAME)
+  while True:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+      holder = _holder(fd)
+      os.close(fd)
+      raise WorkdirInUseError(
+          f"work directory {workdir} is in use by another run ({holder}); "
+          "wait for it to end or stop it, or use another --workdir."
+      ) from None
+    try:  # Still the file at `path` (a holder unlinks it as it ends)?
+      if os.stat(path).st_ino == os.fstat(fd).st_ino:
+        break
+    except FileNotFoundError:
+      pass
     os.close(fd)
-    raise WorkdirInUseError(
-        f"work directory {workdir} is in use by another run ({holder}); "
-        "wait for it to end or stop it, or use another --workdir."
-    ) from None
   since = datetime.datetime.now(datetime.timezone.utc).strftime(
       "%Y-%m-%dT%H:%M:%SZ"
   )
@@ -84,10 +93,10 @@ def hold(workdir: str):
     yield
   finally:
     del _held[key]
-    if created and os.listdir(workdir) == [FILENAME]:
-      # A run that wrote nothing (e.g. a config refused once its data were
-      # read) leaves no directory behind.
-      os.unlink(os.path.join(workdir, FILENAME))
+    # The file goes with the run, so a run leaves the directory as it found
+    # it but for what it wrote (and a directory it made and left empty).
+    os.unlink(path)
+    if created and not os.listdir(workdir):
       os.rmdir(workdir)
     fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
