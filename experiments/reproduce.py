@@ -154,7 +154,6 @@ def set_text(value) -> str:
 # still copied), so the same command without them goes on with the same run.
 RUN_CONTROL = (
     "train.stop_at_step",
-    "stop_at_step",  # The clrs_rt_protocol comparisons' name.
     "train.progress",
     "train.tensorboard",
     "train.checkpoint_every",

@@ -16,6 +16,17 @@ nothing in the library) converts:
   `metrics.jsonl` move unchanged (the task trains the same function from
   them); the old config is kept as `config.clrs_rt_protocol.json`.
 
+  python3 scripts/migrate_workdir.py --pair_models_results \
+      results/reproductions/pair_models_clrs_cpu__results.json
+
+splits the harness's combined `pair_models_clrs` results JSON (every
+processor's seeds, curves summarised) into the CLRS task's results JSON of
+each `pair_models_clrs_<kind>` reproduction beside it
+(`pair_models_clrs_<kind>_<budget>__results.json`, with its validation and
+OOD plots): per run its validation and test curve, best point, test score,
+parameters, wall time and resumed parts (the harness kept no per-evaluation
+loss). The original is removed.
+
 It refuses (exit 2, one line) a directory it does not recognise, and never
 overwrites a run directory that already exists.
 """
@@ -121,12 +132,114 @@ def migrate(workdir: str, log=print) -> None:
   )
 
 
+def split_pair_models_results(path: str, log=print) -> None:
+  """The CLRS task's results of each processor in the harness's combined
+  `pair_models_clrs` results JSON at `path` (module docstring)."""
+  from experiments import reproductions  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
+
+  with open(path) as f:
+    old = json.load(f)
+  if not (isinstance(old, dict) and {"results", "budget"} <= set(old)):
+    raise ValueError(f"{path}: not a pair_models_clrs results JSON.")
+  budget = old["reproduction"]["budget"]
+  length = str(rt_length())
+  for processor, by_algorithm in old["results"].items():
+    name = f"pair_models_clrs_{processor}"
+    reproduction = reproductions.get(name)
+    config = reproduction.build(budget)
+    algorithms = {}
+    for algorithm, entry in by_algorithm.items():
+      runs = []
+      for s, run in entry["seeds"].items():
+        tests = dict((step, t) for step, t in run["ood_test"])
+        history = [
+            {
+                "step": step,
+                "val": val,
+                **({"test": tests[step]} if step in tests else {}),
+            }
+            for step, val in run["validation"]
+        ]
+        runs.append({
+            "algorithm": algorithm,
+            "seed": 42 + int(s),
+            "steps": old["budget"]["steps"],
+            "complete": True,
+            "num_params": run["num_params"],
+            "train_seconds": run["train_seconds"],
+            "sittings": run.get("sittings", []),
+            "history": history,
+            "best": {"step": run["best_step"], "score": run["best_val"]},
+            "checkpoint_fallbacks": run.get("checkpoint_fallbacks", []),
+            "best_val": run["best_val"],
+            "best_step": run["best_step"],
+            "select_on": "val",
+            "selected": f"val (step {run['best_step']})",
+            "test": {length: run["test"]},
+        })
+      algorithms[algorithm] = {
+          "runs": runs,
+          "mean_test": evaluation.mean_over_runs(runs, [length]),
+          "mean_best_val": sum(r["best_val"] for r in runs) / len(runs),
+      }
+    ours = {a: 100.0 * e["mean_test"][length] for a, e in algorithms.items()}
+    ours["mean"] = sum(ours.values()) / len(algorithms)
+    out = os.path.join(os.path.dirname(path), f"{name}_{budget}__results.json")
+    results = {
+        "config": config_lib.to_dict(config),
+        "algorithms": algorithms,
+        "wall_time_s": sum(
+            r["train_seconds"] for e in algorithms.values() for r in e["runs"]
+        ),
+        "reproduction": {
+            "name": name,
+            "paper": reproduction.paper,
+            "where": reproduction.where,
+            "metric": reproduction.metric,
+            "budget": budget,
+            "published": dict(reproduction.published),
+            **reproduction.published_errors(),
+            "ours": ours,
+            "notes": reproduction.notes,
+            "results_path": os.path.relpath(out, REPO),
+            "command": (
+                f"python -m experiments.reproduce {name} --budget={budget}"
+            ),
+            "converted": (
+                "from the comparison harness's combined pair_models_clrs "
+                "results (scripts/migrate_workdir.py); it kept no "
+                "per-evaluation loss"
+            ),
+        },
+    }
+    evaluation.write_results(results, out, validation=True)
+    log(f"wrote {out}")
+  os.remove(path)
+  png = os.path.splitext(path)[0] + ".png"
+  if os.path.exists(png):
+    os.remove(png)
+
+
+def rt_length() -> int:
+  from relational_jax.training.clrs import rt_protocol  # pylint: disable=g-import-not-at-top
+
+  return rt_protocol.TEST_LENGTH
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-  parser.add_argument("workdir")
+  parser.add_argument("workdir", nargs="?")
+  parser.add_argument("--pair_models_results", default="")
   args = parser.parse_args(argv)
   try:
-    migrate(args.workdir)
+    if args.pair_models_results:
+      split_pair_models_results(args.pair_models_results)
+    elif args.workdir:
+      migrate(args.workdir)
+    else:
+      raise ValueError("give a work directory or --pair_models_results.")
   except ValueError as e:
     print(f"migrate_workdir: {e}", file=sys.stderr)
     return 2

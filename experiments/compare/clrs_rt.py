@@ -56,8 +56,8 @@ processors (the Edge Transformer's triangular attention, FloydNet's pivotal
 attention) replace the RT at its layers, heads and head size, everything
 else as translated for the RT; their data is run.py's datasets built by
 dm-clrs 2.0.3 (equal to the fork's, above), so no checkout of theirs is
-needed. `experiments/compare/clrs_rt_processors.py` runs them (the named
-reproduction `pair_models_clrs`).
+needed: they are configs of the library's CLRS task
+(`rt_protocol.config`), the named reproductions `pair_models_clrs_<kind>`.
 """
 
 import dataclasses

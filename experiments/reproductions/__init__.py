@@ -23,8 +23,8 @@ registered here in the order of `reproduce --list`:
 
   clrs        the RT paper's CLRS protocol: RT, MPNN, Triplet-GMPNN,
               FloydNet (each also as a `_modern` variant, the modern CLRS
-              recipe); and pair_models_clrs (FloydNet, RT, ET under the
-              same protocol);
+              recipe); the generalists; and pair_models_clrs_<kind>
+              (FloydNet, RT, ET under the same protocol);
   seq2seq     SCAN and COGS (Csordas et al. 2021, sequence COGS with the
               Edge Transformer) and For2Lam (Shiv & Quirk 2019);
   clutrr      CLUTRR (Bergen et al. 2021): ET, its ablations, RAT, our RT
@@ -37,11 +37,6 @@ import math
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from relational_jax.training import config as config_lib
-from relational_jax.training import registry
-
-# The RT paper's CLRS protocol, run as its authors' run.py (beside the
-# comparison with their code); the other tasks are the library's.
-registry.register("clrs_rt_protocol", "experiments.compare.clrs_rt_processors")
 
 ConfigDict = config_lib.ConfigDict
 BUDGETS = ("paper", "cpu", "smoke")
@@ -70,7 +65,7 @@ class Reproduction:
   """
 
   name: str
-  task: str  # 'clrs' | 'clrs_rt_protocol' | 'seq2seq' | 'clutrr' | 'cogs_graph'
+  task: str  # 'clrs' | 'seq2seq' | 'clutrr' | 'cogs_graph'
   paper: str
   where: str  # table / figure
   metric: str

@@ -4,8 +4,8 @@ its Table 19 numbers for RT and the MPNN, plus Triplet-GMPNN (Ibarz et al.
 2022) and FloydNet (Yu, Zeng & Ye 2026) under the same protocol; each also as
 a `<name>_modern` variant (the modern CLRS recipe); the generalists
 (`<processor>_generalist_3`); the README's main job: all of them configs of
-the CLRS task ('clrs'). And `pair_models_clrs`: FloydNet, RT and ET side by
-side under the protocol (task 'clrs_rt_protocol').
+the CLRS task ('clrs'), as are `pair_models_clrs_<kind>`: FloydNet, RT and
+ET side by side under the protocol.
 """
 
 from typing import Any, Callable, Dict
@@ -15,9 +15,6 @@ from experiments.reproductions import Reproduction
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import rt_protocol
-
-from experiments.compare import clrs_rt  # pair_models_clrs
-from experiments.compare import clrs_rt_processors  # pair_models_clrs
 
 RT = "Diao & Loynd 2023 (Relational Transformer)"
 FLOYD = "Yu, Zeng & Ye 2026 (FloydNet), under the RT paper's protocol"
@@ -262,27 +259,38 @@ def _clrs_budgets(algorithms) -> Dict[str, Dict[str, Any]]:
   }
 
 
-def _pair_models_config() -> ConfigDict:
-  """clrs_rt's paper budget (80,000 steps of batch 4, full evaluation sets, 3
-  seeds) for every processor."""
-  c = clrs_rt_processors.config_of(clrs_rt.BUDGETS["paper"])
-  c.results_path = "results/reproductions/pair_models_clrs_paper__results.json"
-  return c
+# FloydNet, RT and ET side by side under the protocol, on a graph and a
+# search task, 3 seeds, the test set scored at every evaluation (the OOD
+# curve).
+PAIR_MODELS = ("floyd", "rt", "et")
+_PAIR_ALGORITHMS = ("bellman_ford", "binary_search")
 
 
-# The clrs_rt comparison's budgets (cpu: 640 steps, evaluation every 80 on
-# the first 128 samples of each set, train size 10,000, 3 seeds); the smoke
-# run keeps its results in the work directory.
-_PAIR_MODELS_BUDGETS = {
-    "cpu": dict(
-        clrs_rt_processors.budget_overrides(clrs_rt.BUDGETS["cpu"]),
-        results_path="results/reproductions/pair_models_clrs_cpu__results.json",
-    ),
-    "smoke": dict(
-        clrs_rt_processors.budget_overrides(clrs_rt.BUDGETS["smoke"]),
-        results_path="",
-    ),
-}
+def _pair_models_config(processor) -> Callable[[], ConfigDict]:
+  def make():
+    c = rt_protocol.config(processor, _PAIR_ALGORITHMS, seeds=(42, 43, 44))
+    c.protocol.test_points = "every_evaluation"
+    c.results_path = f"results/reproductions/pair_models_clrs_{processor}_paper__results.json"
+    return c
+
+  return make
+
+
+def _pair_models_budgets(processor) -> Dict[str, Dict[str, Any]]:
+  """cpu: the protocol reproductions' cpu budget (640 steps, evaluation
+  every 80 on the first 128 samples of each set), both algorithms, 3 seeds;
+  smoke: theirs (the same config as that processor's protocol smoke run)."""
+  budgets = _protocol_budgets(_PAIR_ALGORITHMS)
+  budgets["cpu"] = dict(
+      budgets["cpu"],
+      seeds=(42, 43, 44),
+      results_path=(
+          f"results/reproductions/pair_models_clrs_{processor}_cpu__results.json"
+      ),
+  )
+  budgets["smoke"] = dict(budgets["smoke"], results_path="")
+  return budgets
+
 
 CORE_8 = clrs_data.CORE_ALGORITHMS
 _MPNN = dict(kind="mpnn", hidden=512, lr=1.6e-3)  # the RT paper's tuned MPNN
@@ -542,29 +550,27 @@ REPRODUCTIONS = [
     ),
     *_reproductions(),
     *_generalists(),
-    Reproduction(
-        "pair_models_clrs",
-        "clrs_rt_protocol",
-        RT,
-        "Table 19 (RT: bellman_ford, binary_search); FloydNet, RT, ET ours",
-        "test micro-F1 at n=64 (%)",
-        {
-            "rt/bellman_ford": _RT_TABLE19["bellman_ford"],
-            "rt/binary_search": _RT_TABLE19["binary_search"],
-        },
-        _pair_models_config,
-        _PAIR_MODELS_BUDGETS,
-        "FloydNet ('floyd'), RT ('rt') and ET ('et') processors trained "
-        "with the clrs_rt comparison's our-side configuration (the RT "
-        "authors' run.py hyperparameters; the pair-state processors at the "
-        "RT's 3 layers x 12 heads x 16) on run.py's datasets; "
-        "'ours' per processor/algorithm: the mean over seeds of the test "
-        "score at the best validation point. Published: the RT paper's RT "
-        "at its full protocol (80,000 steps, 20 seeds); none for ET or "
-        "FloydNet on these algorithms.",
-        published_sd={
-            f"rt/{a}": _RT_TABLE18[a] for a in ("bellman_ford", "binary_search")
-        },
-        published_runs=_TABLE19_SEEDS,
+    *(
+        Reproduction(
+            f"pair_models_clrs_{processor}",
+            "clrs",
+            RT,
+            "Table 19 (RT on bellman_ford, binary_search; none published "
+            "for ET or FloydNet there)",
+            "test micro-F1 at n=64 (%)",
+            _subset(_RT_TABLE19, _PAIR_ALGORITHMS),
+            _pair_models_config(processor),
+            _pair_models_budgets(processor),
+            f"'{processor}' beside the other pair-state processors "
+            f"({', '.join(PAIR_MODELS)}: pair_models_clrs_<kind>) under the "
+            "RT paper's protocol (rt_protocol.config; 'et' and 'floyd' at "
+            "the RT's 3 layers x 12 heads x 16), 3 seeds, the test set "
+            "scored at every evaluation; ours per algorithm: the mean over "
+            "seeds of the test score at the best validation point. "
+            "Published: the RT paper's RT at its full protocol (80,000 "
+            "steps, 20 seeds).",
+            **_run_sd("rt", _subset(_RT_TABLE19, _PAIR_ALGORITHMS)),
+        )
+        for processor in PAIR_MODELS
     ),
 ]

@@ -91,3 +91,54 @@ def test_refusals_change_nothing(migrate, tmp_path, capsys):
   assert migrate.main([str(one)]) == 0
   assert migrate.main([str(one)]) == 2
   assert "no earlier layout recognised" in capsys.readouterr().err
+
+
+def test_the_combined_pair_models_results_split_per_processor(
+    migrate, tmp_path
+):
+  def seed(test, best_val):
+    return {
+        "validation": [[80, 0.5], [160, best_val]],
+        "ood_test": [[80, 0.1], [160, test]],
+        "best_step": 160,
+        "best_val": best_val,
+        "test": test,
+        "final_test": test,
+        "train_seconds": 10.0,
+        "num_params": 7,
+    }
+
+  old = {
+      "budget": {"steps": 160, "algorithms": ["bellman_ford"]},
+      "results": {
+          p: {
+              "bellman_ford": {
+                  "seeds": {"0": seed(0.2, 0.9), "1": seed(0.4, 0.8)}
+              }
+          }
+          for p in ("floyd", "rt", "et")
+      },
+      "reproduction": {"budget": "cpu"},
+  }
+  path = tmp_path / "pair_models_clrs_cpu__results.json"
+  path.write_text(json.dumps(old))
+  (tmp_path / "pair_models_clrs_cpu__results.png").write_text("png")
+  assert migrate.main(["--pair_models_results", str(path)]) == 0
+  assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+      f"pair_models_clrs_{p}_cpu__results{end}"
+      for p in ("floyd", "rt", "et")
+      for end in (".json", "_validation.png", "_ood.png")
+  )
+  rt = json.loads(
+      (tmp_path / "pair_models_clrs_rt_cpu__results.json").read_text()
+  )
+  first, second = rt["algorithms"]["bellman_ford"]["runs"]
+  assert (first["seed"], second["seed"]) == (42, 43)
+  assert first["history"] == [
+      {"step": 80, "val": 0.5, "test": 0.1},
+      {"step": 160, "val": 0.9, "test": 0.2},
+  ]
+  assert first["test"] == {"64": 0.2}
+  assert rt["reproduction"]["ours"]["bellman_ford"] == pytest.approx(30.0)
+  assert rt["config"]["processor_type"] == "rt"
+  assert rt["reproduction"]["name"] == "pair_models_clrs_rt"

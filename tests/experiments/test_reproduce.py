@@ -255,9 +255,9 @@ def test_table18_deviations_are_stored_beside_table19_means():
   assert core8.published["bellman_ford"] == 94.24
   mpnn = reproductions.get("mpnn_clrs_all30").published_run_sd()
   assert len(mpnn) == 30 and mpnn["jarvis_march"] == 29.3
-  assert reproductions.get("pair_models_clrs").published_run_sd() == {
-      "rt/bellman_ford": 1.5,
-      "rt/binary_search": 6.7,
+  assert reproductions.get("pair_models_clrs_floyd").published_run_sd() == {
+      "bellman_ford": 1.5,
+      "binary_search": 6.7,
   }
   for name in ("floyd_clrs_core8", "triplet_gmpnn_clrs_all30"):
     assert reproductions.get(name).published_errors() == {}, name
@@ -410,33 +410,24 @@ def smoke_workdirs(tmp_path_factory):
   return get
 
 
-# Smoke runs cut further where compiling dominates: pair_models_clrs's
-# three processors compile for training and for n = 16 and n = 64 (over
-# 2 minutes in all); one shows its path ('rt' and 'et' run through the same
-# code, in the tests of experiments.compare.clrs_rt and the CLRS smoke runs),
-# evaluated once as floyd_clrs_*'s smoke run is: the same config, so it reads
-# their finished run (the test of its own cadence, stop and resume is
-# test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget).
-SMOKE_OVERRIDES = {
-    "pair_models_clrs": {
-        "processors": ("floyd",),
-        "protocol.eval_every": 2,
-        "protocol.max_eval_samples": 1,
-    }
-}
+# Smoke runs cut further where compiling dominates (none at present).
+SMOKE_OVERRIDES = {}
 
 
 # Smoke runs that another one stands for (each compiles for up to minutes):
 # the `_modern` variants run the CLRS loop as readme_main_job does, the RT
 # among their processors (the others train in the protocol smoke runs);
 # rt_generalist_3 stands for the generalists; the CLUTRR k234 variants are
-# their k23 models on another split, which clutrr_et_k234 reads.
+# their k23 models on another split, which clutrr_et_k234 reads;
+# pair_models_clrs_et is ET under the protocol, in the floyd and rt smoke
+# runs' code (pair_models_clrs_floyd and _rt are their smoke configs).
 SMOKE_NAMES = sorted(
     n
     for n in reproductions.REPRODUCTIONS
     if not (
         n.endswith(("_modern", "_generalist_3"))
         or (n.startswith("clutrr_") and n.endswith("_k234"))
+        or n == "pair_models_clrs_et"
     )
     or n in ("rt_generalist_3", "clutrr_et_k234")
 )
@@ -466,17 +457,6 @@ def test_every_reproduction_runs_at_smoke_budget(name, smoke_workdirs):
         0.0 <= v <= 100.0 for v in record["ours"].values()
     )
     assert ("mean" in record["ours"]) == covered
-  elif name != "pair_models_clrs" and "clrs" in name:  # One processor.
-    processor = tuple(reproductions.get(name).build("smoke").processors)[0]
-    assert set(record["ours"]) == {
-        f"{processor}/bellman_ford",
-        "bellman_ford",
-    } | ({"mean"} if covered else set())
-    assert os.path.isfile(os.path.splitext(record["results_path"])[0] + ".png")
-  elif name == "pair_models_clrs":  # Here with one processor.
-    assert set(record["ours"]) == {"floyd/bellman_ford", "bellman_ford", "mean"}
-    assert all(0.0 <= v <= 100.0 for v in record["ours"].values())
-    assert os.path.isfile(os.path.splitext(record["results_path"])[0] + ".png")
   else:
     assert set(record["ours"]) & {"gen", "iid"}
   with open(os.path.join(workdir, "reproduction.json")) as f:
@@ -517,94 +497,29 @@ def test_a_planned_stop_ends_cleanly_and_the_same_command_resumes(tmp_path):
   assert "overrides" not in done and "stop_at_step" not in done["command"]
 
 
-def test_pair_models_clrs_runs_clrs_rt_s_budgets_for_every_processor():
-  """pair_models_clrs: the clrs_rt comparison's budgets (not copies of
-  their numbers), FloydNet, RT and ET; bad names list the valid ones."""
-  from experiments.compare import clrs_rt  # pylint: disable=g-import-not-at-top
-  from experiments.compare import clrs_rt_processors  # pylint: disable=g-import-not-at-top
-
-  r = reproductions.get("pair_models_clrs")
-  for budget in ("paper", "cpu", "smoke"):
-    c = r.build(budget)
-    assert clrs_rt_processors.budget_of(c) == clrs_rt.BUDGETS[budget]
-    assert tuple(c.processors) == ("floyd", "rt", "et")
-  cpu = r.build("cpu")
-  assert (cpu.protocol.steps, cpu.protocol.eval_every, len(cpu.seeds)) == (
-      640,
-      80,
-      3,
-  )
-  assert cpu.results_path.startswith("results/")
-  assert clrs_rt_processors.results_path(r.build("smoke"), "/w") == (
-      "/w/results.json"
-  )
-  with pytest.raises(
-      ValueError,
-      match=(
-          r"Unknown processor 'gin'; valid choices are \['rt', 'et', 'floyd',"
-          r" 'mpnn', 'triplet_gmpnn'\]"
-      ),
-  ):
-    reproduce.check("pair_models_clrs", "smoke", {"processors": ("rt", "gin")})
-  with pytest.raises(
-      ValueError,
-      match=(
-          r"Unknown protocol.test_points 'best'; valid choices are "
-          r"\['every_evaluation', 'new_best'\]"
-      ),
-  ):
-    reproduce.check(
-        "pair_models_clrs", "smoke", {"protocol.test_points": "best"}
+def test_pair_models_clrs_is_the_protocol_for_each_pair_state_processor():
+  """pair_models_clrs_<kind>: FloydNet, RT and ET under the RT paper's
+  protocol on bellman_ford and binary_search, 3 seeds, the OOD curve; cpu:
+  640 steps, evaluation every 80 on the first 128 samples of each set."""
+  for processor in ("floyd", "rt", "et"):
+    r = reproductions.get(f"pair_models_clrs_{processor}")
+    paper, cpu = r.build("paper"), r.build("cpu")
+    assert r.task == "clrs" and paper.processor_type == processor
+    assert paper.algorithms == ("bellman_ford", "binary_search")
+    assert paper.seeds == cpu.seeds == (42, 43, 44)
+    assert (paper.train.steps, paper.protocol.train_size) == (80_000, 10_000)
+    assert paper.protocol.test_points == "every_evaluation"
+    assert (cpu.train.steps, cpu.train.eval_every) == (640, 80)
+    assert cpu.protocol.max_eval_samples == 128
+    assert cpu.results_path == (
+        f"results/reproductions/pair_models_clrs_{processor}_cpu__results.json"
     )
-  with pytest.raises(ValueError, match="Unknown budget 'fast'; valid budgets"):
-    r.build("fast")
-
-
-@pytest.mark.slow
-def test_pair_models_clrs_stops_resumes_and_refuses_a_changed_budget(
-    tmp_path,
-):
-  """A planned stop returns the step; the same command finishes the run
-  from its checkpoint; a changed step budget on that work dir is refused."""
-  from relational_jax.training import errors  # pylint: disable=g-import-not-at-top
-
-  workdir, quiet = str(tmp_path / "w"), lambda m: None
-  only_rt = {"processors": ("rt",)}
-  stopped = reproduce.run(
-      "pair_models_clrs",
-      "smoke",
-      workdir,
-      log=quiet,
-      overrides={**only_rt, "stop_at_step": 1},
-  )
-  assert stopped["stopped_at"] == 1
-  assert not os.path.exists(os.path.join(workdir, "reproduction.json"))
-  done = reproduce.run("pair_models_clrs", "smoke", workdir, quiet, only_rt)
-  with open(done["results_path"]) as f:
-    seed0 = json.load(f)["results"]["rt"]["bellman_ford"]["seeds"]["0"]
-  assert [step for step, _ in seed0["validation"]] == [1, 2]
-  # Where the score stops moving: the validation curve by tenths of the run.
-  assert [
-      (w["from_step"], w["to_step"], w["n"])
-      for w in seed0["validation_windows"]
-  ] == [(0, 1, 1), (1, 2, 1)]
-  # How it trained, from metrics.jsonl: every step's loss and gradient norm.
-  assert [w["n"] for w in seed0["training_windows"]] == [1, 1]
-  assert seed0["largest_step"]["step"] in (1, 2)
-  # Each resumed part, with the steps it trained.
-  assert [(s["from_step"], s["to_step"]) for s in seed0["sittings"]] == [
-      (0, 1),
-      (1, 2),
-  ]
-  assert seed0["checkpoint_fallbacks"] == []  # None moved aside.
-  with pytest.raises(errors.UserError, match="protocol.steps: saved 2, now 3"):
-    reproduce.run(
-        "pair_models_clrs",
-        "smoke",
-        workdir,
-        quiet,
-        {**only_rt, "protocol.steps": 3},
-    )
+    # Its smoke run is that processor's protocol smoke run.
+    if processor != "et":
+      same = reproductions.get(f"{processor}_clrs_core8").build("smoke")
+      assert r.build("smoke").to_json(sort_keys=True) == same.to_json(
+          sort_keys=True
+      )
 
 
 def test_scan26_paper_runs_are_copied_and_drawn_side_by_side(tmp_path):
