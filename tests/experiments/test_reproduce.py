@@ -417,7 +417,8 @@ SMOKE_OVERRIDES = {}
 # Smoke runs that another one stands for (each compiles for up to minutes):
 # the `_modern` variants run the CLRS loop as readme_main_job does, the RT
 # among their processors (the others train in the protocol smoke runs);
-# rt_generalist_3 stands for the generalists; the CLUTRR k234 variants are
+# mpnn_generalist_3 stands for the generalists (the RT generalist trains in
+# tests/training/clrs/test_generalist.py); the CLUTRR k234 variants are
 # their k23 models on another split, which clutrr_et_k234 reads;
 # pair_models_clrs_et is ET under the protocol, in the floyd and rt smoke
 # runs' code (pair_models_clrs_floyd and _rt are their smoke configs).
@@ -429,7 +430,7 @@ SMOKE_NAMES = sorted(
         or (n.startswith("clutrr_") and n.endswith("_k234"))
         or n == "pair_models_clrs_et"
     )
-    or n in ("rt_generalist_3", "clutrr_et_k234")
+    or n in ("mpnn_generalist_3", "clutrr_et_k234")
 )
 
 

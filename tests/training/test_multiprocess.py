@@ -545,7 +545,8 @@ def test_a_process_35_s_late_to_its_first_collectives_is_waited_for():
 
 
 # CLUTRR and graph COGS through `experiments.reproduce` at the smoke budget,
-# 10 steps of a global batch of 8 and a small model.
+# 10 steps of a global batch of 8 and a small model (graph COGS: one layer,
+# on its first 64 training rows).
 _SMALL = [
     "--budget=smoke",
     "--set=train.steps=10",
@@ -561,7 +562,15 @@ GRAPH_TASKS = {
             "--set=edge_transformer.head_dim=8",
         ]
     ),
-    "cogs_graph_edge_transformer": _SMALL,
+    "cogs_graph_edge_transformer": (
+        _SMALL
+        + [
+            "--set=edge_transformer.num_heads=2",
+            "--set=edge_transformer.head_dim=8",
+            "--set=edge_transformer.num_layers=1",
+            "--set=data.max_train_examples=64",
+        ]
+    ),
 }
 
 
