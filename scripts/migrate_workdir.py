@@ -138,13 +138,14 @@ def split_pair_models_results(path: str, log=print) -> None:
   from experiments import reproductions  # pylint: disable=g-import-not-at-top
   from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import rt_protocol  # pylint: disable=g-import-not-at-top
 
   with open(path) as f:
     old = json.load(f)
   if not (isinstance(old, dict) and {"results", "budget"} <= set(old)):
     raise ValueError(f"{path}: not a pair_models_clrs results JSON.")
   budget = old["reproduction"]["budget"]
-  length = str(rt_length())
+  length = str(rt_protocol.TEST_LENGTH)
   for processor, by_algorithm in old["results"].items():
     name = f"pair_models_clrs_{processor}"
     reproduction = reproductions.get(name)
@@ -220,12 +221,6 @@ def split_pair_models_results(path: str, log=print) -> None:
   png = os.path.splitext(path)[0] + ".png"
   if os.path.exists(png):
     os.remove(png)
-
-
-def rt_length() -> int:
-  from relational_jax.training.clrs import rt_protocol  # pylint: disable=g-import-not-at-top
-
-  return rt_protocol.TEST_LENGTH
 
 
 def main(argv=None) -> int:
