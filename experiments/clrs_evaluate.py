@@ -3,7 +3,6 @@ r"""Test saved CLRS checkpoints at any graph sizes, without training.
   python -m experiments.clrs_evaluate --workdir=runs/clrs --test_lengths=16,32,64,128
 
 Writes `<workdir>/evaluation.json` and a score-versus-size PNG beside it.
---checkpoint_path, the earlier name of --workdir, is an alias.
 """
 
 import os
@@ -20,7 +19,6 @@ from relational_jax.training.clrs import loop as clrs_loop
 flags.DEFINE_string(
     "workdir", None, "A clrs_train work directory.", required=True
 )
-flags.DEFINE_alias("checkpoint_path", "workdir")  # The earlier name.
 flags.DEFINE_list(
     "test_lengths", ["16", "32", "64", "128"], "Graph sizes to test at."
 )

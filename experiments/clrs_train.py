@@ -2,18 +2,12 @@ r"""Train a processor on CLRS algorithms and test it out of distribution.
 
   python -m experiments.clrs_train --config.algorithms='("bellman_ford",)' \
       --config.processor_type=rt --config.rt.num_layers=3
-  python -m experiments.clrs_train --algorithms=bellman_ford --processor_type=rt \
-      --workdir=runs/clrs_bf
+  python -m experiments.clrs_train --config.processor_type=mpnn \
+      --config.train.steps=2000 --workdir=runs/clrs_bf
 
 Every field of `relational_jax.training.clrs.default_config()` is a flag
-`--config.<path>`; the flat flag names of earlier versions (CLRS run.py
-names such as --hidden_size, --nb_heads, --train_steps) and the config paths
-renamed since (--config.protocol.train_steps, --config.rt.num_heads for
---config.processor.nb_heads, ...) stay as aliases
-(`relational_jax.training.compat`). The
-work directory is --workdir (--checkpoint_path, its earlier name, is an
-alias); re-running with the same one resumes. The work is
-`relational_jax.training.clrs.train_and_evaluate`.
+`--config.<path>`. The work directory is --workdir; re-running with the same
+one resumes. The work is `relational_jax.training.clrs.train_and_evaluate`.
 
 Several processes (one per host): the same command on every host plus
 `--distributed --coordinator_address=HOST0:PORT --num_processes=N
@@ -25,33 +19,24 @@ from absl import app
 from absl import flags
 
 from relational_jax.training import cli
-from relational_jax.training import compat
-from relational_jax.training import config as config_lib
 from relational_jax.training import errors
 from relational_jax.parallel import distributed
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import loop
 
-cli.drop_foreign_flags()  # dm-clrs's --seeds among them: ours is an alias.
-_CONFIG = cli.define_config_flag(
-    "config", clrs_config.default_config(), renamed=compat.CLRS_RENAMED_PATHS
-)
-_ALIASES = dict(clrs_config.LEGACY_NAMES)
-config_lib.define_aliases(_ALIASES, clrs_config.default_config())
+cli.drop_foreign_flags()  # dm-clrs's own flags (--seeds, ...).
+_CONFIG = cli.define_config_flag("config", clrs_config.default_config())
 flags.DEFINE_string(
     "workdir",
     "runs/clrs",
     "Work directory: checkpoints, per-run results; re-run to resume.",
 )
-flags.DEFINE_alias("checkpoint_path", "workdir")  # The earlier name.
 distributed.define_flags()
 FLAGS = flags.FLAGS
 
 
 def config_from_flags():
-  return clrs_config.apply_legacy(
-      _CONFIG.value, config_lib.given_aliases(_ALIASES)
-  )
+  return _CONFIG.value
 
 
 def main(argv):

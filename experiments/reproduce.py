@@ -120,25 +120,6 @@ def parse_overrides(items: Sequence[str]) -> Dict[str, object]:
   return out
 
 
-def today_paths(name: str, overrides: Mapping[str, object]) -> Dict:
-  """`overrides` with each config path renamed since earlier versions (its
-  task's optional `RENAMED_PATHS`) in today's name, as `--config.` flags
-  take them. Raises ValueError where an old and today's path are both given.
-  """
-  renamed = getattr(
-      registry.get(reproductions.get(name).task), "RENAMED_PATHS", {}
-  )
-  out = {}
-  for path, value in overrides.items():
-    today = renamed.get(path, path)
-    if today in out:
-      raise ValueError(
-          f"--set {path}: {today} is given twice ({path!r} is its old name)."
-      )
-    out[today] = value
-  return out
-
-
 def set_text(value) -> str:
   """VALUE as --set takes it back: strings bare unless they would parse as
   another literal."""
@@ -210,7 +191,6 @@ def check(
   config value: the checks the task's training runs first, without its
   work."""
   reproduction = reproductions.get(name)
-  overrides = today_paths(name, overrides)
   config = config_lib.override(reproduction.build(budget), overrides)
   task = registry.get(reproduction.task)
   task.validate(config)
@@ -280,7 +260,7 @@ def run(
 def _run(name, budget, workdir, log, overrides, seed, copy_results):
   """`run`, also returning the run's results (None at a planned stop)."""
   reproduction = reproductions.get(name)
-  overrides = today_paths(name, overrides or {})
+  overrides = dict(overrides or {})
   workdir = workdir or _default_workdir(name, budget, overrides)
   variant = bool(variant_overrides(overrides))
   if seed is not None and seed == _own_seed(name, budget, overrides):
@@ -455,7 +435,7 @@ def main(argv):
   name, budget = argv[1], FLAGS.budget
   with errors.user_input():  # Bad values: one line, exit 2 (cli.run).
     distributed.initialize_from_flags(FLAGS)
-    overrides = today_paths(name, parse_overrides(FLAGS.set))
+    overrides = parse_overrides(FLAGS.set)
     seeds = None if FLAGS.seeds is None else parse_seeds(FLAGS.seeds)
     check(name, budget, overrides, seeds)
   if seeds is None:

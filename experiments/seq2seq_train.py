@@ -1,19 +1,15 @@
 r"""Train an encoder-decoder (Transformer or Edge Transformer) on SCAN / COGS / TSV data.
 
-  python -m experiments.seq2seq_train --dataset=scan --split=length_cutoff \
-      --cutoff=26 --positions=relative --universal --steps=50000 \
-      --workdir=runs/scan26_rel_uni
-  python -m experiments.seq2seq_train --dataset=cogs --model=edge_transformer \
-      --d_model=64 --heads=4 --ff=256 --layers=3 --universal --dropout=0.1
-  python -m experiments.seq2seq_train --config.transformer.pre_norm=True \
-      --config.train.steps=1000
+  python -m experiments.seq2seq_train --config.data.dataset=scan \
+      --config.data.split=length_cutoff --config.data.cutoff=26 \
+      --config.transformer.positions=relative --config.transformer.tied=True \
+      --config.train.steps=50000 --workdir=runs/scan26_rel_uni
+  python -m experiments.seq2seq_train --config.data.dataset=cogs \
+      --config.model=edge_transformer --config.train.steps=1000
 
 The run configuration is `relational_jax.training.seq2seq.default_config()`;
-every field is `--config.<path>=value`, and the flat flag names of earlier
-versions are aliases of config paths (`FLAG_ALIASES`, listed by --helpfull;
-applied after --config.*). Re-running with the same --workdir
-(--checkpoint_path, its earlier name, is an alias) resumes exactly where the
-run stopped. The work is
+every field is `--config.<path>=value`. Re-running with the same --workdir
+resumes exactly where the run stopped. The work is
 `relational_jax.training.seq2seq.train_and_evaluate`; this file holds flags
 only.
 
@@ -33,7 +29,6 @@ from absl import app
 from absl import flags
 
 from relational_jax.training import cli
-from relational_jax.training import config as config_lib
 from relational_jax.training import errors
 from relational_jax.parallel import distributed
 from relational_jax.training import seq2seq
@@ -43,8 +38,7 @@ def define_flags(
     flag_values: flags.FlagValues = flags.FLAGS,
     argv: Optional[Sequence[str]] = None,
 ) -> None:
-  """--config (a ConfigDict), its flat aliases, --workdir (alias
-  --checkpoint_path) and the multi-process flags (`distributed.define_flags`),
+  """--config (a ConfigDict), --workdir and the multi-process flags (`distributed.define_flags`),
   in `flag_values`.
   `argv` (default sys.argv) is the command line to be parsed: config_flags
   defines the --config.<path> flags it names. Called when the module runs as
@@ -57,17 +51,12 @@ def define_flags(
       flag_values=flag_values,
       argv=argv,
   )
-  config_lib.define_aliases(
-      seq2seq.config.FLAG_ALIASES, seq2seq.default_config(), flag_values
-  )
   flags.DEFINE_string(
       "workdir",
       "runs/seq2seq",
       "Work directory: checkpoints, vocabularies, results; re-run to resume.",
       flag_values=flag_values,
   )
-  # The earlier name.
-  flags.DEFINE_alias("checkpoint_path", "workdir", flag_values=flag_values)
   distributed.define_flags(flag_values)
 
 
@@ -75,9 +64,8 @@ FLAGS = flags.FLAGS
 
 
 def config_from_flags(flag_values: flags.FlagValues = FLAGS):
-  """The run configuration from parsed flags (--config.*, then the aliases),
-  validated."""
-  config = seq2seq.config.apply_flag_aliases(flag_values.config, flag_values)
+  """The run configuration from parsed flags (--config.*), validated."""
+  config = flag_values.config
   seq2seq.validate(config)
   return config
 

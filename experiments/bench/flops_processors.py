@@ -95,7 +95,7 @@ def _unrolled_scans(enabled: bool):
 
 def train_step_cost(name: str) -> dict:
   """XLA's cost analysis of entry `name`'s jitted training step."""
-  config = clrs_config.from_legacy(bench_processors.ENTRIES[name])
+  config = clrs_config.get_config(bench_processors.ENTRIES[name])
   stream = clrs_data.TrainStream(
       FLAGS.algorithm, [FLAGS.train_length], FLAGS.batch_size, seed=0
   )

@@ -134,7 +134,10 @@ ENTRIES = dict(bench_processors.ENTRIES)
 # processor_type 'rt_triangular' with the default config.rt.triangular_heads=0
 # builds an RT without triangular attention (the factory's default of
 # num_heads is only applied when the option is absent); say it explicitly.
-ENTRIES["rt_triangular"] = {**ENTRIES["rt_triangular"], "triangular_heads": 12}
+ENTRIES["rt_triangular"] = {
+    **ENTRIES["rt_triangular"],
+    "rt.triangular_heads": 12,
+}
 # The authors' RT in the model our rt runs in (same carry / decoder switches).
 # (processor_type and the RT sizes of the config are unused: the factory
 # replaces the processor; its sizes are RT_SIZES, the same.)
@@ -143,12 +146,7 @@ ENTRIES["rt_authors"] = dict(ENTRIES["rt"])
 # (no carried pair state: the processor gets the node hidden only, its pair
 # output goes to the edge decoders; pointers from nodes), width 192.
 # (processor_type is unused: the factory replaces the processor.)
-ENTRIES["et_mueller"] = dict(
-    processor_type="mpnn",
-    hidden_size=192,
-    carry_state=False,
-    ptr_from_edges=False,
-)
+ENTRIES["et_mueller"] = bench_processors.ENTRIES["mpnn192"]
 # Their run.py defaults (clrs/examples/run.py): 3 layers, 12 heads, width
 # 192, norm_first_att=True, node_readout 'diagonal', relu, no dropout.
 ET_MUELLER_SIZES = dict(
@@ -350,7 +348,7 @@ class Entry:
   ):
     self.name = name
     self.overrides = overrides
-    config = clrs_config.from_legacy(overrides)
+    config = clrs_config.get_config(overrides)
     stream = clrs_data.TrainStream(
         FLAGS.algorithm, [FLAGS.train_length], FLAGS.batch_size, seed=0
     )

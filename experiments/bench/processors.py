@@ -46,45 +46,48 @@ flags.DEFINE_string(
 )
 FLAGS = flags.FLAGS
 
-# The configurations compared (in the flat flag names of clrs_train): RT at
-# the paper's tuned size (Table 2), MPNN at its tuned width 512 and at RT's
-# width 192, Triplet-GMPNN (Ibarz et al. 2022), our triangular kinds at RT's
-# width (ET: 3 tied layers, 12 heads x 16) and FloydNet at the same width (3
-# untied blocks, 12 heads x 16; the floyd section of the CLRS config).
-_PAIR_MODEL = dict(
-    hidden_size=192,
-    nb_heads=12,
-    head_size=16,
-    num_layers=3,
-    carry_state=True,
-    ptr_from_edges=True,
-)
-_RT_SIZES = dict(_PAIR_MODEL, node_hidden_size=32)
-_RT_EDGE_SIZES = dict(_RT_SIZES, edge_hidden_size1=16, edge_hidden_size2=8)
+# The configurations compared (CLRS config paths, `clrs_config.get_config`):
+# RT at the paper's tuned size (Table 2), MPNN at its tuned width 512 and at
+# RT's width 192, Triplet-GMPNN (Ibarz et al. 2022), our triangular kinds at
+# RT's width (ET: 3 tied layers, 12 heads x 16) and FloydNet at the same
+# width (3 untied blocks, 12 heads x 16; the floyd section of the config).
+def _pair_model(kind: str, section: str, **fields) -> dict:
+  return {
+      "processor_type": kind,
+      "model.hidden_dim": 192,
+      "processor.nb_heads": 12,
+      f"{section}.head_dim": 16,
+      f"{section}.num_layers": 3,
+      "model.carry_state": True,
+      "model.ptr_from_edges": True,
+      **{f"{section}.{k}": v for k, v in fields.items()},
+  }
+
+
+_RT_SIZES = dict(node_ffn_dim=32)
+_RT_EDGE_SIZES = dict(_RT_SIZES, edge_msg_dim=16, edge_ffn_dim=8)
+
+
+def _stock(kind: str, hidden_dim: int, **fields) -> dict:
+  return {
+      "processor_type": kind,
+      "model.hidden_dim": hidden_dim,
+      "model.carry_state": False,
+      "model.ptr_from_edges": False,
+      **fields,
+  }
+
+
 ENTRIES = {
-    "rt": dict(processor_type="rt", **_RT_EDGE_SIZES),
-    "rt_no_edge_update": dict(processor_type="rt_no_edge_update", **_RT_SIZES),
-    "rt_triangular": dict(processor_type="rt_triangular", **_RT_EDGE_SIZES),
-    "et": dict(processor_type="et", **_PAIR_MODEL),
-    "floyd": dict(processor_type="floyd", **_PAIR_MODEL),
-    "mpnn512": dict(
-        processor_type="mpnn",
-        hidden_size=512,
-        carry_state=False,
-        ptr_from_edges=False,
-    ),
-    "mpnn192": dict(
-        processor_type="mpnn",
-        hidden_size=192,
-        carry_state=False,
-        ptr_from_edges=False,
-    ),
-    "triplet_gmpnn": dict(
-        processor_type="triplet_gmpnn",
-        hidden_size=128,
-        nb_triplet_fts=8,
-        carry_state=False,
-        ptr_from_edges=False,
+    "rt": _pair_model("rt", "rt", **_RT_EDGE_SIZES),
+    "rt_no_edge_update": _pair_model("rt_no_edge_update", "rt", **_RT_SIZES),
+    "rt_triangular": _pair_model("rt_triangular", "rt", **_RT_EDGE_SIZES),
+    "et": _pair_model("et", "et"),
+    "floyd": _pair_model("floyd", "floyd"),
+    "mpnn512": _stock("mpnn", 512),
+    "mpnn192": _stock("mpnn", 192),
+    "triplet_gmpnn": _stock(
+        "triplet_gmpnn", 128, **{"processor.nb_triplet_fts": 8}
     ),
 }
 
@@ -97,7 +100,7 @@ def _block(tree):
 
 
 def bench_entry(name: str, overrides: dict) -> dict:
-  config = clrs_config.from_legacy(overrides)
+  config = clrs_config.get_config(overrides)
   stream = clrs_data.TrainStream(
       FLAGS.algorithm, [FLAGS.train_length], FLAGS.batch_size, seed=0
   )

@@ -76,7 +76,7 @@ def main(argv):
         f"{list(bench_processors.ENTRIES)}."
     )
   overrides = bench_processors.ENTRIES[FLAGS.entry]
-  config = clrs_config.from_legacy(overrides)
+  config = clrs_config.get_config(overrides)
   stream = clrs_data.TrainStream(
       FLAGS.algorithm, [FLAGS.train_length], FLAGS.batch_size, seed=0
   )

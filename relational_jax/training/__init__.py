@@ -6,7 +6,7 @@
   (`train_and_evaluate(config, workdir, model=None, data=None,
   optimizer=None)`).
 * `relational_jax.training.config` -- ConfigDict sections made from the
-  config dataclasses (one declaration per field), legacy flag aliases.
+  config dataclasses (one declaration per field), the resume check.
 * `relational_jax.training.reporting` -- atomic JSON, the plotting helper.
 * `relational_jax.training.errors` -- `NonFiniteLossError`.
 * The device mesh and the multi-process runtime live in

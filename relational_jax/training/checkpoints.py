@@ -60,6 +60,8 @@ from jax.experimental import multihost_utils
 
 from relational_jax.layers import shapes
 from relational_jax.parallel import distributed
+from relational_jax.training.errors import MIGRATE
+from relational_jax.training.errors import OtherFormatError
 
 WHICH = ("latest", "best")
 
@@ -266,56 +268,49 @@ class RunCheckpoints:
           f"refusing to checkpoint step {step}: the state contains NaN or "
           f"Inf; the previous checkpoints in {self.directory} are kept."
       )
+    for which in ("latest", "best") if best else ("latest",):
+      self.save_to(which, step, state, meta)
+
+  def save_to(self, which: str, step: int, state: Any, meta: Dict) -> None:
+    """Saves `state` and `meta` (with their integrity record) as step `step`
+    of checkpoint set `which` alone, unless it is saved already."""
+    mgr = self._manager(which)
+    if step in mgr.all_steps():
+      return
     record = {k: v for k, v in meta.items() if k != INTEGRITY_KEY}
     record[INTEGRITY_KEY] = {
         "state": state_checksums(state),
         "meta": _record_hash(record),
     }
-    for which in ("latest", "best") if best else ("latest",):
-      mgr = self._manager(which)
-      if step in mgr.all_steps():
-        continue
-      mgr.save(
-          step,
-          args=ocp.args.Composite(
-              state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(record)
-          ),
-          force=True,
-      )
-      mgr.wait_until_finished()
+    mgr.save(
+        step,
+        args=ocp.args.Composite(
+            state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(record)
+        ),
+        force=True,
+    )
+    mgr.wait_until_finished()
 
   def step_path(self, which: str, step: int) -> str:
     return os.path.join(self.directory, which, str(step))
 
   def _restore_one(
-      self, abstract_state: Any, which: str, step: int, layouts: Sequence = ()
+      self, abstract_state: Any, which: str, step: int
   ) -> Tuple[Any, Dict]:
-    """Restores and verifies one checkpoint; raises on any problem.
-
-    A checkpoint whose state does not fit `abstract_state` is tried against
-    each earlier layout of `layouts` ((abstract, upgrade) pairs): restored in
-    that layout, verified, then `upgrade`d to today's."""
-    upgrade = None
-    try:
-      restored = self._restore_files(abstract_state, which, step)
-    except Exception:  # pylint: disable=broad-except
-      for old_abstract, upgrade in layouts:
-        try:
-          restored = self._restore_files(old_abstract, which, step)
-          break
-        except Exception:  # pylint: disable=broad-except
-          continue
-      else:
-        raise
+    """Restores and verifies one checkpoint; raises on any problem
+    (`OtherFormatError`: a record without `INTEGRITY_KEY`)."""
+    restored = self._restore_files(abstract_state, which, step)
     state, meta = restored["state"], restored["meta"]
     if not isinstance(meta, dict):
       raise ValueError(f"the JSON record is {type(meta).__name__}, not a dict")
     meta = dict(meta)
-    integrity = meta.pop(INTEGRITY_KEY, None)
-    if integrity is not None:  # None: saved before checksums were recorded
-      _verify(state, meta, integrity)
-    if upgrade is not None:
-      state = upgrade(state)
+    if INTEGRITY_KEY not in meta:
+      raise OtherFormatError(
+          f"checkpoint {self.step_path(which, step)} has no integrity record: "
+          "it was written by another version of the library; convert its "
+          f"work directory once with `python3 {MIGRATE} <workdir>`."
+      )
+    _verify(state, meta, meta.pop(INTEGRITY_KEY))
     return state, meta
 
   def _restore_files(self, abstract_state: Any, which: str, step: int):
@@ -350,13 +345,10 @@ class RunCheckpoints:
       abstract_state: Any,
       which: str = "latest",
       step: Optional[int] = None,
-      layouts: Sequence = (),
   ) -> Optional[Tuple[Any, Dict]]:
     """(state, meta) of `step` (default: the newest) of `which`, restored
     into `abstract_state` (see `abstract_like`) and checked against the
-    checksums saved with it; None if there is no checkpoint. `layouts`:
-    earlier state layouts a checkpoint may have been saved in, as
-    (abstract state, upgrade to today's) pairs (`Task.legacy_layouts`).
+    checksums saved with it; None if there is no checkpoint.
 
     Without `step`, a checkpoint that cannot be restored (missing or
     truncated file, garbage, checksum mismatch) is reported and skipped:
@@ -370,6 +362,7 @@ class RunCheckpoints:
       CorruptCheckpointError: a given `step` cannot be restored, or
         checkpoints exist and none of them can (nothing is moved: the run
         must not start from scratch unnoticed).
+      OtherFormatError: a checkpoint of another version (nothing is moved).
     """
     self.skipped = []
     if step is not None:
@@ -387,7 +380,9 @@ class RunCheckpoints:
     failures = []
     for source, s in candidates:
       try:
-        state, meta = self._restore_one(abstract_state, source, s, layouts)
+        state, meta = self._restore_one(abstract_state, source, s)
+      except OtherFormatError:
+        raise
       except Exception as e:  # pylint: disable=broad-except
         failures.append({
             "which": source,

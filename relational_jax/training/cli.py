@@ -66,14 +66,6 @@ def exit_bad_input(message: str) -> None:
   sys.exit(EXIT_BAD_INPUT)
 
 
-def _renamed(name: str, renamed: Mapping[str, str], arg: str) -> str:
-  """`arg` with a renamed config path (`--config.<old>=v`) in today's name."""
-  match = re.match(rf"^(--?(?:no)?{re.escape(name)}\.)([^=]+)(.*)$", arg)
-  if match and match.group(2) in renamed:
-    return match.group(1) + renamed[match.group(2)] + match.group(3)
-  return arg
-
-
 def unknown_config_field(
     name: str, default: config_dict.ConfigDict, arg: str
 ) -> Optional[str]:
@@ -118,23 +110,14 @@ def define_config_flag(
     help_string: str = "The run configuration.",
     flag_values: flags.FlagValues = flags.FLAGS,
     argv: Optional[Sequence[str]] = None,
-    renamed: Optional[Mapping[str, str]] = None,
     **kwargs,
 ):
   """`config_flags.DEFINE_config_dict`, except that an override of an
   unknown field (`--config.rt.no_such=3`, which fails with a traceback at
   import there) is left out and reported by `run` as one line (other
   `flag_values` than absl's global ones: raises `UserError` at once).
-  `argv` (default sys.argv) is the command line to be parsed. `renamed`:
-  {old path: path} of fields renamed since earlier versions
-  (`relational_jax.training.compat`); `--<name>.<old path>` is read as the
-  new path (sys.argv rewritten in place when `argv` is None)."""
-  given = [
-      _renamed(name, renamed or {}, a)
-      for a in (sys.argv if argv is None else argv)
-  ]
-  if argv is None and renamed:
-    sys.argv[:] = given
+  `argv` (default sys.argv) is the command line to be parsed."""
+  given = list(sys.argv if argv is None else argv)
   kept = given
   try:
     expanded = flag_values.read_flags_from_files(given, force_gnu=False)

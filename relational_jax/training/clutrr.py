@@ -97,8 +97,7 @@ SELECT_ON = trainer.SELECT_ON
 GENERATED = "generated"
 # Paths that may differ when a run is resumed; every other path of the
 # saved config must match. data.data_dir is fixed: a CSV
-# `protocol.train_source` (training and validation rows) is read from it
-# (`compat.upgrade_saved` maps the shipped data's earlier directories).
+# `protocol.train_source` (training and validation rows) is read from it.
 RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "data.test_files",
     "data.max_eval_examples",
@@ -319,25 +318,13 @@ def _check_unread_protocol(p: ConfigDict, defaults: ConfigDict) -> None:
     )
 
 
-def saved_defaults() -> ConfigDict:
-  """What a run saved before a config field existed did, per field (the
-  resume check compares those fields as these values): `default_config()`,
-  except that such runs generated 'sound' data and their RAT had unbiased
-  query, key and value maps."""
-  c = default_config()
-  c.protocol.closure = "sound"
-  c.rat.qkv_bias = False
-  return c
-
-
 def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   """{path: (saved, now)} of the fields that forbid resuming a run saved
   with config record `saved` under `config`: those outside
   RESUMABLE_CHANGES, ignoring the model sections `config.model` does not
-  select; a field added since the run was saved counts as its
-  `saved_defaults()` value."""
+  select."""
   return config_lib.selected_resume_conflicts(
-      saved, config, RESUMABLE_CHANGES, MODELS, saved_defaults()
+      saved, config, RESUMABLE_CHANGES, MODELS
   )
 
 

@@ -94,8 +94,7 @@ DEFAULT_DATA_DIR = data_paths.COGS_DIR
 SELECT_ON = trainer.SELECT_ON
 TARGETS = ("parent_or_self",) + data_lib.LABEL_FIELDS
 # Paths that may differ when a run is resumed. data.data_dir is fixed: the
-# training file and the vocabularies are read from it
-# (`compat.upgrade_saved` maps the shipped data's earlier directories).
+# training file and the vocabularies are read from it.
 RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "data.eval_files",
     "data.val_file",
@@ -370,16 +369,6 @@ def train_and_evaluate(
   (`engine.run`) does all but `build`.
   """
   return engine.run(sys.modules[__name__], config, workdir, log)
-
-
-def saved_defaults() -> ConfigDict:
-  """What a run saved before a config field existed did (the resume check
-  compares those fields as these values): `default_config()`, except that
-  such runs drew Flax's initialisation (`edge_transformer.init`).
-  `train.eval_tests`, also added since, may change on resume."""
-  c = default_config()
-  c.edge_transformer.init = "flax"
-  return c
 
 
 def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:

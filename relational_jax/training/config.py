@@ -7,8 +7,7 @@ model sections are made from the model's own config dataclass by `section`
 is restated or renamed between a flag and the model.
 
 On the command line every leaf is `--config.<path>=value`
-(`ml_collections.config_flags`); `define_aliases` keeps older flag names
-working as aliases of config paths.
+(`ml_collections.config_flags`).
 """
 
 import dataclasses
@@ -31,7 +30,7 @@ from absl import flags
 import ml_collections
 from ml_collections import config_dict
 
-from relational_jax.training import compat
+from relational_jax.training import errors
 
 ConfigDict = ml_collections.ConfigDict
 
@@ -148,14 +147,10 @@ def set_path(config: ConfigDict, path: str, value: Any) -> None:
 def override(
     config: ConfigDict,
     overrides: Mapping[str, Any],
-    renamed: Optional[Mapping[str, str]] = None,
 ) -> ConfigDict:
-  """A copy of `config` with dotted-path `overrides` (unknown paths raise).
-  `renamed`: {old path: path} of fields renamed since earlier versions
-  (`relational_jax.training.compat`), an old path setting today's."""
+  """A copy of `config` with dotted-path `overrides` (unknown paths raise)."""
   out = ConfigDict(config.to_dict())
   for path, value in overrides.items():
-    path = (renamed or {}).get(path, path)
     try:
       get_path(out, path)
     except (KeyError, AttributeError) as e:
@@ -223,37 +218,58 @@ def flatten(tree: Mapping, prefix: str = "") -> Dict[str, Any]:
   return out
 
 
+def _is_under(path: str, prefixes: Sequence[str]) -> bool:
+  return any(path == p or path.startswith(p + ".") for p in prefixes)
+
+
+def check_same_fields(
+    saved: Mapping, current: Mapping, free: Sequence[str] = ()
+) -> None:
+  """Raises `errors.OtherFormatError` where config record `saved` lacks a
+  field of `current` or has one it does not (outside the path prefixes
+  `free`): a record of another version, which `scripts/migrate_workdir.py`
+  converts (the message's `<workdir>` is its work directory)."""
+  flat_saved, flat_now = flatten(saved), flatten(current)
+  missing = sorted(p for p in set(flat_now) - set(flat_saved))
+  extra = sorted(p for p in set(flat_saved) - set(flat_now))
+  missing, extra = (
+      [p for p in x if not _is_under(p, free)] for x in (missing, extra)
+  )
+  if missing or extra:
+    raise errors.OtherFormatError(
+        "its fields are not this version's ("
+        + "; ".join(
+            f"{what}: {', '.join(paths[:6])}{' ...' if len(paths) > 6 else ''}"
+            for what, paths in (("missing", missing), ("unknown", extra))
+            if paths
+        )
+        + "); convert the work directory once with `python3 "
+        f"{errors.MIGRATE} <workdir>`"
+    )
+
+
 def resume_conflicts(
     saved: Mapping,
     current: Mapping,
     *,
     free: Sequence[str] = (),
-    defaults: Optional[Mapping] = None,
 ) -> Dict[str, Tuple]:
   """{path: (saved, current)} of the config fields in which a work
   directory's saved record differs from the current one and that a resumed
   run may not change.
 
   Args:
-    saved, current: config records (`to_dict`); `saved` is read in today's
-      terms first (`compat.upgrade_saved`).
+    saved, current: config records (`to_dict`), with the same fields
+      outside `free` (`check_same_fields`).
     free: path prefixes that may change on resume.
-    defaults: the default config's record: a field added since the run was
-      saved counts as its default value there.
-  A field the current config no longer has does not count.
   """
-  flat_saved, flat_now = flatten(compat.upgrade_saved(saved)), flatten(current)
-  flat_defaults = flatten(defaults or {})
-  out = {}
-  for path in sorted(flat_now):
-    if any(path == p or path.startswith(p + ".") for p in free):
-      continue
-    before = flat_saved.get(path, flat_defaults.get(path))
-    if path not in flat_saved and path not in flat_defaults:
-      continue  # Added since, and no default to compare with.
-    if before != flat_now[path]:
-      out[path] = (before, flat_now[path])
-  return out
+  check_same_fields(saved, current, free)
+  flat_saved, flat_now = flatten(saved), flatten(current)
+  return {
+      path: (flat_saved[path], flat_now[path])
+      for path in sorted(flat_now)
+      if not _is_under(path, free) and flat_saved[path] != flat_now[path]
+  }
 
 
 def selected_resume_conflicts(
@@ -261,18 +277,12 @@ def selected_resume_conflicts(
     config: ConfigDict,
     free: Sequence[str],
     models: Sequence[str],
-    defaults: ConfigDict,
 ) -> Dict[str, Tuple]:
   """`resume_conflicts` of `config`, whose `model` selects one of the
   sections `models`, ignoring the sections it does not select (which
   `check_unselected_sections` keeps at their defaults)."""
   unused = tuple(m for m in models if m != config.model)
-  return resume_conflicts(
-      saved,
-      to_dict(config),
-      free=tuple(free) + unused,
-      defaults=to_dict(defaults),
-  )
+  return resume_conflicts(saved, to_dict(config), free=tuple(free) + unused)
 
 
 def raise_resume_conflicts(
@@ -282,8 +292,6 @@ def raise_resume_conflicts(
   exit 2) naming every field of `changed` (`resume_conflicts`); the one
   resume refusal of every task. Nothing if `changed` is empty."""
   if changed:
-    from relational_jax.training import errors  # pylint: disable=g-import-not-at-top
-
     raise errors.UserError(
         f"the work directory's config ({config_path}) differs from this "
         f"run's config in {len(changed)} field(s) that cannot change on "
@@ -301,29 +309,30 @@ def check_and_save(
     config: ConfigDict,
     workdir: str,
     resumable: Tuple[str, ...],
-    defaults: Optional[ConfigDict] = None,
     conflicts: Optional[Callable[[Dict], Dict[str, Tuple]]] = None,
     save: bool = True,
 ) -> None:
   """Refuses a work dir whose `config.json` differs from `config` outside
-  the path prefixes `resumable` (`resume_conflicts`, with `defaults`; or
-  `conflicts(saved record)`, a task's own comparison); then, with `save`,
-  saves `config` there (`save_config`)."""
+  the path prefixes `resumable` (`resume_conflicts`, or `conflicts(saved
+  record)`, a task's own comparison), or is not in today's format
+  (`errors.OtherFormatError`, naming the file); then, with `save`, saves `config`
+  there (`save_config`)."""
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
 
   path = os.path.join(workdir, "config.json")
   current = to_dict(config)
   if os.path.exists(path):
     saved = reporting.read_json(path)
-    if conflicts is None:
-      changed = resume_conflicts(
-          saved,
-          current,
-          free=resumable,
-          defaults=None if defaults is None else to_dict(defaults),
-      )
-    else:
-      changed = conflicts(saved)
+    try:
+      if conflicts is None:
+        changed = resume_conflicts(saved, current, free=resumable)
+      else:
+        changed = conflicts(saved)
+    except errors.OtherFormatError as e:
+      raise errors.OtherFormatError(
+          f"{path} is not in this version's format: "
+          + str(e).replace("<workdir>", workdir)
+      ) from None
     raise_resume_conflicts(changed, path, resumable)
   if save:
     save_config(config, workdir)
@@ -337,111 +346,6 @@ def save_config(config: ConfigDict, workdir: str) -> None:
 
   if distributed.is_primary():
     reporting.write_json(os.path.join(workdir, "config.json"), to_dict(config))
-
-
-# Aliases: older flag names that set one or more config paths.
-Aliases = Mapping[str, Union[str, Sequence[str]]]
-
-
-def _targets(target) -> Tuple[str, ...]:
-  return (target,) if isinstance(target, str) else tuple(target)
-
-
-def define_aliases(
-    aliases: Aliases, default: ConfigDict, flag_values=flags.FLAGS
-) -> None:
-  """Defines `--<alias>` for each alias, typed like its first target path."""
-  for name, target in aliases.items():
-    paths = _targets(target)
-    value = get_path(default, paths[0])
-    if isinstance(value, config_dict.FieldReference):
-      value = value.get()
-    help_ = f"Alias of --config.{' and --config.'.join(paths)}."
-    if isinstance(value, bool):
-      flags.DEFINE_boolean(name, None, help_, flag_values=flag_values)
-    elif isinstance(value, int):
-      flags.DEFINE_integer(name, None, help_, flag_values=flag_values)
-    elif isinstance(value, float):
-      flags.DEFINE_float(name, None, help_, flag_values=flag_values)
-    elif isinstance(value, tuple):
-      flags.DEFINE_list(name, None, help_, flag_values=flag_values)
-    else:
-      flags.DEFINE_string(name, None, help_, flag_values=flag_values)
-
-
-def given_aliases(aliases: Aliases, flag_values=flags.FLAGS) -> Dict[str, Any]:
-  """{alias: value} of the alias flags given on the command line, in the
-  order of `aliases`."""
-  return {
-      name: flag_values[name].value
-      for name in aliases
-      if flag_values[name].present
-  }
-
-
-def set_alias(
-    config: ConfigDict, name: str, value: Any, paths: Sequence[str]
-) -> None:
-  """Sets `paths` of `config` to alias `name`'s `value` (a comma-separated
-  list becomes a tuple typed like the current value)."""
-  for path in paths:
-    old = get_path(config, path)
-    if isinstance(old, config_dict.FieldReference):
-      old = old.get()
-    new = value
-    if isinstance(value, list):
-      kind = type(old[0]) if old else str
-      try:
-        new = tuple(kind(v) for v in value)
-      except ValueError as e:
-        raise ValueError(
-            f"--{name} must be a comma-separated list of "
-            f"{kind.__name__}, got {value}."
-        ) from e
-    set_path(config, path, new)
-
-
-def check_alias_conflict(
-    config: ConfigDict,
-    defaults: ConfigDict,
-    name: str,
-    value: Any,
-    paths: Sequence[str],
-) -> None:
-  """Raises ValueError where alias `--name=value` would overwrite a path of
-  `paths` that `config` (the defaults with the `--config.<path>` flags
-  applied) already moved off `defaults` to another value: both flags were
-  given and disagree, and neither may silently win."""
-  trial = ConfigDict(config.to_dict())
-  set_alias(trial, name, value, paths)
-  for path in paths:
-    now, new = get_path(config, path), get_path(trial, path)
-    if now != get_path(defaults, path) and new != now:
-      raise ValueError(
-          f"--{name}={value!r} and --config.{path}={now!r} both set {path}; "
-          "give one of them."
-      )
-
-
-def apply_aliases(
-    config: ConfigDict,
-    aliases: Aliases,
-    flag_values=flags.FLAGS,
-    defaults: Optional[ConfigDict] = None,
-) -> ConfigDict:
-  """`config` with every alias flag given on the command line applied, in
-  the order of `aliases` (so a later, more specific alias wins); with
-  `defaults`, an alias that disagrees with a `--config.<path>` flag setting
-  the same path is an error (`check_alias_conflict`)."""
-  config = ConfigDict(config.to_dict())
-  given = ConfigDict(config.to_dict())  # The --config values alone.
-  for name, value in given_aliases(aliases, flag_values).items():
-    if defaults is not None:
-      check_alias_conflict(
-          given, defaults, name, value, _targets(aliases[name])
-      )
-    set_alias(config, name, value, _targets(aliases[name]))
-  return config
 
 
 def dumps(config: ConfigDict) -> str:

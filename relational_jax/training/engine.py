@@ -6,9 +6,6 @@ A task is a module of one shape (its registry name in `TASKS`):
   default_config()                 the run config, with a `train` section;
   validate(config, **options)      ValueError naming a bad value;
   RESUMABLE_CHANGES                config paths a resumed run may change;
-  saved_defaults()                 what a run saved before a field existed
-                                   did (the resume check's defaults; None:
-                                   none; not read with `resume_conflicts`);
   build(config, mesh, workdir, log, **options)
                                    -> `Built`: the trainer's `Task` and the
                                    task's final evaluation;
@@ -18,8 +15,7 @@ A task is a module of one shape (its registry name in `TASKS`):
                                    task's own comparison of the saved config
                                    record with `config` (e.g. sections that
                                    `config` leaves unread), instead of the
-                                   one of `RESUMABLE_CHANGES` and
-                                   `saved_defaults()`.
+                                   one of `RESUMABLE_CHANGES`.
 
 `options` are a task's run options beyond its config (seq2seq: the caller's
 own model, data or optimiser), passed by `run` to `validate`,
@@ -131,15 +127,13 @@ def check_config(
 ) -> None:
   """Validates `config` (`task.validate`), refuses a `workdir` whose
   config.json differs from it in a field a resumed run may not change (the
-  task's `resume_conflicts`, else `RESUMABLE_CHANGES` and
-  `saved_defaults()`; and `train.steps` under a schedule that decays over
+  task's `resume_conflicts`, else `RESUMABLE_CHANGES`; and `train.steps` under a schedule that decays over
   them: `optim.check_resumed_steps`), and, with `save`, saves it there
   (process 0)."""
   task.validate(config, **options)
   os.makedirs(workdir, exist_ok=True)
   own = getattr(task, "resume_conflicts", None)
   resumable = tuple(task.RESUMABLE_CHANGES)
-  defaults = None if own else task.saved_defaults()
 
   def conflicts(saved: Dict) -> Dict:
     if "schedule" in config.get("train", {}):  # `optim`'s train fields.
@@ -147,10 +141,7 @@ def check_config(
     if own is not None:
       return own(saved, config, **options)
     return config_lib.resume_conflicts(
-        saved,
-        config_lib.to_dict(config),
-        free=resumable,
-        defaults=None if defaults is None else config_lib.to_dict(defaults),
+        saved, config_lib.to_dict(config), free=resumable
     )
 
   config_lib.check_and_save(
@@ -169,8 +160,7 @@ def fit(
   """Trains (or resumes) `task` (`trainer.fit`; checkpoints in
   `<workdir>/checkpoints`, metrics in `workdir`): (run record, state,
   selected). Once the run is complete, the state that `select_on` picks and
-  its description (`trainer.selected_state`, reading the task's earlier
-  checkpoint layouts too); (run record, None, None) after a planned stop or
+  its description (`trainer.selected_state`); (run record, None, None) after a planned stop or
   without `select`."""
   ckpt_dir = trainer.checkpoint_dir(workdir)
   done = trainer.fit(task, loop, ckpt_dir, log, metrics_dir=workdir)
@@ -181,7 +171,6 @@ def fit(
       task.abstract_state(),
       ckpt_dir,
       select_on,
-      trainer.layouts_of(task),
   )
   return done, state, selected
 

@@ -21,6 +21,16 @@ class UserError(ValueError):
   choices."""
 
 
+# The one-off converter of work directories written by other versions.
+MIGRATE = "scripts/migrate_workdir.py"
+
+
+class OtherFormatError(UserError):
+  """A work-directory file (config.json, a checkpoint) that is not in this
+  version's format; `MIGRATE` converts such a directory once. Nothing was
+  changed."""
+
+
 class UnreadableFileError(UserError):
   """A work-directory file (config.json, a results or run record JSON) that
   cannot be read or parsed; nothing in the work directory was changed."""

@@ -1,7 +1,7 @@
 """Tasks by name: the module that trains each.
 
 Every task module has one shape (`engine`'s docstring): `default_config()`,
-`validate(config)`, `RESUMABLE_CHANGES` and `saved_defaults()` (or its own
+`validate(config)`, `RESUMABLE_CHANGES` (or its own
 `resume_conflicts(saved, config)`), `build(config, mesh, workdir, log)`
 returning an `engine.Built`, `results_path(config, workdir)`,
 `headline(results)` (the numbers a reproduction compares with the published
@@ -14,9 +14,7 @@ and `engine.fit` per run. Optional: `SEED_PATH`, the config path of its one
 training seed (`experiments.reproduce --seeds` runs the config once per
 seed; a task without it, such as CLRS whose config holds several seeds,
 takes no --seeds), and `aggregate(results_list)`, its own summary of those
-runs beside the mean and sd of the headline numbers; and `RENAMED_PATHS`,
-{old config path: today's} of fields renamed since earlier versions (an old
-path given to `experiments.reproduce --set` sets today's). A new task is one
+runs beside the mean and sd of the headline numbers. A new task is one
 module and one line here (or a `register` call from outside the library).
 """
 

@@ -50,10 +50,10 @@ from relational_jax.layers import shapes
 from relational_jax.layers.shapes import check_choice
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import checkpoints as ckpt_lib
-from relational_jax.training import compat
 from relational_jax.training import metrics_log
 from relational_jax.training import prng
 from relational_jax.training import reporting
+from relational_jax.training import errors
 from relational_jax.training.errors import NonFiniteLossError
 from relational_jax.training.errors import UserError
 
@@ -99,8 +99,6 @@ class Task(Protocol):
     entry's fields go into the history; the score (higher is better, None:
     select the last evaluation) decides the best checkpoint."""
 
-  # Optional: `legacy_layouts() -> [(abstract state, upgrade)]`, the state
-  # layouts of earlier versions that a checkpoint may hold (see `layouts_of`).
   # Optional: `evaluate_best(state, step) -> Dict`, history fields scored
   # only at an evaluation that becomes the best checkpoint and at the last
   # step (an expensive score read at the best checkpoint only, as a test
@@ -108,14 +106,6 @@ class Task(Protocol):
   # Optional: `selection: str`, what the score measures when a task's setting
   # chooses it (seq2seq: the selection set); the best is recorded with it,
   # and a run resumed with another chooses its best anew.
-
-
-def layouts_of(task: Task) -> Sequence[Tuple[Any, Callable]]:
-  """The earlier state layouts `task` reads checkpoints in: (abstract
-  state, upgrade to today's layout) pairs; none unless the task has
-  `legacy_layouts()`."""
-  legacy = getattr(task, "legacy_layouts", None)
-  return tuple(legacy()) if legacy is not None else ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -263,6 +253,25 @@ def _fresh_meta(stream: BatchStream) -> Dict:
   }
 
 
+def _check_record(meta: Dict, stream: BatchStream, checkpoint_dir: str):
+  """Raises `errors.OtherFormatError` where a restored record is not in
+  today's layout (`_fresh_meta`'s fields, a best with its selection, the
+  stream's position fields)."""
+  fresh = _fresh_meta(stream)
+  problems = sorted(set(fresh) - set(meta))
+  if isinstance(meta.get("best"), dict) and "selection" not in meta["best"]:
+    problems.append("best.selection")
+  position = meta.get("stream")
+  if isinstance(position, dict) and set(position) != set(fresh["stream"]):
+    problems.append(f"stream {sorted(position)}")
+  if problems:
+    raise errors.OtherFormatError(
+        f"the checkpoint record in {checkpoint_dir} is not in this version's "
+        f"layout (missing or other: {', '.join(problems)}); convert its work "
+        f"directory once with `python3 {errors.MIGRATE} <workdir>`."
+    )
+
+
 def _with_rate(sitting: Dict) -> Dict:
   """A sitting with its steps per second of wall time (evaluations
   included), derived on output, so a sitting saved without it gets it too."""
@@ -296,12 +305,12 @@ def fit(
   with ckpt_lib.RunCheckpoints(
       checkpoint_dir, keep_every=loop.keep_every
   ) as ckpts:
-    restored = ckpts.restore(task.abstract_state(), layouts=layouts_of(task))
+    restored = ckpts.restore(task.abstract_state())
     if restored is None:
       state, meta = task.init_state(), _fresh_meta(task.stream)
     else:
       state, meta = restored
-      meta = compat.upgrade_record(meta, state)
+      _check_record(meta, task.stream, checkpoint_dir)
       if meta["step"] > loop.steps:  # Its record would mix two configs.
         raise UserError(
             f"the checkpoint in {checkpoint_dir} is at step {meta['step']}, "
@@ -317,8 +326,7 @@ def fit(
         )
       log(f"resumed at step {meta['step']} from {checkpoint_dir}")
       best = meta["best"]
-      # (A best saved before selections were recorded keeps its place.)
-      if best is not None and best.get("selection", selection) != selection:
+      if best is not None and best["selection"] != selection:
         log(
             f"the best checkpoint (step {best['step']}) was selected on "
             f"{best['selection']!r}, this sitting selects on {selection!r}: "
@@ -491,12 +499,11 @@ def restore(
     abstract_state: Any,
     checkpoint_dir: str,
     which: str = "latest",
-    layouts: Sequence[Tuple[Any, Callable]] = (),
     skipped: Optional[List[Dict]] = None,
     step: Optional[int] = None,
 ) -> Optional[Tuple[Any, Dict]]:
   """(state, record) of the newest `which` ('latest' | 'best') checkpoint in
-  `checkpoint_dir`, or of its step `step` (`layouts`: as `layouts_of`); None
+  `checkpoint_dir`, or of its step `step`; None
   if there is none. Checkpoints that could not be restored are moved aside
   (`checkpoints.RunCheckpoints`); `skipped`, if given, is extended with
   their records (each with `restored_instead`).
@@ -518,7 +525,7 @@ def restore(
           f"saved steps are {saved} (train.keep_every keeps more)."
       )
   with ckpt_lib.RunCheckpoints(checkpoint_dir) as ckpts:
-    restored = ckpts.restore(abstract_state, which, step, layouts=layouts)
+    restored = ckpts.restore(abstract_state, which, step)
     if skipped is not None:
       skipped.extend(ckpts.skipped)
     return restored
@@ -855,13 +862,11 @@ def selected_state(
     abstract_state: Any,
     checkpoint_dir: str,
     select_on: str,
-    layouts: Sequence[Tuple[Any, Callable]] = (),
 ) -> Tuple[Any, str]:
   """(state, description) that `select_on` picks: 'last' the final state;
-  'val' (or 'best') the best evaluation's checkpoint, if one was scored
-  (`layouts`: as `layouts_of`)."""
+  'val' (or 'best') the best evaluation's checkpoint, if one was scored."""
   best = record.best
   if select_on == "last" or not best or best.get("score") is None:
     return record.state, "last"
-  state, _ = restore(abstract_state, checkpoint_dir, "best", layouts)
+  state, _ = restore(abstract_state, checkpoint_dir, "best")
   return state, f"val (step {best['step']})"

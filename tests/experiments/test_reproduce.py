@@ -160,23 +160,6 @@ def test_run_control_paths_make_no_variant():
   )
 
 
-def test_set_takes_a_renamed_path_as_the_config_flags_do():
-  # readme_main_job is a CLRS run: rt.num_heads is today's processor.nb_heads.
-  got = reproduce.today_paths(
-      "readme_main_job", {"rt.num_heads": 2, "train.steps": 3}
-  )
-  assert got == {"processor.nb_heads": 2, "train.steps": 3}
-  reproduce.check("readme_main_job", "smoke", {"rt.num_heads": 2})
-  with pytest.raises(ValueError, match="processor.nb_heads is given twice"):
-    reproduce.today_paths(
-        "readme_main_job", {"processor.nb_heads": 2, "rt.num_heads": 4}
-    )
-  # A task without renamed paths passes its paths through unchanged.
-  assert reproduce.today_paths(
-      "scan_cutoff26_relative_universal", {"a": 1}
-  ) == {"a": 1}
-
-
 def test_paper_budgets_follow_the_papers():
   """The CLRS reproductions' paper budget is the RT paper's protocol (its
   authors' run.py) as a config of the library's CLRS task: n = 16 training

@@ -33,12 +33,14 @@ _SCRIPT = textwrap.dedent("""
       raise SystemExit("create_dataset should need TensorFlow")
     except tf_free.TensorFlowMissingError as e:
       assert "needs TensorFlow" in str(e)
-    config = clrs_config.from_legacy(dict(
-        algorithms=("insertion_sort",), train_lengths=(5,), test_lengths=(5,),
-        batch_size=2, eval_batch_size=2, train_steps=1, eval_every=1,
-        max_eval_samples=2, hidden_size=8, nb_heads=2, head_size=4, num_layers=1,
-        node_hidden_size=4, edge_hidden_size1=4, edge_hidden_size2=4,
-        progress=False))
+    config = clrs_config.get_config({
+        "algorithms": ("insertion_sort",), "protocol.train_lengths": (5,),
+        "protocol.test_lengths": (5,), "train.batch_size": 2,
+        "train.eval_batch_size": 2, "train.steps": 1, "train.eval_every": 1,
+        "protocol.max_eval_samples": 2, "model.hidden_dim": 8,
+        "processor.nb_heads": 2, "rt.head_dim": 4, "rt.num_layers": 1,
+        "rt.node_ffn_dim": 4, "rt.edge_msg_dim": 4, "rt.edge_ffn_dim": 4,
+        "train.progress": False})
     results = clrs_loop.train_and_evaluate(config, sys.argv[1])
     assert "tensorflow" not in sys.modules
     print("TRAINED_WITHOUT_TF", results["algorithms"]["insertion_sort"]["mean_test"])

@@ -14,6 +14,7 @@ import orbax.checkpoint as ocp
 import pytest
 
 from relational_jax.training import checkpoints as ckpt_lib
+from relational_jax.training import errors
 from relational_jax.parallel import mesh as mesh_lib
 
 # orbax leaves the reads of a failed restore as coroutines that report their
@@ -268,8 +269,9 @@ def test_no_restorable_checkpoint_is_an_error_naming_the_paths(tmp_path):
       ckpts.restore(abstract, step=1)
 
 
-def test_checkpoints_without_checksums_still_restore(tmp_path):
-  """Checkpoints saved before the integrity record existed."""
+def test_a_checkpoint_without_its_integrity_record_is_refused(tmp_path):
+  """A checkpoint of another version: refused naming the converter, and
+  not moved aside."""
   directory = str(tmp_path / "ck")
   with ocp.CheckpointManager(
       os.path.join(directory, "latest"),
@@ -285,9 +287,11 @@ def test_checkpoints_without_checksums_still_restore(tmp_path):
         ),
     )
   with ckpt_lib.RunCheckpoints(directory) as ckpts:
-    state, meta = ckpts.restore(ckpt_lib.abstract_like(_train_state(0)))
-  assert meta == {"step": 5}
-  _assert_state(state, 5)
+    with pytest.raises(
+        errors.OtherFormatError, match=r"no integrity record.*migrate_workdir"
+    ):
+      ckpts.restore(ckpt_lib.abstract_like(_train_state(0)))
+  assert os.path.isdir(os.path.join(directory, "latest", "5"))
 
 
 def test_state_checksums_see_values_positions_and_dtypes():

@@ -86,38 +86,6 @@ def test_resume_is_exact(tmp_path, official_data):
     clutrr.train_and_evaluate(config, str(tmp_path / "resumed"))
 
 
-def test_runs_saved_before_closure_existed_resume_only_as_sound(tmp_path):
-  # Such runs generated 'sound' data: resuming one with the default
-  # ('clutrr') would silently train on other rows, so it is refused.
-  config = tiny_config(steps=1)
-  saved = config_lib.to_dict(config)
-  del saved["protocol"]["closure"]
-  reporting.write_json(str(tmp_path / "config.json"), saved)
-  with pytest.raises(
-      ValueError, match="protocol.closure: saved 'sound', now 'clutrr'"
-  ):
-    clutrr.train_and_evaluate(config, str(tmp_path))
-
-
-def test_rat_runs_saved_before_qkv_bias_resume_only_unbiased():
-  """A RAT run saved before rat.qkv_bias existed had no q/k/v biases:
-  resuming it under today's default is refused (its checkpoints hold the
-  other model); an ET run of that time resumes whatever the rat section."""
-  records = {}
-  for model, want in (
-      ("rat", {"rat.qkv_bias": (False, True)}),
-      ("edge_transformer", {}),
-  ):
-    config = tiny_config(steps=1)
-    config.model = model
-    records[model] = config_lib.to_dict(config)
-    del records[model]["rat"]["qkv_bias"]
-    assert clutrr.resume_conflicts(records[model], config) == want
-  config = tiny_config(steps=1)
-  config.model, config.rat.qkv_bias = "rat", False
-  assert not clutrr.resume_conflicts(records["rat"], config)
-
-
 def _leaves(tree):
   import jax  # pylint: disable=g-import-not-at-top
 

@@ -109,28 +109,6 @@ def test_default_is_the_authors_dropout_and_init_with_the_papers_tied_layers():
   assert et.init == "bergen"  # Their parameters' distributions.
 
 
-def test_a_run_saved_before_init_existed_resumes_only_under_flax():
-  saved = cg.config_lib.to_dict(cg.default_config())
-  del saved["edge_transformer"]["init"]  # Saved before the field existed.
-  del saved["train"]["eval_tests"]
-
-  def conflicts(config):
-    return cg.config_lib.resume_conflicts(
-        saved,
-        cg.config_lib.to_dict(config),
-        free=cg.RESUMABLE_CHANGES,
-        defaults=cg.config_lib.to_dict(cg.saved_defaults()),
-    )
-
-  assert conflicts(cg.default_config()) == {
-      "edge_transformer.init": ("flax", "bergen")
-  }
-  flax = cg.default_config()
-  flax.edge_transformer.init = "flax"
-  flax.train.eval_tests = True  # Free to change.
-  assert conflicts(flax) == {}
-
-
 def test_bad_configs(tmp_path):
   for path, value, match in (
       ("train.steps", 0, "train.steps"),

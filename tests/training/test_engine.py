@@ -15,7 +15,6 @@ def _task():
   return types.SimpleNamespace(
       validate=lambda config: None,
       RESUMABLE_CHANGES=("train.steps", "train.progress"),
-      saved_defaults=lambda: None,
   )
 
 

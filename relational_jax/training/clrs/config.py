@@ -51,9 +51,7 @@ The model sections and processor options are read from the processor table
 and `run_defaults`), so a kind added there has its section here.
 
 Defaults: the main job of the README (the RT paper's tuned RT on
-bellman_ford, a small CPU budget). Earlier names (flat CLRS run.py flags,
-the paths renamed into `train`, the model sections' num_heads and use_ln)
-are read through `relational_jax.training.compat`.
+bellman_ford, a small CPU budget).
 """
 
 from typing import Callable, Dict, List, Optional
@@ -61,7 +59,6 @@ from typing import Callable, Dict, List, Optional
 import processors
 from relational_jax.layers import shapes
 from relational_jax.parallel import mesh as mesh_lib
-from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import optim
 from relational_jax.training import trainer
@@ -178,91 +175,12 @@ def default_config() -> ConfigDict:
   return c
 
 
-# Flat flag names of earlier versions -> config paths (kept as aliases).
-LEGACY_NAMES = compat.CLRS_FLAT_FLAGS
-
-
-def apply_legacy(
-    config: ConfigDict, values: dict, strict: bool = True
-) -> ConfigDict:
-  """`config` with flat legacy `values` ({LEGACY_NAMES key: value}) set.
-
-  A name that maps to several model sections (e.g. `head_size` ->
-  rt.head_dim, et.head_dim and floyd.head_dim) sets only the section that
-  `processor_type` reads, so the others keep their defaults; where that
-  kind reads none of them (`tied_layers` for 'floyd', `num_layers` for
-  'mpnn') a value other than the default is a ValueError with `strict`
-  (the command line), and left out without (records of earlier versions,
-  which wrote every name). With `strict`, a name that disagrees with a
-  `--config.<path>` flag (a path of `config` off its default) is an error."""
-  config = ConfigDict(config.to_dict())
-  unknown = sorted(set(values) - set(LEGACY_NAMES))
-  if unknown:
-    raise ValueError(
-        f"unknown legacy CLRS config field(s) {unknown}; known "
-        f"fields are {sorted(LEGACY_NAMES)}."
-    )
-  in_use = _sections_in_use(values.get("processor_type", config.processor_type))
-  sections = model_sections()
-  given = ConfigDict(config.to_dict())  # The --config values alone.
-  defaults = default_config() if strict else None
-  for name in LEGACY_NAMES:
-    if name not in values:
-      continue
-    targets = LEGACY_NAMES[name]
-    paths = (targets,) if isinstance(targets, str) else targets
-    if len(paths) > 1:
-      paths = tuple(
-          p
-          for p in paths
-          if p.split(".")[0] not in sections or p.split(".")[0] in in_use
-      )
-      if strict and not paths and _differs(config, name, values[name]):
-        kind = values.get("processor_type", config.processor_type)
-        raise ValueError(
-            f"--{name}={values[name]!r} sets {list(targets)}, none of which "
-            f"processor_type={kind!r} reads; the kinds that do: "
-            f"{_kinds_reading(targets)}."
-        )
-    if strict:  # A --config flag for the same path must agree.
-      config_lib.check_alias_conflict(
-          given, defaults, name, values[name], paths
-      )
-    config_lib.set_alias(config, name, values[name], paths)
-  return config
-
-
-def _differs(config: ConfigDict, name: str, value) -> bool:
-  """Whether legacy `name`'s `value` differs from its first path's value."""
-  trial = ConfigDict(config.to_dict())
-  first = LEGACY_NAMES[name][0]
-  config_lib.set_alias(trial, name, value, (first,))
-  return config_lib.get_path(trial, first) != config_lib.get_path(config, first)
-
-
-def _kinds_reading(paths) -> List[str]:
-  sections = {p.split(".")[0] for p in paths}
-  return [k for k, s in processors.PROCESSORS.items() if s.section in sections]
-
-
-def from_legacy(flat: dict) -> ConfigDict:
-  """The config of a flat record written by earlier versions (results JSON
-  'config' entries before the nested layout, in CLRS run.py names)."""
-  values = {
-      k: tuple(v) if isinstance(v, list) else v
-      for k, v in flat.items()
-      if v is not None and not (k == "edge_size" and v == 0)
-  }
-  # None / 0: the default.
-  return apply_legacy(default_config(), values, strict=False)
-
-
 def load(raw: dict) -> ConfigDict:
-  """A config from its JSON record (nested, or flat from earlier versions;
-  earlier names read through `compat`)."""
-  if "protocol" in raw:
-    return config_lib.from_dict(compat.upgrade_clrs(raw))
-  return from_legacy(raw)
+  """A config from its JSON record (`config.json`, a results JSON's
+  'config'), refusing one of another version (`errors.OtherFormatError`,
+  naming the fields that differ from today's and the converter)."""
+  config_lib.check_same_fields(raw, config_lib.to_dict(default_config()))
+  return config_lib.from_dict(raw)
 
 
 def _sections_in_use(kind: str):
@@ -538,8 +456,5 @@ def processor_factory(config: ConfigDict) -> Callable:
 
 
 def get_config(overrides: Optional[dict] = None) -> ConfigDict:
-  """The default config with dotted-path `overrides` (a path renamed since
-  earlier versions, `compat.CLRS_RENAMED_PATHS`, sets today's path)."""
-  return config_lib.override(
-      default_config(), overrides or {}, renamed=compat.CLRS_RENAMED_PATHS
-  )
+  """The default config with dotted-path `overrides`."""
+  return config_lib.override(default_config(), overrides or {})

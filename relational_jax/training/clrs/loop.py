@@ -65,7 +65,6 @@ from relational_jax.layers import shapes
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import checkpoints as ckpt_lib
-from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
 from relational_jax.training import optim
@@ -90,10 +89,6 @@ RESUMABLE_CHANGES = trainer.RESUMABLE_TRAIN_CHANGES + (
     "algorithms",
     "seeds",
 )
-
-# Config paths renamed since earlier versions (old -> today's): an old path
-# given to `experiments.reproduce --set` sets today's.
-RENAMED_PATHS = compat.CLRS_RENAMED_PATHS
 
 
 def build_model(
@@ -140,8 +135,6 @@ class ClrsTask:
     seed: step t trains with dropout/noise key fold_in(PRNGKey(seed), t).
     evaluate: (predictor, step) -> (history fields, selection score); the
       predictor has the model's `predict` with the state's parameters.
-    train: the `train` section (the optimiser settings), to read checkpoints
-      saved with dm-clrs's own optimiser by earlier versions.
     evaluate_best: optional (predictor, step) -> history fields scored only
       at a new best evaluation and at the last step (`trainer.Task`).
   """
@@ -152,7 +145,6 @@ class ClrsTask:
       stream,
       seed: int,
       evaluate: Callable,
-      train=None,
       evaluate_best: Optional[Callable] = None,
   ):
     self.model, self.stream, self._evaluate = model, stream, evaluate
@@ -162,7 +154,6 @@ class ClrsTask:
         )
     )
     self.key = jax.random.PRNGKey(seed)
-    self._train = train
     self._abstract = abstract_like(model.state())
 
   def init_state(self) -> Dict:
@@ -170,30 +161,6 @@ class ClrsTask:
 
   def abstract_state(self) -> Dict:
     return self._abstract
-
-  def legacy_layouts(self):
-    """The state layout of checkpoints saved with dm-clrs's own optimiser
-    (`compat.stock_clrs_optimizer`), and its upgrade."""
-    stock = self._train and compat.stock_clrs_optimizer(self._train)
-    if not stock:
-      return ()
-    rep = self.model._replicated  # pylint: disable=protected-access
-    params = self._abstract["params"]
-    old = {
-        "params": params,
-        "opt_state": abstract_like(jax.eval_shape(stock.init, params), rep),
-    }
-
-    def upgrade(state):
-      fresh = jax.jit(self.model.opt.init, out_shardings=rep)(state["params"])
-      return {
-          "params": state["params"],
-          "opt_state": compat.upgrade_stock_opt_state(
-              state["opt_state"], fresh
-          ),
-      }
-
-    return ((old, upgrade),)
 
   def train_step(self, state, feedback, step):
     return self.model.train_step(
@@ -224,12 +191,9 @@ class GeneralistTask(ClrsTask):
   'loss' (the sum over algorithms), 'loss_<algorithm>' (in turn only) and
   'grad_norm' (the largest of the step's updates)."""
 
-  def __init__(self, model, stream, seed, evaluate, algorithms, summed, train):
-    super().__init__(model, stream, seed, evaluate, train)
+  def __init__(self, model, stream, seed, evaluate, algorithms, summed):
+    super().__init__(model, stream, seed, evaluate)
     self.algorithms, self.summed = tuple(algorithms), summed
-
-  def legacy_layouts(self):
-    return ()
 
   def train_step(self, state, feedbacks, step):
     key = jax.random.fold_in(self.key, step)
@@ -382,15 +346,11 @@ def train_one(
   result_path = os.path.join(run_dir, "result.json")
   if os.path.exists(result_path):
     done = reporting.read_json(result_path)
-    # A result written before it recorded `select_on` says what it tested.
-    select_on = done.get(
-        "select_on", "last" if done.get("selected") == "last" else "val"
-    )
     if (
-        done.get("complete")
+        done["complete"]
         and done["steps"] == t.steps
         and set(map(str, p.test_lengths)) <= set(done["test"])
-        and select_on == t.select_on
+        and done["select_on"] == t.select_on
     ):
       log(f"[{algorithm} seed {seed}] already complete, reusing {result_path}")
       return done
@@ -472,7 +432,6 @@ def fit_one(
       stream,
       seed,
       evaluate,
-      t,
       evaluate_best=score_test if p.test_points == "new_best" else None,
   )
   done, state, selected = engine.fit(
@@ -523,7 +482,6 @@ def train_generalist(
       generalist_evaluate(algorithms, val_sets, seed),
       algorithms,
       config.multi_algorithm == "generalist_summed",
-      t,
   )
   run_log = lambda m: log(f"[generalist seed {seed}] {m}")
   done, state, selected = engine.fit(
@@ -624,21 +582,18 @@ def resume_conflicts(
     saved: Dict, current, processor_factory: Optional[Callable] = None
 ) -> Dict:
   """{path: (saved, current)} of the config fields that differ between a
-  workdir's saved config record (earlier layouts read by
-  `clrs_config.load`) and the current config (or its record), other than
-  `RESUMABLE_CHANGES` and fields the processor does not read
-  (`unread_paths`; none of them with the caller's own `processor_factory`);
-  a field added since the run was saved counts as its default
+  workdir's saved config record and the current config (or its record),
+  other than `RESUMABLE_CHANGES` and fields the processor does not read
+  (`unread_paths`; none of them with the caller's own `processor_factory`)
   (`config.resume_conflicts`). The engine's resume check of this task."""
   current = config_lib.to_dict(current)
   free = RESUMABLE_CHANGES
   if current.get("multi_algorithm", "separate") != "separate":
     free = tuple(f for f in free if f != "algorithms")  # One model of them.
   return config_lib.resume_conflicts(
-      config_lib.to_dict(clrs_config.load(saved)),
+      saved,
       current,
       free=free + unread_paths(current, processor_factory is not None),
-      defaults=config_lib.to_dict(clrs_config.default_config()),
   )
 
 
@@ -873,13 +828,12 @@ def evaluate_checkpoints(
             config, algorithm, seed, run_dir, processor_factory
         )
         predictors, algorithms = [model.bound], (algorithm,)
-      task = ClrsTask(model, None, seed, None, config.train)
+      task = ClrsTask(model, None, seed, None)
       skipped = []
       restored = trainer.restore(
           task.abstract_state(),
           trainer.checkpoint_dir(run_dir),
           which,
-          layouts=task.legacy_layouts(),
           skipped=skipped,
       )
       if restored is None:

@@ -34,11 +34,6 @@ reaches their Transformer), Adam lr 1e-3 constant, batch 256, clip 5, 50k
 steps. The Edge
 Transformer section has the same sizes (width 128 = 8 heads x 16, tied
 layers, FFN 256).
-
-`FLAG_ALIASES` (`compat.SEQ2SEQ_FLAT_FLAGS`) maps the flat flag names of
-earlier versions of `experiments.seq2seq_train` to config paths;
-`apply_flag_aliases` applies them (and the two flags that are not plain
-paths).
 """
 
 import os
@@ -50,7 +45,6 @@ from relational_jax.data import scan as scan_lib
 from relational_jax.layers.shapes import check_choice
 from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
-from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
 from relational_jax.training import optim
@@ -367,10 +361,9 @@ def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   """{path: (saved, now)} of the fields that forbid resuming a run saved
   with config record `saved` under `config` (`config.resume_conflicts`:
   see RESUMABLE_CHANGES; the model section that `config.model` does not
-  select is ignored; a field added since the run was saved counts as its
-  default)."""
+  select is ignored)."""
   return config_lib.selected_resume_conflicts(
-      saved, config, RESUMABLE_CHANGES, MODELS, default_config()
+      saved, config, RESUMABLE_CHANGES, MODELS
   )
 
 
@@ -380,74 +373,6 @@ def describe_model(config: ConfigDict) -> str:
     t = config.transformer
     return f"{t.positions} {'universal ' if t.tied else ''}transformer"
   return f"{'tied ' if config.edge_transformer.et.tied else ''}edge_transformer"
-
-
-# Flat flag names of earlier versions (experiments.seq2seq_train) -> paths.
-FLAG_ALIASES = compat.SEQ2SEQ_FLAT_FLAGS
-
-
-def apply_flag_aliases(config: ConfigDict, flag_values) -> ConfigDict:
-  """`config` with the alias flags given in `flag_values` applied
-  (`training.config.apply_aliases`) to the section of the model selected
-  (`--model`, else `config.model`) only: the other section stays at its
-  defaults, as validation requires. Plus:
-
-  * `--decoder_layers=0` means "as many as --layers" (as before);
-  * with `--model=edge_transformer`, `--d_model` and `--heads` set the edge
-    width: et.head_dim = d_model / heads (heads must divide d_model);
-  * `--positions` other than 'relative' with `--model=edge_transformer` is
-    an error (the Edge Transformer takes relative positions, eq. 10); an
-    alias of the transformer section alone (`--scaling`, `--tree_depth`)
-    is refused by validation.
-
-  `--ff` is the FFN hidden width of either model (`ffn_dim`).
-  """
-  present = lambda name: flag_values[name].present
-  value = lambda name: flag_values[name].value
-  model = value("model") if present("model") else config.model
-  aliases = {
-      name: _selected_targets(target, model)
-      for name, target in FLAG_ALIASES.items()
-  }
-  if present("decoder_layers") and value("decoder_layers") == 0:
-    del aliases["decoder_layers"]
-  if model == "edge_transformer":  # --d_model: the edge width, below.
-    del aliases["d_model"]
-  et = config.edge_transformer.et
-  width = (
-      value("d_model") if present("d_model") else (et.num_heads * et.head_dim)
-  )
-  config = config_lib.apply_aliases(
-      config, aliases, flag_values, defaults=default_config()
-  )
-  et = config.edge_transformer.et
-  if model == "edge_transformer" and (present("d_model") or present("heads")):
-    if width % et.num_heads:
-      raise ValueError(f"heads ({et.num_heads}) must divide d_model ({width}).")
-    et.head_dim = width // et.num_heads
-  if (
-      present("positions")
-      and config.model == "edge_transformer"
-      and value("positions") != "relative"
-  ):
-    raise ValueError(
-        "model='edge_transformer' takes the Edge Transformer's relative "
-        "positions (eq. 10): positions must be 'relative', got "
-        f"{value('positions')!r}."
-    )
-  return config
-
-
-def _selected_targets(target, model: str):
-  """An alias's target paths less those in the model section that `model`
-  does not select (an alias of that section alone keeps its path, so
-  validation names it)."""
-  paths = (target,) if isinstance(target, str) else tuple(target)
-  section = lambda p: p.split(".")[0]
-  kept = tuple(
-      p for p in paths if section(p) == model or section(p) not in MODELS
-  )
-  return kept or paths
 
 
 results_path = engine.results_path

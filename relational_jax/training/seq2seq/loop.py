@@ -19,8 +19,7 @@ its losses and final params equal those of an uninterrupted run. A resumed
 run whose config differs in a data, model or optimiser/batch field stops
 with the differing paths (`config.resume_conflicts`, checked against
 `<workdir>/config.json` before anything is restored). Vocabularies are saved
-in `<workdir>/vocab_{src,tgt}.json`. A work directory saved by the former
-seq2seq stream resumes through `compat.upgrade_record`.
+in `<workdir>/vocab_{src,tgt}.json`.
 
 Several processes (`parallel.distributed`; the mesh spans all their
 devices): every process runs the same seeded stream of global indices,
@@ -47,7 +46,6 @@ from relational_jax.data.vocab import PAD_ID, Vocab
 from relational_jax.models import et_seq2seq
 from relational_jax.models import seq2seq as seq2seq_models
 from relational_jax.training import checkpoints as ckpt_lib
-from relational_jax.training import compat
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
 from relational_jax.training import errors
@@ -746,28 +744,23 @@ def _saved_experiment(config, workdir, model, data, optimizer) -> Experiment:
 
 
 def load_config(workdir: str) -> ConfigDict:
-  """A run's `<workdir>/config.json` in today's layout (a field added since
-  it was saved counts as its default, as on resume)."""
+  """A run's `<workdir>/config.json` (`errors.OtherFormatError` if it is not
+  in this version's format)."""
   path = os.path.join(workdir, "config.json")
   if not os.path.isfile(path):
     raise FileNotFoundError(
         f"{path} not found: {workdir!r} is not a seq2seq work directory."
     )
-
-  def merged(default, saved):
-    return {
-        k: (
-            merged(v, saved[k])
-            if isinstance(v, dict) and k in saved
-            else saved.get(k, v)
-        )
-        for k, v in default.items()
-    } | {k: v for k, v in saved.items() if k not in default}
-
-  saved = compat.upgrade_saved(reporting.read_json(path))
-  return config_lib.from_dict(
-      merged(config_lib.to_dict(s2s_config.default_config()), saved)
-  )
+  saved = reporting.read_json(path)
+  try:
+    config_lib.check_same_fields(
+        saved, config_lib.to_dict(s2s_config.default_config())
+    )
+  except errors.OtherFormatError as e:
+    raise errors.OtherFormatError(
+        f"{path}: " + str(e).replace("<workdir>", workdir)
+    ) from None
+  return config_lib.from_dict(saved)
 
 
 def evaluate_checkpoint(

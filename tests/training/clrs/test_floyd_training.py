@@ -1,5 +1,5 @@
 """processor_type='floyd' in the CLRS run config: its `floyd` section, the
-checks on unread sections, resume, legacy names, and a tiny end-to-end run."""
+checks on unread sections, resume, and a tiny end-to-end run."""
 
 import pytest
 
@@ -130,45 +130,6 @@ def test_unread_sections_must_keep_their_defaults():
     clrs_config.validate(
         clrs_config.get_config(dict(TINY, **{"floyd.norm_position": "middle"}))
     )
-
-
-def test_legacy_names_set_the_floyd_section_only_for_floyd():
-  values = {"nb_heads": 4, "head_size": 8, "num_layers": 2}
-  floyd = clrs_config.apply_legacy(
-      clrs_config.default_config(), dict(values, processor_type="floyd")
-  )
-  assert (floyd.processor.nb_heads, floyd.floyd.head_dim) == (4, 8)
-  assert floyd.floyd.num_layers == 2 and floyd.et.num_layers == 3
-  rt = clrs_config.apply_legacy(clrs_config.default_config(), values)
-  assert rt.processor.nb_heads == 4 and rt.rt.head_dim == 8
-  assert rt.floyd.head_dim == 16
-  # A name no section of the kind takes: refused unless at its default
-  # (the command line), left out of a record of earlier versions.
-  for kind, name, value in (
-      ("floyd", "tied_layers", True),
-      ("mpnn", "num_layers", 5),
-  ):
-    legacy = {"processor_type": kind, name: value}
-    with pytest.raises(ValueError, match=rf"--{name}={value}.*none of which"):
-      clrs_config.apply_legacy(clrs_config.default_config(), legacy)
-    assert clrs_config.from_legacy(legacy).processor_type == kind
-  mpnn = {"processor_type": "mpnn", "num_layers": 3, "head_size": 16}
-  clrs_config.apply_legacy(clrs_config.default_config(), mpnn)
-
-
-def test_old_section_heads_paths_set_processor_nb_heads():
-  """rt.num_heads, et.num_heads, floyd.num_heads and rt.use_ln, the paths
-  of earlier versions, set processor.nb_heads / processor.use_ln."""
-  old = {k: v for k, v in TINY.items() if k != "processor.nb_heads"}
-  old["floyd.num_heads"] = 2
-  assert (
-      clrs_config.get_config(old).to_dict()
-      == clrs_config.get_config(TINY).to_dict()
-  )
-  for section in ("rt", "et"):
-    c = clrs_config.get_config({f"{section}.num_heads": 3})
-    assert c.processor.nb_heads == 3
-  assert clrs_config.get_config({"rt.use_ln": False}).processor.use_ln is False
 
 
 def test_resume_checks_the_floyd_section_for_floyd_runs_only():

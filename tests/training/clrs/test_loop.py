@@ -21,6 +21,7 @@ from relational_jax.training.clrs import loop as clrs_loop
 from relational_jax.training import trainer
 from relational_jax.training import config as config_lib
 from relational_jax.training.errors import NonFiniteLossError, UserError
+from tests.experiments.test_migrate_workdir import load_migrate
 
 TINY = {
     "algorithms": ("bellman_ford",),
@@ -424,15 +425,15 @@ def _as_saved_by_earlier_versions(workdir, config):
   config.json under the old paths (protocol.train_steps, model.learning_rate,
   ...; no train section; heads and layer norm in the model sections, the rt
   section's read and `processor`'s at their defaults) and checkpoints whose
-  optimiser state has dm-clrs's own layout (compat.stock_clrs_optimizer)."""
-  from relational_jax.training import compat  # pylint: disable=g-import-not-at-top
-  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  optimiser state has dm-clrs's own layout (`stock_clrs_optimizer` of
+  scripts/migrate_workdir.py)."""
+  migrate = load_migrate()
   from relational_jax.training import reporting  # pylint: disable=g-import-not-at-top
 
   record = config_lib.to_dict(config)
   default = config_lib.to_dict(clrs_config.default_config())
   train = record.pop("train")
-  for old, new in compat.CLRS_RENAMED_PATHS.items():
+  for old, new in migrate.CLRS_RENAMED_PATHS.items():
     section, name = old.split(".")
     new_section, new_name = new.split(".")
     if new_section == "train":
@@ -447,7 +448,7 @@ def _as_saved_by_earlier_versions(workdir, config):
   )
   reporting.write_json(os.path.join(workdir, "config.json"), record)
 
-  stock = compat.stock_clrs_optimizer(config.train)
+  stock = migrate.stock_clrs_optimizer(config.train)
   run_dir = os.path.join(workdir, "bellman_ford_seed42")
   model, stream, _, _ = clrs_loop.model_for_run(
       config, "bellman_ford", 42, run_dir
@@ -482,16 +483,24 @@ def _as_saved_by_earlier_versions(workdir, config):
 
 
 @pytest.mark.slow
-def test_a_run_saved_by_earlier_versions_resumes_exactly(tmp_path):
+def test_a_run_of_another_version_is_refused_then_migrated_resumes_exactly(
+    tmp_path,
+):
   """A work directory written before CLRS had its `train` section and took
   its optimiser from `optim.make_optimizer` (old config paths, heads in
-  rt.num_heads, dm-clrs's optimiser state layout) resumes, and trains on
-  bit-identically."""
+  rt.num_heads, dm-clrs's optimiser state layout) is refused in one line
+  naming scripts/migrate_workdir.py; converted by it, it resumes and trains
+  on bit-identically."""
   cfg = dict(protocol__test_lengths=(5,), train__steps=4, train__eval_every=2)
   whole = clrs_loop.train_and_evaluate(tiny(**cfg), str(tmp_path / "whole"))
   split = str(tmp_path / "split")
   clrs_loop.train_and_evaluate(tiny(**dict(cfg, train__stop_at_step=2)), split)
   _as_saved_by_earlier_versions(split, tiny(**cfg))
+  with pytest.raises(
+      UserError, match=r"not in this version's format.*migrate_workdir.py"
+  ):
+    clrs_loop.train_and_evaluate(tiny(**cfg), split)
+  load_migrate().migrate(split, log=lambda _: None)
   logs = []
   resumed = clrs_loop.train_and_evaluate(tiny(**cfg), split, log=logs.append)
   assert any("resumed at step 2" in m for m in logs), logs
@@ -512,24 +521,6 @@ def test_carry_model_takes_one_optimiser():
     processors.CarryModel(
         None, None, None, optimizer=optax.adam(1e-3), learning_rate=1e-3
     )
-
-
-def test_legacy_flat_configs_still_load():
-  """Results JSONs of earlier versions hold a flat config (CLRS run.py names)."""
-  config = clrs_config.load({
-      "hidden_size": 16,
-      "nb_heads": 2,
-      "head_size": 4,
-      "train_lengths": [5],
-      "edge_size": 0,
-      "tied_layers": None,
-  })
-  assert config.model.hidden_dim == 16 and config.processor.nb_heads == 2
-  assert config.rt.head_dim == 4 and config.protocol.train_lengths == (5,)
-  with pytest.raises(
-      ValueError, match=r"unknown legacy CLRS config field\(s\) \['hidden'\]"
-  ):
-    clrs_config.load({"hidden": 3})
 
 
 def test_string_matcher_haystack_does_not_leak_into_other_algorithms():
@@ -638,7 +629,8 @@ def test_a_changed_config_on_resume_names_the_fields(tmp_path):
   assert clrs_loop.resume_conflicts(saved, allowed) == {}
   older = {k: v for k, v in saved.items() if k != "hint_mode"}
   older["model"] = {k: v for k, v in saved["model"].items() if k != "use_lstm"}
-  assert clrs_loop.resume_conflicts(older, saved) == {}
+  with pytest.raises(UserError, match="missing: hint_mode, model.use_lstm"):
+    clrs_loop.resume_conflicts(older, saved)
   assert clrs_loop.resume_conflicts(saved, config_lib.to_dict(changed)) == {
       "train.learning_rate": (0.00025, 0.01),
       "rt.num_layers": (1, 2),
@@ -658,58 +650,6 @@ def test_a_changed_config_on_resume_names_the_fields(tmp_path):
     assert clrs_loop.resume_conflicts(
         clrs_kind, dict(changed, processor_type="gat")
     ) == {f"processor.{name}": (saved["processor"][name], value)}
-
-
-def test_a_record_with_heads_in_its_model_sections_resumes():
-  """A config.json of earlier versions held heads and layer norm in the
-  model sections (rt.num_heads, rt.use_ln, et.num_heads, floyd.num_heads)
-  beside processor.nb_heads / use_ln, which the RT read from its section:
-  the section's values are the run's processor.nb_heads / use_ln."""
-  from relational_jax.training import compat  # pylint: disable=g-import-not-at-top
-  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
-
-  now = config_lib.to_dict(tiny())  # processor.nb_heads 2
-  saved = config_lib.to_dict(tiny())
-  saved["processor"].update(nb_heads=12, use_ln=False)
-  saved["rt"].update(num_heads=2, use_ln=True)
-  saved["et"]["num_heads"], saved["floyd"]["num_heads"] = 5, 7
-  upgraded = compat.upgrade_clrs(saved)
-  assert upgraded["processor"]["nb_heads"] == 2
-  assert upgraded["processor"]["use_ln"] is True
-  for section in ("rt", "et", "floyd"):
-    assert not {"num_heads", "use_ln"} & set(upgraded[section])
-  assert upgraded == now
-  assert clrs_loop.resume_conflicts(saved, now) == {}
-  assert clrs_loop.resume_conflicts(saved, tiny(processor__nb_heads=3)) == {
-      "processor.nb_heads": (2, 3)
-  }
-  # Another kind: its own section's heads; the RT's are dropped.
-  # Its use_ln, never read by ET (saved False here), takes the default, so
-  # the loaded config validates.
-  et = dict(saved, processor_type="et")
-  assert compat.upgrade_clrs(et)["processor"] == dict(
-      saved["processor"], nb_heads=5, use_ln=now["processor"]["use_ln"]
-  )
-  default_et = config_lib.to_dict(
-      clrs_config.get_config({"processor_type": "et"})
-  )
-  old_et = dict(
-      default_et, processor=dict(default_et["processor"], use_ln=False)
-  )
-  old_et["et"] = dict(
-      old_et["et"], num_heads=default_et["processor"]["nb_heads"]
-  )
-  clrs_config.validate(clrs_config.load(old_et))
-  # As does an RT kind's node_readout, an option only FloydNet reads.
-  rt = dict(saved, processor=dict(saved["processor"], node_readout="rowcol"))
-  assert compat.upgrade_clrs(rt)["processor"]["node_readout"] == (
-      now["processor"]["node_readout"]
-  )
-  clrs_config.validate(clrs_config.load(rt))
-  # A CLRS kind read processor.nb_heads / use_ln: they stay.
-  gat = compat.upgrade_clrs(dict(saved, processor_type="gat"))
-  assert gat["processor"] == saved["processor"]
-  assert "num_heads" not in gat["rt"]
 
 
 def test_rt_triangular_builds_its_triangular_attention():

@@ -29,29 +29,6 @@ TINY = {
     "train.seed": 3,
     "train.progress": False,
 }
-# The same run in the flat flag names of experiments.seq2seq_train.
-TINY_FLAGS = dict(
-    dataset="scan",
-    split="length_cutoff",
-    cutoff=26,
-    scan_official_order=False,
-    max_eval_examples=4,
-    d_model=16,
-    heads=2,
-    ff=32,
-    layers=1,
-    dropout=0.1,
-    batch=8,
-    eval_batch=4,
-    steps=4,
-    eval_every=3,
-    schedule="cosine",
-    warmup_steps=1,
-    lr=1e-3,
-    clip=1.0,
-    seed=3,
-    progress=False,
-)
 # The tiny Edge Transformer encoder-decoder (width 8 = 2 heads x 4, tied
 # layers, FFN 16).
 TINY_ET = {
@@ -78,9 +55,12 @@ def tiny(overrides=None):
 
 
 def flag_argv(values):
-  """argv of flat flags ({name: value}; booleans as --name / --noname)."""
+  """`--config.<path>=value` argv of dotted-path `values` (booleans as
+  --config.<path> / --noconfig.<path>)."""
   return [
-      f"--{'' if v else 'no'}{k}" if isinstance(v, bool) else f"--{k}={v}"
+      f"--{'' if v else 'no'}config.{k}"
+      if isinstance(v, bool)
+      else f"--config.{k}={v}"
       for k, v in values.items()
   ]
 

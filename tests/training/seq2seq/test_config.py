@@ -201,19 +201,6 @@ def test_unknown_path_is_a_clear_error():
     tiny({"train.lr": 1e-3})
 
 
-def test_fields_added_after_a_run_resume_only_at_their_defaults():
-  c = seq2seq.default_config()
-  saved = config_lib.to_dict(c)
-  del saved["data"]["num_train"]  # A run saved before the field existed.
-  del saved["transformer"]["tree_alignment"]
-  assert seq2seq.config.resume_conflicts(saved, c) == {}
-  c.data.num_train = 5
-  default = seq2seq.default_config().data.num_train
-  assert seq2seq.config.resume_conflicts(saved, c) == {
-      "data.num_train": (default, 5)
-  }
-
-
 def test_own_optimizer_refuses_the_built_in_optimisers_fields():
   """An optax optimizer replaces the built-in one: its fields (here the tiny
   config's cosine schedule, warmup and clip) would go unread."""
