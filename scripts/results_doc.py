@@ -29,8 +29,7 @@ zero, `f2`, `int` = rounded, with thousands commas, `g`, `x100`, `pct1`,
 `fmt.a3(x)`). A list renders as its items joined by " / "; a float needs a
 format; an int renders with thousands commas.
 
-`load(path)` reads `results/<path>` (`clrs_config(run.config)`: a CLRS
-config in today's field names); the JSON's keys are its attributes
+`load(path)` reads `results/<path>`; the JSON's keys are its attributes
 (`run.final.accuracies.k6`) or items (`run.evaluations.test.per_k['6']`). A
 key that is not there, or a null on the way to it, stops the rendering with
 the template's file and line, the JSON's file and the key path. A statement or
@@ -176,21 +175,6 @@ def load(path):
 # --- Helpers the templates call. ---
 
 
-def clrs_config(config):
-  """A CLRS run's saved config (a Ref) in today's field names
-  (`compat.upgrade_clrs`: heads are processor.nb_heads, steps train.steps,
-  whatever version saved it)."""
-  if str(REPO) not in sys.path:  # Run as a script: the checkout's library.
-    sys.path.insert(0, str(REPO))
-  from relational_jax.training import compat  # pylint: disable=g-import-not-at-top
-
-  return Ref(
-      compat.upgrade_clrs(plain(config)),
-      config._file,  # pylint: disable=protected-access
-      config._path,  # pylint: disable=protected-access
-  )
-
-
 def _columns(xs):
   """A list of numbers, or a list of equal-length lists (columns)."""
   xs = plain(list(xs))
@@ -282,7 +266,6 @@ def graphs(text):
 
 NAMESPACE = {
     "load": load,
-    "clrs_config": clrs_config,
     "plain": plain,
     "mean": mean,
     "sd": sd,

@@ -94,7 +94,7 @@ PROFILE = "trafo_scan"
 THEIR_TRANSFORMER_DROPOUT = 0.1
 # Found by comparing the two sides' parameter lists and initial values
 # (their TransformerEncDecModel with UniversalRelativeTransformer, our
-# Seq2Seq with positions='relative', tied=True); each is now an option whose
+# Seq2Seq with positions='relative', tied=True); each is an option whose
 # default is theirs: (what, our setting).
 RESOLVED = (
     (

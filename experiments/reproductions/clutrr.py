@@ -116,7 +116,7 @@ _RT_CLUTRR_LR = 3e-4
 # validation), batch 100, 500 steps (~31 epochs); 50 generated test rows per
 # k = 2..10, those at k = 2, 3 (and 4 for k234) from a held-out fifth of the
 # story graphs (k234 trains on the other four fifths), generated with the
-# 'sound' closure, as when their results were committed. smoke: 2 steps on a
+# 'sound' closure (that of the committed cpu results). smoke: 2 steps on a
 # few rows.
 _CLUTRR_BUDGETS = {
     "cpu": {
