@@ -11,13 +11,17 @@ BATCH=${BATCH:-8}
 ALGOS=${ALGOS:-bellman_ford,binary_search}
 EVAL_CAP=${EVAL_CAP:-256}
 OUT=${OUT:-results/clrs_small_budget}
-COMMON="--algorithms=$ALGOS --train_steps=$STEPS --batch_size=$BATCH --eval_every=50 \
-  --max_eval_samples=$EVAL_CAP --test_lengths=64 --noprogress"
-python3 -m experiments.clrs_train $COMMON --processor_type=rt --learning_rate=2.5e-4 \
-  --workdir="$OUT/rt" --results_path="$OUT/rt.json"
-python3 -m experiments.clrs_train $COMMON --processor_type=mpnn --hidden_size=512 \
-  --learning_rate=1.6e-3 --nocarry_state --noptr_from_edges \
-  --workdir="$OUT/mpnn512" --results_path="$OUT/mpnn512.json"
+ALGOS_TUPLE="($(echo "$ALGOS" | sed 's/[^,][^,]*/"&"/g'),)"
+COMMON=(--config.algorithms="$ALGOS_TUPLE" --config.train.steps="$STEPS"
+  --config.train.batch_size="$BATCH" --config.train.eval_every=50
+  --config.protocol.max_eval_samples="$EVAL_CAP" --config.protocol.test_lengths='(64,)'
+  --noconfig.train.progress)
+python3 -m experiments.clrs_train "${COMMON[@]}" --config.processor_type=rt \
+  --config.train.learning_rate=2.5e-4 --workdir="$OUT/rt" --config.results_path="$OUT/rt.json"
+python3 -m experiments.clrs_train "${COMMON[@]}" --config.processor_type=mpnn \
+  --config.model.hidden_dim=512 --config.train.learning_rate=1.6e-3 \
+  --noconfig.model.carry_state --noconfig.model.ptr_from_edges \
+  --workdir="$OUT/mpnn512" --config.results_path="$OUT/mpnn512.json"
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
