@@ -128,3 +128,114 @@ def test_the_check_sees_a_violation(tmp_path):
       f"{bad}:3: relational_jax.training",
       f"{bad}:3: relational_jax.training.trainer",
   ]
+
+
+# The generic training modules: they import no task (registry finds the
+# tasks by name at run time, `importlib`).
+GENERIC_TRAINING = tuple(
+    f"relational_jax.training.{m}"
+    for m in (
+        "checkpoints",
+        "cli",
+        "config",
+        "engine",
+        "errors",
+        "metrics_log",
+        "optim",
+        "prng",
+        "registry",
+        "reporting",
+        "task",
+        "trainer",
+        "workdir_lock",
+    )
+)
+TASK_PACKAGES = (
+    "processors",
+    "relational_jax.training.clrs",
+    "relational_jax.training.seq2seq",
+    "relational_jax.training.clutrr",
+    "relational_jax.training.cogs_graph",
+)
+
+
+def _graph():
+  """{module: {internal modules it imports, at any depth of its code}}:
+  `from pkg import name` is an import of `pkg.name` where that is a module,
+  else of `pkg`."""
+  modules = dict((m, p) for p, m in _modules())
+  graph = {}
+  for module, path in modules.items():
+    edges = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+      if isinstance(node, ast.Import):
+        edges.update(a.name for a in node.names)
+      elif isinstance(node, ast.ImportFrom):
+        if node.level:
+          base = module.split(".")[: -node.level]
+          if path.name == "__init__.py":
+            base = module.split(".")[: len(module.split(".")) - node.level + 1]
+          name = ".".join(base + ([node.module] if node.module else []))
+        else:
+          name = node.module
+        for alias in node.names:
+          sub = f"{name}.{alias.name}"
+          edges.add(sub if sub in modules else name)
+    graph[module] = {e for e in edges if e in modules and e != module}
+  return graph
+
+
+def _cycles(graph):
+  """The strongly connected components of more than one module (Tarjan)."""
+  index, low, stack, on, out = {}, {}, [], set(), []
+
+  def visit(v):
+    index[v] = low[v] = len(index)
+    stack.append(v)
+    on.add(v)
+    for w in sorted(graph.get(v, ())):
+      if w not in index:
+        visit(w)
+        low[v] = min(low[v], low[w])
+      elif w in on:
+        low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+      component = []
+      while True:
+        w = stack.pop()
+        on.discard(w)
+        component.append(w)
+        if w == v:
+          break
+      if len(component) > 1:
+        out.append(sorted(component))
+
+  for v in sorted(graph):
+    if v not in index:
+      visit(v)
+  return out
+
+
+def test_no_circle_of_imports_between_modules():
+  """No module reaches itself through the imports of others (module level
+  or inside functions: a circle broken by a late import is still one)."""
+  cycles = _cycles(_graph())
+  assert not cycles, "circles of imports:\n" + "\n".join(map(str, cycles))
+
+
+def test_the_generic_training_code_imports_no_task():
+  graph = _graph()
+  found = [
+      f"{m} imports {t}"
+      for m in GENERIC_TRAINING
+      for t in sorted(graph.get(m, ()))
+      if t.startswith(TASK_PACKAGES)
+  ]
+  assert not found, "\n".join(found)
+
+
+def test_the_circle_check_sees_a_circle():
+  assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [
+      ["a", "b", "c"]
+  ]
+  assert _cycles({"a": {"b"}, "b": set()}) == []

@@ -10,8 +10,8 @@ ET side by side under the protocol.
 
 from typing import Any, Callable, Dict
 
-from experiments.reproductions import ConfigDict
-from experiments.reproductions import Reproduction
+from experiments.reproductions.record import ConfigDict
+from experiments.reproductions.record import Reproduction
 from relational_jax.training.clrs import config as clrs_config
 from relational_jax.training.clrs import data as clrs_data
 from relational_jax.training.clrs import rt_protocol

@@ -9,8 +9,8 @@ import os
 import re
 from typing import Any, Callable, Dict, Tuple
 
-from experiments.reproductions import ConfigDict
-from experiments.reproductions import Reproduction
+from experiments.reproductions.record import ConfigDict
+from experiments.reproductions.record import Reproduction
 from relational_jax.training import clutrr as clutrr_training
 
 REPO = os.path.dirname(
@@ -468,9 +468,15 @@ def figure3(
 
 
 def _reproduction(name: str) -> Reproduction:
-  from experiments import reproductions  # The package imports this module.
-
-  return reproductions.get(name)
+  """This module's reproduction `name` (the package's registry holds them
+  too, with the other tasks')."""
+  found = [r for r in REPRODUCTIONS if r.name == name]
+  if not found:
+    raise ValueError(
+        f"Unknown CLUTRR reproduction {name!r}; valid names are "
+        f"{sorted(r.name for r in REPRODUCTIONS)}."
+    )
+  return found[0]
 
 
 def reproduction_published(name: str) -> Dict[str, float]:

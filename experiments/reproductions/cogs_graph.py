@@ -1,8 +1,8 @@
 """The COGS graph-form reproduction (Bergen et al. 2021, sec. 4.4, appendix
 A.3): the Edge Transformer parser of node labels and parent pointers."""
 
-from experiments.reproductions import ConfigDict
-from experiments.reproductions import Reproduction
+from experiments.reproductions.record import ConfigDict
+from experiments.reproductions.record import Reproduction
 from experiments.reproductions.clutrr import BERGEN
 
 

@@ -9,8 +9,8 @@ import json
 import os
 from typing import Callable, Dict, Optional, Tuple
 
-from experiments.reproductions import ConfigDict
-from experiments.reproductions import Reproduction
+from experiments.reproductions.record import ConfigDict
+from experiments.reproductions.record import Reproduction
 from relational_jax.training import reporting
 from relational_jax.training.seq2seq import config as seq2seq_config
 
