@@ -171,11 +171,11 @@ def seed_path(name: str) -> str:
   """The config path of reproduction `name`'s training seed (its task's
   `SEED_PATH`); ValueError where the task has none."""
   task_name = reproductions.get(name).task
-  path = getattr(registry.get(task_name), "SEED_PATH", None)
+  path = registry.get(task_name).SEED_PATH
   if path is None:
     raise ValueError(
         f"--seeds: reproduction {name!r} (task {task_name!r}) has no single "
-        "training seed to sweep (its task module defines no SEED_PATH); set "
+        "training seed to sweep (its task has no SEED_PATH); set "
         "its config's seeds with --set."
     )
   return path
@@ -414,9 +414,9 @@ def run_seeds(
           + "".join(f" --set={p}={set_text(v)}" for p, v in named.items())
       ),
   }
-  task = registry.get(reproduction.task)
-  if hasattr(task, "aggregate"):
-    sweep["aggregate"] = task.aggregate(results)
+  aggregate = registry.get(reproduction.task).aggregate(results)
+  if aggregate is not None:
+    sweep["aggregate"] = aggregate
   if named:
     sweep["overrides"] = named
   if distributed.is_primary():

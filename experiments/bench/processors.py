@@ -46,6 +46,7 @@ flags.DEFINE_string(
 )
 FLAGS = flags.FLAGS
 
+
 # The configurations compared (CLRS config paths, `clrs_config.get_config`):
 # RT at the paper's tuned size (Table 2), MPNN at its tuned width 512 and at
 # RT's width 192, Triplet-GMPNN (Ibarz et al. 2022), our triangular kinds at

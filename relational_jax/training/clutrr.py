@@ -58,7 +58,6 @@ and linear decay, clip 1.0, 50 epochs of 28k rows (35k generated, 80%) =
 
 import math
 import os
-import sys
 from typing import Callable, Dict, List, Optional, Sequence
 
 import jax
@@ -77,6 +76,7 @@ from relational_jax.models.relational_transformer import RTConfig
 from relational_jax.training import config as config_lib
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import engine
+from relational_jax.training import task as task_lib
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
@@ -328,7 +328,7 @@ def resume_conflicts(saved: dict, config: ConfigDict) -> dict:
   )
 
 
-results_path = engine.results_path
+results_path = task_lib.results_path
 
 
 # The training seed (`experiments.reproduce --seeds` sets it per run).
@@ -576,10 +576,10 @@ def train_and_evaluate(
   {'stopped_at': step}; rerun to resume. The engine (`engine.run`) does all
   but `build`.
   """
-  return engine.run(sys.modules[__name__], config, workdir, log)
+  return TASK.train_and_evaluate(config, workdir, log)
 
 
-def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
+def build(config: ConfigDict, mesh, workdir: str, log) -> task_lib.Built:
   """The trainer's task of `config` and its final evaluation (`engine`)."""
   del workdir  # Nothing of CLUTRR's own is written there.
   t_cfg = config.train
@@ -668,7 +668,7 @@ def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
         f"{k} {v:.3f}" for k, v in results["final"]["accuracies"].items()
     )
 
-  return engine.Built(
+  return task_lib.Built(
       task=task,
       description=f"clutrr/{config.model}",
       header={
@@ -744,3 +744,34 @@ def load_params(config: ConfigDict, workdir: str, which: str = "latest"):
       trainer.abstract_of(init, mesh), trainer.checkpoint_dir(workdir), which
   )
   return None if restored is None else restored[0]["params"]
+
+
+class Clutrr(task_lib.Task):
+  """CLUTRR, task 'clutrr' (this module's functions)."""
+
+  RESUMABLE_CHANGES = RESUMABLE_CHANGES
+  SEED_PATH = SEED_PATH
+
+  def default_config(self):
+    return default_config()
+
+  def validate(self, config):
+    validate(config)
+
+  def resume_conflicts(self, saved, config):
+    return resume_conflicts(saved, config)
+
+  def build(self, config, mesh, workdir, log):
+    return build(config, mesh, workdir, log)
+
+  def headline(self, results):
+    return headline(results)
+
+  def aggregate(self, results):
+    return aggregate(results)
+
+  def train_and_evaluate(self, config, workdir, log=print):
+    return engine.run(self, config, workdir, log)
+
+
+TASK = Clutrr()

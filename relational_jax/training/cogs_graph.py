@@ -67,7 +67,6 @@ Lightning calls only in its TPU (later also HPU) strategies.
 import json
 import math
 import os
-import sys
 from typing import Callable, Dict, List
 
 import jax
@@ -84,6 +83,7 @@ from relational_jax.training import config as config_lib
 from relational_jax.parallel import distributed
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import engine
+from relational_jax.training import task as task_lib
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
@@ -201,7 +201,7 @@ def validate(config: ConfigDict) -> None:
       )
 
 
-results_path = engine.results_path
+results_path = task_lib.results_path
 
 
 # The training seed (`experiments.reproduce --seeds` sets it per run).
@@ -368,10 +368,10 @@ def train_and_evaluate(
   stops (checkpointed) there and returns {'stopped_at': step}. The engine
   (`engine.run`) does all but `build`.
   """
-  return engine.run(sys.modules[__name__], config, workdir, log)
+  return TASK.train_and_evaluate(config, workdir, log)
 
 
-def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
+def build(config: ConfigDict, mesh, workdir: str, log) -> task_lib.Built:
   """The trainer's task of `config` and its final evaluation (`engine`);
   writes the vocabularies to `<workdir>/vocabs.json`."""
   t_cfg, multiple = config.train, int(config.data.length_multiple)
@@ -442,7 +442,7 @@ def build(config: ConfigDict, mesh, workdir: str, log) -> engine.Built:
         f"{k} {v:.4f}" for k, v in results["final"]["accuracies"].items()
     )
 
-  return engine.Built(
+  return task_lib.Built(
       task=task,
       description="cogs_graph/edge_transformer",
       header={
@@ -458,3 +458,28 @@ def reporting_vocabs(vocabs: data_lib.GraphVocabs) -> Dict:
   """The vocabularies as JSON-ready lists (`GraphVocabs.from_json` reads
   `json.dumps` of this)."""
   return json.loads(vocabs.to_json())
+
+
+class CogsGraph(task_lib.Task):
+  """Graph COGS, task 'cogs_graph' (this module's functions)."""
+
+  RESUMABLE_CHANGES = RESUMABLE_CHANGES
+  SEED_PATH = SEED_PATH
+
+  def default_config(self):
+    return default_config()
+
+  def validate(self, config):
+    validate(config)
+
+  def build(self, config, mesh, workdir, log):
+    return build(config, mesh, workdir, log)
+
+  def headline(self, results):
+    return headline(results)
+
+  def train_and_evaluate(self, config, workdir, log=print):
+    return engine.run(self, config, workdir, log)
+
+
+TASK = CogsGraph()

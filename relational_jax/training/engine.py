@@ -1,35 +1,17 @@
 """The engine above the trainer: `run(task, config, workdir)`, once for every
-task.
+task (a `task.Task`).
 
-A task is a module of one shape (its registry name in `TASKS`):
-
-  default_config()                 the run config, with a `train` section;
-  validate(config, **options)      ValueError naming a bad value;
-  RESUMABLE_CHANGES                config paths a resumed run may change;
-  build(config, mesh, workdir, log, **options)
-                                   -> `Built`: the trainer's `Task` and the
-                                   task's final evaluation;
-  results_path(config, workdir)    where the results JSON goes;
-  resume_conflicts(saved, config, **options)
-                                   optional: {path: (saved, now)}, the
-                                   task's own comparison of the saved config
-                                   record with `config` (e.g. sections that
-                                   `config` leaves unread), instead of the
-                                   one of `RESUMABLE_CHANGES`.
-
-`options` are a task's run options beyond its config (seq2seq: the caller's
-own model, data or optimiser), passed by `run` to `validate`,
-`resume_conflicts` and `build`.
-
-`run` owns the rest: the config.json resume check, the mesh and the batch
-divisibility checks, `trainer.fit` (metrics.jsonl as it goes), the
-best-state selection, the final evaluation, the results JSON and plot, files
-from process 0 only. A task whose config holds several runs (CLRS: one per
-algorithm and seed, each in its own directory, each with its own results)
-uses the two parts of `run` that it repeats: `check_config` once, and `fit`
-(train, then the selected state) per run. `held_out_task` is the trainer's
-task of the tasks whose data are named sets of examples (CLUTRR, graph
-COGS: train, an optional val, evaluation sets).
+`run` owns what every task shares: the config.json resume check
+(`check_config`: `task.validate`, `task.resume_conflicts`), the mesh and the
+batch divisibility checks, `trainer.fit` (metrics.jsonl as it goes), the
+best-state selection, the final evaluation (`task.build`'s `Built`), the
+results JSON and plot, files from process 0 only, the work directory's lock.
+A task whose config holds several runs (CLRS: one per algorithm and seed,
+each in its own directory, each with its own results) uses the two parts of
+`run` that it repeats: `check_config` once, and `fit` (train, then the
+selected state) per run. `held_out_task` is the trainer's task of the tasks
+whose data are named sets of examples (CLUTRR, graph COGS: train, an
+optional val, evaluation sets).
 """
 
 import dataclasses
@@ -42,35 +24,11 @@ from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import config as config_lib
 from relational_jax.training import optim
 from relational_jax.training import reporting
+from relational_jax.training import task as task_lib
 from relational_jax.training import trainer
 from relational_jax.training import workdir_lock
 
 ConfigDict = config_lib.ConfigDict
-
-
-@dataclasses.dataclass
-class Built:
-  """What a task's `build` hands the engine.
-
-  task: the trainer's `Task` (state, checkpointed stream, step, evaluation).
-  description: the progress bar's label.
-  header: the results' first fields (e.g. model name, data sizes).
-  final: (params, run record, selected) -> the results' evaluation fields,
-    `final` among them (`final['accuracies']`: the headline numbers).
-  summary: results -> the one line logged at the end.
-  plot: (results, results path) -> None, a figure beside the results.
-  record_only: `final` reads the run record alone (e.g. the numbers of its
-    evaluation history): it gets params=None and selected=None, and no
-    state is restored.
-  """
-
-  task: trainer.Task
-  description: str
-  header: Dict[str, Any]
-  final: Callable[[Any, trainer.RunRecord, Any], Dict[str, Any]]
-  summary: Callable[[Dict[str, Any]], str]
-  plot: Optional[Callable[[Dict[str, Any], str], None]] = None
-  record_only: bool = False
 
 
 def held_out_task(
@@ -82,7 +40,7 @@ def held_out_task(
     data: Dict[str, Any],
     train: ConfigDict,
     mesh,
-) -> trainer.FunctionalTask:
+) -> trainer.FunctionalTrainee:
   """The trainer's task of a task whose `data` maps set names to examples:
   'train' (trained on in epochs, `trainer.EpochStream` of `batch_at`), an
   optional 'val' and evaluation sets (CLUTRR's test files, graph COGS's
@@ -103,7 +61,7 @@ def held_out_task(
       }
     return entry
 
-  return trainer.FunctionalTask(
+  return trainer.FunctionalTrainee(
       init=init,
       train_step=train_step,
       stream=trainer.EpochStream(
@@ -116,33 +74,27 @@ def held_out_task(
   )
 
 
-def results_path(config: ConfigDict, workdir: str) -> str:
-  """Every task's results JSON: `config.results_path`, or
-  `<workdir>/results.json` when it is ''."""
-  return config.results_path or os.path.join(workdir, "results.json")
-
-
 def check_config(
-    task, config: ConfigDict, workdir: str, *, save: bool = True, **options
+    task: task_lib.Task,
+    config: ConfigDict,
+    workdir: str,
+    *,
+    save: bool = True,
+    **options,
 ) -> None:
   """Validates `config` (`task.validate`), refuses a `workdir` whose
-  config.json differs from it in a field a resumed run may not change (the
-  task's `resume_conflicts`, else `RESUMABLE_CHANGES`; and `train.steps` under a schedule that decays over
-  them: `optim.check_resumed_steps`), and, with `save`, saves it there
+  config.json differs from it in a field a resumed run may not change
+  (`task.resume_conflicts`; and `train.steps` under a schedule that decays
+  over them: `optim.check_resumed_steps`), and, with `save`, saves it there
   (process 0)."""
   task.validate(config, **options)
   os.makedirs(workdir, exist_ok=True)
-  own = getattr(task, "resume_conflicts", None)
   resumable = tuple(task.RESUMABLE_CHANGES)
 
   def conflicts(saved: Dict) -> Dict:
     if "schedule" in config.get("train", {}):  # `optim`'s train fields.
       optim.check_resumed_steps(saved.get("train", {}), config.train)
-    if own is not None:
-      return own(saved, config, **options)
-    return config_lib.resume_conflicts(
-        saved, config_lib.to_dict(config), free=resumable
-    )
+    return task.resume_conflicts(saved, config, **options)
 
   config_lib.check_and_save(
       config, workdir, resumable, conflicts=conflicts, save=save
@@ -150,8 +102,8 @@ def check_config(
 
 
 def fit(
-    task: trainer.Task,
-    loop: trainer.Loop,
+    task: trainer.Trainee,
+    loop: trainer.LoopSettings,
     workdir: str,
     log: Callable[[str], None],
     select_on: str,
@@ -176,7 +128,7 @@ def fit(
 
 
 def run(
-    task, config: ConfigDict, workdir: str, log=print, **options
+    task: task_lib.Task, config: ConfigDict, workdir: str, log=print, **options
 ) -> Dict[str, Any]:
   """Trains (or resumes) `config` of task module `task` in `workdir`; the
   results (written to `task.results_path`), or {'stopped_at': step} after a

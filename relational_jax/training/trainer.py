@@ -1,7 +1,7 @@
 """The one training loop of relational_jax: `fit(task, loop, checkpoint_dir)`.
 
 Every task (CLRS, seq2seq, CLUTRR, graph COGS, and a user's own) supplies
-only what differs (`Task`): its training state, a batch stream whose position
+only what differs (`Trainee`): its training state, a batch stream whose position
 is checkpointed, one training step, and its evaluation. The trainer owns the
 rest, identically for all of them:
 
@@ -74,7 +74,7 @@ class BatchStream(Protocol):
     """Continues from a position `get_state` returned."""
 
 
-class Task(Protocol):
+class Trainee(Protocol):
   """What a task supplies to `fit`.
 
   Attributes:
@@ -109,7 +109,7 @@ class Task(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
-class Loop:
+class LoopSettings:
   """The trainer's settings.
 
   steps: training steps of the whole run.
@@ -284,8 +284,8 @@ def _mean(values: List[float]) -> float:
 
 
 def fit(
-    task: Task,
-    loop: Loop,
+    task: Trainee,
+    loop: LoopSettings,
     checkpoint_dir: str,
     log: Callable[[str], None] = print,
     metrics_dir: Optional[str] = None,
@@ -467,7 +467,9 @@ def fit(
   )
 
 
-def _check_kept(ckpts, checkpoint_dir: str, kept_every: int, loop: Loop):
+def _check_kept(
+    ckpts, checkpoint_dir: str, kept_every: int, loop: LoopSettings
+):
   """Refuses a resume whose `loop.keep_every` would let the next save delete
   'latest' steps that the saved run's `kept_every` kept (the next save keeps
   only the newest step besides itself, and the multiples of keep_every).
@@ -766,7 +768,7 @@ def validate_train_section(t, select_on: Sequence[str] = SELECT_ON) -> None:
   ):
     if t[name] < 0:
       raise ValueError(f"train.{name} must be >= 0, got {t[name]}.")
-  keep_every = t.get("keep_every", 0)  # (Task configs written before it.)
+  keep_every = t.keep_every
   if keep_every < 0:
     raise ValueError(f"train.keep_every must be >= 0, got {keep_every}.")
   problem = keep_every_problem(keep_every, t.eval_every, t.checkpoint_every)
@@ -778,14 +780,14 @@ def validate_train_section(t, select_on: Sequence[str] = SELECT_ON) -> None:
     )
 
 
-def loop_of(t, description: str = "") -> Loop:
-  """The `Loop` of a `train` config section (steps, eval_every,
+def loop_of(t, description: str = "") -> LoopSettings:
+  """The `LoopSettings` of a `train` config section (steps, eval_every,
   checkpoint_every, keep_every, stop_at_step, progress, tensorboard)."""
-  return Loop(
+  return LoopSettings(
       steps=int(t.steps),
       eval_every=int(t.eval_every),
       checkpoint_every=int(t.checkpoint_every),
-      keep_every=int(t.get("keep_every", 0)),
+      keep_every=int(t.keep_every),
       stop_at_step=int(t.stop_at_step),
       progress=bool(t.progress),
       description=description,
@@ -800,8 +802,8 @@ def abstract_of(init: Callable, mesh) -> Any:
   )
 
 
-class FunctionalTask:
-  """A `Task` made of functions, with the state of `train_state`.
+class FunctionalTrainee:
+  """A `Trainee` made of functions, with the state of `train_state`.
 
   Args:
     init: key -> the training state (`train_state`), traced for the
@@ -852,7 +854,7 @@ class FunctionalTask:
       raise ValueError(
           f"evaluate returned {sorted(entry)}, without the selection score "
           f"score_key={self.score_key!r}: return it, or pass the key it has "
-          "as FunctionalTask(score_key=...) (None: no selection score)."
+          "as FunctionalTrainee(score_key=...) (None: no selection score)."
       )
     return entry, entry[self.score_key]
 

@@ -6,6 +6,7 @@ import json
 import os
 
 from relational_jax.training import config as config_lib
+from relational_jax.training import task as task_lib
 
 SEED_PATH = "train.seed"
 TRAINED = []  # The work directories trained (not read back).
@@ -51,3 +52,28 @@ def headline(results):
 
 def aggregate(results):
   return {"test_sums": [sum(r["evaluations"]["test"]) for r in results]}
+
+
+class Seeded(task_lib.Task):
+  SEED_PATH = SEED_PATH
+
+  def default_config(self):
+    return default_config()
+
+  def validate(self, config):
+    validate(config)
+
+  def results_path(self, config, workdir):
+    return results_path(config, workdir)
+
+  def train_and_evaluate(self, config, workdir, log=None):
+    return train_and_evaluate(config, workdir, log)
+
+  def headline(self, results):
+    return headline(results)
+
+  def aggregate(self, results):
+    return aggregate(results)
+
+
+TASK = Seeded()

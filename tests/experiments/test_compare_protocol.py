@@ -280,12 +280,21 @@ def test_a_wrapper_comparison_runs_its_task_and_its_wrapper(
   # Our side: a stand-in task module, registered for this test only.
   (tmp_path / "stand_in_task.py").write_text(
       "import json, os\n"
-      "def train_and_evaluate(config, workdir, log=print):\n"
-      "  history = [{'step': config['steps'], 'acc': 0.25}]\n"
-      "  os.makedirs(workdir, exist_ok=True)\n"
-      "  with open(os.path.join(workdir, 'results.json'), 'w') as f:\n"
-      "    json.dump({'history': history}, f)\n"
-      "  return {'history': history}\n"
+      "from relational_jax.training import task\n"
+      "class StandIn(task.Task):\n"
+      "  def default_config(self):\n"
+      "    return {}\n"
+      "  def validate(self, config):\n"
+      "    pass\n"
+      "  def headline(self, results):\n"
+      "    return {}\n"
+      "  def train_and_evaluate(self, config, workdir, log=print):\n"
+      "    history = [{'step': config['steps'], 'acc': 0.25}]\n"
+      "    os.makedirs(workdir, exist_ok=True)\n"
+      "    with open(os.path.join(workdir, 'results.json'), 'w') as f:\n"
+      "      json.dump({'history': history}, f)\n"
+      "    return {'history': history}\n"
+      "TASK = StandIn()\n"
   )
   monkeypatch.syspath_prepend(str(tmp_path))
   from relational_jax.training import registry as tasks  # pylint: disable=g-import-not-at-top

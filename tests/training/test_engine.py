@@ -2,20 +2,33 @@
 
 import json
 import shutil
-import types
 
 import pytest
 
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
 from relational_jax.training import errors
+from relational_jax.training import task as task_lib
+
+
+class _Task(task_lib.Task):
+  RESUMABLE_CHANGES = ("train.steps", "train.progress")
+
+  def default_config(self):
+    return _config("constant", 1)
+
+  def validate(self, config):
+    del config
+
+  def headline(self, results):
+    return {}
+
+  def train_and_evaluate(self, config, workdir, log=print):
+    raise NotImplementedError
 
 
 def _task():
-  return types.SimpleNamespace(
-      validate=lambda config: None,
-      RESUMABLE_CHANGES=("train.steps", "train.progress"),
-  )
+  return _Task()
 
 
 def _config(schedule, steps):

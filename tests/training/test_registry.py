@@ -4,6 +4,7 @@ import pytest
 
 from experiments import reproductions  # Registers the experiments' task.
 from relational_jax.training import registry
+from relational_jax.training import task as task_lib
 
 ENTRY_POINTS = (
     "default_config",
@@ -42,13 +43,28 @@ def test_every_library_task_has_the_one_train_section(name):
 
 
 @pytest.mark.parametrize("name", sorted(TASK_TRAIN_FIELDS))
-def test_every_library_task_has_the_engines_shape(name):
-  """The engine's parts: the resume check's rules, and a `build` for
-  `engine.run` (CLRS, a run per algorithm and seed, runs the engine's
-  `check_config` and `fit` itself)."""
+def test_every_library_task_is_a_typed_task(name):
+  """A `task.Task` with the resume check's rules; every task but CLRS (a
+  run per algorithm and seed: the engine's `check_config` and `fit`) builds
+  for `engine.run`."""
   task = registry.get(name)
+  assert isinstance(task, task_lib.Task), name
   assert all(isinstance(p, str) for p in task.RESUMABLE_CHANGES), name
-  assert callable(getattr(task, "build", None)) == (name != "clrs"), name
+  builds = type(task).build is not task_lib.Task.build
+  assert builds == (name != "clrs"), name
+
+
+def test_a_module_without_a_task_is_refused(monkeypatch):
+  monkeypatch.setitem(
+      registry.TASKS, "not_a_task", "relational_jax.training.optim"
+  )
+  with pytest.raises(ValueError, match="has no TASK that is a"):
+    registry.get("not_a_task")
+
+
+def test_the_task_contract_is_abstract():
+  with pytest.raises(TypeError, match="abstract"):
+    task_lib.Task()  # pylint: disable=abstract-class-instantiated
 
 
 def test_every_reproduction_names_a_registered_task():

@@ -42,7 +42,7 @@ def _task(scale=1.0, val=None, seed=3):
     return mesh_lib.shard_batch({"x": X[idx], "y": Y[idx]}, mesh)
 
   scores = iter(val or [])
-  return trainer.FunctionalTask(
+  return trainer.FunctionalTrainee(
       init=init,
       train_step=trainer.make_train_step(_loss, tx, mesh),
       stream=trainer.EpochStream(len(X), 4, seed, batch_at),
@@ -57,7 +57,7 @@ def _task(scale=1.0, val=None, seed=3):
 
 
 def _fit(workdir, steps=6, stop_at_step=0, task=None, **loop):
-  loop = trainer.Loop(
+  loop = trainer.LoopSettings(
       steps=steps,
       eval_every=2,
       stop_at_step=stop_at_step,
@@ -302,7 +302,7 @@ def test_a_resume_that_changes_the_selection_chooses_the_best_anew(tmp_path):
   # compared with a new one.
   _fit(tmp_path, 12, 4, task("last", {}))
   logs = []
-  loop = trainer.Loop(12, 2, stop_at_step=8, progress=False)
+  loop = trainer.LoopSettings(12, 2, stop_at_step=8, progress=False)
   done = trainer.fit(
       task("val", {6: 0.4, 8: 0.3}), loop, str(tmp_path), logs.append
   )
@@ -350,34 +350,37 @@ def test_a_non_finite_loss_stops_and_keeps_the_checkpoint(tmp_path):
 
 def test_bad_loop_settings_are_named():
   with pytest.raises(ValueError, match="eval_every must be an int >= 1, got 0"):
-    trainer.Loop(steps=3, eval_every=0)
+    trainer.LoopSettings(steps=3, eval_every=0)
   with pytest.raises(ValueError, match="steps must be an int >= 1, got '10'"):
-    trainer.Loop(steps="10", eval_every=1)
+    trainer.LoopSettings(steps="10", eval_every=1)
   with pytest.raises(ValueError, match="steps must be an int >= 1, got 2.5"):
-    trainer.Loop(steps=2.5, eval_every=1)
+    trainer.LoopSettings(steps=2.5, eval_every=1)
   with pytest.raises(
-      ValueError, match="Loop.progress must be a bool, got 'no'"
+      ValueError, match="LoopSettings.progress must be a bool, got 'no'"
   ):
-    trainer.Loop(steps=3, eval_every=1, progress="no")
-  assert trainer.Loop(steps=np.int64(3), eval_every=1).steps == 3
+    trainer.LoopSettings(steps=3, eval_every=1, progress="no")
+  assert trainer.LoopSettings(steps=np.int64(3), eval_every=1).steps == 3
   with pytest.raises(
       ValueError, match=r"stop_at_step=4 is past steps=3: the run would never"
   ):
-    trainer.Loop(steps=3, eval_every=1, stop_at_step=4)
-  assert trainer.Loop(steps=3, eval_every=1, stop_at_step=3).stop_at_step == 3
+    trainer.LoopSettings(steps=3, eval_every=1, stop_at_step=4)
+  assert (
+      trainer.LoopSettings(steps=3, eval_every=1, stop_at_step=3).stop_at_step
+      == 3
+  )
   with pytest.raises(ValueError, match="'newest'.*'latest', 'best'"):
     trainer.restore(None, "/nonexistent", "newest")
   with pytest.raises(ValueError, match="keep_every must be an int >= 0"):
-    trainer.Loop(steps=3, eval_every=1, keep_every=-1)
+    trainer.LoopSettings(steps=3, eval_every=1, keep_every=-1)
   with pytest.raises(
       ValueError,
       match=r"keep_every=3 is a multiple of neither eval_every=2 nor "
       r"checkpoint_every=0: the steps it keeps would never be saved",
   ):
-    trainer.Loop(steps=6, eval_every=2, keep_every=3)
+    trainer.LoopSettings(steps=6, eval_every=2, keep_every=3)
   # Saved: the evaluations (every 2) and the multiples of 3.
   for keep in (2, 3, 4, 6):
-    assert trainer.Loop(
+    assert trainer.LoopSettings(
         steps=12, eval_every=2, checkpoint_every=3, keep_every=keep
     )
 

@@ -67,6 +67,7 @@ from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
+from relational_jax.training import task as task_lib
 from relational_jax.training import optim
 from relational_jax.training import reporting
 from relational_jax.training import trainer
@@ -124,7 +125,7 @@ def build_model(
 
 
 class ClrsTask:
-  """The `trainer.Task` of one CLRS model: the training state
+  """The `trainer.Trainee` of one CLRS model: the training state
   {params, opt_state} is a pytree the trainer holds, stepped by
   `CarryModel.train_step` (the model's own parameters are not touched).
 
@@ -136,7 +137,7 @@ class ClrsTask:
     evaluate: (predictor, step) -> (history fields, selection score); the
       predictor has the model's `predict` with the state's parameters.
     evaluate_best: optional (predictor, step) -> history fields scored only
-      at a new best evaluation and at the last step (`trainer.Task`).
+      at a new best evaluation and at the last step (`trainer.Trainee`).
   """
 
   def __init__(
@@ -185,7 +186,7 @@ class OneAlgorithm:
 
 
 class GeneralistTask(ClrsTask):
-  """The `trainer.Task` of one model over several algorithms: a step is
+  """The `trainer.Trainee` of one model over several algorithms: a step is
   one update on each algorithm's batch in turn with the step's key (CLRS
   run.py), or, `summed`, one update on the sum of their losses. Metrics:
   'loss' (the sum over algorithms), 'loss_<algorithm>' (in turn only) and
@@ -620,7 +621,7 @@ def headline(results: Dict) -> Dict[str, float]:
   return ours
 
 
-results_path = engine.results_path
+results_path = task_lib.results_path
 
 
 def train_and_evaluate(
@@ -654,7 +655,7 @@ def train_and_evaluate(
 
 def _train_and_evaluate(config, workdir, processor_factory, log) -> Dict:
   engine.check_config(
-      sys.modules[__name__],
+      TASK,
       config,
       workdir,
       processor_factory=processor_factory,
@@ -873,3 +874,32 @@ def evaluate_checkpoints(
       validation=False,
   )
   return results
+
+
+class Clrs(task_lib.Task):
+  """CLRS, task 'clrs' (this module's functions): its config holds a run
+  per algorithm and seed (or a generalist per seed), so it trains through
+  its own `train_and_evaluate` (the engine's `check_config` and `fit`), not
+  `engine.run`. Run option: `processor_factory`."""
+
+  RESUMABLE_CHANGES = RESUMABLE_CHANGES
+
+  def default_config(self):
+    return default_config()
+
+  def validate(self, config, processor_factory=None):
+    validate(config, processor_factory)
+
+  def resume_conflicts(self, saved, config, processor_factory=None):
+    return resume_conflicts(saved, config, processor_factory)
+
+  def headline(self, results):
+    return headline(results)
+
+  def train_and_evaluate(
+      self, config, workdir, log=print, processor_factory=None
+  ):
+    return train_and_evaluate(config, workdir, processor_factory, log)
+
+
+TASK = Clrs()

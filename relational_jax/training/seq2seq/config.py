@@ -48,6 +48,7 @@ from relational_jax.models.seq2seq import Seq2SeqConfig
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
 from relational_jax.training import optim
+from relational_jax.training import task as task_lib
 from relational_jax.training import prng
 from relational_jax.training import trainer
 
@@ -375,7 +376,7 @@ def describe_model(config: ConfigDict) -> str:
   return f"{'tied ' if config.edge_transformer.et.tied else ''}edge_transformer"
 
 
-results_path = engine.results_path
+results_path = task_lib.results_path
 
 
 def get_config(overrides: Optional[dict] = None) -> ConfigDict:

@@ -34,7 +34,6 @@ JSON and the PNG are written by process 0.
 
 import dataclasses
 import os
-import sys
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import flax.linen as nn
@@ -48,6 +47,7 @@ from relational_jax.models import seq2seq as seq2seq_models
 from relational_jax.training import checkpoints as ckpt_lib
 from relational_jax.training import config as config_lib
 from relational_jax.training import engine
+from relational_jax.training import task as task_lib
 from relational_jax.training import errors
 from relational_jax.training import optim
 from relational_jax.parallel import distributed
@@ -482,7 +482,7 @@ def plot_accuracies(results: Dict, path: str) -> None:
 
 
 class _Task:
-  """The seq2seq `trainer.Task`: the experiment's state, step and exact-match
+  """The seq2seq `trainer.Trainee`: the experiment's state, step and exact-match
   evaluation; the stream's batches are this process's rows of each global
   batch (`Experiment.batch_stream`), sharded here after the batch hook."""
 
@@ -592,8 +592,7 @@ def train_and_evaluate(
     NonFiniteLossError: if a loss or gradient norm is NaN/Inf; the last
       good checkpoint is kept.
   """
-  return engine.run(
-      sys.modules[__name__],
+  return TASK.train_and_evaluate(
       config,
       workdir,
       log,
@@ -614,7 +613,7 @@ def build(
     data: Optional[data_lib.Seq2SeqData] = None,
     optimizer: Optional[optax.GradientTransformation] = None,
     batch_hook: Optional[BatchHook] = None,
-) -> engine.Built:
+) -> task_lib.Built:
   """The trainer's task of `config` on `mesh` and its results (`engine`):
   the final and selected numbers are those of the evaluation history, so
   the engine restores no state (`Built.record_only`). Saves the
@@ -631,7 +630,7 @@ def build(
       f"{experiment.num_devices} device(s); model selection on "
       f"{select or 'the last step'}"
   )
-  return engine.Built(
+  return task_lib.Built(
       task=_Task(experiment, select, batch_hook),
       description=f"{config.data.dataset}/{experiment.model_description}",
       header=_header(experiment, select),
@@ -845,3 +844,33 @@ def evaluate_checkpoint(
       "csordas_batch_size": csordas_batch_size,
       "sets": sets,
   }
+
+
+class Seq2Seq(task_lib.Task):
+  """Seq2seq (SCAN, COGS, For2Lam, TSV), task 'seq2seq' (this module's
+  functions; run options: the caller's model, data, optimizer and batch
+  hook, `train_and_evaluate`)."""
+
+  RESUMABLE_CHANGES = RESUMABLE_CHANGES
+  SEED_PATH = SEED_PATH
+
+  def default_config(self):
+    return default_config()
+
+  def validate(self, config, **options):
+    validate(config, **options)
+
+  def resume_conflicts(self, saved, config, **options):
+    return resume_conflicts(saved, config, **options)
+
+  def build(self, config, mesh, workdir, log, **options):
+    return build(config, mesh, workdir, log, **options)
+
+  def headline(self, results):
+    return headline(results)
+
+  def train_and_evaluate(self, config, workdir, log=print, **options):
+    return engine.run(self, config, workdir, log, **options)
+
+
+TASK = Seq2Seq()
