@@ -27,10 +27,17 @@ One config (`Seq2SeqConfig`) selects:
                         `tree_pos_width` wide (the paper's d_pos, 2048 with
                         d_model 256 in sec. 5.1.1; 0 = d_model); a width
                         other than d_model is mapped to d_model by a learned
-                        bias-free linear map (the paper does not say how
-                        d_pos meets d_model: our choice); `tree_pe_norm`
-                        'paper' scales it as sec. 3.2 states, 'sinusoid'
-                        to the sinusoid's norm (see the class);
+                        dense layer, with a bias as in the authors' code
+                        (microsoft/icecaps, `tf.layers.dense` in
+                        abstract_transformer_estimator.py `init_inputs` and
+                        the decoder's `pos_proj`; `tree_pos_bias=False`:
+                        bias-free, our option); `tree_pe_norm` 'paper'
+                        scales it by sqrt(d_model / 2) as sec. 3.2 states
+                        and icecaps computes, 'pe_width' by sqrt(d_pos / 2),
+                        'sinusoid' to the sinusoid's norm; `tree_pe_init`
+                        'glorot' draws theta as icecaps (TensorFlow's
+                        default initialiser), 'spread' spreads p = tanh(theta)
+                        over [0.5, 0.95] (see tree.TreePositionalEncoding);
   tied                  one encoder layer and one decoder layer applied L
                         times (Universal Transformer without ACT or timestep
                         embedding, as in Csordas et al. 2021);
@@ -95,6 +102,8 @@ _TREE_FIELDS = (
     "tree_alignment",
     "tree_pos_width",
     "tree_pe_norm",
+    "tree_pe_init",
+    "tree_pos_bias",
 )
 
 
@@ -152,6 +161,8 @@ class Seq2SeqConfig:
   tree_encoder: bool = False  # Tree PE on the source too (tree2tree).
   tree_pos_width: int = 0  # d_pos; 0 = d_model; % (n*k) == 0.
   tree_pe_norm: str = "paper"  # One of tree.PE_NORMS (sec. 3.2 scale).
+  tree_pe_init: str = "glorot"  # One of tree.THETA_INITS (icecaps').
+  tree_pos_bias: bool = True  # Bias on the d_pos -> d_model map (icecaps').
   pre_norm: bool = False
   tie_embeddings: bool = False  # Decoder output = h E^T.
   # Csordas et al.'s code (their defaults, see the class docstring):
@@ -213,6 +224,7 @@ class Seq2SeqConfig:
         self.tree_alignment, tree_lib.ALIGNMENTS, "tree_alignment"
     )
     shapes.check_choice(self.tree_pe_norm, tree_lib.PE_NORMS, "tree_pe_norm")
+    shapes.check_choice(self.tree_pe_init, tree_lib.THETA_INITS, "tree_pe_init")
     shapes.check_choice(self.edge_scorer, ra_lib.SCORERS, "edge_scorer")
     shapes.check_choice(self.encoder, tuple(ENCODERS), "encoder")
     shapes.check_divides(self.d_model, self.num_heads, "d_model")
@@ -475,7 +487,9 @@ def _residual(h, update, norm, pre_norm: bool):
 class TreeEmbedding(nn.Module):
   """Raw n*k tree positions -> d_model features: the learned tree PE of
   Shiv & Quirk sec. 3.2 (`tree.TreePositionalEncoding`), `tree_width` wide,
-  then, if that is not d_model, a bias-free linear map to d_model."""
+  then, if that is not d_model, a dense layer to d_model: Glorot-uniform
+  kernel and a zero-initialised bias, as icecaps' `tf.layers.dense` under
+  its Xavier-initialised scope (`tree_pos_bias=False`: no bias)."""
 
   config: Seq2SeqConfig
 
@@ -486,15 +500,22 @@ class TreeEmbedding(nn.Module):
         x_BxNxP, ("B", "N", c.tree_position_dim), "tree positions"
     )
     pe_BxNxW = tree_lib.TreePositionalEncoding(
-        c.tree_width,
+        c.d_model,
         c.tree_depth,
         c.tree_arity,
         c.tree_pe_norm,
+        c.tree_pe_init,
+        c.tree_width,
         name="encoding",
     )(jnp.asarray(x_BxNxP, jnp.float32))
     if c.tree_width == c.d_model:
       return pe_BxNxW
-    return nn.Dense(c.d_model, use_bias=False, name="to_d_model")(pe_BxNxW)
+    return nn.Dense(
+        c.d_model,
+        use_bias=c.tree_pos_bias,
+        kernel_init=nn.initializers.glorot_uniform(),
+        name="to_d_model",
+    )(pe_BxNxW)
 
 
 # ---------------------------------------------------------------------------

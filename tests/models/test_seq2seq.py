@@ -135,7 +135,7 @@ def param_count(config):
         ),
         (
             dict(positions="tree", tree_pe_norm="unit"),
-            "tree_pe_norm 'unit'.*'paper', 'sinusoid'",
+            "tree_pe_norm 'unit'.*'paper', 'pe_width', 'sinusoid'",
         ),
         (dict(positions="tree", tree_pos_width=12), "tree PE width .* 12"),
         (dict(tree_encoder=True), "tree_encoder=True needs positions='tree'"),
