@@ -50,6 +50,7 @@ from relational_jax.layers import shapes
 
 ORDERS = ("dfs", "bfs")
 SLOTS = ("first", "last")
+TREE_TOKENS = ("lcrs_null", "arity")  # How tree sequences are written.
 NULL = "_NULL"  # icecaps' placeholder for an absent right child.
 ALIGNMENTS = ("output", "next")
 PE_NORMS = ("paper", "pe_width", "sinusoid")

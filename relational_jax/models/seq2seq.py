@@ -38,6 +38,10 @@ One config (`Seq2SeqConfig`) selects:
                         'glorot' draws theta as icecaps (TensorFlow's
                         default initialiser), 'spread' spreads p = tanh(theta)
                         over [0.5, 0.95] (see tree.TreePositionalEncoding);
+                        `tree_tokens` 'lcrs_null' (icecaps): sequences are
+                        LCRS binary trees with explicit '_NULL/0' leaves
+                        (tree.linearize_lcrs_null), 'arity': general trees
+                        annotated with their arity (our option);
   tied                  one encoder layer and one decoder layer applied L
                         times (Universal Transformer without ACT or timestep
                         embedding, as in Csordas et al. 2021);
@@ -163,6 +167,7 @@ class Seq2SeqConfig:
   tree_pe_norm: str = "paper"  # One of tree.PE_NORMS (sec. 3.2 scale).
   tree_pe_init: str = "glorot"  # One of tree.THETA_INITS (icecaps').
   tree_pos_bias: bool = True  # Bias on the d_pos -> d_model map (icecaps').
+  tree_tokens: str = "lcrs_null"  # One of tree.TREE_TOKENS (icecaps').
   pre_norm: bool = False
   tie_embeddings: bool = False  # Decoder output = h E^T.
   # Csordas et al.'s code (their defaults, see the class docstring):
@@ -225,6 +230,7 @@ class Seq2SeqConfig:
     )
     shapes.check_choice(self.tree_pe_norm, tree_lib.PE_NORMS, "tree_pe_norm")
     shapes.check_choice(self.tree_pe_init, tree_lib.THETA_INITS, "tree_pe_init")
+    shapes.check_choice(self.tree_tokens, tree_lib.TREE_TOKENS, "tree_tokens")
     shapes.check_choice(self.edge_scorer, ra_lib.SCORERS, "edge_scorer")
     shapes.check_choice(self.encoder, tuple(ENCODERS), "encoder")
     shapes.check_divides(self.d_model, self.num_heads, "d_model")
@@ -235,6 +241,11 @@ class Seq2SeqConfig:
           "Graph2Graph); got positions='relative'."
       )
     if self.positions == "tree":
+      if self.tree_tokens == "lcrs_null" and not self.tree_binarize:
+        raise ValueError(
+            "tree_tokens='lcrs_null' reads LCRS-binarised trees: "
+            "tree_binarize must be True (or use tree_tokens='arity')."
+        )
       if self.tree_binarize and self.tree_arity != 2:
         raise ValueError(
             "tree_binarize=True gives binary trees: tree_arity "
@@ -482,6 +493,21 @@ class DecoderLayer(nn.Module):
 
 def _residual(h, update, norm, pre_norm: bool):
   return h + update if pre_norm else norm(h + update)
+
+
+def tree_decoder_state(c: Seq2SeqConfig) -> tree_lib.TreeDecoderState:
+  """The partial-tree tracker of one decoded row: with tree_tokens
+  'lcrs_null' the tokens are the binary tree's own nodes, a node of arity 1
+  having a right child only (icecaps `get_next_pos_tree`); with 'arity'
+  those of a general tree, placed in its LCRS binarisation
+  (tree_binarize)."""
+  if c.tree_tokens == "lcrs_null":
+    return tree_lib.TreeDecoderState(
+        c.tree_order, c.tree_depth, c.tree_arity, False, "last"
+    )
+  return tree_lib.TreeDecoderState(
+      c.tree_order, c.tree_depth, c.tree_arity, c.tree_binarize
+  )
 
 
 class TreeEmbedding(nn.Module):
@@ -1059,12 +1085,7 @@ def greedy_decode(
         f"{None if arities is None else len(arities)} entries."
     )
   num_b = src_BxS.shape[0]
-  states = [
-      tree_lib.TreeDecoderState(
-          c.tree_order, c.tree_depth, c.tree_arity, c.tree_binarize
-      )
-      for _ in range(num_b)
-  ]
+  states = [tree_decoder_state(c) for _ in range(num_b)]
   # 'output' alignment: the input's own node position (zero for the start).
   own_BxP = np.zeros((num_b, c.tree_position_dim), np.float32)
 

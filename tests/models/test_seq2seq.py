@@ -242,7 +242,7 @@ def test_training_lowers_loss(name):
         tgt_in,
         deterministic=False,
         rngs={"dropout": dropout_key},
-        **extra
+        **extra,
     )
     return optax.softmax_cross_entropy_with_integer_labels(
         logits, tgt_out
@@ -444,8 +444,15 @@ def test_greedy_decode_stops_at_eos_and_matches_teacher_forcing():
 
 
 @pytest.mark.slow
-def test_greedy_tree_decode_uses_tree_positions():
-  config = tiny(positions="tree", tree_order="bfs")
+@pytest.mark.parametrize("tree_tokens", ["lcrs_null", "arity"])
+def test_greedy_tree_decode_uses_tree_positions(tree_tokens):
+  """'lcrs_null' (default): the tokens are the binary tree's nodes, an
+  arity-1 node's child its right one (tree.decoder_positions with
+  binarize=False, slots='last'); 'arity': general trees, LCRS positions."""
+  config = tiny(positions="tree", tree_order="bfs", tree_tokens=tree_tokens)
+  binary = (
+      dict(binarize=False, slots="last") if tree_tokens == "lcrs_null" else {}
+  )
   model = seq2seq.Seq2SeqTransformer(config)
   src, tgt_in, _, extra = copy_batch(config, batch=3)
   params = random_params(model, src, None, tgt_in, seed=5, scale=1.0, **extra)
@@ -456,7 +463,11 @@ def test_greedy_tree_decode_uses_tree_positions():
   )
   tree_pos = np.stack([
       tree_lib.decoder_positions(
-          [ARITIES[t] for t in row], "bfs", config.tree_depth, length=6
+          [ARITIES[t] for t in row],
+          "bfs",
+          config.tree_depth,
+          length=6,
+          **binary,
       )
       for row in out
   ])
@@ -478,6 +489,7 @@ def test_tree2tree_encoder_positions_and_next_alignment_decoding():
       tree_encoder=True,
       tree_pos_width=32,
       tree_alignment="next",
+      tree_tokens="arity",
   )
   model = seq2seq.Seq2SeqTransformer(config)
   src, tgt_in, _, extra = copy_batch(config, batch=2)
@@ -507,7 +519,7 @@ def test_tree2tree_encoder_positions_and_next_alignment_decoding():
       src_tree_pos_BxSxP=src_pos,
       seed=6,
       scale=1.0,
-      **extra
+      **extra,
   )
   assert params["encoder"]["tree_pe"]["to_d_model"]["kernel"].shape == (32, 16)
   assert params["decoder"]["tree_pe"]["encoding"]["theta"].shape == (4,)
