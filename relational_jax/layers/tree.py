@@ -51,6 +51,7 @@ from relational_jax.layers import shapes
 ORDERS = ("dfs", "bfs")
 SLOTS = ("first", "last")
 TREE_TOKENS = ("lcrs_null", "arity")  # How tree sequences are written.
+TREE_ENDS = ("complete", "eos")  # What ends a decoded tree.
 NULL = "_NULL"  # icecaps' placeholder for an absent right child.
 ALIGNMENTS = ("output", "next")
 PE_NORMS = ("paper", "pe_width", "sinusoid")

@@ -41,7 +41,11 @@ One config (`Seq2SeqConfig`) selects:
                         `tree_tokens` 'lcrs_null' (icecaps): sequences are
                         LCRS binary trees with explicit '_NULL/0' leaves
                         (tree.linearize_lcrs_null), 'arity': general trees
-                        annotated with their arity (our option);
+                        annotated with their arity (our option); greedy
+                        decoding ends a row when its tree is complete
+                        (`tree_end` 'complete', icecaps's
+                        `build_rt_decoder`: the end token is forced) or
+                        at the model's EOS ('eos', our option);
   tied                  one encoder layer and one decoder layer applied L
                         times (Universal Transformer without ACT or timestep
                         embedding, as in Csordas et al. 2021);
@@ -108,6 +112,7 @@ _TREE_FIELDS = (
     "tree_pe_norm",
     "tree_pe_init",
     "tree_pos_bias",
+    "tree_end",
 )
 
 
@@ -168,6 +173,7 @@ class Seq2SeqConfig:
   tree_pe_init: str = "glorot"  # One of tree.THETA_INITS (icecaps').
   tree_pos_bias: bool = True  # Bias on the d_pos -> d_model map (icecaps').
   tree_tokens: str = "lcrs_null"  # One of tree.TREE_TOKENS (icecaps').
+  tree_end: str = "complete"  # One of tree.TREE_ENDS (icecaps': complete).
   pre_norm: bool = False
   tie_embeddings: bool = False  # Decoder output = h E^T.
   # Csordas et al.'s code (their defaults, see the class docstring):
@@ -231,6 +237,7 @@ class Seq2SeqConfig:
     shapes.check_choice(self.tree_pe_norm, tree_lib.PE_NORMS, "tree_pe_norm")
     shapes.check_choice(self.tree_pe_init, tree_lib.THETA_INITS, "tree_pe_init")
     shapes.check_choice(self.tree_tokens, tree_lib.TREE_TOKENS, "tree_tokens")
+    shapes.check_choice(self.tree_end, tree_lib.TREE_ENDS, "tree_end")
     shapes.check_choice(self.edge_scorer, ra_lib.SCORERS, "edge_scorer")
     shapes.check_choice(self.encoder, tuple(ENCODERS), "encoder")
     shapes.check_divides(self.d_model, self.num_heads, "d_model")
@@ -1034,7 +1041,9 @@ def greedy_decode(
   per row that turns the emitted (token, arities[token]) pairs into the next
   input's tree position (Shiv & Quirk 2019 sec. 4) under the config's
   tree_alignment ('output': the start token at zero, each fed-back token at
-  its own node's position; 'next': each input at the next node's).
+  its own node's position; 'next': each input at the next node's). With
+  tree_end 'complete' a row whose tree is complete emits `eos` (if it is a
+  target token id).
 
   Args:
     model, params: the model and its parameters.
@@ -1094,9 +1103,15 @@ def greedy_decode(
       tree_pos_Bx1xP = own_BxP[:, None]
     else:
       tree_pos_Bx1xP = np.stack([s.next_position() for s in states])[:, None]
-    return _greedy_step_jit(
+    logits_BxV, cache = _greedy_step_jit(
         model, params, inputs, cache, last_B, jnp.asarray(tree_pos_Bx1xP)
     )
+    if c.tree_end == "complete" and 0 <= eos < c.tgt_vocab_size:
+      done_B = np.array([s.done for s in states])
+      if done_B.any():  # A complete tree: the end token (icecaps).
+        only_eos_V = jnp.where(jnp.arange(c.tgt_vocab_size) == eos, 0.0, -1e9)
+        logits_BxV = jnp.where(done_B[:, None], only_eos_V, logits_BxV)
+    return logits_BxV, cache
 
   def emitted(next_B, finished_B):
     nonlocal own_BxP

@@ -480,6 +480,31 @@ def test_greedy_tree_decode_uses_tree_positions(tree_tokens):
 
 
 @pytest.mark.slow
+def test_greedy_tree_decode_ends_complete_trees():
+  """tree_end 'complete' (icecaps): a row ends with EOS once its tree is
+  complete, and not before unless the model emits EOS itself."""
+  config = tiny(positions="tree")
+  model = seq2seq.Seq2SeqTransformer(config)
+  src, tgt_in, _, extra = copy_batch(config, batch=4)
+  params = random_params(model, src, None, tgt_in, seed=7, scale=1.0, **extra)
+  out = np.asarray(
+      model.greedy_decode(params, src, 12, BOS, EOS, arities=ARITIES)
+  )
+  completed = 0
+  for row in out:
+    state = seq2seq.tree_decoder_state(config)
+    for t in row:
+      if state.done:
+        assert t == EOS, row
+        completed += 1
+        break
+      if t == EOS:  # The model's own EOS, before the tree is complete.
+        break
+      state.push(t, ARITIES[t])
+  assert completed > 0
+
+
+@pytest.mark.slow
 def test_tree2tree_encoder_positions_and_next_alignment_decoding():
   """tree_encoder: source tokens take the tree PE (here 32 wide, mapped to
   d_model 16) of their node; greedy decoding with the 'next' alignment
