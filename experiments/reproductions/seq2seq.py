@@ -252,6 +252,8 @@ SCAN_COGS = [
 # --- For2Lam tree-to-tree translation (Shiv & Quirk 2019, sec. 5.1.1). ------
 
 SHIV_QUIRK = "Shiv & Quirk 2019 (tree positional encodings)"
+# icecaps/estimators/abstract_transformer_estimator.py: warmup_steps 4000.
+ICECAPS_WARMUP_STEPS = 4000
 _FOR2LAM_METRIC = "whole-program exact match on the test programs"
 _FIG5 = (
     "Shiv & Quirk report For2Lam only as bars of whole-program error "
@@ -269,8 +271,21 @@ def _for2lam(size: str, model: str) -> Callable[[], ConfigDict]:
   the source too (tree2tree) and the decoder in DFS or BFS order; the
   sequence transformer d_ff 1024 and sinusoidal positions of width d_model
   on the same annotated DFS token sequences. Sec. 5: Adam, batch 128,
-  dropout 0.1, gradient clipping at norm 10. Not in the paper (ours): 8
-  heads, learning rate 3e-4 constant, 30,000 steps, the last step tested."""
+  dropout 0.1, gradient clipping at norm 10. Where the paper is silent, the
+  authors' code (microsoft/icecaps) decides: trees written as its LCRS
+  trees with explicit _NULL leaves (transformer.tree_tokens 'lcrs_null',
+  for every model), the tree PE at its scale, initialiser and biased map to
+  d_model (the Seq2SeqConfig defaults), and its default learning rate, the
+  Transformer's warm-up schedule (abstract_transformer_estimator.py
+  `extract_args`, fixed_learning_rate False, warmup_steps 4000):
+  d_model^-0.5 min(s w^-1.5, s^-0.5) = (d_model w)^-0.5 min(s / w,
+  sqrt(w / s)), our schedule 'noam' at learning rate (256 * 4000)^-0.5
+  (peak 9.9e-4 at step 4000), s the update count before the update
+  (warmup 'count'). Not in the paper nor in icecaps's defaults (ours): 8
+  heads, 30,000 steps, the last step tested. Our options keep ours:
+  transformer.tree_tokens=arity, tree_pe_norm=pe_width,
+  tree_pe_init=spread, tree_pos_bias=False, and train.schedule=constant
+  train.learning_rate=3e-4 train.warmup_steps=0."""
 
   def make():
     c = seq2seq_config.default_config()
@@ -289,7 +304,9 @@ def _for2lam(size: str, model: str) -> Callable[[], ConfigDict]:
       t.positions, t.ffn_dim = "tree", 512
       t.tree_order, t.tree_depth, t.tree_pos_width = model, 32, 2048
       t.tree_encoder, t.tree_alignment = True, "output"
-    c.train.learning_rate, c.train.schedule = 3e-4, "constant"
+    c.train.schedule, c.train.warmup = "noam", "count"
+    c.train.warmup_steps = ICECAPS_WARMUP_STEPS
+    c.train.learning_rate = (t.d_model * ICECAPS_WARMUP_STEPS) ** -0.5
     c.train.batch_size, c.train.clip = 128, 10.0
     c.train.steps, c.train.eval_every = 30_000, 2000
     c.train.select_on = "last"

@@ -57,13 +57,25 @@ positional encoding's depth after left-child-right-sibling binarisation
 (`max_depth`, default k = 32, Shiv & Quirk sec. 5); deeper programs are
 redrawn. Statement nesting is at most `MAX_NESTING` levels.
 
-Tokens: every node is written `symbol/arity` (`tree.annotate`, Shiv & Quirk
-sec. 4); a tree is its DFS (pre-order) or BFS sequence of annotated tokens,
-from which it can be rebuilt (`relational_jax.layers.tree.
-tree_from_annotated`). Pure Python + NumPy, like the rest of the data
-package (no layer imports). The source is
-always DFS (the encoder's tree positions follow the DFS order of the
-binarised tree); the target is DFS or BFS (the decoder's traversal).
+Tokens (`TOKENS`), every token written `symbol/arity` (`tree.annotate`,
+Shiv & Quirk sec. 4):
+  'lcrs_null'  the authors' sequences (microsoft/icecaps: util/trees.py
+               `left_child_right_sibling`, then data_io/
+               abstract_data_processor.py `write_to_tfrecord`, streamline
+               on): the nodes of the left-child-right-sibling binary tree in
+               its own DFS or BFS order, each annotated with its number of
+               binary children (1: a right child, the next sibling, only),
+               and an explicit `_NULL/0` leaf where a node has a left child
+               (first child) but no right one (no next sibling; the root
+               too); `relational_jax.layers.tree.linearize_lcrs_null`;
+  'arity'      the general tree's nodes in its DFS or BFS order, each
+               annotated with its number of children (our option; rebuilt by
+               `relational_jax.layers.tree.tree_from_annotated`).
+DFS visits the real nodes in the same order under both; BFS does not (the
+binary tree's levels are not the general tree's). Pure Python + NumPy, like
+the rest of the data package (no layer imports). The source is always DFS
+(the encoder's tree positions follow the DFS order of the binarised tree);
+the target is DFS or BFS (the decoder's traversal).
 
 Sets: `generate_sets(size, num_train, num_test, seed)` draws distinct
 programs (by FOR linearisation) with `numpy.random.default_rng(seed)`, so
@@ -83,6 +95,8 @@ OPERATORS = ("+", "-")
 SIZES = ("short", "long")
 LENGTHS = {"short": (10, 20), "long": (60, 80)}
 ORDERS = ("dfs", "bfs")
+TOKENS = ("lcrs_null", "arity")
+NULL = "_NULL"
 MAX_NESTING = 3
 CONTINUATION_PARAM = "_"
 UNIT = "unit"
@@ -290,10 +304,41 @@ def compile_program(program: Tree) -> Tree:
 # Linearisation and sets.
 
 
-def to_tokens(tree: Tree, order: str = "dfs") -> str:
+def linearize_lcrs_null(tree, order: str = "dfs") -> List[Tuple[str, int]]:
+  """(symbol, binary arity) of the 'lcrs_null' sequence (module docstring;
+  as `relational_jax.layers.tree.linearize_lcrs_null`)."""
+  _check_choice(order, ORDERS, "tree order")
+
+  def binary(siblings):  # [left, right] of siblings[0], None if absent.
+    if not siblings:
+      return None
+    left, right = binary(siblings[0].children), binary(siblings[1:])
+    if left is not None and right is None:
+      right = (NULL, [])
+    kids = [left, right] if (left is not None or right is not None) else []
+    return (siblings[0].symbol, kids)
+
+  frontier = collections.deque([binary([tree])])
+  out = []
+  while frontier:
+    symbol, kids = frontier.popleft() if order == "bfs" else frontier.pop()
+    present = [k for k in kids if k is not None]
+    out.append((symbol, len(present)))
+    frontier.extend(present if order == "bfs" else reversed(present))
+  return out
+
+
+def to_tokens(tree: Tree, order: str = "dfs", tokens: str = "arity") -> str:
   """Space-separated annotated tokens `symbol/arity` (Shiv & Quirk sec. 4;
-  `relational_jax.layers.tree.annotate`) in `order`."""
-  return " ".join(f"{s}/{a}" for s, a in linearize(tree, order))
+  `relational_jax.layers.tree.annotate`) in `order`; `tokens` one of
+  `TOKENS` (module docstring)."""
+  _check_choice(tokens, TOKENS, "tree tokens")
+  pairs = (
+      linearize_lcrs_null(tree, order)
+      if tokens == "lcrs_null"
+      else linearize(tree, order)
+  )
+  return " ".join(f"{s}/{a}" for s, a in pairs)
 
 
 def binarized_depth(tree: Tree) -> int:
@@ -352,16 +397,19 @@ def generate_sets(
     seed: int = 0,
     target_order: str = "dfs",
     max_depth: int = 32,
+    tokens: str = "lcrs_null",
 ) -> Dict[str, List[Tuple[str, str]]]:
   """{'train': pairs, 'test': pairs} of (source DFS tokens, target tokens in
-  `target_order`); train and test hold different FOR programs."""
+  `target_order`), both written as `tokens` (`TOKENS`); train and test hold
+  different FOR programs (the same ones for either `tokens`)."""
   _check_choice(target_order, ORDERS, "target order")
+  _check_choice(tokens, TOKENS, "tree tokens")
   rng = np.random.default_rng(seed)
   seen = set()
   sets = {}
   for name, num in (("train", num_train), ("test", num_test)):
     sets[name] = [
-        (to_tokens(p, "dfs"), to_tokens(t, target_order))
+        (to_tokens(p, "dfs", tokens), to_tokens(t, target_order, tokens))
         for p, t in generate_pairs(size, num, rng, max_depth, seen)
     ]
   return sets

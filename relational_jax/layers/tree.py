@@ -42,14 +42,20 @@ import math
 from typing import Any, List, Optional, Sequence, Tuple
 
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from relational_jax.layers import shapes
 
 ORDERS = ("dfs", "bfs")
+SLOTS = ("first", "last")
+TREE_TOKENS = ("lcrs_null", "arity")  # How tree sequences are written.
+TREE_ENDS = ("complete", "eos")  # What ends a decoded tree.
+NULL = "_NULL"  # icecaps' placeholder for an absent right child.
 ALIGNMENTS = ("output", "next")
-PE_NORMS = ("paper", "sinusoid")
+PE_NORMS = ("paper", "pe_width", "sinusoid")
+THETA_INITS = ("glorot", "spread")
 
 Path = Tuple[int, ...]
 
@@ -152,6 +158,63 @@ def unbinarize_lcrs(tree: Tree) -> Tree:
   return roots[0]
 
 
+def lcrs_null_tree(tree: Tree) -> Tree:
+  """The LCRS-binarised tree as the authors' data pipeline writes it
+  (microsoft/icecaps, util/trees.py `left_child_right_sibling` then
+  data_io/abstract_data_processor.py `write_to_tfrecord` with its default
+  streamline=True): a node whose left child (first child) is present and
+  whose right child (next sibling) is absent gets an explicit `NULL` leaf as
+  its right child; a node without a left child keeps its right slot empty
+  (None), so its only child, if any, is its right one. The root of a tree
+  with children gets a `NULL` right child too."""
+  binary = binarize_lcrs(tree)
+
+  def fill(node: Optional[Tree]) -> Optional[Tree]:
+    if node is None:
+      return None
+    left, right = fill(node.children[0]), fill(node.children[1])
+    if left is not None and right is None:
+      right = Tree(NULL, [])
+    return Tree(node.symbol, [left, right] if (left or right) else [])
+
+  return fill(binary)
+
+
+def lcrs_null_nodes(
+    tree: Tree, order: str = "dfs"
+) -> List[Tuple[Any, int, Path]]:
+  """(symbol, binary arity, binary root path) of every node of
+  `lcrs_null_tree(tree)` in DFS pre-order or BFS level order of the binary
+  tree, `NULL` nodes included: the authors' target sequence (icecaps
+  `write_to_tfrecord` traversal 'depth_first' / 'breadth_first'). The arity
+  is their annotation: 0 (their suffix '_0'), 1 (suffix '_1': the right
+  child only) or 2 (no suffix); a node of arity a has its children in the
+  last a of the 2 slots (`TreeDecoderState(slots='last')`)."""
+  shapes.check_choice(order, ORDERS, "tree order")
+  by_path = {}
+
+  def visit(node, path):
+    by_path[path] = node
+    for i, c in enumerate(node.children):
+      if c is not None:
+        visit(c, path + (i,))
+
+  root = lcrs_null_tree(tree)
+  visit(root, ())
+  out = []
+  for symbol, path in node_paths(root, order):
+    node = by_path[path]
+    out.append((symbol, sum(c is not None for c in node.children), path))
+  return out
+
+
+def linearize_lcrs_null(tree: Tree, order: str = "dfs") -> List[str]:
+  """`lcrs_null_nodes` as annotated tokens 'symbol/arity' ('_NULL/0' for
+  the placeholders), for a decoder with `TreeDecoderState(binarize=False,
+  slots='last')` (the authors' target sequences, see `lcrs_null_tree`)."""
+  return [annotate(s, a) for s, a, _ in lcrs_null_nodes(tree, order)]
+
+
 def node_paths(tree: Tree, order: str = "dfs") -> List[Tuple[Any, Path]]:
   """(symbol, root path) of every node in DFS pre-order or BFS order.
 
@@ -246,20 +309,35 @@ class TreeDecoderState:
 
   DFS is pre-order (first child first); BFS is level order. Positions are in
   the LCRS-binarised tree (`binarize=True`, n = 2) or in a regular n-ary tree
-  (`binarize=False`, each arity must be <= n).
+  (`binarize=False`, each arity must be <= n). `slots` (binarize=False): a
+  node of arity a < n puts its children in its 'first' a child slots, or in
+  its 'last' a, as the authors' decoder does (microsoft/icecaps,
+  estimators/transformer_decoder_estimator.py `get_next_pos_tree`: branch
+  n - remaining children), which reads `linearize_lcrs_null` sequences.
   """
 
   def __init__(
-      self, order: str = "dfs", k: int = 32, n: int = 2, binarize: bool = True
+      self,
+      order: str = "dfs",
+      k: int = 32,
+      n: int = 2,
+      binarize: bool = True,
+      slots: str = "first",
   ):
     shapes.check_choice(order, ORDERS, "tree order")
+    shapes.check_choice(slots, SLOTS, "tree child slots")
     if binarize:
       _check_binary_n(n)
+      if slots != "first":
+        raise ValueError(
+            "slots='last' reads binary trees as given (binarize=False)."
+        )
     if k <= 0 or n <= 0:
       raise ValueError(
           f"tree arity n and depth k must be positive, got n={n}, k={k}."
       )
     self.order, self.k, self.n, self.binarize = order, k, n, binarize
+    self.slots = slots
     self._open = collections.deque([()])  # Paths still to be generated.
     self.nodes: List[Tuple[Any, Path, int]] = []  # (symbol, path, arity).
 
@@ -296,7 +374,8 @@ class TreeDecoderState:
     position_P = self.next_position()
     path = self._open.popleft() if self.order == "bfs" else self._open.pop()
     self.nodes.append((symbol, path, arity))
-    kids = [path + (c,) for c in range(arity)]
+    first = self.n - arity if self.slots == "last" else 0
+    kids = [path + (first + c,) for c in range(arity)]
     self._open.extend(kids if self.order == "bfs" else reversed(kids))
     return position_P
 
@@ -319,6 +398,7 @@ def decoder_positions(
     binarize: bool = True,
     length: Optional[int] = None,
     alignment: str = "output",
+    slots: str = "first",
 ):
   """Teacher-forcing input positions for an emitted arity sequence.
 
@@ -328,11 +408,11 @@ def decoder_positions(
   position); 'next': row t is the position of node t, the node generated at
   step t. Rows of tokens that are not nodes of the tree (after it is
   complete: EOS, padding, extra tokens) are zero. Returns `length x n*k`
-  (length defaults to len(arities) + 1).
+  (length defaults to len(arities) + 1). `slots`: see `TreeDecoderState`.
   """
   shapes.check_choice(alignment, ALIGNMENTS, "tree alignment")
   length = len(arities) + 1 if length is None else length
-  state = TreeDecoderState(order, k, n, binarize)
+  state = TreeDecoderState(order, k, n, binarize, slots)
   node_P = []  # Position of each emitted token's node (zero if none).
   for arity in arities[:length]:
     node_P.append(state.next_position())
@@ -354,10 +434,13 @@ def node_positions(
     k: int = 32,
     what: str = "tree",
     strict: bool = True,
+    lcrs: bool = True,
 ):
   """`N x 2k` positions, in the LCRS-binarised tree ([SQ19] sec. 5), of the
   N nodes of a general tree given as its annotated arity sequence in
-  `order`.
+  `order`. With `lcrs=False` the arities are those of a binary tree whose
+  nodes of arity 1 have a right child only (`linearize_lcrs_null`, the
+  authors' sequences; `TreeDecoderState(binarize=False, slots='last')`).
 
   strict: raises ValueError if the arities do not describe exactly one tree
   (too few nodes to fill the announced children, or nodes left over) or if
@@ -395,8 +478,14 @@ def node_positions(
       )
     for slot, b in enumerate(reversed(path[-k:])):  # Slot 0: last step.
       out[t, 2 * slot + b] = 1.0
-    # Child c of a general-tree node: D_1^c D_0 in the LCRS tree.
-    kids = [path + (0,) + (1,) * c for c in range(arity)]
+    if not lcrs:  # A binary tree's node: its last `arity` slots.
+      if arity > 2:
+        raise ValueError(
+            f"{what}: node {t} has arity {arity} in a binary tree (lcrs=False)."
+        )
+      kids = [path + (2 - arity + c,) for c in range(arity)]
+    else:  # Child c of a general-tree node: D_1^c D_0 in the LCRS tree.
+      kids = [path + (0,) + (1,) * c for c in range(arity)]
     open_paths.extend(kids if order == "bfs" else reversed(kids))
   if open_paths and strict:
     raise ValueError(
@@ -457,56 +546,90 @@ def check_general_tree(tree: Tree) -> None:
 
 
 class TreePositionalEncoding(nn.Module):
-  """Learned tree encoding of [SQ19] sec. 3.2 (last two paragraphs).
+  """Learned tree encoding of [SQ19] sec. 3.2 (last two paragraphs), laid out
+  as the authors' code has it (microsoft/icecaps,
+  icecaps/estimators/abstract_transformer_estimator.py `build_embeddings`,
+  `treeify_positions`; cited [IC] below).
 
-  For each of m = d_model / (n k) parameters p = tanh(theta), the raw stack
+  For each of m = d_pos / (n k) parameters p = tanh(theta), the raw stack
   vector x (`n*k`) is weighted per depth slot l by p^l,
     x' = x * (1_n; p_n; p^2_n; ...),
   times sqrt(1 - p^2) (approximate normalisation: a node at depth L has
-  |x'|^2 = 1 - p^(2L)) and a scale; the m copies are concatenated to give
-  d_model features. `norm` picks the scale:
-    'paper'     sqrt(d_model / 2), as sec. 3.2 states ("to achieve norms
-                more similar to the original transformer's positional
-                encoding scheme"). The m copies then give a deep node the
-                norm sqrt(m d_model / 2): sqrt(m) times the sinusoid's
-                sqrt(d_model / 2) (m = 32 at the paper's d_pos 2048, k 32);
-    'sinusoid'  sqrt(d_model / (2 m)): a deep node's norm is the
-                sinusoidal encoding's, the stated aim (our option).
+  |x'|^2 = 1 - p^(2L)) and a scale, giving d_pos features. Feature
+  (n l + i) m + q is slot l, branch i, parameter q: the m weighted copies of
+  one stack entry sit together ([IC] `tree_weights`, a (k n) x m matrix,
+  and `treeify_positions`' reshape).
+
+  `norm` picks the scale:
+    'paper'     sqrt(d_model / 2) with d_model the model's width, as sec. 3.2
+                states ("to achieve norms more similar to the original
+                transformer's positional encoding scheme") and [IC] computes
+                (`tree_norm` = sqrt((1 - p^2) d_model / 2));
+    'pe_width'  sqrt(d_pos / 2), the encoding's own width (our option;
+                sqrt(d_pos / d_model) times 'paper', sqrt(8) at the paper's
+                d_pos 2048, d_model 256);
+    'sinusoid'  sqrt(d_pos / (2 m)): a deep node's norm is the sinusoidal
+                encoding's of width d_pos (our option).
+  `theta_init` picks theta's initialiser:
+    'glorot'    uniform on +-sqrt(3 / m): [IC] creates theta with
+                tf.get_variable and no initializer, so TensorFlow's default,
+                Glorot uniform, with fan_in = fan_out = m (|p| <= 0.3 at
+                m = 32);
+    'spread'    p spread evenly over [0.5, 0.95], like a sinusoid's
+                frequencies (our option).
   """
 
-  d_model: int
+  d_model: int  # The model's width (the 'paper' scale).
   k: int = 32
   n: int = 2
   norm: str = "paper"  # One of PE_NORMS.
+  theta_init: str = "glorot"  # One of THETA_INITS (not `init`: Module.init).
+  d_pos: int = 0  # The encoding's width; 0: d_model.
+
+  @property
+  def width(self) -> int:
+    return self.d_pos or self.d_model
 
   def setup(self):
     shapes.check_choice(self.norm, PE_NORMS, "tree positional encoding norm")
-    if self.d_model % (self.n * self.k):
+    shapes.check_choice(
+        self.theta_init, THETA_INITS, "tree positional encoding theta init"
+    )
+    if self.width % (self.n * self.k):
       valid_k = [
-          k
-          for k in range(1, self.d_model + 1)
-          if self.d_model % (self.n * k) == 0
+          k for k in range(1, self.width + 1) if self.width % (self.n * k) == 0
       ]
       raise ValueError(
-          f"tree positional encoding: d_model={self.d_model} must be a "
+          f"tree positional encoding: its width d_pos={self.width} must be a "
           f"multiple of n*k={self.n * self.k} (n={self.n}, depth k={self.k}); "
-          f"valid depths k for this d_model are {valid_k}."
+          f"valid depths k for this width are {valid_k}."
       )
-    self.num_p = self.d_model // (self.n * self.k)
+    self.num_p = self.width // (self.n * self.k)
 
-    def theta_init(_, shape):  # p spread over [0.5, 0.95], like frequencies.
-      return jnp.arctanh(jnp.linspace(0.5, 0.95, shape[0]))
+    if self.theta_init == "glorot":
+      limit = math.sqrt(3.0 / self.num_p)
 
-    self.theta_Q = self.param("theta", theta_init, (self.num_p,))
+      def init_fn(key, shape, dtype=jnp.float32):
+        return jax.random.uniform(key, shape, dtype, -limit, limit)
+
+    else:
+
+      def init_fn(_, shape, dtype=jnp.float32):
+        return jnp.arctanh(jnp.linspace(0.5, 0.95, shape[0], dtype=dtype))
+
+    self.theta_Q = self.param("theta", init_fn, (self.num_p,))
 
   def __call__(self, x_BxNxP):
     shapes.check_shape(x_BxNxP, ("B", "N", self.n * self.k), "tree positions")
     p_Q = jnp.tanh(self.theta_Q)
-    depth_P = jnp.repeat(jnp.arange(self.k), self.n)  # Slot of each feature.
-    scale = math.sqrt(self.d_model / 2.0)
-    if self.norm == "sinusoid":
-      scale /= math.sqrt(self.num_p)
-    weight_QxP = p_Q[:, None] ** depth_P[None, :]
-    weight_QxP = weight_QxP * jnp.sqrt(1.0 - p_Q[:, None] ** 2) * scale
-    pe_BxNxQxP = x_BxNxP[:, :, None, :] * weight_QxP
-    return pe_BxNxQxP.reshape(x_BxNxP.shape[:2] + (self.d_model,))
+    depth_P = jnp.repeat(jnp.arange(self.k), self.n)  # Slot of each entry.
+    if self.norm == "paper":
+      scale = math.sqrt(self.d_model / 2.0)
+    elif self.norm == "pe_width":
+      scale = math.sqrt(self.width / 2.0)
+    else:  # 'sinusoid'
+      scale = math.sqrt(self.width / (2.0 * self.num_p))
+    weight_PxQ = p_Q[None, :] ** depth_P[:, None]
+    weight_PxQ = weight_PxQ * jnp.sqrt(1.0 - p_Q[None, :] ** 2) * scale
+    pe_BxNxPxQ = x_BxNxP[..., None] * weight_PxQ
+    return pe_BxNxPxQ.reshape(x_BxNxP.shape[:2] + (self.width,))

@@ -27,10 +27,25 @@ One config (`Seq2SeqConfig`) selects:
                         `tree_pos_width` wide (the paper's d_pos, 2048 with
                         d_model 256 in sec. 5.1.1; 0 = d_model); a width
                         other than d_model is mapped to d_model by a learned
-                        bias-free linear map (the paper does not say how
-                        d_pos meets d_model: our choice); `tree_pe_norm`
-                        'paper' scales it as sec. 3.2 states, 'sinusoid'
-                        to the sinusoid's norm (see the class);
+                        dense layer, with a bias as in the authors' code
+                        (microsoft/icecaps, `tf.layers.dense` in
+                        abstract_transformer_estimator.py `init_inputs` and
+                        the decoder's `pos_proj`; `tree_pos_bias=False`:
+                        bias-free, our option); `tree_pe_norm` 'paper'
+                        scales it by sqrt(d_model / 2) as sec. 3.2 states
+                        and icecaps computes, 'pe_width' by sqrt(d_pos / 2),
+                        'sinusoid' to the sinusoid's norm; `tree_pe_init`
+                        'glorot' draws theta as icecaps (TensorFlow's
+                        default initialiser), 'spread' spreads p = tanh(theta)
+                        over [0.5, 0.95] (see tree.TreePositionalEncoding);
+                        `tree_tokens` 'lcrs_null' (icecaps): sequences are
+                        LCRS binary trees with explicit '_NULL/0' leaves
+                        (tree.linearize_lcrs_null), 'arity': general trees
+                        annotated with their arity (our option); greedy
+                        decoding ends a row when its tree is complete
+                        (`tree_end` 'complete', icecaps's
+                        `build_rt_decoder`: the end token is forced) or
+                        at the model's EOS ('eos', our option);
   tied                  one encoder layer and one decoder layer applied L
                         times (Universal Transformer without ACT or timestep
                         embedding, as in Csordas et al. 2021);
@@ -95,6 +110,9 @@ _TREE_FIELDS = (
     "tree_alignment",
     "tree_pos_width",
     "tree_pe_norm",
+    "tree_pe_init",
+    "tree_pos_bias",
+    "tree_end",
 )
 
 
@@ -152,6 +170,10 @@ class Seq2SeqConfig:
   tree_encoder: bool = False  # Tree PE on the source too (tree2tree).
   tree_pos_width: int = 0  # d_pos; 0 = d_model; % (n*k) == 0.
   tree_pe_norm: str = "paper"  # One of tree.PE_NORMS (sec. 3.2 scale).
+  tree_pe_init: str = "glorot"  # One of tree.THETA_INITS (icecaps').
+  tree_pos_bias: bool = True  # Bias on the d_pos -> d_model map (icecaps').
+  tree_tokens: str = "lcrs_null"  # One of tree.TREE_TOKENS (icecaps').
+  tree_end: str = "complete"  # One of tree.TREE_ENDS (icecaps': complete).
   pre_norm: bool = False
   tie_embeddings: bool = False  # Decoder output = h E^T.
   # Csordas et al.'s code (their defaults, see the class docstring):
@@ -213,6 +235,9 @@ class Seq2SeqConfig:
         self.tree_alignment, tree_lib.ALIGNMENTS, "tree_alignment"
     )
     shapes.check_choice(self.tree_pe_norm, tree_lib.PE_NORMS, "tree_pe_norm")
+    shapes.check_choice(self.tree_pe_init, tree_lib.THETA_INITS, "tree_pe_init")
+    shapes.check_choice(self.tree_tokens, tree_lib.TREE_TOKENS, "tree_tokens")
+    shapes.check_choice(self.tree_end, tree_lib.TREE_ENDS, "tree_end")
     shapes.check_choice(self.edge_scorer, ra_lib.SCORERS, "edge_scorer")
     shapes.check_choice(self.encoder, tuple(ENCODERS), "encoder")
     shapes.check_divides(self.d_model, self.num_heads, "d_model")
@@ -223,6 +248,11 @@ class Seq2SeqConfig:
           "Graph2Graph); got positions='relative'."
       )
     if self.positions == "tree":
+      if self.tree_tokens == "lcrs_null" and not self.tree_binarize:
+        raise ValueError(
+            "tree_tokens='lcrs_null' reads LCRS-binarised trees: "
+            "tree_binarize must be True (or use tree_tokens='arity')."
+        )
       if self.tree_binarize and self.tree_arity != 2:
         raise ValueError(
             "tree_binarize=True gives binary trees: tree_arity "
@@ -472,10 +502,27 @@ def _residual(h, update, norm, pre_norm: bool):
   return h + update if pre_norm else norm(h + update)
 
 
+def tree_decoder_state(c: Seq2SeqConfig) -> tree_lib.TreeDecoderState:
+  """The partial-tree tracker of one decoded row: with tree_tokens
+  'lcrs_null' the tokens are the binary tree's own nodes, a node of arity 1
+  having a right child only (icecaps `get_next_pos_tree`); with 'arity'
+  those of a general tree, placed in its LCRS binarisation
+  (tree_binarize)."""
+  if c.tree_tokens == "lcrs_null":
+    return tree_lib.TreeDecoderState(
+        c.tree_order, c.tree_depth, c.tree_arity, False, "last"
+    )
+  return tree_lib.TreeDecoderState(
+      c.tree_order, c.tree_depth, c.tree_arity, c.tree_binarize
+  )
+
+
 class TreeEmbedding(nn.Module):
   """Raw n*k tree positions -> d_model features: the learned tree PE of
   Shiv & Quirk sec. 3.2 (`tree.TreePositionalEncoding`), `tree_width` wide,
-  then, if that is not d_model, a bias-free linear map to d_model."""
+  then, if that is not d_model, a dense layer to d_model: Glorot-uniform
+  kernel and a zero-initialised bias, as icecaps' `tf.layers.dense` under
+  its Xavier-initialised scope (`tree_pos_bias=False`: no bias)."""
 
   config: Seq2SeqConfig
 
@@ -486,15 +533,22 @@ class TreeEmbedding(nn.Module):
         x_BxNxP, ("B", "N", c.tree_position_dim), "tree positions"
     )
     pe_BxNxW = tree_lib.TreePositionalEncoding(
-        c.tree_width,
+        c.d_model,
         c.tree_depth,
         c.tree_arity,
         c.tree_pe_norm,
+        c.tree_pe_init,
+        c.tree_width,
         name="encoding",
     )(jnp.asarray(x_BxNxP, jnp.float32))
     if c.tree_width == c.d_model:
       return pe_BxNxW
-    return nn.Dense(c.d_model, use_bias=False, name="to_d_model")(pe_BxNxW)
+    return nn.Dense(
+        c.d_model,
+        use_bias=c.tree_pos_bias,
+        kernel_init=nn.initializers.glorot_uniform(),
+        name="to_d_model",
+    )(pe_BxNxW)
 
 
 # ---------------------------------------------------------------------------
@@ -987,7 +1041,9 @@ def greedy_decode(
   per row that turns the emitted (token, arities[token]) pairs into the next
   input's tree position (Shiv & Quirk 2019 sec. 4) under the config's
   tree_alignment ('output': the start token at zero, each fed-back token at
-  its own node's position; 'next': each input at the next node's).
+  its own node's position; 'next': each input at the next node's). With
+  tree_end 'complete' a row whose tree is complete emits `eos` (if it is a
+  target token id).
 
   Args:
     model, params: the model and its parameters.
@@ -1038,12 +1094,7 @@ def greedy_decode(
         f"{None if arities is None else len(arities)} entries."
     )
   num_b = src_BxS.shape[0]
-  states = [
-      tree_lib.TreeDecoderState(
-          c.tree_order, c.tree_depth, c.tree_arity, c.tree_binarize
-      )
-      for _ in range(num_b)
-  ]
+  states = [tree_decoder_state(c) for _ in range(num_b)]
   # 'output' alignment: the input's own node position (zero for the start).
   own_BxP = np.zeros((num_b, c.tree_position_dim), np.float32)
 
@@ -1052,9 +1103,15 @@ def greedy_decode(
       tree_pos_Bx1xP = own_BxP[:, None]
     else:
       tree_pos_Bx1xP = np.stack([s.next_position() for s in states])[:, None]
-    return _greedy_step_jit(
+    logits_BxV, cache = _greedy_step_jit(
         model, params, inputs, cache, last_B, jnp.asarray(tree_pos_Bx1xP)
     )
+    if c.tree_end == "complete" and 0 <= eos < c.tgt_vocab_size:
+      done_B = np.array([s.done for s in states])
+      if done_B.any():  # A complete tree: the end token (icecaps).
+        only_eos_V = jnp.where(jnp.arange(c.tgt_vocab_size) == eos, 0.0, -1e9)
+        logits_BxV = jnp.where(done_B[:, None], only_eos_V, logits_BxV)
+    return logits_BxV, cache
 
   def emitted(next_B, finished_B):
     nonlocal own_BxP

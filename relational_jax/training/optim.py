@@ -13,7 +13,9 @@ rate, w the warmup steps, T the run's steps):
   cosine    linear warmup, then cosine decay to 0 at T (optax's
             `warmup_cosine_decay_schedule`);
   noam      lr * min(s / w, sqrt(w / s)) (peak lr at s = w), s the count as
-            the warmup convention has it: c + 1 or c.
+            the warmup convention has it: c + 1 or c. At lr = (D w)^-0.5
+            it is Vaswani et al.'s D^-0.5 min(s^-0.5, s w^-1.5), the default
+            of Shiv & Quirk's code (microsoft/icecaps, w = 4000).
 
 Warmup conventions (`WARMUPS`), as each paper's code has it:
 

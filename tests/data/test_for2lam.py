@@ -157,9 +157,9 @@ def test_compiler_rules_on_a_hand_written_program():
 
 
 def test_sets_are_deterministic_disjoint_and_sized():
-  sets = for2lam.generate_sets("short", 60, 20, seed=3)
-  assert sets == for2lam.generate_sets("short", 60, 20, seed=3)
-  assert sets != for2lam.generate_sets("short", 60, 20, seed=4)
+  sets = for2lam.generate_sets("short", 60, 20, seed=3, tokens="arity")
+  assert sets == for2lam.generate_sets("short", 60, 20, seed=3, tokens="arity")
+  assert sets != for2lam.generate_sets("short", 60, 20, seed=4, tokens="arity")
   train_src = {s for s, _ in sets["train"]}
   assert len(train_src) == 60 and len(sets["test"]) == 20
   assert not train_src & {s for s, _ in sets["test"]}
@@ -177,12 +177,30 @@ def test_sets_are_deterministic_disjoint_and_sized():
     assert for2lam.binarized_depth(target) == max(  # Deepest used slot.
         int(np.max(np.nonzero(p)[0], initial=-1)) // 2 + 1 for p in positions
     )
-  bfs = for2lam.generate_sets("short", 60, 20, seed=3, target_order="bfs")
+  bfs = for2lam.generate_sets(
+      "short", 60, 20, seed=3, target_order="bfs", tokens="arity"
+  )
   for (src, tgt), (src_b, tgt_b) in zip(sets["train"], bfs["train"]):
     assert src == src_b
     assert tree_lib.tree_from_annotated(tgt_b.split(), "bfs") == (
         tree_lib.tree_from_annotated(tgt.split(), "dfs")
     )
+
+
+def test_lcrs_null_tokens_are_the_authors():
+  """The default tokens: the same programs as 'arity', written as icecaps
+  writes LCRS trees (tree.linearize_lcrs_null, checked against their code by
+  tests/fidelity/test_tree_pe_golden.py)."""
+  arity = for2lam.generate_sets("short", 20, 5, seed=3, tokens="arity")
+  for order in ("dfs", "bfs"):
+    null = for2lam.generate_sets("short", 20, 5, seed=3, target_order=order)
+    for (src, tgt), (src_n, tgt_n) in zip(arity["train"], null["train"]):
+      program = tree_lib.tree_from_annotated(src.split(), "dfs")
+      target = tree_lib.tree_from_annotated(tgt.split(), "dfs")
+      assert src_n == " ".join(tree_lib.linearize_lcrs_null(program, "dfs"))
+      assert tgt_n == " ".join(tree_lib.linearize_lcrs_null(target, order))
+      arities = [tree_lib.split_annotation(t)[1] for t in tgt_n.split()]
+      tree_lib.node_positions(arities, order, 32, lcrs=False)  # One tree.
 
 
 def test_long_programs_fit_their_length_and_depth():
@@ -203,11 +221,14 @@ def test_bad_arguments_raise():
     for2lam.compile_program(Tree("=", [Tree("a"), Tree("1")]))
 
 
-def test_pipeline_tree_positions_of_source_and_target():
+@pytest.mark.parametrize("tokens", ["lcrs_null", "arity"])
+def test_pipeline_tree_positions_of_source_and_target(tokens):
   """Source tokens take their node's position in the DFS order of the
   binarised source tree; decoder inputs are aligned as Shiv & Quirk sec. 4
-  (start token zero, each fed-back node its own position)."""
-  pairs = for2lam.generate_sets("short", 4, 1, seed=0)["train"]
+  (start token zero, each fed-back node its own position). 'lcrs_null':
+  the nodes of the authors' binary trees (`tree.lcrs_null_nodes`)."""
+  general = for2lam.generate_sets("short", 4, 1, seed=0, tokens="arity")
+  pairs = for2lam.generate_sets("short", 4, 1, seed=0, tokens=tokens)["train"]
   src_vocab = Vocab.build(s for s, _ in pairs)
   tgt_vocab = Vocab.build(t for _, t in pairs)
   k = 32
@@ -216,26 +237,33 @@ def test_pipeline_tree_positions_of_source_and_target():
       "order": "dfs",
       "k": k,
       "src_arities": data_lib.target_arities(src_vocab, "source"),
+      "tokens": tokens,
   }
-  enc = data_lib.encode_set(pairs, src_vocab, tgt_vocab, 25, 40, args)
+  enc = data_lib.encode_set(pairs, src_vocab, tgt_vocab, 40, 60, args)
   extras = enc.tree_extras(np.arange(4))
-  for row, (src, tgt) in enumerate(pairs):
-    tokens = src.split()
-    _, want_src = tree_lib.tree_positions(
-        tree_lib.tree_from_annotated(tokens, "dfs"), "dfs", k=k
-    )
+
+  def positions(annotated):
+    tree = tree_lib.tree_from_annotated(annotated.split(), "dfs")
+    if tokens == "arity":
+      return tree_lib.tree_positions(tree, "dfs", k=k)[1]
+    paths = [p for _, _, p in tree_lib.lcrs_null_nodes(tree, "dfs")]
+    return tree_lib.positions_from_paths(paths, 2, k)
+
+  for row, ((src, tgt), (g_src, g_tgt)) in enumerate(
+      zip(pairs, general["train"])
+  ):
+    tokens_s = src.split()
     np.testing.assert_array_equal(
-        extras["src_tree_pos"][row, : len(tokens)], want_src
+        extras["src_tree_pos"][row, : len(tokens_s)], positions(g_src)
     )
-    assert not extras["src_tree_pos"][row, len(tokens) :].any()  # Padding.
+    assert not extras["src_tree_pos"][row, len(tokens_s) :].any()  # Padding.
     nodes = tgt.split()
-    _, want_tgt = tree_lib.tree_positions(
-        tree_lib.tree_from_annotated(nodes, "dfs"), "dfs", k=k
-    )
     got = extras["tgt_tree_pos"][row]
     assert not got[0].any()  # The start token.
-    np.testing.assert_array_equal(got[1 : 1 + len(nodes)], want_tgt)
+    np.testing.assert_array_equal(got[1 : 1 + len(nodes)], positions(g_tgt))
     assert not got[1 + len(nodes) :].any()
+  if tokens != "arity":
+    return
   # A training target that is not one tree is refused.
   bad = data_lib.encode_set(
       [("block/0", "let/3 a/0")], src_vocab, tgt_vocab, 2, 3, args

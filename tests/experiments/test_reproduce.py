@@ -354,6 +354,10 @@ def test_for2lam_paper_configs_build():
     )
     assert c.train.batch_size == 128 and c.train.clip == 10.0
     assert (c.data.num_train, c.data.num_test) == (100_000, 10_000)
+    # icecaps's defaults: the warm-up schedule, LCRS trees with _NULL.
+    assert (c.train.schedule, c.train.warmup_steps) == ("noam", 4000)
+    assert c.train.learning_rate == pytest.approx((256 * 4000) ** -0.5)
+    assert t.tree_tokens == "lcrs_null"
     _, model = loop.build_model(c, 40, 50, 80, 150)
     src, tgt = jnp.zeros((1, 80), jnp.int32), jnp.zeros((1, 150), jnp.int32)
     extras = {}

@@ -154,54 +154,112 @@ def test_decoder_state_rejects_bad_arity():
 
 
 def test_parameterised_encoding_formula():
-  n, k, d_model = 2, 3, 12  # Two p's of n*k = 6 features each.
-  enc = tree_lib.TreePositionalEncoding(d_model, k=k, n=n)
+  """Feature (n l + i) m + q: slot l, branch i, parameter q (icecaps'
+  layout); scale sqrt(d_model / 2) with the model's width ('paper')."""
+  n, k, d_model, d_pos = 2, 3, 20, 12  # Two p's of n*k = 6 entries each.
+  enc = tree_lib.TreePositionalEncoding(d_model, k=k, n=n, d_pos=d_pos)
   _, raw = tree_lib.tree_positions(_example_tree(), "dfs", k=k)
   x = jnp.asarray(raw)[None]
-  params = {"theta": jnp.array([0.3, 1.2])}
+  params = {"theta": jnp.array([0.3, -1.2])}
   got = np.asarray(jax.jit(enc.apply)({"params": params}, x))[0]
-  assert got.shape == (6, d_model)
-  for m, theta in enumerate([0.3, 1.2]):
+  assert got.shape == (6, d_pos)
+  for q, theta in enumerate([0.3, -1.2]):
     p = math.tanh(theta)
     for f in range(n * k):
       slot = f // n
       scale = p**slot * math.sqrt(1 - p * p) * math.sqrt(d_model / 2)
       np.testing.assert_allclose(
-          got[:, m * n * k + f], raw[:, f] * scale, rtol=1e-5, atol=1e-7
+          got[:, f * 2 + q], raw[:, f] * scale, rtol=1e-5, atol=1e-7
       )
   init = jax.eval_shape(enc.init, jax.random.key(0), x)
   assert init["params"]["theta"].shape == (2,)
 
 
-def test_encoding_norms_paper_and_sinusoid():
+def test_theta_inits():
+  """'glorot' (icecaps): U(+-sqrt(3/m)); 'spread': p over [0.5, 0.95]."""
+  x = jnp.zeros((1, 1, 8))
+  for m in (2, 50):
+    enc = tree_lib.TreePositionalEncoding(8 * m, k=4, n=2)
+    theta = enc.init(jax.random.key(1), x)["params"]["theta"]
+    assert theta.shape == (m,)
+    assert float(jnp.max(jnp.abs(theta))) <= math.sqrt(3 / m)
+  enc = tree_lib.TreePositionalEncoding(24, k=4, n=2, theta_init="spread")
+  theta = enc.init(jax.random.key(1), x)["params"]["theta"]
+  np.testing.assert_allclose(np.tanh(theta), [0.5, 0.725, 0.95], rtol=1e-5)
+
+
+def test_encoding_norms():
   """A node at depth L >= k has |x'|^2 = sum_q (1 - p_q^(2k)) scale^2:
-  'paper' scale sqrt(d/2) gives up to m d / 2 (m copies), 'sinusoid'
-  sqrt(d / (2m)) gives up to d / 2, the sinusoidal encoding's |P|^2."""
-  n, k, d_model = 2, 4, 64  # m = 8 copies.
-  m = d_model // (n * k)
+  'paper' scale sqrt(d_model/2) gives up to m d_model / 2 (m copies),
+  'pe_width' sqrt(d_pos/2) up to m d_pos / 2, 'sinusoid' sqrt(d_pos / (2m))
+  up to d_pos / 2, the sinusoidal encoding's |P|^2 at width d_pos."""
+  n, k, d_pos, d_model = 2, 4, 64, 16  # m = 8 copies.
+  m = d_pos // (n * k)
   x = jnp.asarray(tree_lib.position_from_path([0, 1] * k, n, k))[None, None]
   thetas = jnp.arctanh(jnp.linspace(0.5, 0.95, m))
   p = np.tanh(np.asarray(thetas, np.float64))
   depth_sum = np.sum(1.0 - p ** (2 * k))
-  sinusoid = pe_lib.sinusoidal(5, d_model)[3]
-  np.testing.assert_allclose(
-      float(jnp.sum(sinusoid**2)), d_model / 2, rtol=1e-5
-  )
+  sinusoid = pe_lib.sinusoidal(5, d_pos)[3]
+  np.testing.assert_allclose(float(jnp.sum(sinusoid**2)), d_pos / 2, rtol=1e-5)
   for norm, want in (
       ("paper", depth_sum * d_model / 2),
-      ("sinusoid", depth_sum * d_model / (2 * m)),
+      ("pe_width", depth_sum * d_pos / 2),
+      ("sinusoid", depth_sum * d_pos / (2 * m)),
   ):
-    enc = tree_lib.TreePositionalEncoding(d_model, k=k, n=n, norm=norm)
+    enc = tree_lib.TreePositionalEncoding(
+        d_model, k=k, n=n, norm=norm, d_pos=d_pos
+    )
     got = enc.apply({"params": {"theta": thetas}}, x)
     np.testing.assert_allclose(float(jnp.sum(got**2)), want, rtol=1e-5)
-  enc = tree_lib.TreePositionalEncoding(d_model, k=k, n=n, norm="unit")
-  with pytest.raises(ValueError, match="'unit'.*'paper', 'sinusoid'"):
+  enc = tree_lib.TreePositionalEncoding(d_pos, k=k, n=n, norm="unit")
+  with pytest.raises(ValueError, match="'unit'.*'paper', 'pe_width'"):
     enc.init(jax.random.key(0), x)
+
+
+def test_lcrs_null_sequence():
+  """A(B, C(D)) as icecaps writes it (LCRS, streamlined): B has only a right
+  child (C), C's right slot and the root's are explicit NULLs."""
+  t = tree_lib.Tree(
+      "A", [tree_lib.Tree("B"), tree_lib.Tree("C", [tree_lib.Tree("D")])]
+  )
+  assert tree_lib.linearize_lcrs_null(t, "dfs") == [
+      "A/2",
+      "B/1",
+      "C/2",
+      "D/0",
+      "_NULL/0",
+      "_NULL/0",
+  ]
+  assert tree_lib.linearize_lcrs_null(t, "bfs") == [
+      "A/2",
+      "B/1",
+      "_NULL/0",
+      "C/2",
+      "D/0",
+      "_NULL/0",
+  ]
+  paths = [p for _, _, p in tree_lib.lcrs_null_nodes(t, "dfs")]
+  assert paths == [(), (0,), (0, 1), (0, 1, 0), (0, 1, 1), (1,)]
+  for order in ("dfs", "bfs"):
+    nodes = tree_lib.lcrs_null_nodes(t, order)
+    want = tree_lib.positions_from_paths([p for _, _, p in nodes], 2, 4)
+    arities = [a for _, a, _ in nodes]
+    np.testing.assert_array_equal(
+        tree_lib.node_positions(arities, order, 4, lcrs=False), want
+    )
+    state = tree_lib.TreeDecoderState(order, 4, 2, binarize=False, slots="last")
+    got = [state.push(s, a) for s, a, _ in nodes]
+    assert state.done
+    np.testing.assert_array_equal(np.stack(got), want)
+  with pytest.raises(ValueError, match="binarize=False"):
+    tree_lib.TreeDecoderState("dfs", 4, 2, binarize=True, slots="last")
 
 
 def test_parameterised_encoding_bad_width():
   enc = tree_lib.TreePositionalEncoding(d_model=10, k=3, n=2)
-  with pytest.raises(ValueError, match="multiple of n\\*k=6"):
+  with pytest.raises(
+      ValueError, match="d_pos=10 must be a multiple of n\\*k=6"
+  ):
     enc.init(jax.random.key(0), jnp.zeros((1, 1, 6)))
 
 

@@ -135,7 +135,7 @@ def param_count(config):
         ),
         (
             dict(positions="tree", tree_pe_norm="unit"),
-            "tree_pe_norm 'unit'.*'paper', 'sinusoid'",
+            "tree_pe_norm 'unit'.*'paper', 'pe_width', 'sinusoid'",
         ),
         (dict(positions="tree", tree_pos_width=12), "tree PE width .* 12"),
         (dict(tree_encoder=True), "tree_encoder=True needs positions='tree'"),
@@ -242,7 +242,7 @@ def test_training_lowers_loss(name):
         tgt_in,
         deterministic=False,
         rngs={"dropout": dropout_key},
-        **extra
+        **extra,
     )
     return optax.softmax_cross_entropy_with_integer_labels(
         logits, tgt_out
@@ -444,8 +444,15 @@ def test_greedy_decode_stops_at_eos_and_matches_teacher_forcing():
 
 
 @pytest.mark.slow
-def test_greedy_tree_decode_uses_tree_positions():
-  config = tiny(positions="tree", tree_order="bfs")
+@pytest.mark.parametrize("tree_tokens", ["lcrs_null", "arity"])
+def test_greedy_tree_decode_uses_tree_positions(tree_tokens):
+  """'lcrs_null' (default): the tokens are the binary tree's nodes, an
+  arity-1 node's child its right one (tree.decoder_positions with
+  binarize=False, slots='last'); 'arity': general trees, LCRS positions."""
+  config = tiny(positions="tree", tree_order="bfs", tree_tokens=tree_tokens)
+  binary = (
+      dict(binarize=False, slots="last") if tree_tokens == "lcrs_null" else {}
+  )
   model = seq2seq.Seq2SeqTransformer(config)
   src, tgt_in, _, extra = copy_batch(config, batch=3)
   params = random_params(model, src, None, tgt_in, seed=5, scale=1.0, **extra)
@@ -456,7 +463,11 @@ def test_greedy_tree_decode_uses_tree_positions():
   )
   tree_pos = np.stack([
       tree_lib.decoder_positions(
-          [ARITIES[t] for t in row], "bfs", config.tree_depth, length=6
+          [ARITIES[t] for t in row],
+          "bfs",
+          config.tree_depth,
+          length=6,
+          **binary,
       )
       for row in out
   ])
@@ -469,6 +480,31 @@ def test_greedy_tree_decode_uses_tree_positions():
 
 
 @pytest.mark.slow
+def test_greedy_tree_decode_ends_complete_trees():
+  """tree_end 'complete' (icecaps): a row ends with EOS once its tree is
+  complete, and not before unless the model emits EOS itself."""
+  config = tiny(positions="tree")
+  model = seq2seq.Seq2SeqTransformer(config)
+  src, tgt_in, _, extra = copy_batch(config, batch=4)
+  params = random_params(model, src, None, tgt_in, seed=7, scale=1.0, **extra)
+  out = np.asarray(
+      model.greedy_decode(params, src, 12, BOS, EOS, arities=ARITIES)
+  )
+  completed = 0
+  for row in out:
+    state = seq2seq.tree_decoder_state(config)
+    for t in row:
+      if state.done:
+        assert t == EOS, row
+        completed += 1
+        break
+      if t == EOS:  # The model's own EOS, before the tree is complete.
+        break
+      state.push(t, ARITIES[t])
+  assert completed > 0
+
+
+@pytest.mark.slow
 def test_tree2tree_encoder_positions_and_next_alignment_decoding():
   """tree_encoder: source tokens take the tree PE (here 32 wide, mapped to
   d_model 16) of their node; greedy decoding with the 'next' alignment
@@ -478,6 +514,7 @@ def test_tree2tree_encoder_positions_and_next_alignment_decoding():
       tree_encoder=True,
       tree_pos_width=32,
       tree_alignment="next",
+      tree_tokens="arity",
   )
   model = seq2seq.Seq2SeqTransformer(config)
   src, tgt_in, _, extra = copy_batch(config, batch=2)
@@ -507,7 +544,7 @@ def test_tree2tree_encoder_positions_and_next_alignment_decoding():
       src_tree_pos_BxSxP=src_pos,
       seed=6,
       scale=1.0,
-      **extra
+      **extra,
   )
   assert params["encoder"]["tree_pe"]["to_d_model"]["kernel"].shape == (32, 16)
   assert params["decoder"]["tree_pe"]["encoding"]["theta"].shape == (4,)

@@ -22,7 +22,10 @@ Data (`load_data(config.data)`; by default the official files shipped in
         'long'; `num_train` / `num_test` programs (default 100,000 / 10,000,
         the paper's sizes); sources are annotated DFS token sequences,
         targets annotated sequences in `target_order` (the decoder's
-        traversal, `transformer.tree_order`). The test set is 'iid'.
+        traversal, `transformer.tree_order`), both written as
+        `transformer.tree_tokens` (`for2lam.TOKENS`: by default the
+        authors' LCRS trees with explicit `_NULL/0` leaves). The test set
+        is 'iid'.
 
 Per-category scores: for every evaluation set with categories, the loop
 reports `<set>_by_category` = {category: exact match} next to the total
@@ -120,9 +123,12 @@ class Seq2SeqData:
         )
 
 
-def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
+def load_data(
+    data_config, target_order: str = "dfs", tree_tokens: str = "lcrs_null"
+) -> Seq2SeqData:
   """Training pairs and evaluation sets of `config.data` (module docstring);
-  `target_order` is the target traversal of generated trees (for2lam)."""
+  `target_order` is the target traversal of generated trees and
+  `tree_tokens` how they are written (for2lam: `for2lam.TOKENS`)."""
   c = data_config
   split = config_lib.resolved_split(c)
   config_lib.check_data_files(c)
@@ -130,13 +136,19 @@ def load_data(data_config, target_order: str = "dfs") -> Seq2SeqData:
   categories = {}
   if c.dataset == "for2lam":
     sets = for2lam_lib.generate_sets(
-        split, c.num_train, c.num_test, seed=0, target_order=target_order
+        split,
+        c.num_train,
+        c.num_test,
+        seed=0,
+        target_order=target_order,
+        tokens=tree_tokens,
     )
     lo, hi = for2lam_lib.LENGTHS[split]
     data = Seq2SeqData(
         sets["train"],
         {"iid": sets["test"]},
-        f"For2Lam {split} ({lo}-{hi} FOR nodes), target {target_order}",
+        f"For2Lam {split} ({lo}-{hi} FOR nodes), target {target_order}, "
+        f"tokens {tree_tokens}",
         [
             f"generated: {c.num_train} train / {c.num_test} test distinct "
             "programs, seed 0 (relational_jax.data.for2lam)."
@@ -270,6 +282,7 @@ class EncodedSet:
     if a is None:
       return {}
     k = a["k"]
+    lcrs = a.get("tokens", "arity") != "lcrs_null"
     out = {}
     tgt_BxTxP = np.zeros(self.tgt_out[indices].shape + (2 * k,), np.float32)
     for row, i in enumerate(np.asarray(indices).reshape(-1)):
@@ -283,6 +296,7 @@ class EncodedSet:
           k,
           what=f"target row {i}",
           strict=strict,
+          lcrs=lcrs,
       )
       if a["alignment"] == "next":
         tgt_BxTxP[row, :num] = nodes_NxP
@@ -301,6 +315,7 @@ class EncodedSet:
             k,
             what=f"source row {i}",
             strict=strict,
+            lcrs=lcrs,
         )
       out["src_tree_pos"] = src_BxSxP
     return out
@@ -331,8 +346,11 @@ def encode_set(
   al.'s code: one SOS/EOS token, so the start is the EOS token).
 
   tree_args (positions='tree'): {'arities': per target token, 'order',
-  'k', 'alignment' (tree.ALIGNMENTS; default 'output'), optional
-  'src_arities': per source token (tree_encoder)}; see
+  'k', 'alignment' (tree.ALIGNMENTS; default 'output'), 'tokens'
+  (tree.TREE_TOKENS; default 'arity': arities of general trees, positions
+  in their LCRS binarisation; 'lcrs_null': arities of the binary trees
+  themselves, tree.linearize_lcrs_null), optional 'src_arities': per
+  source token (tree_encoder)}; see
   `EncodedSet.tree_extras`."""
   shapes.check_choice(
       source_markers, config_lib.SOURCE_MARKERS, "source_markers"

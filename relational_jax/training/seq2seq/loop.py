@@ -163,7 +163,9 @@ class Experiment:
     )
 
     if data is None:
-      data = data_lib.load_data(c.data, c.transformer.tree_order)
+      data = data_lib.load_data(
+          c.data, c.transformer.tree_order, c.transformer.tree_tokens
+      )
     else:
       data.check()
     if c.data.max_train_examples:  # The vocabularies are built from these.
@@ -190,6 +192,7 @@ class Experiment:
             "order": c.transformer.tree_order,
             "k": c.transformer.tree_depth,
             "alignment": c.transformer.tree_alignment,
+            "tokens": c.transformer.tree_tokens,
             "src_arities": (
                 data_lib.target_arities(self.src_vocab, "source")
                 if c.transformer.tree_encoder
@@ -422,7 +425,7 @@ def validate(
   """Raises ValueError naming the bad value; with the caller's own `data`
   or `model` their sections are not checked (the loop still reads
   `data.source_markers`, `data.target_start`, the `max_*_examples` and,
-  for generated trees, `transformer.tree_order`), and
+  for generated trees, `transformer.tree_order` and `tree_tokens`), and
   the built-in optimiser's fields must keep their defaults with the
   caller's own `optimizer` (which replaces it)."""
   del batch_hook  # It leaves the config as it is.
@@ -541,7 +544,8 @@ def train_and_evaluate(
       section is unused except `data.max_eval_examples`,
       `data.max_train_examples`, `data.source_markers` and
       `data.target_start`; with `model` the model sections are unused
-      (but for `transformer.tree_order` where the data makes trees).
+      (but for `transformer.tree_order` and `tree_tokens` where the data
+      makes trees).
     workdir: checkpoints, vocabularies and (by default) results; rerun on
       the same workdir to resume.
     model: None (build `config.model` from its section), a Flax module, or
