@@ -37,7 +37,10 @@ with one line naming this script) is converted in place:
   data directory beside the repository becomes the shipped one holding the
   same files; a field added since takes the value that runs without it
   used (CLUTRR: `protocol.closure='sound'`, `rat.qkv_bias=False`; graph
-  COGS: `edge_transformer.init='flax'`; else today's default). The original
+  COGS: `edge_transformer.init='flax'`; seq2seq: the tree options of our
+  choices, `tree_tokens='arity'`, `tree_end='eos'`, `tree_pe_init='spread'`,
+  `tree_pos_bias=False`, and `tree_pe_norm='paper'` of those records, scaled
+  by d_pos, as 'pe_width'; else today's default). The original
   is kept as `config.before_migration.json`.
 - checkpoint records (`checkpoints/{latest,best}/<step>/meta`): the graph
   tasks' former loop record (no step, stream or losses) and seq2seq's
@@ -219,6 +222,13 @@ def _task_defaults():
   then = {
       "clutrr": {"protocol.closure": "sound", "rat.qkv_bias": False},
       "cogs_graph": {"edge_transformer.init": "flax"},
+      # Tree models before the authors' (icecaps) choices became defaults.
+      "seq2seq": {
+          "transformer.tree_pe_init": "spread",
+          "transformer.tree_pos_bias": False,
+          "transformer.tree_tokens": "arity",
+          "transformer.tree_end": "eos",
+      },
   }
   return {
       name: (config_lib.to_dict(module.default_config()), then.get(name, {}))
@@ -269,6 +279,10 @@ def upgrade_config(record):
     data["data_dir"] = _shipped_equivalent(data["data_dir"])
   default, then = defaults[task]
   flat = config_lib.flatten(out)
+  if task == "seq2seq" and "transformer.tree_tokens" not in flat:
+    # 'paper' scaled by d_pos then; that is 'pe_width' today.
+    if flat.get("transformer.tree_pe_norm") == "paper":
+      flat["transformer.tree_pe_norm"] = "pe_width"
   result = {}
   for path, value in config_lib.flatten(default).items():
     result[path] = flat.get(path, then.get(path, value))

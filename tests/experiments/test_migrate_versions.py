@@ -248,3 +248,19 @@ def test_a_seq2seq_work_dir_of_the_former_stream(migrate, tmp_path):
     np.testing.assert_array_equal(batch["src"], exp.train_set.src[indices])
   _, meta = seq2seq.restore_checkpoint(config, workdir)
   assert meta["stream"] == {"step": 4}
+
+
+def test_tree_records_before_the_authors_choices_keep_their_model(migrate):
+  saved = config_lib.to_dict(seq2seq_tiny())
+  for name in ("tree_pe_init", "tree_pos_bias", "tree_tokens", "tree_end"):
+    del saved["transformer"][name]
+  saved["transformer"]["tree_pe_norm"] = "paper"  # Then: scaled by d_pos.
+  task, new = migrate.upgrade_config(saved)
+  assert task == "seq2seq"
+  t = new["transformer"]
+  assert (t["tree_tokens"], t["tree_end"], t["tree_pe_init"]) == (
+      "arity",
+      "eos",
+      "spread",
+  )
+  assert t["tree_pos_bias"] is False and t["tree_pe_norm"] == "pe_width"
