@@ -241,35 +241,71 @@ def count_params(state: Any) -> int:
   )
 
 
-def _fresh_meta(stream: BatchStream) -> Dict:
-  return {
-      "step": 0,
-      "stream": stream.get_state(),
-      "losses": [],
-      "history": [],
-      "best": None,
-      "train_seconds": 0.0,
-      "sittings": [],
-  }
+@dataclasses.dataclass
+class RunState:
+  """The run's record, checkpointed with the training state (the JSON
+  record of `checkpoints.RunCheckpoints`): step; stream (the batch stream's
+  position, `BatchStream.get_state`); losses, history, best, train_seconds
+  and sittings (as in `RunRecord`); keep_every (the `LoopSettings` value it
+  was saved under, what a resume must keep); since_eval (per-step metrics
+  since the last evaluation); restore_fallbacks (checkpoints moved aside by
+  restores, `checkpoints.FALLBACKS_KEY`)."""
 
+  step: int
+  stream: Any
+  losses: List[float]
+  history: List[Dict]
+  best: Optional[Dict]
+  train_seconds: float
+  sittings: List[Dict]
+  keep_every: int = 0
+  since_eval: Dict[str, List[float]] = dataclasses.field(default_factory=dict)
+  restore_fallbacks: List[Dict] = dataclasses.field(default_factory=list)
 
-def _check_record(meta: Dict, stream: BatchStream, checkpoint_dir: str):
-  """Raises `errors.OtherFormatError` where a restored record is not in
-  today's layout (`_fresh_meta`'s fields, a best with its selection, the
-  stream's position fields)."""
-  fresh = _fresh_meta(stream)
-  problems = sorted(set(fresh) - set(meta))
-  if isinstance(meta.get("best"), dict) and "selection" not in meta["best"]:
-    problems.append("best.selection")
-  position = meta.get("stream")
-  if isinstance(position, dict) and set(position) != set(fresh["stream"]):
-    problems.append(f"stream {sorted(position)}")
-  if problems:
-    raise errors.OtherFormatError(
-        f"the checkpoint record in {checkpoint_dir} is not in this version's "
-        f"layout (missing or other: {', '.join(problems)}); convert its work "
-        f"directory once with `python3 {errors.MIGRATE} <workdir>`."
+  @classmethod
+  def fresh(cls, stream: BatchStream) -> "RunState":
+    return cls(
+        step=0,
+        stream=stream.get_state(),
+        losses=[],
+        history=[],
+        best=None,
+        train_seconds=0.0,
+        sittings=[],
     )
+
+  @classmethod
+  def from_json(
+      cls, record: Dict, stream: BatchStream, checkpoint_dir: str
+  ) -> "RunState":
+    """The state of a restored `record`; `errors.OtherFormatError` where it
+    is not in today's layout (its fields, a best with its selection, the
+    stream position's fields)."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    required = [
+        n
+        for n, f in fields.items()
+        if f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    problems = sorted(set(required) - set(record))
+    problems += sorted(f"unknown {k}" for k in set(record) - set(fields))
+    best = record.get("best")
+    if isinstance(best, dict) and "selection" not in best:
+      problems.append("best.selection")
+    position, fresh = record.get("stream"), stream.get_state()
+    if isinstance(position, dict) and set(position) != set(fresh):
+      problems.append(f"stream {sorted(position)}")
+    if problems:
+      raise errors.OtherFormatError(
+          f"the checkpoint record in {checkpoint_dir} is not in this "
+          f"version's layout ({', '.join(problems)}); convert its work "
+          f"directory once with `python3 {errors.MIGRATE} <workdir>`."
+      )
+    return cls(**record)
+
+  def to_json(self) -> Dict:
+    return dataclasses.asdict(self)
 
 
 def _with_rate(sitting: Dict) -> Dict:
@@ -307,41 +343,41 @@ def fit(
   ) as ckpts:
     restored = ckpts.restore(task.abstract_state())
     if restored is None:
-      state, meta = task.init_state(), _fresh_meta(task.stream)
+      state, run = task.init_state(), RunState.fresh(task.stream)
     else:
-      state, meta = restored
-      _check_record(meta, task.stream, checkpoint_dir)
-      if meta["step"] > loop.steps:  # Its record would mix two configs.
+      state, saved = restored
+      run = RunState.from_json(saved, task.stream, checkpoint_dir)
+      if run.step > loop.steps:  # Its record would mix two configs.
         raise UserError(
-            f"the checkpoint in {checkpoint_dir} is at step {meta['step']}, "
+            f"the checkpoint in {checkpoint_dir} is at step {run.step}, "
             f"past train.steps={loop.steps}: rerun with train.steps >= "
-            f"{meta['step']}, or use another work directory."
+            f"{run.step}, or use another work directory."
         )
-      _check_kept(ckpts, checkpoint_dir, meta.get("keep_every", 0), loop)
-      task.stream.set_state(meta["stream"])
+      _check_kept(ckpts, checkpoint_dir, run.keep_every, loop)
+      task.stream.set_state(run.stream)
       for skipped in ckpts.skipped:
         log(
             f"checkpoint {skipped['path']} could not be restored "
             f"({skipped['error']}); moved to {skipped['moved_to']}"
         )
-      log(f"resumed at step {meta['step']} from {checkpoint_dir}")
-      best = meta["best"]
+      log(f"resumed at step {run.step} from {checkpoint_dir}")
+      best = run.best
       if best is not None and best["selection"] != selection:
         log(
             f"the best checkpoint (step {best['step']}) was selected on "
             f"{best['selection']!r}, this sitting selects on {selection!r}: "
             "the best is chosen anew from the next evaluation on"
         )
-        meta["best"] = None
-    meta["keep_every"] = loop.keep_every  # What the next resume protects.
-    step = int(meta["step"])
+        run.best = None
+    run.keep_every = loop.keep_every  # What the next resume protects.
+    step = int(run.step)
     last_saved = ckpts.latest_step()
     metrics = metrics_log.MetricsLog(
         metrics_dir or checkpoint_dir, step, loop.tensorboard
     )
     # Per-step metrics not yet fetched, and fetched since the last evaluation.
     pending: List[Dict] = []
-    since_eval: Dict[str, List[float]] = meta.pop("since_eval", {})
+    since_eval = run.since_eval
     bar = tqdm.tqdm(
         total=loop.steps,
         initial=step,
@@ -350,7 +386,7 @@ def fit(
         dynamic_ncols=True,
     )
     started = time.time()
-    sittings = meta.setdefault("sittings", [])
+    sittings = run.sittings
     sitting = {
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "from_step": step,
@@ -375,7 +411,7 @@ def fit(
                 f"{first + i}; training stopped and nothing of it was "
                 f"saved: {kept}."
             )
-        meta["losses"].append(float(fetched["loss"]))
+        run.losses.append(float(fetched["loss"]))
         for name, value in fetched.items():
           since_eval.setdefault(name, []).append(float(value))
         metrics.train(first + i, fetched)
@@ -396,7 +432,7 @@ def fit(
         is_best = False
         if evaluate_now:
           entry, score = task.evaluate(state, step)
-          best = meta["best"]
+          best = run.best
           is_best = (
               score is None
               or best is None
@@ -412,10 +448,10 @@ def fit(
           )
           since_eval.clear()
           record.update(entry)
-          meta["history"].append(record)
+          run.history.append(record)
           metrics.evaluation(step, record)
           if is_best:
-            meta["best"] = {
+            run.best = {
                 "step": step,
                 "score": score,
                 "entry": entry,
@@ -430,7 +466,7 @@ def fit(
           if not loop.progress:
             log(f"step {step}: {scores}")
         now = time.time()
-        meta["train_seconds"] += now - started
+        run.train_seconds += now - started
         sitting.update(
             to_step=step,
             seconds=now - sitting_started,
@@ -439,10 +475,8 @@ def fit(
         if not sittings or sittings[-1] is not sitting:
           sittings.append(sitting)
         started = now
-        meta.update(step=step, stream=task.stream.get_state())
-        ckpts.save(
-            step, state, {**meta, "since_eval": since_eval}, best=is_best
-        )
+        run.step, run.stream = step, task.stream.get_state()
+        ckpts.save(step, state, run.to_json(), best=is_best)
         last_saved = step
         metrics.flush()
     finally:
@@ -457,12 +491,12 @@ def fit(
       step=step,
       complete=step >= loop.steps,
       state=state,
-      losses=meta["losses"],
-      history=meta["history"],
-      best=meta["best"],
-      train_seconds=meta["train_seconds"],
-      sittings=[_with_rate(s) for s in meta["sittings"]],
-      checkpoint_fallbacks=meta.get(ckpt_lib.FALLBACKS_KEY, []),
+      losses=run.losses,
+      history=run.history,
+      best=run.best,
+      train_seconds=run.train_seconds,
+      sittings=[_with_rate(s) for s in run.sittings],
+      checkpoint_fallbacks=run.restore_fallbacks,
       num_params=count_params(state),
   )
 
