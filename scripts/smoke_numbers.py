@@ -13,7 +13,7 @@ reproduction (or `--names`) and keeps every number of its results JSON (per-step
 losses, evaluation history, test scores, parameter fingerprints), without the
 wall-clock times, paths and the config. `compare` flattens both records to
 `name/path -> value` (a reproduction that moved to another name compared under
-its new one, `MOVED`) and lists every value that differs (bit-for-bit, or beyond
+its new one, `--moved`) and lists every value that differs (bit-for-bit, or beyond
 `--rtol`) and every path that only one side has (a renamed key shows as one of
 each).
 """
@@ -41,36 +41,34 @@ flags.DEFINE_float("rtol", 0.0, "compare: relative tolerance (0: bit-equal).")
 flags.DEFINE_string("report", None, "compare: also write the report here.")
 FLAGS = flags.FLAGS
 
-# Reproductions whose config moved to another name (before -> after): the
-# CLRS reproductions' modern-recipe configs are now `<name>_modern`, their
-# own names run the RT paper's protocol (task clrs_rt_protocol).
-MOVED = {
-    name: name + "_modern"
-    for name in (
-        "floyd_clrs_all30",
-        "floyd_clrs_core8",
-        "mpnn_clrs_all30",
-        "mpnn_clrs_core8",
-        "rt_clrs_all30",
-        "rt_clrs_core8",
-        "triplet_gmpnn_clrs_all30",
-    )
-}
-# Keys renamed inside a run's results (before -> after; a path of `flatten`).
-RENAMES = ()
+flags.DEFINE_list(
+    "moved",
+    [],
+    "compare: reproductions renamed between the records, as before:after.",
+)
+flags.DEFINE_list(
+    "renames",
+    [],
+    "compare: keys renamed inside a run's results, as pattern:replacement "
+    "(regular expressions over `flatten`'s paths).",
+)
+flags.DEFINE_string(
+    "explained",
+    None,
+    "compare: a Markdown file saying why keys appear on one side only and "
+    "why values differ, quoted in the report.",
+)
 
-# What the report says about keys on one side only, and text that differs.
-EXPLAINED = """\
-- Only after: the CLRS reproductions `rt_clrs_*`, `mpnn_clrs_*`,
-  `triplet_gmpnn_clrs_all30` and `floyd_clrs_*` now run the RT paper's
-  protocol (the RT authors' run.py: n = 16 samples, no clipping, hint noise,
-  task clrs_rt_protocol), new numbers by design; their former configs (the
-  modern CLRS recipe) are compared under `<name>_modern` (`MOVED`);
-  `pair_models_clrs`'s record of its processors' configs has the new
-  `protocol.tensorboard` field (False).
-- Differ, text not numbers: the COGS data description names the directory
-  the files were read from (now the shipped copy, the same files by SHA-256),
-  and a moved reproduction's record names itself (`<name>_modern`)."""
+
+def _pairs(items):
+  out = []
+  for item in items:
+    before, sep, after = item.partition(":")
+    if not sep or not before or not after:
+      raise ValueError(f"{item!r} is not before:after.")
+    out.append((before, after))
+  return out
+
 
 # Keys whose values are not the run's numbers (times, paths, the config).
 VOLATILE = (
@@ -146,13 +144,19 @@ def _only(runs, names):
   return {k: v for k, v in runs.items() if not names or k in names}
 
 
-def compare(before_path, after_path, rtol, names=()):
+def compare(
+    before_path, after_path, rtol, names=(), moved=(), renames=(), explained=""
+):
+  """The report of `before_path` against `after_path` and whether every
+  value is the same (`moved`: (before, after) names; `renames`: (pattern,
+  replacement) key renames; `explained`: the report's explanation)."""
+  moved = dict(moved)
   with open(before_path) as f:  # strip(): records made before a key was
     before = flatten(  # volatile keep it.
         strip(
             _only(
                 {
-                    MOVED.get(name, name): run
+                    moved.get(name, name): run
                     for name, run in json.load(f).items()
                 },
                 names,
@@ -163,7 +167,7 @@ def compare(before_path, after_path, rtol, names=()):
     after = flatten(strip(_only(json.load(f), names)))
   renamed = {}
   for k in sorted(before.keys() - after.keys()):
-    for pattern, replacement in RENAMES:
+    for pattern, replacement in renames:
       new = re.sub(pattern, replacement, k)
       if new != k and new in after:
         renamed[k] = new
@@ -187,7 +191,7 @@ def compare(before_path, after_path, rtol, names=()):
     lines += [f"Reproductions compared: {', '.join(sorted(names))}.", ""]
   lines += [
       f"{len(before.keys() & after.keys())} values on both sides and "
-      f"{len(renamed)} renamed (`RENAMES`), {len(changed)} differ"
+      f"{len(renamed)} renamed (--renames), {len(changed)} differ"
       + (f" beyond rtol {rtol}" if rtol else " (bit-for-bit)")
       + f"; {len(only_before)} only before, {len(only_after)} only after.",
   ]
@@ -198,8 +202,8 @@ def compare(before_path, after_path, rtol, names=()):
   ):
     if rows:
       lines += ["", f"## {title}", ""] + rows
-  if only_before or only_after or not names:  # (`EXPLAINED` is about all.)
-    lines += ["", "## Why keys appear on one side only", "", EXPLAINED]
+  if explained:
+    lines += ["", "## Why", "", explained.strip()]
   return "\n".join(lines) + "\n", not changed
 
 
@@ -216,7 +220,19 @@ def main(argv):
   if len(argv) != 4:
     print("compare needs BEFORE and AFTER record files")
     sys.exit(2)
-  report, equal = compare(argv[2], argv[3], FLAGS.rtol, FLAGS.names)
+  explained = ""
+  if FLAGS.explained:
+    with open(FLAGS.explained) as f:
+      explained = f.read()
+  report, equal = compare(
+      argv[2],
+      argv[3],
+      FLAGS.rtol,
+      FLAGS.names,
+      _pairs(FLAGS.moved),
+      _pairs(FLAGS.renames),
+      explained,
+  )
   print(report)
   if FLAGS.report:
     with open(FLAGS.report, "w") as f:

@@ -47,69 +47,6 @@ def test_aggregate_rejects_empty_and_malformed_runs():
     curves.aggregate([[{"metrics": {"a": 1.0}}]])
 
 
-def test_windows_cut_a_curve_into_equal_step_ranges():
-  # 100 steps in 4 windows: (0, 25], (25, 50], (50, 75], (75, 100].
-  points = [[0, 0.0], [10, 0.2], [25, 0.4], [60, 0.9], [75, 0.7], [100, 1.0]]
-  got = curves.windows(points, 100, count=4)
-  assert [(w["from_step"], w["to_step"], w["n"]) for w in got] == [
-      (0, 25, 3),  # step 0 joins the first window; 25 closes it
-      (50, 75, 2),  # (25, 50] has no point: left out
-      (75, 100, 1),
-  ]
-  assert got[0]["mean"] == pytest.approx(0.2)
-  assert (got[1]["min"], got[1]["max"]) == (0.7, 0.9)
-  # A count that does not divide the steps still covers every point once.
-  assert sum(w["n"] for w in curves.windows(points, 100, count=7)) == 6
-  with pytest.raises(ValueError, match="step 101 lies outside"):
-    curves.windows([[101, 0.5]], 100)
-  with pytest.raises(ValueError, match="end > 0 and count > 0"):
-    curves.windows(points, 100, count=0)
-
-
-def test_training_windows_count_the_steps_far_above_the_usual_norm():
-  # 40 steps in 2 windows; step 30's gradient is 1,000 times the others'.
-  train = [[s, 0.5 if s <= 20 else 0.1, 2.0] for s in range(1, 41)]
-  train[29] = [30, 4.0, 2000.0]
-  first, second = curves.training_windows(train, 40, count=2)
-  assert (first["from_step"], first["to_step"], first["n"]) == (0, 20, 20)
-  assert (first["loss_median"], first["grad_norm_max"]) == (0.5, 2.0)
-  assert (first["steps_above"], second["steps_above"]) == (0, 1)
-  assert second["grad_norm_median"] == 2.0
-  assert second["grad_norm_max"] == 2000.0
-  # The 99th percentile of 19 twos and one 2,000 lies between them.
-  assert 2.0 < second["grad_norm_p99"] < 2000.0
-  with pytest.raises(ValueError, match="step 41 lies outside"):
-    curves.training_windows([[41, 0.1, 1.0]], 40)
-  with pytest.raises(ValueError, match="spike > 0"):
-    curves.training_windows(train, 40, spike=0.0)
-
-
-def test_largest_step_finds_the_spike_and_when_validation_recovered():
-  train = [[s, 0.1, 1.0] for s in range(1, 101)]
-  train[49] = [50, 6.0, 500.0]  # The spike: step 50.
-  validation = [
-      [10 * k, v]
-      for k, v in enumerate(
-          [0.0, 0.8, 0.9, 0.9, 0.9, 0.9, 0.3, 0.7, 0.85, 0.95, 0.9]
-      )
-  ]
-  got = curves.largest_step(train, validation, around=20)
-  assert (got["step"], got["grad_norm"], got["grad_norm_median"]) == (
-      50,
-      500.0,
-      1.0,
-  )
-  assert (got["loss_before"], got["loss_max_after"]) == (0.1, 6.0)
-  assert got["val_before"] == pytest.approx(0.9)  # Steps 30 and 40.
-  assert (got["val_min_after"], got["val_min_step"]) == (0.3, 60)
-  assert got["recovered_at"] == 90  # .85 at 80 is still below .9.
-  # No validation point before the spike: nothing to recover to.
-  early = curves.largest_step(train, validation[6:], around=20)
-  assert (early["val_before"], early["recovered_at"]) == (None, None)
-  with pytest.raises(ValueError, match="training points"):
-    curves.largest_step([], validation)
-
-
 def test_matching_rule_uses_the_larger_of_range_and_two_standard_errors():
   ours = curves.summarize([0.50, 0.60, 0.70])  # range 0.2, sd 0.1
   theirs = curves.summarize([0.74, 0.75, 0.76])  # range 0.02
