@@ -27,6 +27,13 @@ OOD plots): per run its validation and test curve, best point, test score,
 parameters, wall time and resumed parts (the harness kept no per-evaluation
 loss). The original is removed.
 
+  python3 scripts/migrate_workdir.py --protocol_results \
+      results/reproductions/rt_clrs_core8_paper__bellman_ford_seed0.json
+
+converts a one-processor results JSON of that harness's RT-protocol runs the
+same way, to the path today's command writes
+(`rt_clrs_core8_paper__bellman_ford_seed42.json`).
+
 Any other work directory of another version (the library refuses those
 with one line naming this script) is converted in place:
 
@@ -569,109 +576,201 @@ def _old_records(workdir) -> bool:
   return False
 
 
-def split_pair_models_results(path: str, log=print) -> None:
-  """The CLRS task's results of each processor in the harness's combined
-  `pair_models_clrs` results JSON at `path` (module docstring)."""
+def _task_runs(by_algorithm, steps):
+  """The CLRS task's per-algorithm runs of the harness's
+  {algorithm: {'seeds': {s: run}}} (seed s is run.py's model seed 42 + s)."""
+  from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import rt_protocol  # pylint: disable=g-import-not-at-top
+
+  length = str(rt_protocol.TEST_LENGTH)
+  algorithms = {}
+  for algorithm, entry in by_algorithm.items():
+    runs = []
+    for s, run in entry["seeds"].items():
+      tests = dict((step, t) for step, t in run["ood_test"])
+      history = [
+          {
+              "step": step,
+              "val": val,
+              **({"test": tests[step]} if step in tests else {}),
+          }
+          for step, val in run["validation"]
+      ]
+      runs.append({
+          "algorithm": algorithm,
+          "seed": rt_protocol.FIRST_SEED + int(s),
+          "steps": steps,
+          "complete": True,
+          "num_params": run["num_params"],
+          "train_seconds": run["train_seconds"],
+          "sittings": run.get("sittings", []),
+          "history": history,
+          "best": {"step": run["best_step"], "score": run["best_val"]},
+          "checkpoint_fallbacks": run.get("checkpoint_fallbacks", []),
+          "best_val": run["best_val"],
+          "best_step": run["best_step"],
+          "select_on": "val",
+          "selected": f"val (step {run['best_step']})",
+          "test": {length: run["test"]},
+      })
+    algorithms[algorithm] = {
+        "runs": runs,
+        "mean_test": evaluation.mean_over_runs(runs, [length]),
+        "mean_best_val": sum(r["best_val"] for r in runs) / len(runs),
+    }
+  return algorithms
+
+
+def _write_task_results(name, budget, config, algorithms, out, converted, log):
+  """The CLRS task's results JSON of reproduction `name` at `out`."""
   from experiments import reproductions  # pylint: disable=g-import-not-at-top
   from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import evaluation  # pylint: disable=g-import-not-at-top
   from relational_jax.training.clrs import rt_protocol  # pylint: disable=g-import-not-at-top
 
-  with open(path) as f:
-    old = json.load(f)
-  if not (isinstance(old, dict) and {"results", "budget"} <= set(old)):
-    raise ValueError(f"{path}: not a pair_models_clrs results JSON.")
-  budget = old["reproduction"]["budget"]
+  reproduction = reproductions.get(name)
   length = str(rt_protocol.TEST_LENGTH)
-  for processor, by_algorithm in old["results"].items():
-    name = f"pair_models_clrs_{processor}"
-    reproduction = reproductions.get(name)
-    config = reproduction.build(budget)
-    algorithms = {}
-    for algorithm, entry in by_algorithm.items():
-      runs = []
-      for s, run in entry["seeds"].items():
-        tests = dict((step, t) for step, t in run["ood_test"])
-        history = [
-            {
-                "step": step,
-                "val": val,
-                **({"test": tests[step]} if step in tests else {}),
-            }
-            for step, val in run["validation"]
-        ]
-        runs.append({
-            "algorithm": algorithm,
-            "seed": 42 + int(s),
-            "steps": old["budget"]["steps"],
-            "complete": True,
-            "num_params": run["num_params"],
-            "train_seconds": run["train_seconds"],
-            "sittings": run.get("sittings", []),
-            "history": history,
-            "best": {"step": run["best_step"], "score": run["best_val"]},
-            "checkpoint_fallbacks": run.get("checkpoint_fallbacks", []),
-            "best_val": run["best_val"],
-            "best_step": run["best_step"],
-            "select_on": "val",
-            "selected": f"val (step {run['best_step']})",
-            "test": {length: run["test"]},
-        })
-      algorithms[algorithm] = {
-          "runs": runs,
-          "mean_test": evaluation.mean_over_runs(runs, [length]),
-          "mean_best_val": sum(r["best_val"] for r in runs) / len(runs),
-      }
-    ours = {a: 100.0 * e["mean_test"][length] for a, e in algorithms.items()}
-    ours["mean"] = sum(ours.values()) / len(algorithms)
-    out = os.path.join(os.path.dirname(path), f"{name}_{budget}__results.json")
-    results = {
-        "config": config_lib.to_dict(config),
-        "algorithms": algorithms,
-        "wall_time_s": sum(
-            r["train_seconds"] for e in algorithms.values() for r in e["runs"]
-        ),
-        "reproduction": {
-            "name": name,
-            "paper": reproduction.paper,
-            "where": reproduction.where,
-            "metric": reproduction.metric,
-            "budget": budget,
-            "published": dict(reproduction.published),
-            **reproduction.published_errors(),
-            "ours": ours,
-            "notes": reproduction.notes,
-            "results_path": os.path.relpath(out, REPO),
-            "command": (
-                f"python -m experiments.reproduce {name} --budget={budget}"
-            ),
-            "converted": (
-                "from the comparison harness's combined pair_models_clrs "
-                "results (scripts/migrate_workdir.py); it kept no "
-                "per-evaluation loss"
-            ),
-        },
-    }
-    evaluation.write_results(results, out, validation=True)
-    log(f"wrote {out}")
+  ours = {a: 100.0 * e["mean_test"][length] for a, e in algorithms.items()}
+  ours["mean"] = sum(ours.values()) / len(algorithms)
+  command = f"python -m experiments.reproduce {name} --budget={budget}"
+  defaults = reproduction.build(budget)
+  for path in ("algorithms", "seeds"):
+    if tuple(config[path]) != tuple(defaults[path]):
+      text = "".join(
+          f'"{v}",' if isinstance(v, str) else f"{v}," for v in config[path]
+      )
+      command += f" --set='{path}=({text})'"
+  if config.results_path != defaults.results_path:
+    command += f" --set=results_path={config.results_path}"
+  results = {
+      "config": config_lib.to_dict(config),
+      "algorithms": algorithms,
+      "wall_time_s": sum(
+          r["train_seconds"] for e in algorithms.values() for r in e["runs"]
+      ),
+      "reproduction": {
+          "name": name,
+          "paper": reproduction.paper,
+          "where": reproduction.where,
+          "metric": reproduction.metric,
+          "budget": budget,
+          "published": dict(reproduction.published),
+          **reproduction.published_errors(),
+          "ours": ours,
+          "notes": reproduction.notes,
+          "results_path": os.path.relpath(out, REPO),
+          "command": command,
+          "converted": converted,
+      },
+  }
+  evaluation.write_results(results, out, validation=True)
+  log(f"wrote {out}")
+
+
+def _remove_with_png(path):
   os.remove(path)
   png = os.path.splitext(path)[0] + ".png"
   if os.path.exists(png):
     os.remove(png)
 
 
+def split_pair_models_results(path: str, log=print) -> None:
+  """The CLRS task's results of each processor in the harness's combined
+  `pair_models_clrs` results JSON at `path` (module docstring)."""
+  from experiments import reproductions  # pylint: disable=g-import-not-at-top
+
+  with open(path) as f:
+    old = json.load(f)
+  if not (isinstance(old, dict) and {"results", "budget"} <= set(old)):
+    raise ValueError(f"{path}: not a pair_models_clrs results JSON.")
+  budget = old["reproduction"]["budget"]
+  for processor, by_algorithm in old["results"].items():
+    name = f"pair_models_clrs_{processor}"
+    out = os.path.join(os.path.dirname(path), f"{name}_{budget}__results.json")
+    _write_task_results(
+        name,
+        budget,
+        reproductions.get(name).build(budget),
+        _task_runs(by_algorithm, old["budget"]["steps"]),
+        out,
+        "from the comparison harness's combined pair_models_clrs results "
+        "(scripts/migrate_workdir.py); it kept no per-evaluation loss",
+        log,
+    )
+  _remove_with_png(path)
+
+
+def convert_protocol_results(path: str, log=print) -> None:
+  """The CLRS task's results JSON of a one-processor harness run of the RT
+  paper's protocol (`<kind>_clrs_core8_paper__<algorithm>_seed<s>.json`,
+  written by the former task clrs_rt_protocol) beside it, named as today's
+  command writes it (seed 42 + s)."""
+  from experiments import reproductions  # pylint: disable=g-import-not-at-top
+  from relational_jax.training import config as config_lib  # pylint: disable=g-import-not-at-top
+  from relational_jax.training.clrs import rt_protocol  # pylint: disable=g-import-not-at-top
+
+  with open(path) as f:
+    old = json.load(f)
+  if not (
+      isinstance(old, dict)
+      and {"results", "budget", "reproduction"} <= set(old)
+      and len(old["results"]) == 1
+  ):
+    raise ValueError(f"{path}: not a one-processor protocol results JSON.")
+  ((processor, by_algorithm),) = old["results"].items()
+  name, budget = old["reproduction"]["name"], old["reproduction"]["budget"]
+  algorithms = tuple(by_algorithm)
+  seeds = tuple(
+      rt_protocol.FIRST_SEED + int(s)
+      for s in next(iter(by_algorithm.values()))["seeds"]
+  )
+  stem = (
+      f"{name}_{budget}__{'_'.join(algorithms)}_seed{'_'.join(map(str, seeds))}"
+  )
+  out = os.path.join(os.path.dirname(path), stem + ".json")
+  config = config_lib.override(
+      reproductions.get(name).build(budget),
+      {
+          "algorithms": algorithms,
+          "seeds": seeds,
+          "results_path": os.path.relpath(out, REPO),
+      },
+  )
+  if config.processor_type != processor:
+    raise ValueError(
+        f"{path}: processor {processor!r}, but {name} trains "
+        f"{config.processor_type!r}."
+    )
+  _write_task_results(
+      name,
+      budget,
+      config,
+      _task_runs(by_algorithm, old["budget"]["steps"]),
+      out,
+      "from the comparison harness's results of the RT paper's protocol "
+      "(scripts/migrate_workdir.py); it kept no per-evaluation loss",
+      log,
+  )
+  _remove_with_png(path)
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("workdir", nargs="?")
   parser.add_argument("--pair_models_results", default="")
+  parser.add_argument("--protocol_results", default="")
   args = parser.parse_args(argv)
   try:
     if args.pair_models_results:
       split_pair_models_results(args.pair_models_results)
+    elif args.protocol_results:
+      convert_protocol_results(args.protocol_results)
     elif args.workdir:
       migrate(args.workdir)
     else:
-      raise ValueError("give a work directory or --pair_models_results.")
+      raise ValueError(
+          "give a work directory, --pair_models_results or --protocol_results."
+      )
   except ValueError as e:
     print(f"migrate_workdir: {e}", file=sys.stderr)
     return 2

@@ -99,20 +99,46 @@ def test_refusals_change_nothing(migrate, tmp_path, capsys):
   assert "in this version's format already" in capsys.readouterr().err
 
 
+def seed(test, best_val):
+  """One seed of a harness results JSON."""
+  return {
+      "validation": [[80, 0.5], [160, best_val]],
+      "ood_test": [[80, 0.1], [160, test]],
+      "best_step": 160,
+      "best_val": best_val,
+      "test": test,
+      "final_test": test,
+      "train_seconds": 10.0,
+      "num_params": 7,
+  }
+
+
+def test_a_protocol_results_json_in_the_tasks_layout(migrate, tmp_path):
+  old = {
+      "budget": {"steps": 160},
+      "results": {"rt": {"bellman_ford": {"seeds": {"0": seed(0.25, 0.9)}}}},
+      "reproduction": {"name": "rt_clrs_core8", "budget": "paper"},
+  }
+  path = tmp_path / "rt_clrs_core8_paper__bellman_ford_seed0.json"
+  path.write_text(json.dumps(old))
+  assert migrate.main(["--protocol_results", str(path)]) == 0
+  new = tmp_path / "rt_clrs_core8_paper__bellman_ford_seed42.json"
+  assert not path.exists() and new.exists()
+  results = json.loads(new.read_text())
+  (run,) = results["algorithms"]["bellman_ford"]["runs"]
+  assert (run["seed"], run["test"], run["best_step"]) == (42, {"64": 0.25}, 160)
+  assert results["config"]["seeds"] == [42]
+  assert results["reproduction"]["ours"]["bellman_ford"] == 25.0
+  assert "--set='seeds=(42,)'" in results["reproduction"]["command"]
+  # Another processor's JSON under this name: refused, nothing written.
+  old["results"] = {"mpnn": old["results"]["rt"]}
+  path.write_text(json.dumps(old))
+  assert migrate.main(["--protocol_results", str(path)]) == 2
+
+
 def test_the_combined_pair_models_results_split_per_processor(
     migrate, tmp_path
 ):
-  def seed(test, best_val):
-    return {
-        "validation": [[80, 0.5], [160, best_val]],
-        "ood_test": [[80, 0.1], [160, test]],
-        "best_step": 160,
-        "best_val": best_val,
-        "test": test,
-        "final_test": test,
-        "train_seconds": 10.0,
-        "num_params": 7,
-    }
 
   old = {
       "budget": {"steps": 160, "algorithms": ["bellman_ford"]},
