@@ -49,6 +49,20 @@ Scoring, as the literature does (`exact_match`, `tree_match`):
   `$airline`, a bare `x`, against `$0`, `$1`). Prolog variables (`ANS`,
   `A`, `J`) are compared as written, as Dong & Lapata did.
 
+Entity anonymisation (`read_lexicon`, `anonymize`, `deanonymize`): Dong &
+Lapata's ATIS writes each entity mention as a typed marker (`ci0`, `ap0`)
+in both the sentence and the form; the shipped ATIS writes entities out
+(`denver:_ci`). `anonymize` rewrites a row as theirs through Zettlemoyer &
+Collins's lexicon (`atis/lexicon.txt`, lines `phrase :- NP : value:type`,
+an entity `value:type` written `value:_type` in the forms): each entity of
+the form, in order of first appearance, whose lexicon phrase (the longest
+that fits) occurs in the sentence, becomes `<type><i>` (i counts that type
+from 0) in both; an entity without a phrase in the sentence stays written
+out. The form's entities choose what is replaced, on test rows too, as in
+Dong & Lapata's preprocessed files (the argument identification is given,
+not predicted). `deanonymize` maps a row's markers back, so a prediction is
+scored against the form as its file writes it.
+
 Pure Python, like the rest of `relational_jax.data`.
 """
 
@@ -379,6 +393,94 @@ def _data_line_numbers(path: str) -> List[int]:
   """1-based numbers of the non-empty lines (`load_tsv`'s rows)."""
   with open(path, encoding="utf-8") as f:
     return [i for i, line in enumerate(f, start=1) if line.strip()]
+
+
+def read_lexicon(path: str) -> Dict[str, List[str]]:
+  """{entity 'value:type': its phrases, longest first} of a lexicon of
+  `phrase :- NP : value:type` lines (Zettlemoyer & Collins's ATIS lexicon;
+  spacing as in the file is normalised).
+
+  Raises:
+    FileNotFoundError: naming the path.
+    tsv.DataFormatError: one line naming the file, the line and its fault.
+  """
+  if not os.path.isfile(path):
+    raise FileNotFoundError(f"entity lexicon not found: {path}")
+  out: Dict[str, List[str]] = {}
+  with open(path, encoding="utf-8") as f:
+    for lineno, line in enumerate(f, start=1):
+      if not line.strip():
+        continue
+      phrase, sep, rest = line.partition(":-")
+      category, sep2, entity = rest.partition(":")
+      entity = "".join(entity.split())
+      phrase = " ".join(phrase.split())
+      value, sep3, kind = entity.rpartition(":")
+      if not (sep and sep2 and sep3 and phrase and value and kind):
+        raise tsv_lib.DataFormatError(
+            path,
+            lineno,
+            f"expected 'phrase :- NP : value:type', got {line.strip()[:80]!r}",
+        )
+      del category
+      out.setdefault(entity, []).append(phrase)
+  return {
+      e: sorted(set(p), key=lambda x: (-len(x.split()), x))
+      for e, p in out.items()
+  }
+
+
+def anonymize(
+    sentence: str, form: str, lexicon: Dict[str, List[str]]
+) -> Tuple[str, str, Dict[str, str]]:
+  """(sentence, form, {marker: entity token}) with the form's entities
+  replaced by typed markers where the lexicon finds them in the sentence
+  (module docstring)."""
+  words = sentence.split()
+  taken = [False] * len(words)
+  tokens = tokenize(form)
+  markers: Dict[str, str] = {}  # entity token -> marker
+  counts: Dict[str, int] = {}
+  for token in tokens:
+    value, sep, kind = token.rpartition(":_")
+    if not sep or token in markers or token.startswith("_"):
+      continue
+    phrases = lexicon.get(f"{value}:{kind}")
+    if not phrases:
+      continue
+    span = _find_phrase(words, taken, phrases)
+    if span is None:
+      continue
+    marker = f"{kind}{counts.get(kind, 0)}"
+    counts[kind] = counts.get(kind, 0) + 1
+    markers[token] = marker
+    start, end = span
+    words[start:end] = [marker] + [None] * (end - start - 1)
+    taken[start:end] = [True] * (end - start)
+  return (
+      " ".join(w for w in words if w is not None),
+      " ".join(markers.get(t, t) for t in tokens),
+      {m: t for t, m in markers.items()},
+  )
+
+
+def _find_phrase(words, taken, phrases):
+  """(start, end) of the first phrase (in the given order) found as whole
+  words of `words` not yet replaced."""
+  for phrase in phrases:
+    p = phrase.split()
+    for start in range(len(words) - len(p) + 1):
+      if words[start : start + len(p)] == p and not any(
+          taken[start : start + len(p)]
+      ):
+        return start, start + len(p)
+  return None
+
+
+def deanonymize(form: str, entities: Dict[str, str]) -> str:
+  """`form` with a row's markers ({marker: entity token}, `anonymize`)
+  mapped back; other tokens as they are."""
+  return " ".join(entities.get(t, t) for t in form.split())
 
 
 def split_holdout(

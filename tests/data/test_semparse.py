@@ -276,3 +276,78 @@ def test_holdout_is_a_fixed_disjoint_draw():
   assert semparse.split_holdout(600, 60) == (kept, held)
   with pytest.raises(ValueError, match=r"0 < size < 10"):
     semparse.split_holdout(10, 10)
+
+
+# --- ATIS entity anonymisation through the lexicon. --------------------------
+
+
+def test_lexicon_is_read_with_every_phrase_of_an_entity(tmp_path):
+  lexicon = semparse.read_lexicon(
+      os.path.join(paths.SEMPARSE_DIR, "atis", "lexicon.txt")
+  )
+  assert len(lexicon) == 570  # 980 lines; one phrase may name two entities.
+  assert {"atlanta", "atlanta georgia"} <= set(lexicon["atlanta:ci"])
+  assert "atlanta" in lexicon["atl:ap"]
+  assert lexicon["800:ti"][:2] == ["8 in the morning", "8 o'clock am"]
+  assert lexicon["800:ti"][-1] == "8am"  # Longest first, then by name.
+  bad = tmp_path / "lexicon.txt"
+  bad.write_text("denver :- NP : denver:ci\n\nboston NP boston\n")
+  with pytest.raises(tsv_lib.DataFormatError) as e:
+    semparse.read_lexicon(str(bad))
+  assert str(e.value).startswith(
+      f"{bad}, line 3: expected 'phrase :- NP : value:type'"
+  )
+
+
+def test_anonymize_marks_entities_in_sentence_and_form_and_maps_back():
+  lexicon = {
+      "denver:ci": ["denver"],
+      "boston:ci": ["boston"],
+      "bos:ap": ["boston logan", "logan"],
+      "9:dn": ["ninth"],
+  }
+  sentence, form, entities = semparse.anonymize(
+      "flights from boston logan to denver on the ninth",
+      "( _lambda $0 e ( _and ( _from $0 bos:_ap ) ( _to $0 denver:_ci )"
+      " ( _day_number $0 9:_dn ) ( _stop $0 dallas:_ci ) ) )",
+      lexicon,
+  )
+  assert sentence == "flights from ap0 to ci0 on the dn0"
+  # dallas has no phrase in the sentence: written out.
+  assert form == (
+      "( _lambda $0 e ( _and ( _from $0 ap0 ) ( _to $0 ci0 )"
+      " ( _day_number $0 dn0 ) ( _stop $0 dallas:_ci ) ) )"
+  )
+  assert entities == {"ap0": "bos:_ap", "ci0": "denver:_ci", "dn0": "9:_dn"}
+  assert semparse.deanonymize(form, entities).endswith("dallas:_ci ) ) )")
+  assert "bos:_ap" in semparse.deanonymize(form, entities)
+
+
+@pytest.mark.parametrize(
+    "split, marked, left",
+    [
+        ("train", 12273, 74),
+        ("dev", 1347, 9),
+        ("test", 1117, 1),
+    ],
+)
+def test_atis_anonymised_round_trips_on_every_row(split, marked, left):
+  """Every ATIS row anonymised parses, and maps back to the file's form;
+  how many entities the lexicon finds (distinct per row) and leaves."""
+  lexicon = semparse.read_lexicon(
+      os.path.join(paths.SEMPARSE_DIR, "atis", "lexicon.txt")
+  )
+  forms = semparse.load_logical_forms(_path("atis", split), "sexpr")
+  found = kept = 0
+  for source, text in zip(forms.sources, forms.targets):
+    sentence, form, entities = semparse.anonymize(source, text, lexicon)
+    semparse.parse(form, "sexpr")
+    assert semparse.deanonymize(form, entities) == " ".join(
+        semparse.tokenize(text)
+    )
+    assert all(m in sentence.split() for m in entities)
+    found += len(entities)
+    kept += len(
+        {t for t in form.split() if ":_" in t and not t.startswith("_")}
+    )
+  assert (found, kept) == (marked, left)

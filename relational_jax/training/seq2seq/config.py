@@ -5,9 +5,10 @@
                            scan_official_order, max_eval_examples,
                            max_train_examples,
                            source_markers, target_start (data.encode_set),
-                           target_format, holdout_val (dataset 'tsv':
-                           logical forms as trees, a validation set held
-                           out of train.tsv; data.load_data),
+                           target_format, holdout_val, entity_lexicon
+                           (dataset 'tsv': logical forms as trees, a
+                           validation set held out of train.tsv, entities
+                           anonymised; data.load_data),
                            num_train / num_test (generated sets: for2lam)
   config.model             'transformer' | 'edge_transformer': which of the
                            two model sections builds the model
@@ -190,6 +191,13 @@ def default_config() -> ConfigDict:
           # draw, semparse.split_holdout) as the IID validation set
           # 'iid_val' of a directory without dev.tsv.
           holdout_val=0,
+          # dataset='tsv' with logical forms: '' or a lexicon of
+          # `phrase :- NP : value:type` lines (ATIS: semparse/atis/
+          # lexicon.txt) through which entities become typed markers (ci0)
+          # in sentence and form, as Dong & Lapata's ATIS
+          # (semparse.anonymize); predictions are mapped back and scored
+          # against the file's forms.
+          entity_lexicon="",
       )
   )
   c.model = "transformer"
@@ -308,6 +316,14 @@ def validate(
     else:
       check_choice(split, ("default",), f"{d.dataset} split")
     check_choice(d.target_format, TARGET_FORMATS, "data.target_format")
+    if d.entity_lexicon and d.target_format == "text":
+      raise ValueError(
+          f"data.entity_lexicon={d.entity_lexicon!r} anonymises the entities "
+          "of logical forms: it needs data.target_format 'sexpr' or "
+          "'prolog', got 'text'."
+      )
+    if d.entity_lexicon and not os.path.isfile(d.entity_lexicon):
+      raise ValueError(f"data.entity_lexicon: no file {d.entity_lexicon!r}.")
     if d.holdout_val < 0:
       raise ValueError(
           f"data.holdout_val must be >= 0 (0: none), got {d.holdout_val}."
@@ -373,6 +389,7 @@ _DATA_FIELD_READERS = {
     "data_path": (("tsv",), None),
     "target_format": (("tsv",), None),
     "holdout_val": (("tsv",), None),
+    "entity_lexicon": (("tsv",), None),
 }
 
 

@@ -24,6 +24,9 @@ Data (`load_data(config.data)`; by default the official files shipped in
         the files' forms are kept (`Seq2SeqData.gold`) for scoring and the
         predictions files. `holdout_val` > 0 moves that many rows of
         train.tsv (a fixed draw, `semparse.split_holdout`) to 'iid_val'.
+        `entity_lexicon` (a path) anonymises the entities of sentence and
+        form as typed markers (`semparse.anonymize`, Dong & Lapata's ATIS
+        form); decodings are mapped back (`Seq2SeqData.entities`).
   for2lam  `relational_jax.data.for2lam` (Chen et al. 2018; Shiv & Quirk
         2019 sec. 5.1.1): FOR -> LAMBDA program translation generated from
         the grammars with `train.seed`-independent seed 0; split 'short' or
@@ -99,7 +102,11 @@ class Seq2SeqData:
     gold: {set name: the logical form of every row as its file writes it}
       (target_format other than 'text').
     files: {set name: the stem of the file it was read from ('test',
-      'dev', 'train' for a hold-out)}: predictions_<stem>.tsv.
+      'dev', 'train_holdout' for a hold-out)}: predictions_<stem>.tsv.
+    sentences: {set name: every row's sentence as its file writes it}
+      (logical forms; the pairs' sources may be anonymised).
+    entities: {set name: every row's {marker: entity token}} where the
+      entities were anonymised (`semparse.anonymize`), else {}.
   """
 
   train: Pairs
@@ -112,6 +119,10 @@ class Seq2SeqData:
   tree_order: str = "dfs"
   gold: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
   files: Dict[str, str] = dataclasses.field(default_factory=dict)
+  sentences: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+  entities: Dict[str, List[Dict[str, str]]] = dataclasses.field(
+      default_factory=dict
+  )
 
   def check(self) -> None:
     """Raises ValueError for empty sets, unknown evaluation-set names or
@@ -131,12 +142,19 @@ class Seq2SeqData:
     )
     if self.target_format != "text":
       for name, pairs in self.evals.items():
-        if len(self.gold.get(name, ())) != len(pairs):
-          raise ValueError(
-              f"{self.description}: gold logical forms for "
-              f"{len(self.gold.get(name, ()))} of the {len(pairs)} rows of "
-              f"{name!r}."
-          )
+        for what, per_set, needed in (
+            ("gold logical forms", self.gold, True),
+            ("sentences", self.sentences, False),
+            ("entity maps", self.entities, False),
+        ):
+          if (needed or name in per_set) and len(per_set.get(name, ())) != len(
+              pairs
+          ):
+            raise ValueError(
+                f"{self.description}: {what} for "
+                f"{len(per_set.get(name, ()))} of the {len(pairs)} rows of "
+                f"{name!r}."
+            )
     for name, cats in self.categories.items():
       if name not in self.evals:
         raise ValueError(
@@ -273,28 +291,58 @@ def _load_logical_forms(
       if tree_targets
       else " ".join(semparse_lib.tokenize(text))
   )
-  train, evals, gold, files, notes = None, {}, {}, {}, []
+  lexicon = (
+      semparse_lib.read_lexicon(c.entity_lexicon) if c.entity_lexicon else None
+  )
+  sets, notes = {}, []  # role -> (pairs, gold, sentences, entities)
+  files = {}
   for name, role in config_lib.TSV_FILES.items():
     path = os.path.join(directory, name)
     if not os.path.isfile(path):
       continue
     forms = semparse_lib.load_logical_forms(path, fmt)
-    pairs = [
-        (s, target(t, x))
-        for s, t, x in zip(forms.sources, forms.trees, forms.targets)
-    ]
-    if role == "train":
-      train, train_gold = pairs, forms.targets
-    else:
-      evals[role], gold[role] = pairs, forms.targets
+    rows = []
+    for source, tree, text in zip(forms.sources, forms.trees, forms.targets):
+      entities = {}
+      if lexicon is not None:
+        source, form, entities = semparse_lib.anonymize(source, text, lexicon)
+        tree = semparse_lib.parse(form, fmt)
+      else:
+        form = text
+      rows.append(((source, target(tree, form)), entities))
+    sets[role] = (
+        [r[0] for r in rows],
+        forms.targets,
+        forms.sources,
+        [r[1] for r in rows],
+    )
+    if role != "train":
       files[role] = os.path.splitext(name)[0]
   if c.holdout_val:
-    kept, held = semparse_lib.split_holdout(len(train), c.holdout_val)
-    evals["iid_val"] = [train[i] for i in held]
-    gold["iid_val"] = [train_gold[i] for i in held]
+    kept, held = semparse_lib.split_holdout(
+        len(sets["train"][0]), c.holdout_val
+    )
+    sets["iid_val"] = tuple([part[i] for i in held] for part in sets["train"])
+    sets["train"] = tuple([part[i] for i in kept] for part in sets["train"])
     files["iid_val"] = "train_holdout"
-    train = [train[i] for i in kept]
     notes.append(_holdout_note(c.holdout_val, directory))
+  if lexicon is not None:
+    written_out = sum(
+        1
+        for role, (pairs, *_) in sets.items()
+        for _, t in pairs
+        for token in t.split()
+        if ":_" in token and not token.startswith("_")
+    )
+    notes.append(
+        f"entities anonymised through {c.entity_lexicon} "
+        "(semparse.anonymize; the gold form's entities, test rows too); "
+        f"{written_out} entity tokens left written out (no lexicon phrase in "
+        "the sentence); predictions mapped back and scored against the "
+        "files' forms."
+    )
+  evals = {r: v for r, v in sets.items() if r != "train"}
+  train = sets["train"][0]
   notes.append(
       f"targets: {fmt} logical forms as "
       + (
@@ -313,14 +361,19 @@ def _load_logical_forms(
   )
   data = Seq2SeqData(
       train,
-      evals,
-      f"tsv {directory} ({fmt} trees)",
+      {r: v[0] for r, v in evals.items()},
+      f"tsv {directory} ({fmt} trees"
+      + (", entities anonymised)" if lexicon is not None else ")"),
       notes,
       target_format=fmt,
       tree_targets=tree_targets,
       tree_order=target_order,
-      gold=gold,
+      gold={r: v[1] for r, v in evals.items()},
       files=files,
+      sentences={r: v[2] for r, v in evals.items()},
+      entities=(
+          {r: v[3] for r, v in evals.items()} if lexicon is not None else {}
+      ),
   )
   data.check()
   return data

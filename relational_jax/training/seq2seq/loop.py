@@ -43,6 +43,7 @@ import jax
 import numpy as np
 import optax
 
+from relational_jax.data import semparse
 from relational_jax.data.vocab import PAD_ID, Vocab
 from relational_jax.models import et_seq2seq
 from relational_jax.models import seq2seq as seq2seq_models
@@ -205,6 +206,9 @@ class Experiment:
     )
 
     eval_pairs, self.eval_categories, self.eval_gold = {}, {}, {}
+    # The chosen rows' sentences as their files write them (the sources may
+    # be anonymised) and their anonymised entities, where there are any.
+    self.eval_sources, self.eval_entities = {}, {}
     for k, v in self.data.evals.items():
       if not v:
         continue
@@ -214,7 +218,10 @@ class Experiment:
         self.eval_categories[k] = [self.data.categories[k][i] for i in idx]
       if k in self.data.gold:  # The chosen rows' logical forms.
         self.eval_gold[k] = [self.data.gold[k][i] for i in idx]
-    self.eval_sources = {k: [s for s, _ in p] for k, p in eval_pairs.items()}
+      sentences = self.data.sentences.get(k, [s for s, _ in v])
+      self.eval_sources[k] = [sentences[i] for i in idx]
+      if k in self.data.entities:
+        self.eval_entities[k] = [self.data.entities[k][i] for i in idx]
     markers = c.data.source_markers
     src_len = lambda ps: (
         max(len(s.split()) for s, _ in ps)
@@ -356,9 +363,10 @@ class Experiment:
     """Exact-match accuracy of greedy decoding on evaluation set `name`."""
     return float(np.mean(self.exact_match_rows(params, name)))
 
-  def logical_forms(self, pred_NxT: np.ndarray) -> Tuple[list, list]:
-    """(logical forms, well formed) of decodings `pred_NxT`
-    (`evaluation.decoded_logical_form`)."""
+  def logical_forms(self, pred_NxT: np.ndarray, name: str) -> Tuple[list, list]:
+    """(logical forms, well formed) of the decodings `pred_NxT` of
+    evaluation set `name` (`evaluation.decoded_logical_form`), anonymised
+    entities mapped back (`semparse.deanonymize`)."""
     d = self.data
     out = [
         evaluation.decoded_logical_form(
@@ -369,7 +377,13 @@ class Experiment:
         )
         for row in pred_NxT
     ]
-    return [text for text, _ in out], [ok for _, ok in out]
+    texts = [text for text, _ in out]
+    if name in self.eval_entities:
+      texts = [
+          semparse.deanonymize(t, e)
+          for t, e in zip(texts, self.eval_entities[name])
+      ]
+    return texts, [ok for _, ok in out]
 
   def predictions(self, params) -> Dict[str, list]:
     """{set: [(source, gold logical form as in its file, predicted logical
@@ -377,7 +391,7 @@ class Experiment:
     (target_format other than 'text')."""
     out = {}
     for name in self.eval_sets:
-      predicted, _ = self.logical_forms(self.greedy_rows(params, name))
+      predicted, _ = self.logical_forms(self.greedy_rows(params, name), name)
       out[name] = list(
           zip(self.eval_sources[name], self.eval_gold[name], predicted)
       )
@@ -397,7 +411,7 @@ class Experiment:
       pred_NxT = self.greedy_rows(params, name)
       rows = evaluation.row_matches(pred_NxT, s.tgt_out)
       if self.data.target_format != "text":  # Scored on the logical forms.
-        predicted, ok = self.logical_forms(pred_NxT)
+        predicted, ok = self.logical_forms(pred_NxT, name)
         scores = evaluation.logical_form_scores(
             predicted, self.eval_gold[name], self.data.target_format, ok
         )
@@ -886,7 +900,9 @@ def evaluate_checkpoint(
   (`batch_longest_matches` in batches of `csordas_batch_size`),
   'by_target_length': {tokens before EOS: {'rows', 'wrong',
   'wrong_csordas'}}, 'wrong': the first `max_wrong` strictly wrong rows
-  ({'row', 'source', 'target', 'prediction'}, as text)}}}.
+  ({'row', 'source', 'target', 'prediction'}, as text)}}}; with
+  logical-form targets also 'logical_form_exact_match' and 'tree_match'
+  (the training's `<set>` and `<set>_tree`).
   """
   if csordas_batch_size < 1:
     raise ValueError(
@@ -939,6 +955,16 @@ def evaluate_checkpoint(
             for i in np.flatnonzero(~ok_N)[:max_wrong]
         ],
     }
+    if experiment.data.target_format != "text":  # As training scores them.
+      predicted, well_formed = experiment.logical_forms(pred_NxT, name)
+      scores = evaluation.logical_form_scores(
+          predicted,
+          experiment.eval_gold[name],
+          experiment.data.target_format,
+          well_formed,
+      )
+      sets[name]["logical_form_exact_match"] = float(np.mean(scores["exact"]))
+      sets[name]["tree_match"] = float(np.mean(scores["tree"]))
   return {
       "workdir": workdir,
       "checkpoint": which,

@@ -34,6 +34,7 @@ def test_default_config_layout_and_models():
       "num_test",
       "target_format",
       "holdout_val",
+      "entity_lexicon",
   ])
   assert sorted(c.train.keys()) == sorted([
       "learning_rate",

@@ -40,6 +40,49 @@ def _write(directory, name, rows):
   (directory / name).write_text("".join(f"{s}\t{t}\n" for s, t in rows))
 
 
+ATIS_TRAIN = [
+    (
+        "from denver to boston",
+        (
+            "( _lambda $0 e ( _and ( _from $0 denver:_ci ) ( _to $0 boston:_ci"
+            " ) ) )"
+        ),
+    ),
+    ("to denver", "( _lambda $0 e ( _to $0 denver:_ci ) )"),
+    ("from boston", "( _lambda $0 e ( _from $0 boston:_ci ) )"),
+    (
+        "to boston on delta",
+        (
+            "( _lambda $0 e ( _and ( _to $0 boston:_ci ) ( _airline $0 dl:_al"
+            " ) ) )"
+        ),
+    ),
+]
+ATIS_TEST = [
+    (
+        "from dallas to denver",
+        (
+            "( _lambda $v0 e ( _and ( _from $v0 dallas:_ci ) ( _to $v0"
+            " denver:_ci ) ) )"
+        ),
+    ),
+    ("to atlanta", "( _lambda $v0 e ( _to $v0 atlanta:_ci ) )"),
+]
+ATIS_LEXICON = (
+    "denver :- NP : denver:ci\nboston :- NP : boston:ci\n"
+    "dallas :- NP : dallas:ci\ndelta :- NP : dl:al\n"
+)
+
+
+@pytest.fixture
+def atis_like(tmp_path):
+  d = tmp_path / "atis_like"
+  _write(d, "train.tsv", ATIS_TRAIN)
+  _write(d, "test.tsv", ATIS_TEST)
+  (tmp_path / "lexicon.txt").write_text(ATIS_LEXICON)
+  return d
+
+
 @pytest.fixture
 def geo_like(tmp_path):
   d = tmp_path / "geo_like"
@@ -85,6 +128,38 @@ def test_target_format_reads_targets_as_trees(geo_like):
       _config(geo_like, {"data.target_format": "text"}).data
   )
   assert text.target_format == "text" and not text.gold
+
+
+def test_entity_lexicon_anonymises_sentences_and_forms(atis_like):
+  lexicon = str(atis_like.parent / "lexicon.txt")
+  data = seq2seq.load_data(
+      _config(atis_like, {"data.entity_lexicon": lexicon}).data
+  )
+  assert data.train[0] == (
+      "from ci0 to ci1",
+      "( _lambda $0 e ( _and ( _from $0 ci0 ) ( _to $0 ci1 ) ) )",
+  )
+  assert data.train[3][0] == "to ci0 on al0"
+  # atlanta is not in this lexicon: written out.
+  assert [s for s, _ in data.evals["iid"]] == ["from ci0 to ci1", "to atlanta"]
+  assert data.sentences["iid"] == [s for s, _ in ATIS_TEST]
+  assert data.gold["iid"] == [t for _, t in ATIS_TEST]
+  assert data.entities["iid"] == [
+      {"ci0": "dallas:_ci", "ci1": "denver:_ci"},
+      {},
+  ]
+  assert any("1 entity tokens left written out" in n for n in data.notes)
+  with pytest.raises(ValueError, match=r"needs data.target_format 'sexpr'"):
+    config_lib.validate(
+        _config(
+            atis_like,
+            {"data.entity_lexicon": lexicon, "data.target_format": "text"},
+        )
+    )
+  with pytest.raises(ValueError, match=r"data.entity_lexicon: no file"):
+    config_lib.validate(
+        _config(atis_like, {"data.entity_lexicon": lexicon + ".missing"})
+    )
 
 
 def test_holdout_val_is_a_fixed_part_of_train(geo_like):
@@ -163,22 +238,29 @@ def test_decoded_forms_and_their_scores():
   assert scores["tree"].tolist() == [True, False, True]
 
 
-@pytest.mark.parametrize("model", ["seq2tree", "seq2seq"])
+@pytest.mark.parametrize("model", ["seq2tree", "seq2seq", "seq2tree_anon"])
 @pytest.mark.slow  # ~10 s each on an idle 2-core CPU, compile-bound.
 def test_training_scores_logical_forms_and_writes_every_test_row(
-    geo_like, tmp_path, model
+    geo_like, atis_like, tmp_path, model
 ):
   """A tiny run: exact and tree match of every set in the results, and
   predictions_test.tsv holds one line per test row, in file order: the
-  sentence, the gold form as in the file, the prediction."""
+  sentence and the gold form as in the file, the prediction (anonymised
+  entities mapped back)."""
+  anon = model.endswith("_anon")
   config = _config(
-      geo_like,
+      atis_like if anon else geo_like,
       {
           "data.holdout_val": 2,
           "train.select_on": "iid_val",
           "train.steps": 2,
           "train.eval_every": 1,
-          **(TREE if model == "seq2tree" else {}),
+          **(TREE if model.startswith("seq2tree") else {}),
+          **(
+              {"data.entity_lexicon": str(tmp_path / "lexicon.txt")}
+              if anon
+              else {}
+          ),
       },
   )
   workdir = str(tmp_path / "run")
@@ -191,8 +273,10 @@ def test_training_scores_logical_forms_and_writes_every_test_row(
   }
   with open(os.path.join(workdir, "predictions_test.tsv")) as f:
     rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
-  assert [tuple(r[:2]) for r in rows] == TEST
+  assert [tuple(r[:2]) for r in rows] == (ATIS_TEST if anon else TEST)
   assert all(len(r) == 3 for r in rows)
+  if anon:  # The first row's markers (ci0, ci1) are mapped back.
+    assert not {"ci0", "ci1"} & set(rows[0][2].split())
   # The file is the selected state's decoding: its scores are the
   # selection's.
   for key, match in (
@@ -203,6 +287,10 @@ def test_training_scores_logical_forms_and_writes_every_test_row(
         np.mean([match(p, g, "sexpr") for _, g, p in rows])
     )
   assert any("sexpr logical forms" in n for n in results["data"]["notes"])
+  # A saved checkpoint is scored the same way.
+  saved = seq2seq.evaluate_checkpoint(workdir, "best")["sets"]["iid"]
+  assert saved["logical_form_exact_match"] == accuracies["iid"]
+  assert saved["tree_match"] == accuracies["iid_tree"]
 
 
 def test_table1_reproductions_are_the_papers_settings():
@@ -214,10 +302,12 @@ def test_table1_reproductions_are_the_papers_settings():
       ("jobs", "prolog", 50),
       ("geo", "sexpr", 60),
       ("atis", "sexpr", 0),
+      ("atis_anon", "sexpr", 0),
   ):
     for model in ("seq2tree", "seq2seq"):
       r = reproductions.get(f"semparse_{dataset}_{model}")
       c = r.build("paper")
+      assert bool(c.data.entity_lexicon) == dataset.endswith("_anon")
       t = c.transformer
       assert (t.d_model, t.ffn_dim, t.num_encoder_layers) == (256, 1024, 4)
       assert t.num_decoder_layers == 4 and t.dropout_rate == 0.1
@@ -243,4 +333,6 @@ def test_table1_reproductions_are_the_papers_settings():
       ("geo", "seq2seq"): 0.811,
       ("atis", "seq2tree"): 0.864,
       ("atis", "seq2seq"): 0.844,
+      ("atis_anon", "seq2tree"): 0.864,
+      ("atis_anon", "seq2seq"): 0.844,
   }
