@@ -15,6 +15,7 @@ from relational_jax.data import tsv as tsv_lib
 from relational_jax.training import seq2seq
 from relational_jax.training.seq2seq import config as config_lib
 from relational_jax.training.seq2seq import evaluation
+from relational_jax.training.seq2seq import loop
 from tests.training.seq2seq.common import tiny
 
 TRAIN = [
@@ -288,7 +289,7 @@ def test_training_scores_logical_forms_and_writes_every_test_row(
     )
   assert any("sexpr logical forms" in n for n in results["data"]["notes"])
   # A saved checkpoint is scored the same way.
-  saved = seq2seq.evaluate_checkpoint(workdir, "best")["sets"]["iid"]
+  saved = loop.evaluate_checkpoint(workdir, "best")["sets"]["iid"]
   assert saved["logical_form_exact_match"] == accuracies["iid"]
   assert saved["tree_match"] == accuracies["iid_tree"]
 
