@@ -285,7 +285,7 @@ def test_lexicon_is_read_with_every_phrase_of_an_entity(tmp_path):
   lexicon = semparse.read_lexicon(
       os.path.join(paths.SEMPARSE_DIR, "atis", "lexicon.txt")
   )
-  assert len(lexicon) == 570  # 980 lines; one phrase may name two entities.
+  assert len(lexicon) == 570  # 981 lines: several phrases an entity.
   assert {"atlanta", "atlanta georgia"} <= set(lexicon["atlanta:ci"])
   assert "atlanta" in lexicon["atl:ap"]
   assert lexicon["800:ti"][:2] == ["8 in the morning", "8 o'clock am"]

@@ -337,9 +337,9 @@ def _load_logical_forms(
     notes.append(
         f"entities anonymised through {c.entity_lexicon} "
         "(semparse.anonymize; the gold form's entities, test rows too); "
-        f"{written_out} entity tokens left written out (no lexicon phrase in "
-        "the sentence); predictions mapped back and scored against the "
-        "files' forms."
+        f"{written_out} entity tokens of all sets left written out (no "
+        "lexicon phrase in the sentence); predictions mapped back and scored "
+        "against the files' forms."
     )
   evals = {r: v for r, v in sets.items() if r != "train"}
   train = sets["train"][0]

@@ -149,7 +149,9 @@ def test_entity_lexicon_anonymises_sentences_and_forms(atis_like):
       {"ci0": "dallas:_ci", "ci1": "denver:_ci"},
       {},
   ]
-  assert any("1 entity tokens left written out" in n for n in data.notes)
+  assert any(
+      "1 entity tokens of all sets left written" in n for n in data.notes
+  )
   with pytest.raises(ValueError, match=r"needs data.target_format 'sexpr'"):
     config_lib.validate(
         _config(
