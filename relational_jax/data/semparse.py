@@ -68,12 +68,12 @@ Pure Python, like the rest of `relational_jax.data`.
 
 import dataclasses
 import os
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 
 from relational_jax.data import tsv as tsv_lib
-from relational_jax.data.for2lam import Tree, linearize
+from relational_jax.data.for2lam import Tree, binarized_depth, linearize
 
 __all__ = [
     "FORMATS",
@@ -87,8 +87,13 @@ __all__ = [
     "exact_match",
     "tree_match",
     "canonical",
+    "is_variable",
     "load_logical_forms",
     "binarized_depth",
+    "read_lexicon",
+    "anonymize",
+    "deanonymize",
+    "split_holdout",
 ]
 
 FORMATS = ("sexpr", "prolog")
@@ -283,19 +288,6 @@ def tree_tokens(tree, order: str = "dfs") -> str:
   BFS order, Shiv & Quirk sec. 4; `layers.tree.annotate`), space-separated:
   the tree decoder's target."""
   return " ".join(f"{s}/{a}" for s, a in linearize(tree, order))
-
-
-def binarized_depth(tree) -> int:
-  """Depth (edges) of the left-child-right-sibling binarisation of `tree`:
-  child c of a node lies c + 1 LCRS steps below it. The tree positional
-  encoding holds depths up to k (Shiv & Quirk use k = 32)."""
-  return max(
-      [0]
-      + [
-          c + 1 + binarized_depth(child)
-          for c, child in enumerate(tree.children)
-      ]
-  )
 
 
 def is_variable(token: str, fmt: str) -> bool:
@@ -495,16 +487,3 @@ def split_holdout(
   held = set(np.random.default_rng(seed).choice(num, size, replace=False))
   kept = [i for i in range(num) if i not in held]
   return kept, sorted(int(i) for i in held)
-
-
-def describe(trees: Sequence[Tree]) -> Dict[str, int]:
-  """Row count, largest node count and largest binarised depth."""
-
-  def size(t):
-    return 1 + sum(size(c) for c in t.children)
-
-  return {
-      "rows": len(trees),
-      "max_nodes": max(size(t) for t in trees),
-      "max_binarized_depth": max(binarized_depth(t) for t in trees),
-  }

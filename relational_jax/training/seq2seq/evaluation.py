@@ -220,7 +220,9 @@ def selection_set(select_on: str, eval_sets: Iterable[str]) -> Optional[str]:
 
 
 def decoded_tokens(pred_T: np.ndarray, vocab: Vocab) -> List[str]:
-  """The tokens of one greedy decoding, up to its first EOS."""
+  """The tokens of one greedy decoding, up to its first EOS. Unlike
+  `Vocab.decode_tokens` it keeps a decoded BOS: a wrong token, not one to
+  drop before scoring."""
   out = []
   for t in np.asarray(pred_T).tolist():
     if t in (EOS_ID, PAD_ID):
