@@ -74,6 +74,7 @@ import numpy as np
 
 from relational_jax.data import tsv as tsv_lib
 from relational_jax.data.for2lam import Tree, binarized_depth, linearize
+from relational_jax.data.for2lam import to_tokens
 
 __all__ = [
     "FORMATS",
@@ -283,11 +284,9 @@ def to_string(tree, fmt: str) -> str:
   return _sexpr_string(tree) if fmt == "sexpr" else _prolog_string(tree)
 
 
-def tree_tokens(tree, order: str = "dfs") -> str:
-  """The annotated linearisation of `tree` ('symbol/arity' tokens in DFS or
-  BFS order, Shiv & Quirk sec. 4; `layers.tree.annotate`), space-separated:
-  the tree decoder's target."""
-  return " ".join(f"{s}/{a}" for s, a in linearize(tree, order))
+# The annotated linearisation of a tree ('symbol/arity' tokens in DFS or BFS
+# order, Shiv & Quirk sec. 4), space-separated: the tree decoder's target.
+tree_tokens = to_tokens
 
 
 def is_variable(token: str, fmt: str) -> bool:
@@ -299,9 +298,10 @@ def is_variable(token: str, fmt: str) -> bool:
 def rename_variables(text: str, fmt: str = "sexpr") -> str:
   """`text` with its variables renamed `$0`, `$1`, ... in order of first
   appearance (`is_variable`; module docstring). Unimer's evaluation does
-  this to every ATIS form it compares; train and dev, which already name
-  theirs so, are mostly unchanged by it (tests/data/test_semparse.py
-  counts)."""
+  this to every ATIS form it compares. It changes 384 of ATIS's 448 test
+  forms, 1 of its 4,473 train forms and none of dev; 11 of GEO's 600 train
+  and 7 of its 280 test forms, which name a variable before `$0`
+  (tests/data/test_semparse.py)."""
   _check_format(fmt)
   names: Dict[str, str] = {}
   out = []

@@ -74,6 +74,23 @@ def test_the_facts_of_the_shipped_files():
       variables["test"]
   )
   assert rows_v0 == 338 and rows_x == 3
+  renamed = {
+      (dataset, split): sum(
+          semparse.rename_variables(t) != " ".join(semparse.tokenize(t))
+          for t in semparse.load_logical_forms(
+              _path(dataset, split), "sexpr"
+          ).targets
+      )
+      for dataset, split, fmt, _ in SHIPPED
+      if fmt == "sexpr"
+  }
+  assert renamed == {
+      ("geo", "train"): 11,
+      ("geo", "test"): 7,
+      ("atis", "train"): 1,
+      ("atis", "dev"): 0,
+      ("atis", "test"): 384,
+  }
   jobs = semparse.load_logical_forms(_path("jobs", "train"), "prolog")
   symbols = collections.Counter(
       s for t in jobs.trees for s, _ in semparse.linearize(t)
