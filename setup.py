@@ -38,6 +38,8 @@ setuptools.setup(
             "official/*/*.txt",
             "official/*/*.tsv",
             "official/*/*/*.csv",
+            "official/*/*/*.tsv",
+            "official/*/*/*.txt",
         ]
     },
     extras_require={

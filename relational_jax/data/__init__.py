@@ -8,6 +8,9 @@ Pure Python + numpy (no JAX import).
 * `relational_jax.data.tsv` -- COGS/PCFG/CFQ-style TSV loaders.
 * `relational_jax.data.for2lam` -- For2Lam program translation (FOR ->
   LAMBDA) generated from the grammars, with a rule-based compiler.
+* `relational_jax.data.semparse` -- logical forms (s-expressions, Prolog
+  calls) as trees and back, and their scoring (JOBS, GEO, ATIS of Shiv &
+  Quirk's Table 1).
 * `relational_jax.data.vocab` -- whitespace tokeniser and vocabulary.
 * `relational_jax.data.clutrr` -- CLUTRR kinship graphs (Sinha et al., 2019):
   the official CSV schema (loader, writer, padded arrays).
@@ -23,6 +26,7 @@ from relational_jax.data import clutrr
 from relational_jax.data import clutrr_generator
 from relational_jax.data import cogs_graph
 from relational_jax.data import for2lam
+from relational_jax.data import semparse
 from relational_jax.data.scan import (
     ACTIONS as SCAN_ACTIONS,
     SPLITS as SCAN_SPLITS,

@@ -1,6 +1,7 @@
 """The data files the library reads by default: shipped inside the package.
 
-`OFFICIAL_DIR` holds the official SCAN, COGS and CLUTRR files with their
+`OFFICIAL_DIR` holds the official SCAN, COGS, CLUTRR and semantic-parsing
+(JOBS, GEO, ATIS) files with their
 licences and provenance (`official/README.md`). Every default data path of
 the tasks is one of the directories below; a config's `data_dir` points
 elsewhere for other data. `verify` checks the shipped files against their
@@ -17,6 +18,8 @@ OFFICIAL_DIR = os.path.join(
 SCAN_DIR = os.path.join(OFFICIAL_DIR, "scan")
 COGS_DIR = os.path.join(OFFICIAL_DIR, "cogs")
 CLUTRR_K23_DIR = os.path.join(OFFICIAL_DIR, "clutrr", "gen_train23_test2to10")
+# Shiv & Quirk's Table 1 sets, one directory each (jobs, geo, atis).
+SEMPARSE_DIR = os.path.join(OFFICIAL_DIR, "semparse")
 
 # SHA-256 of each shipped file, by its path under OFFICIAL_DIR: the files as
 # released (official/README.md says where from).
@@ -56,6 +59,33 @@ SHA256: Dict[str, str] = {
     ),
     "clutrr/gen_train23_test2to10/test.csv": (
         "d49c7cbe4f575b48b279313e706ef43e127bfa85b0e860db94fdeb617aea07e9"
+    ),
+    "semparse/LICENSE": (
+        "164522eb7d5783512e086d809f170e156d65b3d0f8923b2d3f83009470ac437c"
+    ),
+    "semparse/jobs/train.tsv": (
+        "8b20b1671ceae4048828d21f8ad843a8fe5e9d6c3a0c08c4b290b4c8703144ed"
+    ),
+    "semparse/jobs/test.tsv": (
+        "dadd9dd1146ec793740ea4ac23ef58d090bf7368b16253e47d2207b0fbd25c1b"
+    ),
+    "semparse/geo/train.tsv": (
+        "00c38e3f4bd2017c3395a9db74807fc4b9acaf92e85e901d210a895d5d286c19"
+    ),
+    "semparse/geo/test.tsv": (
+        "2e81ac5bd1275598b623ad6465180304ef148405323033971af6bb5e6a2d20e6"
+    ),
+    "semparse/atis/train.tsv": (
+        "5858bfd5592cd217db2d315322ada3cc42251adee6dc505b0446f6b27de2c722"
+    ),
+    "semparse/atis/dev.tsv": (
+        "c44ff0bb2479d338db291d8207be1878e43b619b8ff53c807e071079c84a10c7"
+    ),
+    "semparse/atis/test.tsv": (
+        "02ade84b7196b6c3941c7285025537fa8665bc1bb88e4fca356af169ecbb0065"
+    ),
+    "semparse/atis/lexicon.txt": (
+        "4606ddbbf6128287b10d56765031a7935167ccc1623b6d9063a0972f201740ce"
     ),
 }
 

@@ -14,7 +14,7 @@ def test_shipped_files_have_their_pinned_sums():
   checked = paths.verify()
   assert len(checked) == len(paths.SHA256)
   # Every dataset carries its licence beside its files.
-  for dataset in ("scan", "cogs", "clutrr"):
+  for dataset in ("scan", "cogs", "clutrr", "semparse"):
     assert f"{dataset}/LICENSE" in checked
   # Nothing shipped goes unpinned (README.md is ours).
   shipped = {

@@ -408,7 +408,11 @@ SMOKE_OVERRIDES = {}
 # tests/training/clrs/test_generalist.py); the CLUTRR k234 variants are
 # their k23 models on another split, which clutrr_et_k234 reads;
 # pair_models_clrs_et is ET under the protocol, in the floyd and rt smoke
-# runs' code (pair_models_clrs_floyd and _rt are their smoke configs).
+# runs' code (pair_models_clrs_floyd and _rt are their smoke configs); the
+# Table 1 semantic-parsing runs are one model on three TSV directories:
+# semparse_jobs_seq2tree (Prolog trees, the tree decoder, a hold-out
+# validation set) and semparse_atis_anon_seq2seq (s-expressions, the
+# sequence decoder, dev.tsv, entities anonymised) stand for the eight.
 SMOKE_NAMES = sorted(
     n
     for n in reproductions.REPRODUCTIONS
@@ -416,8 +420,15 @@ SMOKE_NAMES = sorted(
         n.endswith(("_modern", "_generalist_3"))
         or (n.startswith("clutrr_") and n.endswith("_k234"))
         or n == "pair_models_clrs_et"
+        or n.startswith("semparse_")
     )
-    or n in ("mpnn_generalist_3", "clutrr_et_k234")
+    or n
+    in (
+        "mpnn_generalist_3",
+        "clutrr_et_k234",
+        "semparse_jobs_seq2tree",
+        "semparse_atis_anon_seq2seq",
+    )
 )
 
 

@@ -5,6 +5,10 @@
                            scan_official_order, max_eval_examples,
                            max_train_examples,
                            source_markers, target_start (data.encode_set),
+                           target_format, holdout_val, entity_lexicon
+                           (dataset 'tsv': logical forms as trees, a
+                           validation set held out of train.tsv, entities
+                           anonymised; data.load_data),
                            num_train / num_test (generated sets: for2lam)
   config.model             'transformer' | 'edge_transformer': which of the
                            two model sections builds the model
@@ -42,6 +46,7 @@ from typing import Optional
 from relational_jax.data import for2lam as for2lam_lib
 from relational_jax.data import paths as data_paths
 from relational_jax.data import scan as scan_lib
+from relational_jax.data import semparse as semparse_lib
 from relational_jax.layers.shapes import check_choice
 from relational_jax.models.et_seq2seq import ETSeq2SeqConfig
 from relational_jax.models.seq2seq import Seq2SeqConfig
@@ -74,6 +79,9 @@ SCHEDULES = ("constant", "cosine", "noam")
 # data.target_start: the decoder's first input (data.encode_set).
 SOURCE_MARKERS = ("none", "eos", "bos_eos")
 TARGET_STARTS = ("bos", "eos")
+# data.target_format: 'text' (targets are token sequences) or a logical-form
+# syntax whose targets are read as trees (`relational_jax.data.semparse`).
+TARGET_FORMATS = ("text",) + semparse_lib.FORMATS
 SELECT_ON = ("auto", "last", "iid", "iid_val", "gen_val")
 # TSV layout (COGS names): file -> evaluation-set role.
 TSV_FILES = {
@@ -104,6 +112,11 @@ def check_data_files(d: ConfigDict) -> None:
       raise ValueError(
           f"{d.dataset}: training file {directory}/train.tsv not found "
           f"(data.{'data_dir' if d.dataset == 'cogs' else 'data_path'})."
+      )
+    if d.holdout_val and os.path.isfile(os.path.join(directory, "dev.tsv")):
+      raise ValueError(
+          f"data.holdout_val={d.holdout_val}: {directory}/dev.tsv is the "
+          "validation set already; set holdout_val=0."
       )
     if not any(os.path.isfile(os.path.join(directory, f)) for f in _EVAL_FILES):
       raise ValueError(
@@ -161,9 +174,27 @@ def default_config() -> ConfigDict:
           max_eval_examples=0,  # > 0: a fixed random subset per set.
           max_train_examples=0,  # > 0: a fixed random subset (smoke runs).
           num_train=100_000,  # for2lam: generated training programs
-          num_test=10_000,
+          num_test=10_000,  # and test programs (Shiv & Quirk 5.1).
+          # dataset='tsv': 'text', or the targets' logical-form syntax
+          # (TARGET_FORMATS), read as trees: the tree decoder
+          # (transformer.positions='tree') trains on their annotated
+          # linearisation, a sequence decoder on their tokens; both scored
+          # on the logical forms (exact match and tree match,
+          # evaluation.logical_form_scores).
+          target_format="text",
+          # dataset='tsv': > 0 holds out this many rows of train.tsv (a fixed
+          # draw, semparse.split_holdout) as the IID validation set
+          # 'iid_val' of a directory without dev.tsv.
+          holdout_val=0,
+          # dataset='tsv' with logical forms: '' or a lexicon of
+          # `phrase :- NP : value:type` lines (ATIS: semparse/atis/
+          # lexicon.txt) through which entities become typed markers (ci0)
+          # in sentence and form, as Dong & Lapata's ATIS
+          # (semparse.anonymize); predictions are mapped back and scored
+          # against the file's forms.
+          entity_lexicon="",
       )
-  )  # and test programs (Shiv & Quirk 5.1).
+  )
   c.model = "transformer"
   # Csordas et al. 2021, Table 4 (SCAN).
   t = c.transformer = config_lib.section(Seq2SeqConfig, exclude=DATA_DERIVED)
@@ -279,6 +310,19 @@ def validate(
           raise ValueError(f"data.{name} must be >= 1, got {d[name]}.")
     else:
       check_choice(split, ("default",), f"{d.dataset} split")
+    check_choice(d.target_format, TARGET_FORMATS, "data.target_format")
+    if d.entity_lexicon and d.target_format == "text":
+      raise ValueError(
+          f"data.entity_lexicon={d.entity_lexicon!r} anonymises the entities "
+          "of logical forms: it needs data.target_format 'sexpr' or "
+          "'prolog', got 'text'."
+      )
+    if d.entity_lexicon and not os.path.isfile(d.entity_lexicon):
+      raise ValueError(f"data.entity_lexicon: no file {d.entity_lexicon!r}.")
+    if d.holdout_val < 0:
+      raise ValueError(
+          f"data.holdout_val must be >= 0 (0: none), got {d.holdout_val}."
+      )
     if d.dataset == "tsv" and not d.data_path:
       raise ValueError(
           "dataset='tsv' needs data_path, a directory with "
@@ -338,6 +382,9 @@ _DATA_FIELD_READERS = {
     "num_train": (("for2lam",), None),
     "num_test": (("for2lam",), None),
     "data_path": (("tsv",), None),
+    "target_format": (("tsv",), None),
+    "holdout_val": (("tsv",), None),
+    "entity_lexicon": (("tsv",), None),
 }
 
 

@@ -16,6 +16,17 @@ Data (`load_data(config.data)`; by default the official files shipped in
         `Seq2SeqData.categories['gen']` (21 categories x 1,000 rows).
   tsv   `<data_path>/{train,dev,test,gen,gen_dev}.tsv`, the COGS layout (a
         third column of gen.tsv / gen_dev.tsv is kept as categories too).
+        `target_format` other than 'text' reads every target as a logical
+        form in that syntax (`relational_jax.data.semparse`; a malformed one
+        stops the run with one line naming file, line and fault): with
+        `tree_targets` (the tree decoder) the model's target is the tree's
+        annotated linearisation in `target_order`, else the form's tokens;
+        the files' forms are kept (`Seq2SeqData.gold`) for scoring and the
+        predictions files. `holdout_val` > 0 moves that many rows of
+        train.tsv (a fixed draw, `semparse.split_holdout`) to 'iid_val'.
+        `entity_lexicon` (a path) anonymises the entities of sentence and
+        form as typed markers (`semparse.anonymize`, Dong & Lapata's ATIS
+        form); decodings are mapped back (`Seq2SeqData.entities`).
   for2lam  `relational_jax.data.for2lam` (Chen et al. 2018; Shiv & Quirk
         2019 sec. 5.1.1): FOR -> LAMBDA program translation generated from
         the grammars with `train.seed`-independent seed 0; split 'short' or
@@ -51,6 +62,7 @@ import numpy as np
 
 from relational_jax.data import for2lam as for2lam_lib
 from relational_jax.data import scan as scan_lib
+from relational_jax.data import semparse as semparse_lib
 from relational_jax.data import tsv as tsv_lib
 from relational_jax.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from relational_jax.layers import shapes
@@ -84,6 +96,20 @@ class Seq2SeqData:
       ({set name: [category per pair of evals[set name]]}, e.g. the COGS
       generalisation categories of 'gen'); each such set is also scored per
       category.
+    target_format: 'text' (targets are token sequences, scored row by
+      row), or the syntax of logical-form targets (`semparse.FORMATS`),
+      scored on the logical forms (`evaluation.logical_form_scores`).
+    tree_targets: the targets are annotated linearisations of the logical
+      forms in `tree_order` (the tree decoder's), not their tokens.
+    tree_order: the traversal of tree targets ('dfs' or 'bfs').
+    gold: {set name: the logical form of every row as its file writes it}
+      (target_format other than 'text').
+    files: {set name: the stem of the file it was read from ('test',
+      'dev', 'train_holdout' for a hold-out)}: predictions_<stem>.tsv.
+    sentences: {set name: every row's sentence as its file writes it}
+      (logical forms; the pairs' sources may be anonymised).
+    entities: {set name: every row's {marker: entity token}} where the
+      entities were anonymised (`semparse.anonymize`), else {}.
   """
 
   train: Pairs
@@ -91,6 +117,15 @@ class Seq2SeqData:
   description: str = "user data"
   notes: List[str] = dataclasses.field(default_factory=list)
   categories: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+  target_format: str = "text"
+  tree_targets: bool = False
+  tree_order: str = "dfs"
+  gold: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+  files: Dict[str, str] = dataclasses.field(default_factory=dict)
+  sentences: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+  entities: Dict[str, List[Dict[str, str]]] = dataclasses.field(
+      default_factory=dict
+  )
 
   def check(self) -> None:
     """Raises ValueError for empty sets, unknown evaluation-set names or
@@ -105,6 +140,24 @@ class Seq2SeqData:
       raise ValueError(f"{self.description}: the training set is empty.")
     if not any(self.evals.values()):
       raise ValueError(f"{self.description}: no evaluation set found.")
+    shapes.check_choice(
+        self.target_format, config_lib.TARGET_FORMATS, "target_format"
+    )
+    if self.target_format != "text":
+      for name, pairs in self.evals.items():
+        for what, per_set, needed in (
+            ("gold logical forms", self.gold, True),
+            ("sentences", self.sentences, False),
+            ("entity maps", self.entities, False),
+        ):
+          if (needed or name in per_set) and len(per_set.get(name, ())) != len(
+              pairs
+          ):
+            raise ValueError(
+                f"{self.description}: {what} for "
+                f"{len(per_set.get(name, ()))} of the {len(pairs)} rows of "
+                f"{name!r}."
+            )
     for name, cats in self.categories.items():
       if name not in self.evals:
         raise ValueError(
@@ -124,11 +177,17 @@ class Seq2SeqData:
 
 
 def load_data(
-    data_config, target_order: str = "dfs", tree_tokens: str = "lcrs_null"
+    data_config,
+    target_order: str = "dfs",
+    tree_tokens: str = "lcrs_null",
+    tree_targets: bool = False,
 ) -> Seq2SeqData:
   """Training pairs and evaluation sets of `config.data` (module docstring);
-  `target_order` is the target traversal of generated trees and
-  `tree_tokens` how they are written (for2lam: `for2lam.TOKENS`)."""
+  `target_order` is the target traversal of generated trees (for2lam) and
+  of logical forms read as trees; `tree_tokens` how generated trees are
+  written (`for2lam.TOKENS`); `tree_targets`: logical forms are the model's
+  targets as annotated linearisations (the tree decoder's; 'arity' tokens
+  only)."""
   c = data_config
   split = config_lib.resolved_split(c)
   config_lib.check_data_files(c)
@@ -195,6 +254,15 @@ def load_data(
     train = parts["train"]
   else:
     directory = config_lib.tsv_directory(c)
+    fmt = c.target_format if c.dataset == "tsv" else "text"
+    if fmt != "text":
+      if tree_targets and tree_tokens != "arity":
+        raise ValueError(
+            f"transformer.tree_tokens={tree_tokens!r}: logical forms "
+            f"(data.target_format={c.target_format!r}) are tree targets in "
+            "'arity' tokens only; set transformer.tree_tokens='arity'."
+        )
+      return _load_logical_forms(c, directory, target_order, tree_targets)
     train, evals = None, {}
     for name, role in config_lib.TSV_FILES.items():
       path = os.path.join(directory, name)
@@ -208,6 +276,11 @@ def load_data(
         evals[role] = pairs
         if role in CATEGORY_SETS and rows[0].type is not None:
           categories[role] = [r.type for r in rows]
+    if c.dataset == "tsv" and c.holdout_val:
+      kept, held = semparse_lib.split_holdout(len(train), c.holdout_val)
+      evals["iid_val"] = [train[i] for i in held]
+      train = [train[i] for i in kept]
+      notes.append(_holdout_note(c.holdout_val, directory))
     if "gen" not in evals:
       notes.append(
           f"no generalisation set ({directory}/gen.tsv is absent): "
@@ -216,6 +289,112 @@ def load_data(
     description = f"{c.dataset} {directory}"
   evals = {k: v for k, v in evals.items() if v}
   data = Seq2SeqData(train, evals, description, notes, categories)
+  data.check()
+  return data
+
+
+def _holdout_note(size: int, directory: str) -> str:
+  return (
+      f"iid_val: {size} rows of {directory}/train.tsv held out "
+      "(semparse.split_holdout, numpy default_rng(0)); trained on the rest."
+  )
+
+
+def _load_logical_forms(
+    c, directory: str, target_order: str, tree_targets: bool
+) -> Seq2SeqData:
+  """`load_data` of a TSV directory whose targets are logical forms in
+  `c.target_format` (module docstring)."""
+  fmt = c.target_format
+  target = lambda tree, text: (
+      semparse_lib.tree_tokens(tree, target_order)
+      if tree_targets
+      else " ".join(semparse_lib.tokenize(text))
+  )
+  lexicon = (
+      semparse_lib.read_lexicon(c.entity_lexicon) if c.entity_lexicon else None
+  )
+  sets, notes = {}, []  # role -> (pairs, gold, sentences, entities)
+  files = {}
+  for name, role in config_lib.TSV_FILES.items():
+    path = os.path.join(directory, name)
+    if not os.path.isfile(path):
+      continue
+    forms = semparse_lib.load_logical_forms(path, fmt)
+    rows = []
+    for source, tree, text in zip(forms.sources, forms.trees, forms.targets):
+      entities = {}
+      if lexicon is not None:
+        source, form, entities = semparse_lib.anonymize(source, text, lexicon)
+        tree = semparse_lib.parse(form, fmt)
+      else:
+        form = text
+      rows.append(((source, target(tree, form)), entities))
+    sets[role] = (
+        [r[0] for r in rows],
+        forms.targets,
+        forms.sources,
+        [r[1] for r in rows],
+    )
+    if role != "train":
+      files[role] = os.path.splitext(name)[0]
+  if c.holdout_val:
+    kept, held = semparse_lib.split_holdout(
+        len(sets["train"][0]), c.holdout_val
+    )
+    sets["iid_val"] = tuple([part[i] for i in held] for part in sets["train"])
+    sets["train"] = tuple([part[i] for i in kept] for part in sets["train"])
+    files["iid_val"] = "train_holdout"
+    notes.append(_holdout_note(c.holdout_val, directory))
+  if lexicon is not None:
+    written_out = sum(
+        1
+        for role, (pairs, *_) in sets.items()
+        for _, t in pairs
+        for token in t.split()
+        if ":_" in token and not token.startswith("_")
+    )
+    notes.append(
+        f"entities anonymised through {c.entity_lexicon} "
+        "(semparse.anonymize; the gold form's entities, test rows too); "
+        f"{written_out} entity tokens of all sets left written out (no "
+        "lexicon phrase in the sentence); predictions mapped back and scored "
+        "against the files' forms."
+    )
+  evals = {r: v for r, v in sets.items() if r != "train"}
+  train = sets["train"][0]
+  notes.append(
+      f"targets: {fmt} logical forms as "
+      + (
+          f"annotated {target_order} tree linearisations (tree decoder)"
+          if tree_targets
+          else "token sequences"
+      )
+      + "; scored on the logical forms: exact match of the tokens and tree "
+      "match (order-free and/or), "
+      + (
+          "variables renamed in order of first appearance "
+          "(semparse.rename_variables)."
+          if fmt == "sexpr"
+          else "variables as written."
+      )
+  )
+  data = Seq2SeqData(
+      train,
+      {r: v[0] for r, v in evals.items()},
+      f"tsv {directory} ({fmt} trees"
+      + (", entities anonymised)" if lexicon is not None else ")"),
+      notes,
+      target_format=fmt,
+      tree_targets=tree_targets,
+      tree_order=target_order,
+      gold={r: v[1] for r, v in evals.items()},
+      files=files,
+      sentences={r: v[2] for r, v in evals.items()},
+      entities=(
+          {r: v[3] for r, v in evals.items()} if lexicon is not None else {}
+      ),
+  )
   data.check()
   return data
 
@@ -249,7 +428,8 @@ def target_arities(tgt_vocab: Vocab, side: str = "target") -> np.ndarray:
           f"positions='tree' needs {side}s that are trees linearised with "
           "annotated tokens 'symbol/arity' (tree.annotate, tree.linearize); "
           f"{side} token {token!r} is not annotated. Use positions "
-          "'absolute' or 'relative' for plain sequences."
+          "'absolute' or 'relative' for plain sequences, or read logical "
+          "forms as trees (data.target_format, dataset 'tsv')."
       ) from e
   return arities
 

@@ -25,6 +25,17 @@ reports every set their way (`<set>_csordas`, from the same decodings),
 and `loop.evaluate_checkpoint` (`experiments.seq2seq_evaluate`) scores a
 saved checkpoint both ways.
 
+Logical forms (`Seq2SeqData.target_format` other than 'text', e.g. the
+semantic-parsing sets of Shiv & Quirk's Table 1): each decoding is turned
+back into the file's logical-form syntax (`decoded_logical_form`: a tree
+decoder's annotated tokens rebuilt into a tree and written out, a sequence
+decoder's tokens as they are) and compared with the form as its file writes
+it (`logical_form_scores`): '<set>' is the exact match of the token
+sequences, '<set>_tree' Dong & Lapata's tree accuracy (children of and/or
+order-free), both after renaming s-expression variables in order of first
+appearance as Unimer's evaluation does (`relational_jax.data.semparse`).
+A tree decoding that is not one well-formed tree is wrong on both.
+
 Model selection (`config.train.select_on`): 'auto' selects on 'gen_val' when
 the data has one and otherwise keeps the LAST evaluated step (not the best
 IID step: Csordas et al. 2021 sec. 3.2 show that IID accuracy saturates
@@ -33,13 +44,15 @@ and COGS (whose dev set is IID) select the last step by default;
 'iid' or 'iid_val' select on IID accuracy instead, on request.
 """
 
-from typing import Dict, Iterable, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import jax
 import numpy as np
 from jax.experimental import multihost_utils
 
-from relational_jax.data.vocab import EOS_ID, PAD_ID, UNK_ID
+from relational_jax.data import semparse
+from relational_jax.data.vocab import EOS_ID, PAD_ID, UNK_ID, Vocab
+from relational_jax.layers import tree as tree_lib
 from relational_jax.parallel import mesh as mesh_lib
 from relational_jax.training import trainer
 from relational_jax.training.seq2seq.data import EncodedSet
@@ -204,3 +217,62 @@ def selection_set(select_on: str, eval_sets: Iterable[str]) -> Optional[str]:
         f"{select_on!r} set; available sets: {eval_sets}."
     )
   return select_on
+
+
+def decoded_tokens(pred_T: np.ndarray, vocab: Vocab) -> List[str]:
+  """The tokens of one greedy decoding, up to its first EOS. Unlike
+  `Vocab.decode_tokens` it keeps a decoded BOS: a wrong token, not one to
+  drop before scoring."""
+  out = []
+  for t in np.asarray(pred_T).tolist():
+    if t in (EOS_ID, PAD_ID):
+      break
+    out.append(vocab.id_to_token(int(t)))
+  return out
+
+
+def decoded_logical_form(
+    tokens: Sequence[str], fmt: str, tree_targets: bool, order: str = "dfs"
+) -> Tuple[str, bool]:
+  """(logical form in syntax `fmt`, well formed) of a decoding's `tokens`:
+  a tree decoder's annotated tokens ('symbol/arity', `tree_targets`)
+  rebuilt into a tree (`tree.tree_from_annotated` in `order`) and written
+  out (`semparse.to_string`); a sequence decoder's tokens joined. A tree
+  decoding that is not one tree (or a Prolog operator with the wrong
+  number of children) gives its tokens joined and False."""
+  if not tree_targets:
+    return " ".join(tokens), True
+  try:
+    tree = tree_lib.tree_from_annotated(list(tokens), order)
+    return semparse.to_string(tree, fmt), True
+  except ValueError:
+    return " ".join(tokens), False
+
+
+def logical_form_scores(
+    predicted: Sequence[str],
+    gold: Sequence[str],
+    fmt: str,
+    well_formed: Optional[Sequence[bool]] = None,
+) -> Dict[str, np.ndarray]:
+  """{'exact': bool N, 'tree': bool N}: per row, `semparse.exact_match`
+  (token sequences, s-expression variables renamed in order of first
+  appearance) and `semparse.tree_match` (Dong & Lapata's tree accuracy) of
+  the predicted against the gold logical forms; a row not `well_formed`
+  is wrong on both."""
+  if len(predicted) != len(gold):
+    raise ValueError(
+        f"{len(predicted)} predictions for {len(gold)} gold logical forms."
+    )
+  ok = (
+      np.ones(len(gold), bool)
+      if well_formed is None
+      else np.asarray(well_formed, bool)
+  )
+  exact = np.array(
+      [semparse.exact_match(p, g, fmt) for p, g in zip(predicted, gold)], bool
+  )
+  tree = np.array(
+      [semparse.tree_match(p, g, fmt) for p, g in zip(predicted, gold)], bool
+  )
+  return {"exact": exact & ok, "tree": tree & ok}

@@ -41,6 +41,7 @@ import jax
 import numpy as np
 import optax
 
+from relational_jax.data import semparse
 from relational_jax.data.vocab import PAD_ID, Vocab
 from relational_jax.models import et_seq2seq
 from relational_jax.models import seq2seq as seq2seq_models
@@ -164,7 +165,10 @@ class Experiment:
 
     if data is None:
       data = data_lib.load_data(
-          c.data, c.transformer.tree_order, c.transformer.tree_tokens
+          c.data,
+          c.transformer.tree_order,
+          c.transformer.tree_tokens,
+          tree_targets=_uses_tree_positions(c, model is not None),
       )
     else:
       data.check()
@@ -201,7 +205,10 @@ class Experiment:
         }
     )
 
-    eval_pairs, self.eval_categories = {}, {}
+    eval_pairs, self.eval_categories, self.eval_gold = {}, {}, {}
+    # The chosen rows' sentences as their files write them (the sources may
+    # be anonymised) and their anonymised entities, where there are any.
+    self.eval_sources, self.eval_entities = {}, {}
     for k, v in self.data.evals.items():
       if not v:
         continue
@@ -209,6 +216,12 @@ class Experiment:
       eval_pairs[k] = [v[i] for i in idx]
       if k in self.data.categories:  # The categories of the chosen rows.
         self.eval_categories[k] = [self.data.categories[k][i] for i in idx]
+      if k in self.data.gold:  # The chosen rows' logical forms.
+        self.eval_gold[k] = [self.data.gold[k][i] for i in idx]
+      sentences = self.data.sentences.get(k, [s for s, _ in v])
+      self.eval_sources[k] = [sentences[i] for i in idx]
+      if k in self.data.entities:
+        self.eval_entities[k] = [self.data.entities[k][i] for i in idx]
     markers = c.data.source_markers
     src_len = lambda ps: (
         max(len(s.split()) for s, _ in ps)
@@ -350,6 +363,40 @@ class Experiment:
     """Exact-match accuracy of greedy decoding on evaluation set `name`."""
     return float(np.mean(self.exact_match_rows(params, name)))
 
+  def logical_forms(self, pred_NxT: np.ndarray, name: str) -> Tuple[list, list]:
+    """(logical forms, well formed) of the decodings `pred_NxT` of
+    evaluation set `name` (`evaluation.decoded_logical_form`), anonymised
+    entities mapped back (`semparse.deanonymize`)."""
+    d = self.data
+    out = [
+        evaluation.decoded_logical_form(
+            evaluation.decoded_tokens(row, self.tgt_vocab),
+            d.target_format,
+            d.tree_targets,
+            d.tree_order,
+        )
+        for row in pred_NxT
+    ]
+    texts = [text for text, _ in out]
+    if name in self.eval_entities:
+      texts = [
+          semparse.deanonymize(t, e)
+          for t, e in zip(texts, self.eval_entities[name])
+      ]
+    return texts, [ok for _, ok in out]
+
+  def predictions(self, params) -> Dict[str, list]:
+    """{set: [(source, gold logical form as in its file, predicted logical
+    form)] per row, in file order} of every evaluation set
+    (target_format other than 'text')."""
+    out = {}
+    for name in self.eval_sets:
+      predicted, _ = self.logical_forms(self.greedy_rows(params, name), name)
+      out[name] = list(
+          zip(self.eval_sources[name], self.eval_gold[name], predicted)
+      )
+    return out
+
   def evaluate_with_categories(
       self, params
   ) -> Tuple[Dict[str, float], Dict[str, Dict[str, float]]]:
@@ -363,6 +410,13 @@ class Experiment:
     for name, s in self.eval_sets.items():
       pred_NxT = self.greedy_rows(params, name)
       rows = evaluation.row_matches(pred_NxT, s.tgt_out)
+      if self.data.target_format != "text":  # Scored on the logical forms.
+        predicted, ok = self.logical_forms(pred_NxT, name)
+        scores = evaluation.logical_form_scores(
+            predicted, self.eval_gold[name], self.data.target_format, ok
+        )
+        rows = scores["exact"]
+        accuracies[f"{name}_tree"] = float(np.mean(scores["tree"]))
       accuracies[name] = float(np.mean(rows))
       if csordas_batch:
         accuracies[f"{name}_csordas"] = float(
@@ -470,6 +524,7 @@ def plot_accuracies(results: Dict, path: str) -> None:
     for key, label in (
         (name, data_lib.EVAL_LABELS[name]),
         (f"{name}_csordas", f"{data_lib.EVAL_LABELS[name]}, their scoring"),
+        (f"{name}_tree", f"{data_lib.EVAL_LABELS[name]}, tree match"),
     ):
       points = [(h["step"], h[key]) for h in history if key in h]
       if points:
@@ -587,6 +642,14 @@ def train_and_evaluate(
   the rows evaluated (with `data.max_eval_examples`, the categories of the
   chosen rows; their counts in `data.category_sizes`).
 
+  Logical-form targets (`data.target_format` other than 'text'): every
+  set is scored on the logical forms (`<set>` exact match, `<set>_tree`
+  tree match; `evaluation` module docstring), and the selected state
+  (`train.select_on`) decodes every evaluation set into
+  `predictions_<file stem>.tsv` beside the results JSON (sentence, gold
+  form as in its file, predicted form; one line per row in file order;
+  `write_predictions`), listed under `predictions`.
+
   The engine (`engine.run`) does all but `build`; a planned stop
   (`train.stop_at_step`) returns {'stopped_at': step}.
 
@@ -638,10 +701,18 @@ def build(
       task=_Task(experiment, select, batch_hook),
       description=f"{config.data.dataset}/{experiment.model_description}",
       header=_header(experiment, select),
-      final=lambda params, done, selected: _final(experiment, done),
+      final=lambda params, done, selected: _final(
+          experiment,
+          done,
+          params,
+          os.path.dirname(
+              os.path.abspath(task_lib.results_path(config, workdir))
+          ),
+      ),
       summary=_summary,
       plot=_plot,
-      record_only=True,
+      # Logical forms: the selected state writes the predictions files.
+      record_only=experiment.data.target_format == "text",
   )
 
 
@@ -666,19 +737,32 @@ def _header(experiment: Experiment, select: Optional[str]) -> Dict:
   }
 
 
-def _final(experiment: Experiment, done: trainer.RunRecord) -> Dict:
+def _final(
+    experiment: Experiment,
+    done: trainer.RunRecord,
+    params=None,
+    results_dir: Optional[str] = None,
+) -> Dict:
   """'final': the last evaluation's numbers; 'selection': those of the
-  model selection (select_on; the last evaluation without one)."""
+  model selection (select_on; the last evaluation without one). With
+  `params` (the selected state's; logical-form targets), also writes
+  `predictions_<file stem>.tsv` in `results_dir` for every evaluation set
+  (`write_predictions`) and lists them under 'predictions'."""
+  files = {}
+  if params is not None:
+    files = write_predictions(experiment, params, results_dir)
 
   def accuracies_of(step, entry):
     return {
         "step": step,
         "accuracies": (
             {k: entry[k] for k in experiment.eval_sets}
-            | {  # Csordas et al.'s scoring, where the evaluation had it.
-                f"{k}_csordas": entry[f"{k}_csordas"]
+            | {  # Csordas et al.'s scoring or the tree match, where the
+                # evaluation had them.
+                f"{k}{suffix}": entry[f"{k}{suffix}"]
                 for k in experiment.eval_sets
-                if f"{k}_csordas" in entry
+                for suffix in ("_csordas", "_tree")
+                if f"{k}{suffix}" in entry
             }
         ),
         **{
@@ -690,6 +774,7 @@ def _final(experiment: Experiment, done: trainer.RunRecord) -> Dict:
 
   history = done.history
   return {
+      **({"predictions": files} if files else {}),
       "final": (
           accuracies_of(history[-1]["step"], history[-1]) if history else None
       ),
@@ -702,6 +787,28 @@ def _final(experiment: Experiment, done: trainer.RunRecord) -> Dict:
           else None
       ),
   }
+
+
+def write_predictions(
+    experiment: Experiment, params, directory: str
+) -> Dict[str, str]:
+  """Writes `<directory>/predictions_<stem>.tsv` for every evaluation set
+  (stem: its file's, `Seq2SeqData.files`, e.g. 'test'): one line per row in
+  file order, `sentence<TAB>gold logical form as in the file<TAB>predicted
+  logical form` (`Experiment.predictions`; process 0 writes). Returns {set:
+  file name}."""
+  names = {}
+  for name, rows in experiment.predictions(params).items():
+    stem = experiment.data.files.get(name, name)
+    names[name] = f"predictions_{stem}.tsv"
+    if distributed.is_primary():
+      os.makedirs(directory, exist_ok=True)
+      path = os.path.join(directory, names[name])
+      with open(path + ".tmp", "w", encoding="utf-8") as f:
+        for row in rows:
+          f.write("\t".join(row) + "\n")
+      os.replace(path + ".tmp", path)
+  return names
 
 
 def _summary(results: Dict) -> str:
@@ -788,7 +895,9 @@ def evaluate_checkpoint(
   (`batch_longest_matches` in batches of `csordas_batch_size`),
   'by_target_length': {tokens before EOS: {'rows', 'wrong',
   'wrong_csordas'}}, 'wrong': the first `max_wrong` strictly wrong rows
-  ({'row', 'source', 'target', 'prediction'}, as text)}}}.
+  ({'row', 'source', 'target', 'prediction'}, as text)}}}; with
+  logical-form targets also 'logical_form_exact_match' and 'tree_match'
+  (the training's `<set>` and `<set>_tree`).
   """
   if csordas_batch_size < 1:
     raise ValueError(
@@ -841,6 +950,16 @@ def evaluate_checkpoint(
             for i in np.flatnonzero(~ok_N)[:max_wrong]
         ],
     }
+    if experiment.data.target_format != "text":  # As training scores them.
+      predicted, well_formed = experiment.logical_forms(pred_NxT, name)
+      scores = evaluation.logical_form_scores(
+          predicted,
+          experiment.eval_gold[name],
+          experiment.data.target_format,
+          well_formed,
+      )
+      sets[name]["logical_form_exact_match"] = float(np.mean(scores["exact"]))
+      sets[name]["tree_match"] = float(np.mean(scores["tree"]))
   return {
       "workdir": workdir,
       "checkpoint": which,

@@ -32,6 +32,9 @@ def test_default_config_layout_and_models():
       "max_train_examples",
       "num_train",
       "num_test",
+      "target_format",
+      "holdout_val",
+      "entity_lexicon",
   ])
   assert sorted(c.train.keys()) == sorted([
       "learning_rate",
