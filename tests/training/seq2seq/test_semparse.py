@@ -119,7 +119,9 @@ def test_target_format_reads_targets_as_trees(geo_like):
   assert seq.gold["iid"] == [t for _, t in TEST] and seq.files == {
       "iid": "test"
   }
-  tree = seq2seq.load_data(c, "dfs", tree_targets=True)
+  tree = seq2seq.load_data(c, "dfs", "arity", tree_targets=True)
+  with pytest.raises(ValueError, match="tree_tokens=.lcrs_null.*arity"):
+    seq2seq.load_data(c, "dfs", "lcrs_null", tree_targets=True)
   assert tree.train[2] == ("capit of s0", "capital:c/1 s0/0")
   assert tree.evals["iid"][0][1].split()[:3] == ["lambda/3", "$v0/0", "e/0"]
   assert tree.tree_targets and tree.target_format == "sexpr"
