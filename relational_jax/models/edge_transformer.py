@@ -659,36 +659,28 @@ class EdgeClassifier(nn.Module):
   param_dtype: Any = jnp.float32
   init_scheme: str = "flax"  # ETConfig.init; 'bergen': PyTorch's defaults.
 
+  def _readout(self, x_BxNxNxD: Array) -> Array:
+    """The states the linear layer classifies: every edge."""
+    return x_BxNxNxD
+
   @nn.compact
   def __call__(self, x_BxNxNxD: Array) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
+    x_xD = self._readout(x_BxNxNxD)
     return output_dense(
         self.num_classes,
         self.init_scheme,
-        x_BxNxNxD.shape[-1],
+        x_xD.shape[-1],
         "logits",
         self.param_dtype,
-    )(x_BxNxNxD)
+    )(x_xD)
 
 
-class NodeClassifier(nn.Module):
+class NodeClassifier(EdgeClassifier):
   """Node logits from the loop edges x_ii (the diagonal) -> BxNxY."""
 
-  num_classes: int
-  param_dtype: Any = jnp.float32
-  init_scheme: str = "flax"  # ETConfig.init; 'bergen': PyTorch's defaults.
-
-  @nn.compact
-  def __call__(self, x_BxNxNxD: Array) -> Array:
-    _check_square(x_BxNxNxD, "x_BxNxNxD")
-    x_BxNxD = jnp.einsum("biid->bid", x_BxNxNxD)
-    return output_dense(
-        self.num_classes,
-        self.init_scheme,
-        x_BxNxD.shape[-1],
-        "logits",
-        self.param_dtype,
-    )(x_BxNxD)
+  def _readout(self, x_BxNxNxD: Array) -> Array:
+    return jnp.einsum("biid->bid", x_BxNxNxD)
 
 
 class ParentPointerHead(nn.Module):
