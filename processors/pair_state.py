@@ -25,18 +25,14 @@ Haiku parameters (under the processor's name): 'edge_in', 'edge_hidden_in',
 lifted Flax stack), 'node_out'.
 """
 
-from typing import Optional
-
 import flax.linen as nn
 import haiku as hk
-import jax
 import jax.numpy as jnp
 
 from processors.relational_transformer import CarryingProcessor
-from processors.relational_transformer import ProcessorState
+from processors.relational_transformer import StepInputs
 from relational_jax.layers import shapes
 
-Array = jax.Array
 NODE_READOUTS = ("diagonal", "rowcol")
 
 
@@ -63,47 +59,21 @@ class PairStateProcessor(CarryingProcessor):
     shapes.check_choice(node_readout, NODE_READOUTS, "node_readout")
     self.node_readout = node_readout
 
-  def edge_hidden_size(self, out_size: int) -> int:
-    return self.config.edge_width
-
   def stack_module(self) -> nn.Module:
     """The Flax stack on the BxUxUxD pair state (built from `self.config`)."""
     raise NotImplementedError
 
-  def __call__(
-      self,
-      node_fts,
-      edge_fts,
-      graph_fts,
-      adj_mat,
-      hidden,
-      edge_hidden: Optional[Array] = None,
-      graph_hidden: Optional[Array] = None,
-      return_state: bool = False,
-      is_training: bool = False,
-      **unused_kwargs
-  ):
-    _, n, edge_hidden, graph_hidden = self._checked_inputs(
-        node_fts,
-        edge_fts,
-        graph_fts,
-        adj_mat,
-        hidden,
-        edge_hidden,
-        graph_hidden,
-    )
+  @hk.name_like("__call__")
+  def step(self, inputs: StepInputs, is_training: bool):
     cfg = self.config
     d = cfg.edge_width
+    edge_fts, edge_hidden = inputs.edge_fts, inputs.edge_hidden
 
-    n_BxNxZ = jnp.concatenate([node_fts, hidden], axis=-1)
+    n_BxNxZ = jnp.concatenate([inputs.node_fts, inputs.hidden], axis=-1)
+    n_BxUxZ = self.with_core_node(n_BxNxZ, inputs, n_BxNxZ.shape[-1])
     if self.graph_vec == "core":
-      g_BxZ = jnp.concatenate([graph_fts, graph_hidden], axis=-1)
-      core_Bx1xZ = hk.Linear(n_BxNxZ.shape[-1], name="core_in")(g_BxZ)[:, None]
-      n_BxUxZ = jnp.concatenate([n_BxNxZ, core_Bx1xZ], axis=1)
       pad = ((0, 0), (0, 1), (0, 1), (0, 0))
       edge_fts, edge_hidden = jnp.pad(edge_fts, pad), jnp.pad(edge_hidden, pad)
-    else:
-      n_BxUxZ = n_BxNxZ
     # x_ij = W_e e_ij + W_h h_ij + W_a n_i + W_b n_j (+ W_g g).
     x_BxUxUxD = (
         hk.Linear(d, name="edge_in")(edge_fts)
@@ -112,24 +82,20 @@ class PairStateProcessor(CarryingProcessor):
         + hk.Linear(d, with_bias=False, name="col_in")(n_BxUxZ)[:, None, :]
     )
     if self.graph_vec == "cat":
-      x_BxUxUxD += hk.Linear(d, with_bias=False, name="graph_in")(graph_fts)[
-          :, None, None
-      ]
+      x_BxUxUxD += hk.Linear(d, with_bias=False, name="graph_in")(
+          inputs.graph_fts
+      )[:, None, None]
 
-    stack = hk.experimental.flax.lift(self.stack_module(), name="stack")
     rates = (cfg.dropout_rate, getattr(cfg, "attention_dropout_rate", 0.0))
-    deterministic = not (is_training and max(rates) > 0.0)
-    kwargs = {} if deterministic else {"rngs": {"dropout": hk.next_rng_key()}}
-    x_BxUxUxD = stack(x_BxUxUxD, deterministic=deterministic, **kwargs)
-
+    x_BxUxUxD = self.run_stack(
+        self.stack_module(),
+        x_BxUxUxD,
+        dropout_rate=max(rates),
+        is_training=is_training,
+    )
     if self.node_readout == "diagonal":
       nodes_BxUxD = jnp.diagonal(x_BxUxUxD, axis1=1, axis2=2).swapaxes(1, 2)
     else:  # mean of the node's row and column
       nodes_BxUxD = 0.5 * (x_BxUxUxD.mean(axis=2) + x_BxUxUxD.mean(axis=1))
     out_BxUxO = hk.Linear(self.out_size, name="node_out")(nodes_BxUxD)
-    nodes_BxNxO = out_BxUxO[:, :n]
-    edges_BxNxNxD = x_BxUxUxD[:, :n, :n]
-    graph_BxO = out_BxUxO[:, n] if self.graph_vec == "core" else None
-    if return_state:
-      return ProcessorState(nodes_BxNxO, edges_BxNxNxD, graph_BxO)
-    return nodes_BxNxO, edges_BxNxNxD
+    return out_BxUxO, x_BxUxUxD

@@ -13,7 +13,7 @@ stock CLRS those arguments are absent and treated as zeros.
 """
 
 import math
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 import haiku as hk
 import jax
@@ -38,11 +38,25 @@ class ProcessorState(NamedTuple):
   graph: Optional[Array]  # BxO
 
 
+class StepInputs(NamedTuple):
+  """One step's inputs (`CarryingProcessor.step`), the carried state filled
+  in."""
+
+  node_fts: Array  # BxNxZ
+  edge_fts: Array  # BxNxNxZ
+  graph_fts: Array  # BxZ
+  adj_mat: Array  # BxNxN
+  hidden: Array  # BxNxO, the CLRS node hidden
+  edge_hidden: Array  # BxNxNxE
+  graph_hidden: Array  # BxO
+
+
 class CarryingProcessor(clrs_processors.Processor):
   """A processor whose edge and graph hiddens CarryNet carries between steps.
 
-  Subclasses take `out_size` (the CLRS hidden width), a config and the
-  `graph_vec` mode ('cat' or 'core').
+  Subclasses take `out_size` (the CLRS hidden width), a config (its
+  `edge_width`: E, the carried edge hidden's) and the `graph_vec` mode ('cat'
+  or 'core'), and implement `step`.
   """
 
   carries_state = True
@@ -54,36 +68,92 @@ class CarryingProcessor(clrs_processors.Processor):
     self.config = config
     self.graph_vec = graph_vec
 
-  def _checked_inputs(
+  def step(
+      self, inputs: StepInputs, is_training: bool
+  ) -> Tuple[Array, Optional[Array]]:
+    """One processor step on checked inputs -> (out_BxUxO, edges_BxUxUxE).
+
+    U is N + 1 with graph_vec='core' (the core node at index N), else N;
+    edges_BxUxUxE may be None (no edge state). Subclasses decorate it with
+    `hk.name_like("__call__")` so that its modules are named as in
+    `__call__`.
+    """
+    raise NotImplementedError
+
+  def __call__(
       self,
-      node_fts,
-      edge_fts,
-      graph_fts,
-      adj_mat,
-      hidden,
-      edge_hidden,
-      graph_hidden,
+      node_fts: Array,
+      edge_fts: Array,
+      graph_fts: Array,
+      adj_mat: Array,
+      hidden: Array,
+      edge_hidden: Optional[Array] = None,
+      graph_hidden: Optional[Array] = None,
+      return_state: bool = False,
+      is_training: bool = False,
+      **unused_kwargs,
   ):
-    """Checks the CLRS inputs' shapes; returns (B, N, edge_hidden,
-    graph_hidden) with missing carried state (stock CLRS, first step) as
-    zeros."""
+    """The CLRS contract (module docstring): the inputs' shapes checked and
+    missing carried state (stock CLRS, the first step) as zeros, `step`,
+    then the readouts of the real nodes (the core node's output is the graph
+    hidden)."""
     shapes.check_shape(node_fts, ("B", "N", None), "node_fts")
     b, n, _ = node_fts.shape
     shapes.check_shape(edge_fts, (b, n, n, None), "edge_fts")
     shapes.check_shape(graph_fts, (b, None), "graph_fts")
     shapes.check_shape(adj_mat, (b, n, n), "adj_mat")
     shapes.check_shape(hidden, (b, n, None), "hidden")
-    e_size = self.edge_hidden_size(self.out_size)
+    e_size = self.config.edge_width
     if edge_hidden is None:
       edge_hidden = jnp.zeros((b, n, n, e_size), node_fts.dtype)
     shapes.check_shape(edge_hidden, (b, n, n, e_size), "edge_hidden")
     if graph_hidden is None:
       graph_hidden = jnp.zeros((b, self.out_size), node_fts.dtype)
     shapes.check_shape(graph_hidden, (b, self.out_size), "graph_hidden")
-    return b, n, edge_hidden, graph_hidden
+    inputs = StepInputs(
+        node_fts,
+        edge_fts,
+        graph_fts,
+        adj_mat,
+        hidden,
+        edge_hidden,
+        graph_hidden,
+    )
+    out_BxUxO, edges_BxUxUxE = self.step(inputs, is_training)
+    nodes_BxNxO = out_BxUxO[:, :n]
+    edges_BxNxNxE = None
+    if edges_BxUxUxE is not None:
+      edges_BxNxNxE = edges_BxUxUxE[:, :n, :n]
+    # Only the core node has a graph hidden to carry; with 'cat' the graph
+    # features are re-read at every step (as the RT authors' code does).
+    graph_BxO = out_BxUxO[:, n] if self.graph_vec == "core" else None
+    if return_state:
+      return ProcessorState(nodes_BxNxO, edges_BxNxNxE, graph_BxO)
+    return nodes_BxNxO, edges_BxNxNxE
 
-  def edge_hidden_size(self, out_size: int) -> int:
-    raise NotImplementedError
+  @hk.name_like("__call__")
+  def with_core_node(
+      self, n_BxNxW: Array, inputs: StepInputs, width: int
+  ) -> Array:
+    """BxUxW: the node inputs BxNxW with, for graph_vec='core', the core node
+    appended at index N, a linear map ('core_in') of [graph_fts,
+    graph_hidden]."""
+    if self.graph_vec != "core":
+      return n_BxNxW
+    g_BxZ = jnp.concatenate([inputs.graph_fts, inputs.graph_hidden], axis=-1)
+    core_Bx1xW = hk.Linear(width, name="core_in")(g_BxZ)[:, None]
+    return jnp.concatenate([n_BxNxW, core_Bx1xW], axis=1)
+
+  @hk.name_like("__call__")
+  def run_stack(
+      self, stack_module, *args, dropout_rate: float, is_training: bool
+  ):
+    """Applies the Flax `stack_module`, lifted as 'stack', to `args`; dropout
+    (from the 'dropout' rng) only in training with dropout_rate > 0."""
+    stack = hk.experimental.flax.lift(stack_module, name="stack")
+    deterministic = not (is_training and dropout_rate > 0.0)
+    kwargs = {} if deterministic else {"rngs": {"dropout": hk.next_rng_key()}}
+    return stack(*args, deterministic=deterministic, **kwargs)
 
 
 class RelationalTransformerProcessor(CarryingProcessor):
@@ -108,35 +178,14 @@ class RelationalTransformerProcessor(CarryingProcessor):
   ):
     super().__init__(out_size, config, graph_vec, name)
 
-  def edge_hidden_size(self, out_size: int) -> int:
-    return self.config.edge_width
-
-  def __call__(
-      self,
-      node_fts: Array,
-      edge_fts: Array,
-      graph_fts: Array,
-      adj_mat: Array,
-      hidden: Array,
-      edge_hidden: Optional[Array] = None,
-      graph_hidden: Optional[Array] = None,
-      return_state: bool = False,
-      is_training: bool = False,
-      **unused_kwargs
-  ):
-    b, n, edge_hidden, graph_hidden = self._checked_inputs(
-        node_fts,
-        edge_fts,
-        graph_fts,
-        adj_mat,
-        hidden,
-        edge_hidden,
-        graph_hidden,
-    )
+  @hk.name_like("__call__")
+  def step(self, inputs: StepInputs, is_training: bool):
+    graph_fts = inputs.graph_fts
+    b, n = inputs.node_fts.shape[:2]
     cfg = self.config
     e_size = cfg.edge_width
 
-    n_in_BxNxZ = jnp.concatenate([node_fts, hidden], axis=-1)
+    n_in_BxNxZ = jnp.concatenate([inputs.node_fts, inputs.hidden], axis=-1)
     if self.graph_vec == "cat":  # tile the graph features onto every node
       n_in_BxNxZ = jnp.concatenate(
           [
@@ -152,7 +201,7 @@ class RelationalTransformerProcessor(CarryingProcessor):
       # block so the graph term is projected once per graph, not per edge;
       # with init 'diao' every block is drawn with the whole map's fan-in,
       # as the authors' one Linear over the concatenation.
-      fan_in = edge_fts.shape[-1] + e_size
+      fan_in = inputs.edge_fts.shape[-1] + e_size
       if self.graph_vec == "cat":
         fan_in += graph_fts.shape[-1]
       w_init = (
@@ -163,15 +212,13 @@ class RelationalTransformerProcessor(CarryingProcessor):
       linear = lambda name, bias=False: linear_lib.Linear(
           e_size, with_bias=bias, w_init=w_init, name=name
       )
-      e_BxNxNxE = linear("edge_in", True)(edge_fts)
-      e_BxNxNxE += linear("edge_hidden_in")(edge_hidden)
+      e_BxNxNxE = linear("edge_in", True)(inputs.edge_fts)
+      e_BxNxNxE += linear("edge_hidden_in")(inputs.edge_hidden)
       if self.graph_vec == "cat":
         e_BxNxNxE += linear("edge_graph_in")(graph_fts)[:, None, None]
-    n_BxUxD, e_BxUxUxE, adj_BxUxU = n_BxNxD, e_BxNxNxE, adj_mat
+    n_BxUxD = self.with_core_node(n_BxNxD, inputs, cfg.node_width)
+    e_BxUxUxE, adj_BxUxU = e_BxNxNxE, inputs.adj_mat
     if self.graph_vec == "core":
-      g_in_BxZ = jnp.concatenate([graph_fts, graph_hidden], axis=-1)
-      core_Bx1xD = hk.Linear(cfg.node_width, name="core_in")(g_in_BxZ)[:, None]
-      n_BxUxD = jnp.concatenate([n_BxNxD, core_Bx1xD], axis=1)
       # Core edges carry no input features: a learned constant vector.
       if e_BxNxNxE is not None:
         core_edge_E = hk.get_parameter("core_edge", (e_size,), init=jnp.zeros)
@@ -183,24 +230,18 @@ class RelationalTransformerProcessor(CarryingProcessor):
         )
       # The core node is connected to every node.
       adj_BxUxU = jnp.pad(
-          adj_mat, ((0, 0), (0, 1), (0, 1)), constant_values=1.0
+          inputs.adj_mat, ((0, 0), (0, 1), (0, 1)), constant_values=1.0
       )
 
-    stack = hk.experimental.flax.lift(RelationalTransformer(cfg), name="stack")
-    deterministic = not (is_training and cfg.dropout_rate > 0.0)
-    kwargs = {} if deterministic else {"rngs": {"dropout": hk.next_rng_key()}}
-    n_BxUxD, e_BxUxUxE = stack(
-        n_BxUxD, e_BxUxUxE, adj_BxUxU, deterministic=deterministic, **kwargs
+    n_BxUxD, e_BxUxUxE = self.run_stack(
+        RelationalTransformer(cfg),
+        n_BxUxD,
+        e_BxUxUxE,
+        adj_BxUxU,
+        dropout_rate=cfg.dropout_rate,
+        is_training=is_training,
     )
-
     out_BxUxO = n_BxUxD
     if cfg.node_width != self.out_size:
       out_BxUxO = hk.Linear(self.out_size, name="node_out")(n_BxUxD)
-    nodes_BxNxO = out_BxUxO[:, :n]
-    edges_BxNxNxE = e_BxUxUxE[:, :n, :n] if e_BxUxUxE is not None else None
-    # Only the core node has a graph hidden to carry; with 'cat' the graph
-    # features are re-read at every step (as the RT authors' code does).
-    graph_BxO = out_BxUxO[:, n] if self.graph_vec == "core" else None
-    if return_state:
-      return ProcessorState(nodes_BxNxO, edges_BxNxNxE, graph_BxO)
-    return nodes_BxNxO, edges_BxNxNxE
+    return out_BxUxO, e_BxUxUxE

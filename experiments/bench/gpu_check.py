@@ -462,6 +462,48 @@ def _stop_before(n, budget, last, needed_bytes, free_bytes) -> Optional[str]:
   return None
 
 
+def _grow(
+    all_sizes,
+    one_size: Callable,
+    budget,
+    *,
+    bytes_of: Callable,
+    bytes_key: str,
+    needed_multiple: int,
+    free_bytes: Callable,
+    after_each: Optional[Callable] = None,
+):
+  """`one_size(n) -> (cell, run seconds)` at each N of `all_sizes` in turn
+  while `_stop_before` allows (the size needs `needed_multiple` arrays of
+  `bytes_of(n)` bytes, recorded in the cell under `bytes_key`); a failure
+  after the first size ends the sweep. `after_each()` runs after every size.
+  Returns (sizes: {str(N): cell}, the cells' mismatches, why it stopped)."""
+  sizes, mismatches, last, stopped = {}, [], None, None
+  for n in all_sizes:
+    array_bytes = bytes_of(n)
+    stopped = _stop_before(
+        n, budget, last, needed_multiple * array_bytes, free_bytes()
+    )
+    if stopped:
+      break
+    start = time.perf_counter()
+    try:
+      cell, runs = one_size(n)
+    except Exception as e:  # pylint: disable=broad-except
+      if not sizes:
+        raise
+      stopped = f"N={n}: {type(e).__name__}: {str(e)[:300]}"
+      break
+    finally:
+      if after_each is not None:
+        after_each()
+    cell[bytes_key] = array_bytes
+    mismatches += cell.pop("mismatches")
+    sizes[str(n)] = cell
+    last = (time.perf_counter() - start, runs)
+  return sizes, mismatches, stopped
+
+
 def _jax_free_bytes() -> Optional[int]:
   stats = _memory_stats()
   if "bytes_limit" not in stats:
@@ -675,28 +717,16 @@ def part_pivotal_torch(s: Settings, budget: Budget) -> Dict:
     )
     return cell, runs
 
-  sizes, mismatches, last, stopped = {}, [], None, None
-  for n in s.pivotal_sizes:
-    scores_bytes = 4 * b * h * n**3  # their B x H x N^3 scores, fp32
-    free = torch.cuda.mem_get_info()[0] if on_gpu else None
-    stopped = _stop_before(n, budget, last, 6 * scores_bytes, free)
-    if stopped:
-      break
-    start = time.perf_counter()
-    try:
-      cell, runs = one_size(n)
-    except Exception as e:  # pylint: disable=broad-except
-      if not sizes:
-        raise
-      stopped = f"N={n}: {type(e).__name__}: {str(e)[:300]}"
-      break
-    finally:
-      if on_gpu:
-        torch.cuda.empty_cache()
-    cell["scores_bytes"] = scores_bytes
-    mismatches += cell.pop("mismatches")
-    sizes[str(n)] = cell
-    last = (time.perf_counter() - start, runs)
+  sizes, mismatches, stopped = _grow(
+      s.pivotal_sizes,
+      one_size,
+      budget,
+      bytes_of=lambda n: 4 * b * h * n**3,  # their B x H x N^3 scores, fp32
+      bytes_key="scores_bytes",
+      needed_multiple=6,
+      free_bytes=lambda: torch.cuda.mem_get_info()[0] if on_gpu else None,
+      after_each=torch.cuda.empty_cache if on_gpu else None,
+  )
   largest = sizes[max(sizes, key=int)] if sizes else None
   return {
       "what": (
@@ -929,25 +959,15 @@ def _pallas_sizes(
     )
     return cell, runs
 
-  sizes, mismatches, last, stopped = {}, [], None, None
-  for n in all_sizes:
-    pair_bytes = pair_bytes_of(n)  # one B x N x N x H x K fp32 array
-    stopped = _stop_before(n, budget, last, 14 * pair_bytes, _jax_free_bytes())
-    if stopped:
-      break
-    start = time.perf_counter()
-    try:
-      cell, runs = one_size(n)
-    except Exception as e:  # pylint: disable=broad-except
-      if not sizes:
-        raise
-      stopped = f"N={n}: {type(e).__name__}: {str(e)[:300]}"
-      break
-    cell["pair_array_bytes"] = pair_bytes
-    mismatches += cell.pop("mismatches")
-    sizes[str(n)] = cell
-    last = (time.perf_counter() - start, runs)
-  return sizes, mismatches, stopped
+  return _grow(
+      all_sizes,
+      one_size,
+      budget,
+      bytes_of=pair_bytes_of,  # one B x N x N x H x K fp32 array
+      bytes_key="pair_array_bytes",
+      needed_multiple=14,
+      free_bytes=_jax_free_bytes,
+  )
 
 
 def _pallas_report(sizes, mismatches, stopped, interpret, *, what, **shape):

@@ -113,6 +113,20 @@ def run(
       if reuse_reference
       else {}
   )
+
+  def write_report(ours, theirs):
+    return report(
+        name,
+        comparison,
+        budget_name,
+        ours,
+        theirs,
+        seeds,
+        output_dir,
+        log,
+        reuse_reference if reused else None,
+    )
+
   if report_only:
     ours, theirs = {}, {}
     for seed in range(seeds):
@@ -129,17 +143,7 @@ def run(
           f"report_only: no seed of {workdir} is finished on "
           f"both sides (budget {budget_name!r})."
       )
-    return report(
-        name,
-        comparison,
-        budget_name,
-        ours,
-        theirs,
-        seeds,
-        output_dir,
-        log,
-        reuse_reference if reused else None,
-    )
+    return write_report(ours, theirs)
   reference = reference_lib.require(
       name, reference, comparison.repository, comparison.marker
   )
@@ -190,17 +194,7 @@ def run(
   thread.join()
   if errors:
     raise errors[0]
-  return report(
-      name,
-      comparison,
-      budget_name,
-      ours,
-      theirs,
-      seeds,
-      output_dir,
-      log,
-      reuse_reference if reused else None,
-  )
+  return write_report(ours, theirs)
 
 
 def reused_reference_runs(path, name, comparison, budget_name):

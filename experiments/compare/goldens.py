@@ -205,6 +205,16 @@ def _check_tree(mapped, initialised, what):
   )
 
 
+def _check_against_init(mapped, module, *args):
+  """`_check_tree` of `mapped` against the parameters of `module.init` on
+  `args` (named by the module's class)."""
+  _check_tree(
+      mapped,
+      module.init(jax.random.PRNGKey(0), *args)["params"],
+      type(module).__name__,
+  )
+
+
 # ----------------------------------------------------------------------------
 # RT (Haiku reference, clrs/_src/base_modules/Basic_Transformer_jax.py and
 # the processor in clrs/_src/processors.py): relational_jax.interop.rt_haiku.
@@ -244,11 +254,7 @@ def _run_rt_layer(meta, inputs, params):
       sizes["heads"],
       edge_update=edge_update,
   )
-  _check_tree(
-      ours,
-      layer.init(jax.random.PRNGKey(0), nodes, edges)["params"],
-      "RelationalTransformerLayer",
-  )
+  _check_against_init(ours, layer, nodes, edges)
   n, e = layer.apply({"params": ours}, nodes, edges, deterministic=True)
   return {"nodes": n, "edges": e}
 
@@ -259,11 +265,7 @@ def _run_rt_stack(meta, inputs, params):
   stack = RelationalTransformer(cfg)
   nodes, edges = jnp.asarray(inputs["nodes"]), jnp.asarray(inputs["edges"])
   ours = rt_haiku.convert_stack(params, cfg)
-  _check_tree(
-      ours,
-      stack.init(jax.random.PRNGKey(0), nodes, edges)["params"],
-      "RelationalTransformer",
-  )
+  _check_against_init(ours, stack, nodes, edges)
   n, e = stack.apply({"params": ours}, nodes, edges, deterministic=True)
   return {"nodes": n, "edges": e}
 
@@ -506,11 +508,7 @@ def _run_et_attention(meta, inputs, params, chunk_size=2, **impl_options):
   ours = et_torch.convert_attention(
       params, sizes["heads"], ablation=sizes["ablation"]
   )
-  _check_tree(
-      ours,
-      module.init(jax.random.PRNGKey(0), x)["params"],
-      "TriangularAttention",
-  )
+  _check_against_init(ours, module, x)
   return {"y": module.apply({"params": ours}, x)}
 
 
@@ -525,11 +523,7 @@ def _run_et_layer(meta, inputs, params, chunk_size=2):
   )
   x = jnp.asarray(inputs["x"])
   ours = et_torch.convert_layer(params, sizes["heads"])
-  _check_tree(
-      ours,
-      module.init(jax.random.PRNGKey(0), x)["params"],
-      "EdgeTransformerLayer",
-  )
+  _check_against_init(ours, module, x)
   return {"y": module.apply({"params": ours}, x, deterministic=True)}
 
 
@@ -562,15 +556,9 @@ def _run_et_stack_sequence(meta, inputs, params):
   )
   embed_params, ours = converted["embed"], converted["et"]
   tokens = jnp.asarray(inputs["tokens"])
-  _check_tree(
-      embed_params,
-      embed.init(jax.random.PRNGKey(0), tokens)["params"],
-      "SequenceEdgeEmbedding",
-  )
+  _check_against_init(embed_params, embed, tokens)
   x = embed.apply({"params": embed_params}, tokens)
-  _check_tree(
-      ours, stack.init(jax.random.PRNGKey(0), x)["params"], "EdgeTransformer"
-  )
+  _check_against_init(ours, stack, x)
   return {"y": stack.apply({"params": ours}, x, deterministic=True)}
 
 
@@ -586,18 +574,10 @@ def _run_et_stack_graph(meta, inputs, params):
   stack = _et_stack(meta)
   converted = et_torch.convert_graph_encoder(params, stack.config)
   embed_params, ours = converted["embed"], converted["et"]
-  _check_tree(
-      embed_params,
-      embed.init(jax.random.PRNGKey(0), labels)["params"],
-      "GraphEdgeEmbedding",
-  )
+  _check_against_init(embed_params, embed, labels)
   x = embed.apply({"params": embed_params}, labels)
   node_mask = jnp.asarray(~inputs["padding"])
-  _check_tree(
-      ours,
-      stack.init(jax.random.PRNGKey(0), x, node_mask)["params"],
-      "EdgeTransformer",
-  )
+  _check_against_init(ours, stack, x, node_mask)
   return {"y": stack.apply({"params": ours}, x, node_mask, deterministic=True)}
 
 
@@ -641,11 +621,7 @@ def _run_cs_model(meta, inputs, params):
       [np.full((num_b, 1), sos), inputs["tgt_eos"][:, :-1]], axis=1
   ).astype(np.int32)
   ours = csordas_torch.convert_model(params, config)
-  _check_tree(
-      ours,
-      model.init(jax.random.PRNGKey(0), src, src_mask, tgt_in)["params"],
-      "Seq2SeqTransformer",
-  )
+  _check_against_init(ours, model, src, src_mask, tgt_in)
   variables = {"params": ours}
   logits = model.apply(variables, src, src_mask, tgt_in)
   memory, memory_mask = model.apply(
@@ -744,11 +720,7 @@ def _run_pivotal_block(meta, inputs, params):
   mask = inputs.get("attn_mask")
   convert = lambda p: floyd_torch.convert_block(p, config)
   ours = convert(params)
-  _check_tree(
-      ours,
-      block.init(jax.random.PRNGKey(0), x, None, mask)["params"],
-      "PivotalAttentionBlock",
-  )
+  _check_against_init(ours, block, x, None, mask)
   ours = jax.tree_util.tree_map(jnp.asarray, ours)
   apply = lambda p, x: block.apply(
       {"params": p}, x, None, mask, deterministic=True
@@ -868,11 +840,7 @@ def _run_g2g_attention(meta, inputs, params):
   mask = jnp.asarray(inputs["mask"])
   convert = lambda p: g2g_torch.convert_attention(p, sizes["heads"])
   ours = convert(params)
-  _check_tree(
-      ours,
-      attention.init(jax.random.PRNGKey(0), x, relations, mask)["params"],
-      "RelationAwareAttention",
-  )
+  _check_against_init(ours, attention, x, relations, mask)
   apply = lambda p, x: attention.apply(
       {"params": p}, x, relations, mask, deterministic=True
   )
@@ -898,11 +866,7 @@ def _run_g2g_classifier(meta, inputs, params):
   h = jnp.asarray(inputs["h"])
   convert = g2g_torch.convert_relation_classifier
   ours = convert(params)
-  _check_tree(
-      ours,
-      scorer.init(jax.random.PRNGKey(0), h)["params"],
-      "PairwiseEdgeScorer",
-  )
+  _check_against_init(ours, scorer, h)
   apply = lambda p, h: scorer.apply({"params": p}, h)
   return _vjp_outputs(
       apply,
@@ -959,11 +923,7 @@ def _run_et_cfq_seq2seq(meta, inputs, params):
   ours = jax.tree_util.tree_map(
       jnp.asarray, et_torch.convert_cfq_seq2seq(params, config)
   )
-  _check_tree(
-      ours,
-      model.init(jax.random.PRNGKey(0), src, src_mask, tgt_in)["params"],
-      "EdgeTransformerSeq2Seq",
-  )
+  _check_against_init(ours, model, src, src_mask, tgt_in)
   logits = model.apply({"params": ours}, src, src_mask, tgt_in)
   real = labels != -100
   ce = _cross_entropy(logits, jnp.where(real, labels, 0))
@@ -1152,11 +1112,7 @@ def _run_et_cogs_parser(meta, inputs, params):
   targets = {"parent": inputs["parent"], **{f: inputs[f] for f in LABEL_FIELDS}}
   convert = lambda p: et_torch.convert_cogs_parser(p, config)
   ours = convert(params)
-  _check_tree(
-      ours,
-      model.init(jax.random.PRNGKey(0), tokens, real_BxN)["params"],
-      "CogsGraphEdgeTransformer",
-  )
+  _check_against_init(ours, model, tokens, real_BxN)
 
   def loss_fn(tree):
     logits = model.apply({"params": tree}, tokens, real_BxN, deterministic=True)

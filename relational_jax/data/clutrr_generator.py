@@ -734,34 +734,25 @@ def generate_splits(
   """
   train_ks, test_ks = tuple(train_ks), tuple(test_ks)
   shared = check_holdout(train_ks, test_ks, holdout_fraction)
-  train: List[Dict[str, str]] = []
-  for k in train_ks:
-    accept = (
-        (lambda sig: not _held_out(sig, seed, holdout_fraction))
-        if k in shared
-        else None
-    )
-    train += generate_rows(
-        k,
-        num_train_per_k,
-        seed=np.random.default_rng([seed, 0, k]),
-        accept=accept,
-        task_split="train",
-        **kwargs,
-    )
-  test: List[Dict[str, str]] = []
-  for k in test_ks:
-    accept = (
-        (lambda sig: _held_out(sig, seed, holdout_fraction))
-        if k in shared
-        else None
-    )
-    test += generate_rows(
-        k,
-        num_test_per_k,
-        seed=np.random.default_rng([seed, 1, k]),
-        accept=accept,
-        task_split="test",
-        **kwargs,
-    )
+
+  def rows(ks, num_per_k, stream, task_split, held_out):
+    """The rows of one split: per k, its stream (seed, stream, k); at a
+    shared k only story graphs whose `_held_out` is `held_out`."""
+    out: List[Dict[str, str]] = []
+    for k in ks:
+      accept = None
+      if k in shared:
+        accept = lambda sig: _held_out(sig, seed, holdout_fraction) == held_out
+      out += generate_rows(
+          k,
+          num_per_k,
+          seed=np.random.default_rng([seed, stream, k]),
+          accept=accept,
+          task_split=task_split,
+          **kwargs,
+      )
+    return out
+
+  train = rows(train_ks, num_train_per_k, 0, "train", held_out=False)
+  test = rows(test_ks, num_test_per_k, 1, "test", held_out=True)
   return train, test

@@ -21,7 +21,6 @@ Attention layers here share one contract:
     Transformer that applies one layer L times simply keeps L caches.
 """
 
-import functools
 import math
 from typing import Callable
 
@@ -100,12 +99,10 @@ def _check_cache(cache: Cache, batch: int, heads: int, head_dim: int):
   )
 
 
-class MultiHeadAttention(nn.Module):
-  """Scaled dot-product multi-head attention [V17] eq. 1, no positions.
-
-  Used for cross-attention (the encoder-decoder interface, where [C21]
-  appendix C keeps the standard form) and in models with absolute positions.
-  """
+class _HeadsAttention(nn.Module):
+  """The parts of the two attentions below: the per-head maps W_q, W_k, W_v
+  (D -> HxK), W_O (HxK -> D) and attention dropout; `_weigh` turns logits
+  into the output, out(sum_j softmax_j(logit_ij) v_j) [V17] eq. 1."""
 
   d_model: int
   num_heads: int
@@ -118,28 +115,52 @@ class MultiHeadAttention(nn.Module):
     self.head_dim = shapes.check_divides(
         self.d_model, self.num_heads, "d_model"
     )
-    hk = (self.num_heads, self.head_dim)
-    dense = functools.partial(nn.DenseGeneral, kernel_init=self.kernel_init)
-    self.query = dense(hk, use_bias=False, name="query")
-    self.key = dense(hk, use_bias=False, name="key")
-    self.value = dense(hk, use_bias=False, name="value")
-    self.out = dense(
-        self.d_model, axis=(-2, -1), use_bias=self.out_bias, name="out"
+    self.query = self._heads_map("query")
+    self.key = self._heads_map("key")
+    self.value = self._heads_map("value")
+    self.out = nn.DenseGeneral(
+        self.d_model,
+        axis=(-2, -1),
+        use_bias=self.out_bias,
+        kernel_init=self.kernel_init,
+        name="out",
     )
     self.dropout = nn.Dropout(self.dropout_rate)
+
+  def _heads_map(self, name: str) -> nn.Module:
+    """A bias-free D -> HxK map."""
+    return nn.DenseGeneral(
+        (self.num_heads, self.head_dim),
+        use_bias=False,
+        kernel_init=self.kernel_init,
+        name=name,
+    )
+
+  def _weigh(self, logits_BxHxTxS, mask, v_BxSxHxK, deterministic):
+    """out(sum_s softmax_s(logits_ts) v_s) over the keys the boolean mask
+    (broadcast to BxHxTxS) keeps; dropout on the weights."""
+    logits_BxHxTxS = jnp.where(
+        mask, logits_BxHxTxS, _mask_value(logits_BxHxTxS.dtype)
+    )
+    alpha_BxHxTxS = jax.nn.softmax(logits_BxHxTxS, axis=-1)
+    alpha_BxHxTxS = self.dropout(alpha_BxHxTxS, deterministic=deterministic)
+    z_BxTxHxK = jnp.einsum("bhts,bshk->bthk", alpha_BxHxTxS, v_BxSxHxK)
+    return self.out(z_BxTxHxK)
+
+
+class MultiHeadAttention(_HeadsAttention):
+  """Scaled dot-product multi-head attention [V17] eq. 1, no positions.
+
+  Used for cross-attention (the encoder-decoder interface, where [C21]
+  appendix C keeps the standard form) and in models with absolute positions.
+  """
 
   def _attend(
       self, q_BxTxHxK, k_BxSxHxK, v_BxSxHxK, mask_Bx1xTxS, deterministic
   ):
     logits_BxHxTxS = jnp.einsum("bthk,bshk->bhts", q_BxTxHxK, k_BxSxHxK)
     logits_BxHxTxS = logits_BxHxTxS / math.sqrt(self.head_dim)
-    logits_BxHxTxS = jnp.where(
-        mask_Bx1xTxS, logits_BxHxTxS, _mask_value(logits_BxHxTxS.dtype)
-    )
-    alpha_BxHxTxS = jax.nn.softmax(logits_BxHxTxS, axis=-1)
-    alpha_BxHxTxS = self.dropout(alpha_BxHxTxS, deterministic=deterministic)
-    z_BxTxHxK = jnp.einsum("bhts,bshk->bthk", alpha_BxHxTxS, v_BxSxHxK)
-    return self.out(z_BxTxHxK)
+    return self._weigh(logits_BxHxTxS, mask_Bx1xTxS, v_BxSxHxK, deterministic)
 
   def __call__(
       self,
@@ -193,7 +214,7 @@ class MultiHeadAttention(nn.Module):
     return out, cache
 
 
-class RelativeMultiHeadAttention(nn.Module):
+class RelativeMultiHeadAttention(_HeadsAttention):
   """Relative positional self-attention, [C21] appendix C / [D19] sec. 3.3.
 
     logit_ij = [(q_i + u) . k_j + (q_i + v) . W_R r(j - i)] / sqrt(K)
@@ -207,29 +228,12 @@ class RelativeMultiHeadAttention(nn.Module):
   absorbs). `causal=True` masks j > i (decoder self-attention).
   """
 
-  d_model: int
-  num_heads: int
-  dropout_rate: float = 0.0
-  causal: bool = False
-  out_bias: bool = True  # Bias of the output map W_O ([C21]'s code: none).
-  kernel_init: Callable = nn.linear.default_kernel_init  # Every map's kernel.
-
   def setup(self):
-    self.head_dim = shapes.check_divides(
-        self.d_model, self.num_heads, "d_model"
-    )
+    super().setup()
     hk = (self.num_heads, self.head_dim)
-    dense = functools.partial(nn.DenseGeneral, kernel_init=self.kernel_init)
-    self.query = dense(hk, use_bias=False, name="query")
-    self.key = dense(hk, use_bias=False, name="key")
-    self.value = dense(hk, use_bias=False, name="value")
-    self.pos_proj = dense(hk, use_bias=False, name="pos_proj")
+    self.pos_proj = self._heads_map("pos_proj")
     self.u_bias_HxK = self.param("u_bias", nn.initializers.zeros, hk)
     self.v_bias_HxK = self.param("v_bias", nn.initializers.zeros, hk)
-    self.out = dense(
-        self.d_model, axis=(-2, -1), use_bias=self.out_bias, name="out"
-    )
-    self.dropout = nn.Dropout(self.dropout_rate)
 
   def _attend(
       self,
@@ -275,13 +279,7 @@ class RelativeMultiHeadAttention(nn.Module):
         causal=self.causal,
         query_offset=query_offset,
     )
-    logits_BxHxTxS = jnp.where(
-        mask, logits_BxHxTxS, _mask_value(logits_BxHxTxS.dtype)
-    )
-    alpha_BxHxTxS = jax.nn.softmax(logits_BxHxTxS, axis=-1)
-    alpha_BxHxTxS = self.dropout(alpha_BxHxTxS, deterministic=deterministic)
-    z_BxTxHxK = jnp.einsum("bhts,bshk->bthk", alpha_BxHxTxS, v_BxSxHxK)
-    return self.out(z_BxTxHxK)
+    return self._weigh(logits_BxHxTxS, mask, v_BxSxHxK, deterministic)
 
   def __call__(self, x_BxNxD, mask_BxN=None, deterministic: bool = True):
     shapes.check_shape(x_BxNxD, ("B", "N", self.d_model), "inputs")

@@ -49,12 +49,12 @@ import jax.numpy as jnp
 
 from relational_jax.data.clutrr import NUM_EDGE_LABELS
 from relational_jax.data.clutrr import NUM_RELATIONS
-from relational_jax.layers import init as init_lib
 from relational_jax.layers import shapes
 from relational_jax.layers.relation_aware import RelationAwareAttention
 from relational_jax.models.edge_transformer import EdgeTransformer
 from relational_jax.models.edge_transformer import ETConfig
 from relational_jax.models.edge_transformer import GraphEdgeEmbedding
+from relational_jax.models.edge_transformer import output_dense
 from relational_jax.models.floyd import FloydConfig
 from relational_jax.models.floyd import FloydTransformer
 from relational_jax.models.relational_transformer import RelationalTransformer
@@ -183,18 +183,41 @@ class QueryHead(nn.Module):
   def __call__(self, r_BxD: Array) -> Array:
     if self.head_layers not in (1, 2):
       raise ValueError(f"head_layers must be 1 or 2, got {self.head_layers}.")
-    inits = init_lib.et_output(
-        self.init_scheme, r_BxD.shape[-1]
-    )  # Both read D.
-    dense = lambda features, name: nn.Dense(
-        features,
-        kernel_init=inits["kernel"],
-        bias_init=inits["bias"],
-        name=name,
+    d = r_BxD.shape[-1]  # Both layers' fan-in.
+    dense = lambda features, name: output_dense(
+        features, self.init_scheme, d, name
     )
     if self.head_layers == 2:
       r_BxD = nn.relu(dense(r_BxD.shape[-1], "hidden")(r_BxD))
     return dense(self.num_classes, "logits")(r_BxD)
+
+
+def _query_edge_logits(
+    stack: nn.Module,
+    edge_labels_BxNxN: Array,
+    query_Bx2: Array,
+    node_mask_BxN: Optional[Array],
+    deterministic: bool,
+    *,
+    head_layers: int,
+    init_scheme: str,
+) -> Array:
+  """Logits BxY of a pair-state `stack` on the fact graph, called inside a
+  compact `__call__`: x^0_ij the label embedding of edge (i, j) ('embed'),
+  x^L = stack(x^0) (padded nodes masked), the head ('head') on x^L_ab of the
+  query pair (a, b). `init_scheme` ('flax' or 'bergen') of the embedding and
+  the head."""
+  _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
+  x_BxNxNxD = GraphEdgeEmbedding(
+      NUM_EDGE_LABELS,
+      stack.config.edge_width,
+      init_scheme=init_scheme,
+      name="embed",
+  )(edge_labels_BxNxN)
+  x_BxNxNxD = stack(x_BxNxNxD, node_mask_BxN, deterministic=deterministic)
+  return QueryHead(
+      head_layers=head_layers, init_scheme=init_scheme, name="head"
+  )(gather_query(x_BxNxNxD, query_Bx2))
 
 
 class ClutrrEdgeTransformer(nn.Module):
@@ -211,19 +234,15 @@ class ClutrrEdgeTransformer(nn.Module):
       node_mask_BxN: Optional[Array] = None,
       deterministic: bool = True,
   ) -> Array:
-    _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
-    x_BxNxNxD = GraphEdgeEmbedding(
-        NUM_EDGE_LABELS,
-        self.config.edge_width,
+    return _query_edge_logits(
+        EdgeTransformer(self.config, name="et"),
+        edge_labels_BxNxN,
+        query_Bx2,
+        node_mask_BxN,
+        deterministic,
+        head_layers=self.head_layers,
         init_scheme=self.config.init,
-        name="embed",
-    )(edge_labels_BxNxN)
-    x_BxNxNxD = EdgeTransformer(self.config, name="et")(
-        x_BxNxNxD, node_mask_BxN, deterministic=deterministic
     )
-    return QueryHead(
-        head_layers=self.head_layers, init_scheme=self.config.init, name="head"
-    )(gather_query(x_BxNxNxD, query_Bx2))
 
 
 class _RATLayer(nn.Module):
@@ -366,14 +385,13 @@ class ClutrrFloyd(nn.Module):
       node_mask_BxN: Optional[Array] = None,
       deterministic: bool = True,
   ) -> Array:
-    _check_inputs(edge_labels_BxNxN, query_Bx2, node_mask_BxN)
     shapes.check_config_type(self.config, FloydConfig)
-    x_BxNxNxD = GraphEdgeEmbedding(
-        NUM_EDGE_LABELS, self.config.edge_width, name="embed"
-    )(edge_labels_BxNxN)
-    x_BxNxNxD = FloydTransformer(self.config, name="floyd")(
-        x_BxNxNxD, node_mask_BxN, deterministic=deterministic
-    )
-    return QueryHead(head_layers=self.head_layers, name="head")(
-        gather_query(x_BxNxNxD, query_Bx2)
+    return _query_edge_logits(
+        FloydTransformer(self.config, name="floyd"),
+        edge_labels_BxNxN,
+        query_Bx2,
+        node_mask_BxN,
+        deterministic,
+        head_layers=self.head_layers,
+        init_scheme="flax",
     )

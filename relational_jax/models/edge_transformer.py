@@ -632,6 +632,26 @@ class SequenceEdgeEmbedding(nn.Module):
 # ----------------------------------------------------------------------------
 
 
+def output_dense(
+    features: int,
+    init_scheme: str,
+    fan_in: int,
+    name: str,
+    param_dtype: Any = jnp.float32,
+) -> nn.Dense:
+  """A Dense layer on Edge Transformer states `fan_in` wide, initialised by
+  `init_lib.et_output(init_scheme, fan_in)` (PyTorch's Linear defaults
+  under 'bergen')."""
+  inits = init_lib.et_output(init_scheme, fan_in)
+  return nn.Dense(
+      features,
+      param_dtype=param_dtype,
+      kernel_init=inits["kernel"],
+      bias_init=inits["bias"],
+      name=name,
+  )
+
+
 class EdgeClassifier(nn.Module):
   """Per-edge logits: a linear layer on every x_ij -> BxNxNxY."""
 
@@ -639,40 +659,28 @@ class EdgeClassifier(nn.Module):
   param_dtype: Any = jnp.float32
   init_scheme: str = "flax"  # ETConfig.init; 'bergen': PyTorch's defaults.
 
+  def _readout(self, x_BxNxNxD: Array) -> Array:
+    """The states the linear layer classifies: every edge."""
+    return x_BxNxNxD
+
   @nn.compact
   def __call__(self, x_BxNxNxD: Array) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
-    d = x_BxNxNxD.shape[-1]
-    inits = init_lib.et_output(self.init_scheme, d)
-    return nn.Dense(
+    x_xD = self._readout(x_BxNxNxD)
+    return output_dense(
         self.num_classes,
-        param_dtype=self.param_dtype,
-        kernel_init=inits["kernel"],
-        bias_init=inits["bias"],
-        name="logits",
-    )(x_BxNxNxD)
+        self.init_scheme,
+        x_xD.shape[-1],
+        "logits",
+        self.param_dtype,
+    )(x_xD)
 
 
-class NodeClassifier(nn.Module):
+class NodeClassifier(EdgeClassifier):
   """Node logits from the loop edges x_ii (the diagonal) -> BxNxY."""
 
-  num_classes: int
-  param_dtype: Any = jnp.float32
-  init_scheme: str = "flax"  # ETConfig.init; 'bergen': PyTorch's defaults.
-
-  @nn.compact
-  def __call__(self, x_BxNxNxD: Array) -> Array:
-    _check_square(x_BxNxNxD, "x_BxNxNxD")
-    x_BxNxD = jnp.einsum("biid->bid", x_BxNxNxD)
-    d = x_BxNxD.shape[-1]
-    inits = init_lib.et_output(self.init_scheme, d)
-    return nn.Dense(
-        self.num_classes,
-        param_dtype=self.param_dtype,
-        kernel_init=inits["kernel"],
-        bias_init=inits["bias"],
-        name="logits",
-    )(x_BxNxD)
+  def _readout(self, x_BxNxNxD: Array) -> Array:
+    return jnp.einsum("biid->bid", x_BxNxNxD)
 
 
 class ParentPointerHead(nn.Module):
@@ -697,16 +705,10 @@ class ParentPointerHead(nn.Module):
   ) -> Array:
     _check_square(x_BxNxNxD, "x_BxNxNxD")
     b, n = x_BxNxNxD.shape[:2]
-    inits = init_lib.et_output(self.init_scheme, x_BxNxNxD.shape[-1])
-    score_BxNxN = nn.Dense(
-        1,
-        param_dtype=self.param_dtype,
-        kernel_init=inits["kernel"],
-        bias_init=inits["bias"],
-        name="score",
-    )(x_BxNxNxD)[..., 0].astype(
-        jnp.float32
-    )  # score[b, r, s] of x_rs
+    score = output_dense(
+        1, self.init_scheme, x_BxNxNxD.shape[-1], "score", self.param_dtype
+    )
+    score_BxNxN = score(x_BxNxNxD)[..., 0].astype(jnp.float32)  # of x_rs
     logits_BxNxN = (
         jnp.swapaxes(score_BxNxN, 1, 2) if self.from_column else score_BxNxN
     )

@@ -183,13 +183,6 @@ class EdgeTransformerSeq2Seq(nn.Module):
       self.src_first = self.param("src_first", zeros, (d,))
       self.tgt_first = self.param("tgt_first", zeros, (d,))
 
-  def _src_mask(self, src_BxS, src_mask_BxS):
-    if src_mask_BxS is None:
-      return src_BxS != self.config.pad_id
-    mask = jnp.asarray(src_mask_BxS)
-    shapes.check_shape(mask, src_BxS.shape, "src_mask")
-    return mask.astype(bool)
-
   def encode(self, src_BxS, src_mask_BxS=None, deterministic: bool = True):
     """-> (x_enc_BxSxSxD, src_mask_BxS)."""
     c = self.config
@@ -199,7 +192,7 @@ class EdgeTransformerSeq2Seq(nn.Module):
           f"source length {src_BxS.shape[1]} exceeds "
           f"max_src_len={c.max_src_len}."
       )
-    src_mask_BxS = self._src_mask(src_BxS, src_mask_BxS)
+    src_mask_BxS = greedy.source_mask(src_BxS, src_mask_BxS, c.pad_id)
     x_BxSxSxD = self.src_embed(src_BxS)
     if c.first_token_vectors:  # On the loop edge of source token 0.
       x_BxSxSxD = x_BxSxSxD.at[:, 0, 0].add(self.src_first)
@@ -546,18 +539,10 @@ def greedy_decode(
   Returns BxT int32 tokens (T = max_len, BOS not included); each row ends at
   its first EOS (kept) and is padded with pad_id (default config.pad_id).
   """
-  c = model.config
-  if not isinstance(max_len, int) or not 0 < max_len <= c.max_tgt_len:
-    raise ValueError(
-        f"max_len must be in [1, max_tgt_len={c.max_tgt_len}], got {max_len!r}."
-    )
+  pad = greedy.pad_token(model.config, max_len, pad_id)
   src_BxS = jnp.asarray(src_BxS)
   shapes.check_shape(src_BxS, ("B", "S"), "src")
-  if src_mask_BxS is None:
-    src_mask_BxS = src_BxS != c.pad_id
-  src_mask_BxS = jnp.asarray(src_mask_BxS).astype(bool)
-  shapes.check_shape(src_mask_BxS, src_BxS.shape, "src_mask")
-  pad = c.pad_id if pad_id is None else pad_id
+  src_mask_BxS = greedy.source_mask(src_BxS, src_mask_BxS, model.config.pad_id)
   return greedy.decode(
       _greedy_init,
       _greedy_step,

@@ -32,6 +32,33 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from relational_jax.layers import shapes
+
+
+def source_mask(src_BxS, src_mask_BxS, pad_id: int):
+  """BxS bool, True at real source tokens: `src_mask_BxS` (checked against
+  the source's shape), or by default src != pad_id."""
+  if src_mask_BxS is None:
+    return src_BxS != pad_id
+  mask_BxS = jnp.asarray(src_mask_BxS)
+  shapes.check_shape(mask_BxS, src_BxS.shape, "src_mask")
+  return mask_BxS.astype(bool)
+
+
+def pad_token(config, max_len, pad_id: Optional[int]) -> int:
+  """The decoding set-up shared by the encoder-decoders: checks that
+  `max_len` is an int in [1, config.max_tgt_len]; returns the token that
+  fills each row after its first EOS (`pad_id`, default config.pad_id)."""
+  if (
+      not isinstance(max_len, (int, np.integer))
+      or not 0 < max_len <= config.max_tgt_len
+  ):
+    raise ValueError(
+        f"max_len must be in [1, max_tgt_len={config.max_tgt_len}], got"
+        f" {max_len!r}."
+    )
+  return config.pad_id if pad_id is None else pad_id
+
 
 def next_tokens(logits_BxV, finished_B, eos, pad):
   """One greedy step's tokens: the argmax of each row, `pad` for rows that

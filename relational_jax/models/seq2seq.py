@@ -802,11 +802,6 @@ class Seq2SeqTransformer(nn.Module):
           c.num_edge_labels, c.edge_scorer, hidden_dim=c.d_model
       )
 
-  def _src_mask(self, src_BxS, src_mask_BxS):
-    if src_mask_BxS is None:
-      return src_BxS != self.config.pad_id
-    return jnp.asarray(src_mask_BxS).astype(bool)
-
   def encode(
       self,
       src_BxS,
@@ -824,7 +819,7 @@ class Seq2SeqTransformer(nn.Module):
       raise ValueError("src_tree_pos_BxSxP given but tree_encoder=False.")
     return self.encoder(
         src_BxS,
-        self._src_mask(src_BxS, src_mask_BxS),
+        greedy.source_mask(src_BxS, src_mask_BxS, self.config.pad_id),
         src_relations_BxSxS,
         deterministic,
         **extras,
@@ -1059,11 +1054,7 @@ def greedy_decode(
     src_tree_pos_BxSxP: tree_encoder only: the source tokens' positions.
   """
   c = model.config
-  if max_len <= 0 or max_len > c.max_tgt_len:
-    raise ValueError(
-        f"max_len must be in [1, max_tgt_len={c.max_tgt_len}], got {max_len}."
-    )
-  pad = c.pad_id if pad_id is None else pad_id
+  pad = greedy.pad_token(c, max_len, pad_id)
   src_BxS = jnp.asarray(src_BxS)
   memory_BxMxD, memory_mask_BxM = _encode_jit(
       model,

@@ -58,17 +58,8 @@ def _task_ks(path):
 
 def main():
   a = _args()
-  import torch
-
-  torch.set_num_threads(a.threads)
-  clutrr_dir = os.path.join(a.reference, "clutrr")
-  if not os.path.isfile(os.path.join(clutrr_dir, "train.py")):
-    sys.exit(
-        f"--reference={a.reference} has no clutrr/train.py: pass a "
-        "checkout of github.com/bergen/EdgeTransformer."
-    )
-  sys.path.insert(0, clutrr_dir)
-  os.chdir(a.scratch)  # Their get_filenames reads ./data/<data_path>.
+  # Their get_filenames reads ./data/<data_path> of --scratch.
+  lightning_loop.enter_checkout(a, "clutrr")
   sys.argv = [
       "train.py",
       "--data_path",
@@ -106,13 +97,9 @@ def main():
       for l, f in zip(test_loaders, test_files)
   ]
   args.optimizer_args = {"lr": args.lr}
-  args.scheduler_args = {
-      "num_warmup_steps": args.num_warmup_steps,
-      "num_training_steps": a.steps,
-  }
-  model = EdgeTransformer(args)
-  opt = model.configure_optimizers()
-  optimizer, scheduler = opt["optimizer"], opt["lr_scheduler"]["scheduler"]
+  model, optimizer, scheduler = lightning_loop.build(
+      EdgeTransformer, args, a.steps
+  )
 
   def evaluate():
     out = {}

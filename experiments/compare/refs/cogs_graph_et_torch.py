@@ -39,7 +39,6 @@ state), so a killed run resumes exactly.
 """
 
 import argparse
-import os
 import sys
 
 import lightning_loop  # pylint: disable=g-bad-import-order  (refs/, on sys.path)
@@ -60,17 +59,9 @@ def _args():
 
 def main():
   a = _args()
+  lightning_loop.enter_checkout(a, "cogs")  # Their load.DATA_DIR is ./data/.
   import torch
 
-  torch.set_num_threads(a.threads)
-  cogs_dir = os.path.join(a.reference, "cogs")
-  if not os.path.isfile(os.path.join(cogs_dir, "train.py")):
-    sys.exit(
-        f"--reference={a.reference} has no cogs/train.py: pass a "
-        "checkout of github.com/bergen/EdgeTransformer."
-    )
-  sys.path.insert(0, cogs_dir)
-  os.chdir(a.scratch)  # Their load.DATA_DIR is ./data/.
   sys.argv = ["train.py", "--seed", str(a.seed)] + a.authors_flags.split()
   import train as their  # Parses sys.argv into their cl_args.
   import load
@@ -127,13 +118,7 @@ def main():
       "betas": (args.beta1, args.beta2),
       "eps": args.eps,
   }
-  args.scheduler_args = {
-      "num_warmup_steps": args.num_warmup_steps,
-      "num_training_steps": a.steps,
-  }
-  model = Parser(args)
-  opt = model.configure_optimizers()
-  optimizer, scheduler = opt["optimizer"], opt["lr_scheduler"]["scheduler"]
+  model, optimizer, scheduler = lightning_loop.build(Parser, args, a.steps)
 
   def evaluate():
     out = {}

@@ -11,11 +11,13 @@ then the run is checkpointed to `<out_dir>/checkpoint.pt` (model, optimiser,
 scheduler, step, torch's RNG state), in that order, so a run killed between
 the two redoes the step rather than losing its point. A resumed run skips
 the batches of its epoch already trained on: a wrapper's epoch order must be
-fixed by the epoch's number.
+fixed by the epoch's number. `enter_checkout` and `build` are the wrappers'
+shared set-up (their checkout on the path, their model and optimisers).
 """
 
 import argparse
 import os
+import sys
 import time
 from typing import Callable, Iterable
 
@@ -48,6 +50,37 @@ def add_flags(parser: argparse.ArgumentParser, scratch_help: str) -> None:
       default="",
       help="Extra flags for their train.py parser, space separated.",
   )
+
+
+def enter_checkout(a: argparse.Namespace, task: str) -> None:
+  """Runs torch on `--threads` threads, puts their `<task>/` of
+  `--reference` first on `sys.path` (their modules import each other by
+  name; exits if it has no train.py) and enters `--scratch`, where their
+  loaders read ./data/."""
+  import torch  # pylint: disable=g-import-not-at-top
+
+  torch.set_num_threads(a.threads)
+  task_dir = os.path.join(a.reference, task)
+  if not os.path.isfile(os.path.join(task_dir, "train.py")):
+    sys.exit(
+        f"--reference={a.reference} has no {task}/train.py: pass a "
+        "checkout of github.com/bergen/EdgeTransformer."
+    )
+  sys.path.insert(0, task_dir)
+  os.chdir(a.scratch)
+
+
+def build(model_class, args, steps: int):
+  """Their `model_class(args)` with its `configure_optimizers()`, the linear
+  warmup schedule's `num_training_steps` set to `steps`: (model, optimiser,
+  scheduler)."""
+  args.scheduler_args = {
+      "num_warmup_steps": args.num_warmup_steps,
+      "num_training_steps": steps,
+  }
+  model = model_class(args)
+  opt = model.configure_optimizers()
+  return model, opt["optimizer"], opt["lr_scheduler"]["scheduler"]
 
 
 def fit(
