@@ -108,6 +108,7 @@ def _config(path, overrides=None):
 
 TREE = {
     "transformer.positions": "tree",
+    "transformer.tree_tokens": "arity",  # Logical forms: arity tokens.
     "transformer.tree_depth": 8,  # d_pos = d_model = 16 = n * k.
 }
 
