@@ -11,8 +11,7 @@ and model).
       config, "runs/mine", data=seq2seq_training.Seq2SeqData(train, evals),
       model=my_module_factory, optimizer=optax.adam(1e-3))
 
-* `config`      -- the ConfigDict layout, validation, resume rules, the
-                   flat flag aliases of `experiments.seq2seq_train`
+* `config`      -- the ConfigDict layout, validation, resume rules
 * `data`        -- `load_data`, `Seq2SeqData`, `encode_set`, `EncodedSet`,
                    `target_arities`, `subset`
 * `step`        -- the optimiser's settings, the loss, the trainer's step
