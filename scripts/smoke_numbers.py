@@ -80,7 +80,7 @@ VOLATILE = (
     "code",  # a sitting's git commit
     "started",  # a sitting's start (UTC)
 )
-VOLATILE_PARTS = ("seconds", "time", "wall")
+VOLATILE_PARTS = ("seconds", "time", "wall", "per_s")
 
 
 def strip(tree):
