@@ -754,22 +754,61 @@ def convert_protocol_results(path: str, log=print) -> None:
   _remove_with_png(path)
 
 
+def upgrade_comparison_record(path: str, log=print) -> None:
+  """Rewrites a comparison record (`results/compare/<name>*.json`) whose
+  description of their side was worded by another version in today's
+  words, so `experiments.compare --reuse_reference` takes it: clutrr_et's
+  data named the generator's module before its rename (the same rows);
+  scan_relative_universal's records before `scoring` was recorded scored
+  their side the same way (today's `SCORING`)."""
+  from experiments.compare import clutrr_et  # pylint: disable=g-import-not-at-top
+  from experiments.compare import scan_relative_universal  # pylint: disable=g-import-not-at-top
+
+  with open(path) as f:
+    record = json.load(f)
+  name = record.get("name") if isinstance(record, dict) else None
+  before = dict(record)
+  if name == "clutrr_et":
+    old = clutrr_et._DATA.format(module="relational_jax.data.clutrr")  # pylint: disable=protected-access
+    if record.get("data") == old:
+      comparison = clutrr_et.ClutrrEt()
+      record["data"] = comparison.describe(
+          comparison.budget(record["budget_name"])
+      )["data"]
+  elif name == "scan_relative_universal":
+    if "scoring" not in record:
+      record["scoring"] = scan_relative_universal.SCORING
+  else:
+    raise ValueError(
+        f"{path}: not a clutrr_et or scan_relative_universal comparison."
+    )
+  if record == before:
+    raise ValueError(f"{path} is in this version's words already.")
+  with open(path, "w") as f:
+    json.dump(record, f, indent=1)
+  log(f"{path}: their side described in today's words")
+
+
 def main(argv=None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("workdir", nargs="?")
   parser.add_argument("--pair_models_results", default="")
   parser.add_argument("--protocol_results", default="")
+  parser.add_argument("--comparison_record", default="")
   args = parser.parse_args(argv)
   try:
     if args.pair_models_results:
       split_pair_models_results(args.pair_models_results)
     elif args.protocol_results:
       convert_protocol_results(args.protocol_results)
+    elif args.comparison_record:
+      upgrade_comparison_record(args.comparison_record)
     elif args.workdir:
       migrate(args.workdir)
     else:
       raise ValueError(
-          "give a work directory, --pair_models_results or --protocol_results."
+          "give a work directory, --pair_models_results, --protocol_results "
+          "or --comparison_record."
       )
   except ValueError as e:
     print(f"migrate_workdir: {e}", file=sys.stderr)

@@ -201,8 +201,9 @@ def reused_reference_runs(path, name, comparison, budget_name):
   """{seed: evaluation points} of the reference side recorded in the
   comparison JSON `path`. Refused unless it is the same comparison and
   budget with the same record of their side (`describe`: repository,
-  hyperparameters, their flags, budget, data; or what an earlier version
-  recorded for the same, `Comparison.earlier_records`): a reference run is
+  hyperparameters, their flags, budget, data; a record worded by another
+  version is converted once by scripts/migrate_workdir.py
+  --comparison_record): a reference run is
   deterministic given those and its seed, so rerunning it would repeat it.
   What describes our side (`ours`) and the listed differences may change."""
   with open(path) as f:
@@ -213,8 +214,7 @@ def reused_reference_runs(path, name, comparison, budget_name):
       **comparison.describe(comparison.budget(budget_name)),
   }
   keys = [k for k in now if k not in ("ours", "differences", "resolved")]
-  same = lambda k: (now[k],) + tuple(comparison.earlier_records.get(k, ()))
-  changed = [k for k in keys if earlier.get(k) not in same(k)]
+  changed = [k for k in keys if earlier.get(k) != now[k]]
   if changed:
     raise ValueError(
         f"--reuse_reference={path}: its {changed} differ from "

@@ -225,10 +225,6 @@ class ClutrrEt(protocol.WrapperComparison):
   our_metrics = staticmethod(metrics_of)
   metric_names = staticmethod(metric_names)
   describe = staticmethod(describe)
-  # The generator's module before it was renamed (the same rows).
-  earlier_records = {
-      "data": (_DATA.format(module="relational_jax.data.clutrr"),)
-  }
 
   def reference_flags(self, budget: Budget, seed: int) -> List[str]:
     # The same for every budget and seed: the wrapper passes the seed,

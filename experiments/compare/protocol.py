@@ -211,11 +211,6 @@ class Comparison(abc.ABC):
     """The settings recorded in the JSON (repository, hyperparameters,
     their flags, budget, data, known differences)."""
 
-  # {`describe` key: values that earlier versions recorded for the same
-  # settings} (a rewording, a renamed module): `--reuse_reference` accepts
-  # them as today's.
-  earlier_records: Mapping[str, Tuple] = {}
-
   def match(
       self,
       ours: Mapping[str, Mapping[int, Mapping]],

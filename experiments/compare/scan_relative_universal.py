@@ -352,8 +352,6 @@ class ScanRelativeUniversal(protocol.WrapperComparison):
 
   name = "scan_relative_universal"
   repository = REPOSITORY
-  # Records before SCORING was recorded: their side was scored the same.
-  earlier_records = {"scoring": (None,)}
   marker = MARKER
   budgets = BUDGETS
   task = "seq2seq"

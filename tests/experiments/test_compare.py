@@ -14,6 +14,7 @@ from experiments.compare import cogs_graph_et
 from experiments.compare import curves
 from experiments.compare import protocol
 from experiments.compare import reference
+from tests.experiments.test_migrate_workdir import load_migrate
 
 REPO = os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -355,10 +356,14 @@ def test_reuse_reference_takes_an_earlier_comparisons_reference_seeds(tmp_path):
   assert result["seeds_finished"] == [0, 1]
   assert result["reference_reused_from"] == str(path)
   assert result["runs"]["theirs"][1][-1] == point(4, 0.6)
-  # What an earlier version recorded for the same data (the generator's
-  # module before its rename) is the same record.
+  # A record worded by another version (the generator's module before its
+  # rename) is refused until scripts/migrate_workdir.py converts it.
   earlier["data"] = earlier["data"].replace("clutrr_generator", "clutrr")
-  assert earlier["data"] in clutrr_et.ClutrrEt.earlier_records["data"]
+  with pytest.raises(ValueError, match="\\['data'\\] differ"):
+    reuse()
+  migrate = load_migrate()
+  migrate.upgrade_comparison_record(str(path), log=lambda m: None)
+  earlier = json.loads(path.read_text())
   again = reuse()
   assert again["runs"]["theirs"] == result["runs"]["theirs"]
   # Our side's description (a changed default of ours) does not touch theirs.
