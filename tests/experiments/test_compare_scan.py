@@ -14,6 +14,7 @@ from experiments.compare import registry
 from experiments.compare import scan_relative_universal as scan
 from relational_jax.training import config as config_lib
 from relational_jax.training.seq2seq import config as seq2seq_config
+from tests.experiments.test_migrate_workdir import load_migrate
 
 
 def test_scan_settings_translate_field_by_field(tmp_path):
@@ -150,11 +151,12 @@ def test_scan_our_side_is_scored_as_theirs():
     scan.our_metrics({"step": 500, "iid": 0.9, "gen": 0.5})
 
 
-def test_scan_reference_runs_scored_before_scoring_was_recorded_are_reused(
+def test_scan_reference_records_without_scoring_are_converted_then_reused(
     tmp_path,
 ):
   """Their side was always scored by their code: a record from before
-  SCORING was written down is reused; another scoring is refused."""
+  SCORING was written down is refused until scripts/migrate_workdir.py
+  converts it, then reused; another scoring is refused."""
   from experiments.compare import __main__ as entry  # pylint: disable=g-import-not-at-top
 
   comparison = registry.get("scan_relative_universal")
@@ -171,6 +173,9 @@ def test_scan_reference_runs_scored_before_scoring_was_recorded_are_reused(
   reuse = lambda: entry.reused_reference_runs(
       str(path), comparison.name, comparison, "smoke"
   )
+  with pytest.raises(ValueError, match=r"\['scoring'\] differ"):
+    reuse()
+  load_migrate().upgrade_comparison_record(str(path), log=lambda m: None)
   assert reuse() == {0: points}
   path.write_text(json.dumps(dict(earlier, scoring="strict")))
   with pytest.raises(ValueError, match=r"\['scoring'\] differ"):
