@@ -229,12 +229,9 @@ def check_same_fields(
   field of `current` or has one it does not (outside the path prefixes
   `free`): a record of another version, which `scripts/migrate_workdir.py`
   converts (the message's `<workdir>` is its work directory)."""
-  flat_saved, flat_now = flatten(saved), flatten(current)
-  missing = sorted(p for p in set(flat_now) - set(flat_saved))
-  extra = sorted(p for p in set(flat_saved) - set(flat_now))
-  missing, extra = (
-      [p for p in x if not _is_under(p, free)] for x in (missing, extra)
-  )
+  saved_paths, now_paths = set(flatten(saved)), set(flatten(current))
+  missing = sorted(p for p in now_paths - saved_paths if not _is_under(p, free))
+  extra = sorted(p for p in saved_paths - now_paths if not _is_under(p, free))
   if missing or extra:
     raise errors.OtherFormatError(
         "its fields are not this version's ("
